@@ -1,0 +1,203 @@
+package election
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxScopeLen is the longest scope name, in bytes (the schema enforces it too).
+const MaxScopeLen = 200
+
+// Config configures an Elector. Start from DefaultConfig or leave durations zero to
+// get the defaults; New calls Validate.
+type Config struct {
+	// DSN of the PostgreSQL database (URL or keyword/value form). TLS settings
+	// (sslmode=verify-full, sslrootcert=…) are honoured. Required unless Standalone.
+	DSN string
+
+	// NodeID names this process in pgleader.nodes, terms and audit. It must be
+	// unique among live candidates; the CLI defaults it to <hostname>-<pid>-<random>.
+	NodeID string
+
+	// Hostname is recorded with every term. Default: os.Hostname().
+	Hostname string
+
+	// Version is recorded in pgleader.nodes (the embedding service's version).
+	Version string
+
+	// Scopes this node campaigns for. Each scope is an independent election with
+	// its own epoch. Names are non-empty, at most MaxScopeLen bytes, valid UTF-8,
+	// without NUL bytes.
+	Scopes []string
+
+	// LockKeys overrides the advisory-lock key of a scope (default: the first 8
+	// bytes of sha256(scope), what pgleader.lock_key(scope) computes in SQL).
+	LockKeys map[string]int64
+
+	// HeartbeatInterval (I) is how often the leader confirms its terms (one round
+	// trip for all scopes). Default 500ms.
+	HeartbeatInterval time.Duration
+
+	// HeartbeatTimeout (T) bounds one heartbeat; a slower one closes the gate and
+	// abandons the session. Default 500ms.
+	HeartbeatTimeout time.Duration
+
+	// TrustWindow (W): after a heartbeat that started at s succeeded, the gate stays
+	// open until s + W. Must exceed I + T. Default 1.5s.
+	TrustWindow time.Duration
+
+	// SessionLease (L): idle_session_timeout of the leadership and guard sessions,
+	// the time after which the server frees the locks of a frozen or partitioned
+	// node. Must exceed W by at least 100ms; L − W is the safety gap. Bounds
+	// frozen-leader failover. Default 2s.
+	SessionLease time.Duration
+
+	// DrainTimeout: on Resign or shutdown, how long in-flight Do calls may run on
+	// before their contexts are cancelled and the lock is released. Default 5s.
+	DrainTimeout time.Duration
+
+	// ResignCooldown: after Resign, how long this node stays out of the scope's
+	// election so another node takes over. Default 2×HeartbeatInterval.
+	ResignCooldown time.Duration
+
+	// MaxScopes caps len(Scopes). Default 64. See Validate for why a cap exists.
+	MaxScopes int
+
+	// Standalone makes every scope permanently led by this node without any
+	// database (epoch 0, Fence a no-op). For local development only; logged loudly.
+	Standalone bool
+
+	// SubscriberBuffer: transitions kept per subscriber before the oldest are
+	// dropped. Default 1024.
+	SubscriberBuffer int
+
+	// Logger receives one structured line per transition. Default slog.Default().
+	Logger *slog.Logger
+
+	// Observer receives fine-grained engine events synchronously (see Event).
+	// Optional.
+	Observer Observer
+}
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	var c Config
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatInterval, 500*time.Millisecond)
+	def(&c.HeartbeatTimeout, 500*time.Millisecond)
+	def(&c.TrustWindow, 1500*time.Millisecond)
+	def(&c.SessionLease, 2*time.Second)
+	def(&c.DrainTimeout, 5*time.Second)
+	def(&c.ResignCooldown, 2*c.HeartbeatInterval)
+	if c.MaxScopes == 0 {
+		c.MaxScopes = 64
+	}
+	if c.SubscriberBuffer == 0 {
+		c.SubscriberBuffer = 1024
+	}
+	if c.Hostname == "" {
+		c.Hostname, _ = os.Hostname()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// minSafetyGap is the least L − W accepted: it absorbs clock-rate differences
+// between hosts and the server's timer slack.
+const minSafetyGap = 100 * time.Millisecond
+
+// Validate checks the configuration (after filling defaults) and returns a
+// *ConfigError naming the field and the rule it breaks.
+//
+// Timing must satisfy I + T < W < L with L − W ≥ 100ms (see the package doc for why
+// each inequality is needed).
+//
+// MaxScopes exists because advisory locks live in PostgreSQL's shared lock table,
+// which the whole database shares (about max_locks_per_transaction ×
+// (max_connections + max_prepared_transactions) entries, ≈ 12.8k by default): a node
+// holds one lock per led scope and one waiting lock per followed scope, and
+// exhausting the table breaks every session of the database, not only pgleader's.
+func (c *Config) Validate() error {
+	c.applyDefaults()
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
+	}
+	if c.DSN == "" && !c.Standalone {
+		return bad("DSN", "a database connection string is required (or choose Standalone explicitly)")
+	}
+	if c.NodeID == "" {
+		return bad("NodeID", "must not be empty")
+	}
+	if err := ValidateScopeName(c.NodeID); err != nil {
+		return bad("NodeID", "%v", strings.Replace(err.Error(), "scope", "node id", 1))
+	}
+	if len(c.Scopes) == 0 {
+		return bad("Scopes", "at least one scope is required")
+	}
+	if len(c.Scopes) > c.MaxScopes {
+		return bad("Scopes", "%d scopes exceed MaxScopes (%d): each scope holds an advisory lock (or a waiting one) in PostgreSQL's lock table, which the whole database shares (≈12.8k entries by default); exhausting it breaks every session of the database",
+			len(c.Scopes), c.MaxScopes)
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Scopes {
+		if err := ValidateScopeName(s); err != nil {
+			return bad("Scopes", "%v", err)
+		}
+		if seen[s] {
+			return bad("Scopes", "scope %q is listed twice", s)
+		}
+		seen[s] = true
+	}
+	for s := range c.LockKeys {
+		if !seen[s] {
+			return bad("LockKeys", "override for %q, which is not in Scopes", s)
+		}
+	}
+	I, T, W, L := c.HeartbeatInterval, c.HeartbeatTimeout, c.TrustWindow, c.SessionLease
+	switch {
+	case I < 10*time.Millisecond:
+		return bad("HeartbeatInterval", "heartbeat interval (%v) must be at least 10ms", I)
+	case T < 10*time.Millisecond:
+		return bad("HeartbeatTimeout", "heartbeat timeout (%v) must be at least 10ms", T)
+	case I+T >= W:
+		return bad("TrustWindow", "heartbeat interval (%v) + heartbeat timeout (%v) must be shorter than trust window (%v), or a healthy leader's gate closes between heartbeats", I, T, W)
+	case W >= L:
+		return bad("SessionLease", "trust window (%v) must be shorter than session lease (%v), or a frozen leader may still trust its gate when the server hands its lock to a successor", W, L)
+	case L-W < minSafetyGap:
+		return bad("SessionLease", "session lease (%v) must exceed trust window (%v) by at least %v (the safety gap absorbs clock-rate differences and server timer slack)", L, W, minSafetyGap)
+	case L%time.Millisecond != 0:
+		return bad("SessionLease", "session lease (%v) must be a whole number of milliseconds (idle_session_timeout)", L)
+	case c.DrainTimeout < 0:
+		return bad("DrainTimeout", "must not be negative")
+	}
+	return nil
+}
+
+// ValidateScopeName reports why name cannot be a scope, or nil.
+func ValidateScopeName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("scope name must not be empty")
+	case len(name) > MaxScopeLen:
+		return fmt.Errorf("scope name is %d bytes, longer than the limit of %d", len(name), MaxScopeLen)
+	case strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("scope name %q contains a NUL byte, which PostgreSQL text cannot store", name)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("scope name %q is not valid UTF-8", name)
+	}
+	return nil
+}

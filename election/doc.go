@@ -1,0 +1,145 @@
+// Package election elects one leader per scope among the replicas of a Go service,
+// through the PostgreSQL the service already runs, and hands the leader a fencing
+// epoch that the database itself enforces.
+//
+// # Using it
+//
+//	e, err := election.New(election.Config{DSN: dsn, Scopes: []string{"billing"}})
+//	go e.Run(ctx)                        // campaigns, heartbeats, drains on cancel
+//	s := e.Scope("billing")
+//	err = s.Do(ctx, func(ctx context.Context, tok election.Token) error {
+//		tx, _ := pool.Begin(ctx)
+//		if err := election.Fence(ctx, tx, tok); err != nil { // ErrFenced: a successor took over
+//			return err
+//		}
+//		... writes ...
+//		return tx.Commit(ctx)
+//	})
+//
+// Require returns a Token (scope, epoch, holder) or ErrNotLeader; Token.Valid
+// re-checks the gate just in time; Do runs a function under a context that is
+// cancelled when the trust window ends or leadership is lost; Fence makes a write in
+// the caller's transaction conditional on the epoch still being current at commit.
+//
+// # Moving parts (per node)
+//
+//   - The leadership session: one dedicated, non-pooled connection. It holds the
+//     session advisory lock of every scope this node leads, runs the claim, heartbeat
+//     and release functions of the schema and nothing else — a long statement on it
+//     would keep the locks alive after the process died. It is opened with
+//     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot fire
+//     before L, and client_connection_check_interval.
+//   - The guard session: a second dedicated connection holding the node's guard lock,
+//     a random advisory key published with every claim. It is pinged together with
+//     each heartbeat and has the same idle_session_timeout L. The guard is held for as
+//     long as any gate of this node may be open; see "No overlap" below.
+//   - One waiter connection per scope the node does not lead: it sits in
+//     pgleader.await_release (pg_advisory_lock_shared + unlock), which costs the server
+//     nothing and returns within a millisecond of the holder releasing the lock or
+//     dying. The node then claims through its leadership session with
+//     pgleader.try_claim (pg_try_advisory_lock + claim in one round trip). Waiters
+//     need no NOTIFY: every way leadership ends frees the lock.
+//   - A watcher per dedicated connection polls its socket for the peer's close
+//     (POLLRDHUP) between and during statements, so a terminated backend is noticed at
+//     once, not at the next heartbeat.
+//
+// # States of a scope
+//
+//	follower ──lock free──▶ claiming ──try_claim won──▶ pending ──predecessor safe──▶ leader
+//	   ▲                        │ lost race                                   │
+//	   └────────────────────────┘◀── lost / resigned / drained ───────────────┘
+//
+// follower: waiting in await_release. claiming: try_claim on the leadership session.
+// pending: this node holds the lock and the new epoch, but its gate stays closed until
+// the predecessor can no longer trust its own (below). leader: the gate opens and
+// closes with the trust window; the term ends when the session is lost, a heartbeat is
+// rejected, the scope is resigned, or Run's context is cancelled (drain).
+//
+// # The gate and the timing inequalities
+//
+// Knobs: heartbeat interval I, heartbeat timeout T, trust window W, session lease L.
+// Config.Validate requires
+//
+//	I + T < W < L   (and L − W ≥ 100 ms)
+//
+// A heartbeat that starts at monotonic time s and succeeds within T sets
+// trust_until = s + W. The gate of a scope is open iff this node holds the scope's
+// term and the monotonic clock, read at the moment of the check, is before
+// trust_until. Nothing else opens it, so a process resuming from a pause finds its
+// gate closed before any of its goroutines runs anything (S4).
+//
+//   - I + T < W: heartbeat k+1 starts by s_k + I and succeeds by s_k + I + T, before
+//     s_k + W; a healthy leader's gate never blinks.
+//   - W < L: the server ends an idle leadership session at the earliest L after its
+//     last statement finished, which is after that statement started, so at a time
+//     later than s_last + L > s_last + W = trust_until. A frozen or partitioned leader
+//     has closed its gate L − W before the server frees its locks and a successor can
+//     claim. The keepalives are set so they cannot fire before L either.
+//   - A heartbeat that fails or exceeds T closes the gate at once and abandons the
+//     session (pgx closes a connection whose query missed its deadline, which sends
+//     Terminate and frees the locks).
+//
+// Safety never depends on a wall clock: durations are local monotonic time; table
+// timestamps come from the server and serve observability only.
+//
+// # No overlap (S5), and why crash failover stays fast
+//
+// The risky case is a leader whose leadership backend is terminated from outside
+// (pg_terminate_backend, a pooler, an operator) while its process lives on: the lock
+// is free at once, but the old process may trust its gate until s_last + W. The
+// successor therefore must not open its gate until the predecessor provably cannot.
+//
+// The predecessor's guard lock is that proof. A node holds its guard while any of its
+// gates may be open and releases it only after closing them all; the guard session
+// dies with the process (kill -9 closes its socket), and with a frozen process (it is
+// pinged with the heartbeats and has the same idle_session_timeout L). When a claim
+// finds the previous term not closed cleanly, it returns the predecessor's guard key;
+// the successor then waits, in pgleader.await_release on its waiter connection, until
+//
+//	the guard is free                          (process dead, frozen ≥ L, or gates closed), or
+//	W_pred + margin after its claim returned   (the predecessor's trust has expired),
+//
+// whichever comes first. The second bound holds because the predecessor's last
+// successful heartbeat started before the server executed it, which was before its
+// lock was released, which was before the successor's try_claim ran, which was before
+// the claim returned: trust_until_pred < claim_returned + W_pred. The margin (W/50,
+// at least 10 ms) covers differences in clock rate between hosts.
+//
+// So: kill -9 → both locks free, the successor opens within a millisecond or two;
+// frozen → both sessions expire together after L, same; terminated backend with a
+// live process → the predecessor notices through its watcher, closes its gates and
+// releases its guard (a millisecond), or, if it is too slow, the successor waits out
+// W_pred. A clean release (resign, drain) closes the gate before unlocking and marks
+// the term closed in the same transaction, so the successor opens without waiting.
+// If the guard session itself is lost, the node treats its leadership session as lost
+// too: gates close, both connections are dropped, and it campaigns again.
+//
+// What is not covered, plainly: if an operator terminates both sessions of a live
+// node at the same instant, the successor sees a free guard, exactly as after a crash,
+// and may open its gate before the old process has observed its broken sockets
+// (normally well under a millisecond). And no lease can protect an action whose gate
+// check happened before a process pause and whose effect lands after it (Kleppmann's
+// window): only writes fenced in the database (Fence, S3) are safe there. Check
+// Token.Valid right before an external side effect, and keep the window short.
+//
+// # Fencing (S3)
+//
+// Fence calls pgleader.fence(scope, epoch, holder) in the caller's transaction. It
+// locks the scope's leader_state row FOR KEY SHARE until commit: a successor's claim
+// (FOR UPDATE) waits for the transaction, and a write that arrives after the claim
+// sees the new epoch and fails with ErrFenced. KEY SHARE does not conflict with the
+// heartbeat's non-key UPDATE, so application transactions never delay heartbeats.
+//
+// # Transitions and observers
+//
+// Subscribe delivers Elected, Revoked and LeaderObserved transitions of all scopes in
+// the order the engine produced them. Each subscriber has its own queue fed by its own
+// goroutine, so a slow subscriber never blocks the engine or other subscribers; if a
+// subscriber falls more than SubscriberBuffer transitions behind, the oldest are
+// dropped and the next delivered transition reports how many were missed.
+//
+// Config.Observer receives fine-grained events (acquired, gate_open, heartbeat_ok,
+// gate_closed, …) synchronously from the engine's goroutines; it must return quickly.
+// It is the hook for metrics (the exporter adapts it to Prometheus) and for the
+// event files of `pgleader node --events`.
+package election

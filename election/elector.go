@@ -1,0 +1,333 @@
+package election
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/migrations"
+)
+
+// Elector campaigns for its scopes on behalf of one node (process). Create it with
+// New, run it with Run, and use the scopes through Scope.
+type Elector struct {
+	cfg    Config
+	base   *pgx.ConnConfig
+	log    *slog.Logger
+	osPid  int
+	scopes map[string]*Scope
+	order  []*Scope
+	broker *broker
+
+	runOnce sync.Once
+	stopped chan struct{} // closed when Run returns
+
+	sessMu    sync.Mutex
+	sess      *session
+	sessReady chan struct{} // closed when sess is set; replaced when it is lost
+}
+
+// New validates cfg and returns an Elector. It does not connect.
+func New(cfg Config) (*Elector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Elector{cfg: cfg, log: cfg.Logger, osPid: os.Getpid(), scopes: map[string]*Scope{},
+		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}
+	if !cfg.Standalone {
+		base, err := pgx.ParseConfig(cfg.DSN)
+		if err != nil {
+			return nil, &ConfigError{Field: "DSN", Rule: fmt.Sprintf("cannot parse connection string: %v", err)}
+		}
+		e.base = base
+	}
+	keys := map[int64]string{}
+	for _, name := range cfg.Scopes {
+		key, ok := cfg.LockKeys[name]
+		if !ok {
+			key = LockKey(name)
+		}
+		if other, dup := keys[key]; dup {
+			return nil, &ConfigError{Field: "LockKeys", Rule: fmt.Sprintf("scopes %q and %q share lock key %d", other, name, key)}
+		}
+		keys[key] = name
+		s := &Scope{e: e, name: name, key: key, resignCh: make(chan resignRequest)}
+		e.scopes[name] = s
+		e.order = append(e.order, s)
+	}
+	return e, nil
+}
+
+// LockKey returns the default advisory-lock key of a scope: the first 8 bytes of
+// sha256(scope) as a big-endian signed integer, the same value as
+// `SELECT pgleader.lock_key(scope)`.
+func LockKey(scope string) int64 {
+	sum := sha256.Sum256([]byte(scope))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// NodeID returns the node id this elector campaigns as.
+func (e *Elector) NodeID() string { return e.cfg.NodeID }
+
+// Config returns the validated configuration, defaults filled in.
+func (e *Elector) Config() Config { return e.cfg }
+
+// Scope returns the handle of a configured scope. For a name that is not in
+// Config.Scopes it returns a handle whose methods return ErrUnknownScope.
+func (e *Elector) Scope(name string) *Scope {
+	if s, ok := e.scopes[name]; ok {
+		return s
+	}
+	return &Scope{name: name}
+}
+
+// Scopes returns the handles of all scopes, in configuration order.
+func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
+
+// Subscribe returns a channel of transitions of all scopes, in order, and a function
+// that ends the subscription. The channel is closed when Run returns or cancel is
+// called. Delivery never blocks the engine; see the package doc for what happens
+// to a subscriber that falls behind.
+func (e *Elector) Subscribe() (<-chan Transition, func()) { return e.broker.subscribe() }
+
+func (e *Elector) emit(ev Event) {
+	if e.cfg.Observer == nil {
+		return
+	}
+	ev.Node = e.cfg.NodeID
+	ev.MonoNS = monotime.Now()
+	ev.Time = time.Now()
+	e.cfg.Observer.Observe(ev)
+}
+
+// Check connects once and verifies what Run needs: the server is reachable,
+// PostgreSQL 14 or newer, and the pgleader schema is at the version this build
+// requires. Its errors wrap ErrUnreachable, ErrUnsupportedServer or
+// ErrSchemaMissing and say how to fix the problem.
+func (e *Elector) Check(ctx context.Context) error {
+	if e.cfg.Standalone {
+		return nil
+	}
+	return CheckDatabase(ctx, e.base)
+}
+
+// CheckDatabase is Check for a connection configuration.
+func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: cannot connect to %s:%d: %v", ErrUnreachable, cfg.Host, cfg.Port, unwrapConnectErr(err))
+	}
+	defer conn.Close(context.Background())
+	var num int
+	if err := conn.QueryRow(cctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if num < 140000 {
+		return fmt.Errorf("%w: server is %d.%d, pgleader needs PostgreSQL 14 or newer (idle_session_timeout bounds failover)", ErrUnsupportedServer, num/10000, num%10000/100)
+	}
+	v, err := migrations.Version(cctx, conn)
+	if err != nil {
+		return fmt.Errorf("%w: read schema version: %v", ErrUnreachable, err)
+	}
+	switch {
+	case v == 0:
+		return fmt.Errorf("%w: database %q has no pgleader schema: run `pgleader migrate`", ErrSchemaMissing, cfg.Database)
+	case v < migrations.Latest:
+		return fmt.Errorf("%w: database %q has pgleader schema version %d, this build needs %d: run `pgleader migrate`", ErrSchemaMissing, cfg.Database, v, migrations.Latest)
+	}
+	return nil
+}
+
+// unwrapConnectErr shortens pgx's connect errors to their cause.
+func unwrapConnectErr(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Unwrap() != nil {
+		return ce.Unwrap()
+	}
+	return err
+}
+
+// Run campaigns until ctx is cancelled, then drains: no new work is admitted,
+// in-flight Do calls get up to Config.DrainTimeout, every led scope is released
+// (term closed as "shutdown", followers take over at once), and the node is marked
+// stopped. Run returns only after every goroutine it started has stopped. It
+// returns nil after a drain caused by ctx, or the error that kept it from starting
+// (see Check). An Elector runs once.
+func (e *Elector) Run(ctx context.Context) error {
+	first := false
+	e.runOnce.Do(func() { first = true })
+	if !first {
+		return ErrClosed
+	}
+	defer close(e.stopped)
+	defer e.broker.closeAll()
+	if e.cfg.Standalone {
+		return e.runStandalone(ctx)
+	}
+	if err := e.Check(ctx); err != nil {
+		return err
+	}
+	e.log.Info("campaigning", "node", e.cfg.NodeID, "scopes", e.cfg.Scopes,
+		"heartbeat_interval", e.cfg.HeartbeatInterval, "heartbeat_timeout", e.cfg.HeartbeatTimeout,
+		"trust_window", e.cfg.TrustWindow, "session_lease", e.cfg.SessionLease)
+
+	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
+	var sessions sync.WaitGroup
+	sessions.Go(func() { e.sessionLoop(sessCtx) })
+
+	var campaigns sync.WaitGroup
+	for _, s := range e.order {
+		campaigns.Go(func() { s.campaign(ctx) })
+	}
+	campaigns.Wait()
+
+	e.sessMu.Lock()
+	if e.sess != nil {
+		e.sess.markStopped()
+	}
+	e.sessMu.Unlock()
+	stopSessions()
+	sessions.Wait()
+	e.log.Info("stopped", "node", e.cfg.NodeID)
+	return nil
+}
+
+func (e *Elector) runStandalone(ctx context.Context) error {
+	warn := func() {
+		e.log.Warn("STANDALONE MODE: this node leads every scope without any database; there is no election and no fencing; never run more than one instance",
+			"node", e.cfg.NodeID, "scopes", e.cfg.Scopes)
+	}
+	warn()
+	var terms []*term
+	for _, s := range e.order {
+		t := standaloneTerm(s)
+		terms = append(terms, t)
+		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Holder: e.cfg.NodeID, At: time.Now()})
+	}
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			warn()
+		case <-ctx.Done():
+			for _, t := range terms {
+				t.drain(e.cfg.DrainTimeout)
+				t.end("shutdown", true)
+			}
+			return nil
+		}
+	}
+}
+
+// sessionLoop keeps a leadership session up: open, heartbeat every I until lost,
+// reopen with jittered backoff. It owns every session it opens.
+func (e *Elector) sessionLoop(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		s, err := e.openSession(ctx)
+		if err != nil {
+			failures++
+			if ctx.Err() == nil {
+				e.log.Warn("cannot open leadership session", "node", e.cfg.NodeID, "err", err, "attempt", failures)
+			}
+			sleepCtx(ctx, backoff(failures))
+			continue
+		}
+		failures = 0
+		e.setSession(s)
+		e.log.Info("leadership session up", "node", e.cfg.NodeID, "backend_pid", s.lead.PgConn().PID(), "guard_key", s.guardKey)
+		tick := time.NewTicker(e.cfg.HeartbeatInterval)
+	beat:
+		for {
+			select {
+			case <-ctx.Done():
+				break beat
+			case <-s.lost:
+				break beat
+			case <-tick.C:
+				s.heartbeat()
+			}
+		}
+		tick.Stop()
+		e.clearSession(s)
+		s.close()
+		if ctx.Err() == nil {
+			sleepCtx(ctx, time.Duration(rand.Int64N(int64(e.cfg.HeartbeatInterval/10)+1)))
+		}
+	}
+}
+
+func (e *Elector) setSession(s *session) {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	e.sess = s
+	close(e.sessReady)
+}
+
+func (e *Elector) clearSession(s *session) {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	if e.sess == s {
+		e.sess = nil
+		e.sessReady = make(chan struct{})
+	}
+}
+
+// awaitSession returns the current live session, waiting for one; nil when ctx ends.
+func (e *Elector) awaitSession(ctx context.Context) *session {
+	for {
+		e.sessMu.Lock()
+		s, ready := e.sess, e.sessReady
+		e.sessMu.Unlock()
+		if s != nil && !s.isLost() {
+			return s
+		}
+		if s != nil { // lost, not yet cleared
+			select {
+			case <-s.lost:
+			case <-ctx.Done():
+				return nil
+			}
+			sleepCtx(ctx, time.Millisecond)
+			continue
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// backoff returns a jittered exponential delay for the n-th consecutive failure.
+func backoff(n int) time.Duration {
+	d := 25 * time.Millisecond << min(max(n-1, 0), 8)
+	d = min(d, 5*time.Second)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

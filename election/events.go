@@ -1,0 +1,190 @@
+package election
+
+import (
+	"sync"
+	"time"
+)
+
+// EventKind names a fine-grained engine event. The values are the `event` field of
+// `pgleader node --events` lines (docs/design.md §5).
+type EventKind string
+
+// Engine events, in the order a term normally produces them.
+const (
+	EventAcquired        EventKind = "acquired"         // won the lock and a new epoch; gate still closed
+	EventGateOpen        EventKind = "gate_open"        // the gate opened (TrustUntil set)
+	EventHeartbeatOK     EventKind = "heartbeat_ok"     // trust extended to TrustUntil
+	EventHeartbeatFailed EventKind = "heartbeat_failed" // heartbeat error or timeout (Reason)
+	EventGateClosed      EventKind = "gate_closed"      // the gate closed (Reason)
+	EventLost            EventKind = "lost"             // the term ended without a clean release
+	EventResigned        EventKind = "resigned"         // the term was released cleanly (Reason)
+	EventObserved        EventKind = "leader_observed"  // a follower saw another holder
+)
+
+// Event is one engine event. MonoNS and TrustUntilMonoNS are CLOCK_MONOTONIC
+// nanoseconds, comparable between processes on one host.
+type Event struct {
+	Kind             EventKind
+	Scope            string
+	Node             string
+	Epoch            int64
+	MonoNS           int64
+	Time             time.Time
+	TrustUntilMonoNS int64         // gate_open, heartbeat_ok
+	Reason           string        // gate_closed, lost, resigned, heartbeat_failed
+	Latency          time.Duration // heartbeat_ok, heartbeat_failed: round-trip time
+	Holder           string        // leader_observed: who leads now
+}
+
+// Observer receives engine events synchronously, from the engine's goroutines. It
+// must return quickly and must not call back into the Elector. Events of one scope
+// arrive in order.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// TransitionKind is the kind of a leadership transition.
+type TransitionKind int
+
+// Transition kinds.
+const (
+	// Elected: this node became leader of Scope with Epoch and its gate opened.
+	Elected TransitionKind = iota + 1
+	// Revoked: this node's term Epoch of Scope ended (Reason says why).
+	Revoked
+	// LeaderObserved: another node (Holder) leads Scope with Epoch.
+	LeaderObserved
+)
+
+func (k TransitionKind) String() string {
+	switch k {
+	case Elected:
+		return "elected"
+	case Revoked:
+		return "revoked"
+	case LeaderObserved:
+		return "leader_observed"
+	}
+	return "unknown"
+}
+
+// Transition is a change of leadership as one node sees it.
+type Transition struct {
+	Kind   TransitionKind
+	Scope  string
+	Epoch  int64
+	Holder string // the leader (this node for Elected and Revoked)
+	Reason string // Revoked: resigned, shutdown, lost_connection, heartbeat_timeout, …
+	At     time.Time
+	// Missed counts transitions dropped before this one because the subscriber
+	// fell more than Config.SubscriberBuffer behind.
+	Missed int
+}
+
+// broker fans transitions out to subscribers without ever blocking the publisher.
+type broker struct {
+	mu    sync.Mutex
+	subs  map[*subscriber]struct{}
+	limit int
+}
+
+type subscriber struct {
+	mu      sync.Mutex
+	queue   []Transition
+	wake    chan struct{}
+	out     chan Transition
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func newBroker(limit int) *broker {
+	return &broker{subs: map[*subscriber]struct{}{}, limit: max(limit, 1)}
+}
+
+func (b *broker) subscribe() (<-chan Transition, func()) {
+	s := &subscriber{wake: make(chan struct{}, 1), out: make(chan Transition),
+		done: make(chan struct{}), stopped: make(chan struct{})}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	go s.deliver() // owned by the subscription: ends on cancel or closeAll
+	cancel := func() {
+		b.mu.Lock()
+		delete(b.subs, s)
+		b.mu.Unlock()
+		s.stop()
+	}
+	return s.out, cancel
+}
+
+func (s *subscriber) deliver() {
+	defer close(s.stopped)
+	defer close(s.out)
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		t := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		select {
+		case s.out <- t:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+func (s *subscriber) stop() {
+	s.once.Do(func() { close(s.done) })
+	<-s.stopped
+}
+
+func (b *broker) publish(t Transition) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		s.mu.Lock()
+		if len(s.queue) >= b.limit {
+			// Drop the oldest queued; the next one delivered reports the gap.
+			dropped := s.queue[0]
+			s.queue = s.queue[1:]
+			if len(s.queue) > 0 {
+				s.queue[0].Missed += dropped.Missed + 1
+			} else {
+				t.Missed += dropped.Missed + 1
+			}
+		}
+		s.queue = append(s.queue, t)
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// closeAll ends every subscription (their channels are closed).
+func (b *broker) closeAll() {
+	b.mu.Lock()
+	subs := b.subs
+	b.subs = map[*subscriber]struct{}{}
+	b.mu.Unlock()
+	for s := range subs {
+		s.stop()
+	}
+}

@@ -1,0 +1,46 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Execer is what Fence needs of a transaction: pgx.Tx, *pgx.Conn and pgxpool types
+// satisfy it.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// FenceSQL is the statement Fence runs, for callers on database/sql or other
+// drivers: run it in the writing transaction with the token's scope, epoch and
+// holder, and treat SQLSTATE FencedSQLState as ErrFenced.
+const FenceSQL = "SELECT pgleader.fence($1, $2, $3)"
+
+// FencedSQLState is the SQLSTATE pgleader.fence raises for a stale epoch.
+const FencedSQLState = "PLF01"
+
+// Fence makes the caller's transaction conditional on tok's epoch still being the
+// scope's current term at commit (S3): call it inside the transaction, before or
+// after the writes. It returns an error wrapping ErrFenced if a successor has taken
+// over; the caller must then roll back. A successor's claim waits for the
+// transaction to finish, so a write that commits after Fence succeeded is part of
+// tok's term. In standalone mode it does nothing.
+func Fence(ctx context.Context, tx Execer, tok Token) error {
+	if tok.p == nil {
+		return ErrNotLeader
+	}
+	if tok.p.term.standalone {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, FenceSQL, tok.Scope, tok.Epoch, tok.Holder); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == FencedSQLState {
+			return fmt.Errorf("%w: %s", ErrFenced, pe.Message)
+		}
+		return fmt.Errorf("fence %s epoch %d: %w", tok.Scope, tok.Epoch, err)
+	}
+	return nil
+}

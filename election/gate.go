@@ -1,0 +1,73 @@
+package election
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// period is one uninterrupted stretch of an open gate within a term. Its trustUntil
+// (monotonic ns) only moves forward while the period lives and is zeroed when the
+// period closes; a new period starts if the gate reopens. Tokens point at the period
+// they were issued in, so Token.Valid is one atomic load and a clock read.
+type period struct {
+	term       *term
+	trustUntil atomic.Int64
+	ctx        context.Context // cancelled when the period closes
+	cancel     context.CancelFunc
+	timer      *time.Timer // closes the period when trust runs out
+	closeOnce  sync.Once
+}
+
+// open reports whether the gate of this period is open at monotonic time now.
+func (p *period) open(now int64) bool { return now < p.trustUntil.Load() }
+
+// extend moves trustUntil forward to t if the period has not expired at now.
+// It returns false when the period has expired (it must then be closed).
+func (p *period) extend(t, now int64) bool {
+	for {
+		old := p.trustUntil.Load()
+		if old <= now {
+			return false
+		}
+		if t <= old || p.trustUntil.CompareAndSwap(old, t) {
+			return true
+		}
+	}
+}
+
+// Token proves that this node led Scope with Epoch when it was issued. Pass it to
+// Fence inside the transaction of a write made under leadership.
+type Token struct {
+	Scope  string
+	Epoch  int64
+	Holder string
+	p      *period
+}
+
+// Valid re-checks the gate now: true while the term that issued the token lasts and
+// its trust window has not ended. Call it right before an action whose effect
+// cannot be fenced in the database; it costs a clock read and an atomic load.
+func (t Token) Valid() bool {
+	if t.p == nil {
+		return false
+	}
+	if t.p.term.standalone {
+		return true
+	}
+	return t.p.open(monotime.Now())
+}
+
+// Context returns a context that is cancelled when the token stops being valid
+// because its gate closed (trust window ended, leadership lost or drained).
+func (t Token) Context() context.Context {
+	if t.p == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	return t.p.ctx
+}

@@ -1,0 +1,319 @@
+package election
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+var errSessionLost = errors.New("leadership session lost")
+
+// session is one incarnation of a node's leadership: the leadership connection (the
+// scopes' advisory locks, claims, heartbeats, releases) and the guard connection
+// (the guard lock). They are lost together: when either breaks, every term of the
+// session ends, its gates close, and only then are the connections dropped, which
+// frees the guard (see "No overlap" in the package doc).
+type session struct {
+	e        *Elector
+	lead     *pgx.Conn
+	guard    *pgx.Conn
+	guardKey int64
+	watches  []*sockWatch
+
+	mu sync.Mutex // serialises statements on lead
+
+	termsMu sync.Mutex
+	terms   map[*term]struct{}
+
+	lostOnce   sync.Once
+	lost       chan struct{}
+	lostReason string
+}
+
+func randomKey() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]))
+}
+
+// connConfig returns the configuration of a dedicated connection with the session
+// settings that bound failover.
+func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
+	c := e.base.Copy()
+	p := c.RuntimeParams
+	p["application_name"] = "pgleader " + role + " " + e.cfg.NodeID
+	if len(p["application_name"]) > 63 {
+		p["application_name"] = p["application_name"][:63]
+	}
+	// The server notices a vanished client during a statement within this interval.
+	p["client_connection_check_interval"] = "1000"
+	if leased {
+		L := e.cfg.SessionLease
+		p["idle_session_timeout"] = strconv.FormatInt(L.Milliseconds(), 10)
+		// Keepalives must never end the session before the lease: idle starts at
+		// ceil(L) seconds, then 3 probes 1 s apart.
+		p["tcp_keepalives_idle"] = strconv.FormatInt(int64((L+time.Second-1)/time.Second), 10)
+		p["tcp_keepalives_interval"] = "1"
+		p["tcp_keepalives_count"] = "3"
+	}
+	return c
+}
+
+func (e *Elector) openSession(ctx context.Context) (*session, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lead, err := pgx.ConnectConfig(cctx, e.connConfig("leadership", true))
+	if err != nil {
+		return nil, fmt.Errorf("%w: leadership session: %v", ErrUnreachable, err)
+	}
+	guard, err := pgx.ConnectConfig(cctx, e.connConfig("guard", true))
+	if err != nil {
+		lead.Close(context.Background())
+		return nil, fmt.Errorf("%w: guard session: %v", ErrUnreachable, err)
+	}
+	s := &session{e: e, lead: lead, guard: guard, guardKey: randomKey(),
+		terms: map[*term]struct{}{}, lost: make(chan struct{})}
+	fail := func(err error) (*session, error) {
+		lead.Close(context.Background())
+		guard.Close(context.Background())
+		return nil, err
+	}
+	if _, err := guard.Exec(cctx, "SELECT pg_advisory_lock($1)", s.guardKey); err != nil {
+		return fail(fmt.Errorf("take guard lock: %w", err))
+	}
+	c := e.cfg
+	if _, err := lead.Exec(cctx, `
+		INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, backend_pid, scopes,
+		       heartbeat_interval_ms, trust_window_ms, session_lease_ms)
+		VALUES ($1, $2, $3, $4, pg_backend_pid(), $5, $6, $7, $8)
+		ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname,
+		       os_pid = EXCLUDED.os_pid, version = EXCLUDED.version,
+		       backend_pid = EXCLUDED.backend_pid, scopes = EXCLUDED.scopes,
+		       heartbeat_interval_ms = EXCLUDED.heartbeat_interval_ms,
+		       trust_window_ms = EXCLUDED.trust_window_ms,
+		       session_lease_ms = EXCLUDED.session_lease_ms,
+		       last_seen = now(), stopped_at = NULL, leading = '{}'`,
+		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
+		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds()); err != nil {
+		return fail(fmt.Errorf("register node: %w", err))
+	}
+	for _, conn := range []*pgx.Conn{lead, guard} {
+		s.watches = append(s.watches, watchSocket(conn.PgConn().Conn(), func() {
+			s.lose("lost_connection")
+		}))
+	}
+	return s, nil
+}
+
+func (s *session) isLost() bool {
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// lose ends the session: first every term (gates closed), then the connections
+// (which frees the guard lock and, if the server still has them, the scope locks).
+func (s *session) lose(reason string) {
+	s.lostOnce.Do(func() {
+		s.lostReason = reason
+		close(s.lost)
+		s.termsMu.Lock()
+		terms := make([]*term, 0, len(s.terms))
+		for t := range s.terms {
+			terms = append(terms, t)
+		}
+		s.terms = map[*term]struct{}{}
+		s.termsMu.Unlock()
+		for _, t := range terms {
+			t.end(reason, false)
+		}
+		for _, w := range s.watches {
+			w.stop()
+		}
+		// Closing the sockets is safe while a statement is in flight on another
+		// goroutine; pgx.Conn.Close is called later by the owner (close).
+		_ = s.guard.PgConn().Conn().Close()
+		_ = s.lead.PgConn().Conn().Close()
+		s.e.log.Warn("leadership session lost", "node", s.e.cfg.NodeID, "reason", reason, "scopes_ended", len(terms))
+	})
+}
+
+// close releases the connections' resources after lose, from the session's owner.
+func (s *session) close() {
+	s.lose("closed")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lead.Close(context.Background())
+	s.guard.Close(context.Background())
+}
+
+func (s *session) addTerm(t *term) bool {
+	s.termsMu.Lock()
+	defer s.termsMu.Unlock()
+	if s.isLost() {
+		return false
+	}
+	s.terms[t] = struct{}{}
+	return true
+}
+
+func (s *session) removeTerm(t *term) {
+	s.termsMu.Lock()
+	delete(s.terms, t)
+	s.termsMu.Unlock()
+}
+
+// stmtCtx bounds a statement on the leadership session. It deliberately does not
+// derive from Run's context: cancelling Run must drain, not cut the session.
+func (s *session) stmtCtx(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// heartbeat confirms every term of the session in one round trip on the leadership
+// session, pings the guard session concurrently, and extends or ends the terms.
+func (s *session) heartbeat() {
+	e := s.e
+	s.termsMu.Lock()
+	terms := make([]*term, 0, len(s.terms))
+	scopes := make([]string, 0, len(s.terms))
+	epochs := make([]int64, 0, len(s.terms))
+	for t := range s.terms {
+		terms = append(terms, t)
+		scopes = append(scopes, t.scope.name)
+		epochs = append(epochs, t.epoch)
+	}
+	s.termsMu.Unlock()
+
+	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
+	defer cancel()
+	s.mu.Lock()
+	if s.isLost() {
+		s.mu.Unlock()
+		return
+	}
+	start := monotime.Now()
+	guardErr := make(chan error, 1)
+	go func() { guardErr <- s.guard.Ping(ctx) }()
+	ok := make(map[string]bool, len(scopes))
+	rows, err := s.lead.Query(ctx, "SELECT scope, ok FROM pgleader.heartbeat($1, $2, $3)", e.cfg.NodeID, scopes, epochs)
+	if err == nil {
+		var sc string
+		var good bool
+		_, err = pgx.ForEachRow(rows, []any{&sc, &good}, func() error { ok[sc] = good; return nil })
+	}
+	gErr := <-guardErr
+	s.mu.Unlock()
+	latency := monotime.Since(start)
+	if err == nil && gErr != nil {
+		err = fmt.Errorf("guard session: %w", gErr)
+	}
+	if err == nil && latency >= e.cfg.HeartbeatTimeout {
+		err = fmt.Errorf("heartbeat took %v, timeout is %v", latency, e.cfg.HeartbeatTimeout)
+	}
+	if err != nil {
+		reason := "heartbeat_timeout"
+		if !errors.Is(err, context.DeadlineExceeded) && latency < e.cfg.HeartbeatTimeout {
+			reason = "lost_connection"
+		}
+		for _, t := range terms {
+			e.emit(Event{Kind: EventHeartbeatFailed, Scope: t.scope.name, Epoch: t.epoch, Reason: err.Error(), Latency: latency})
+		}
+		if len(terms) == 0 {
+			e.emit(Event{Kind: EventHeartbeatFailed, Reason: err.Error(), Latency: latency})
+		}
+		e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
+		s.lose(reason)
+		return
+	}
+	for _, t := range terms {
+		if ok[t.scope.name] {
+			t.confirm(start, latency)
+		} else {
+			t.end("evicted", false)
+			s.removeTerm(t)
+		}
+	}
+}
+
+// claimResult is one row of pgleader.try_claim.
+type claimResult struct {
+	acquired      bool
+	epoch         *int64
+	holder        *string
+	prevHolder    *string
+	prevEpoch     *int64
+	prevClosed    *bool
+	prevGuardKey  *int64
+	prevGuardHeld *bool
+	prevTrustMS   *int32
+	prevReason    *string
+	start, done   int64 // monotonic, around the round trip
+}
+
+func (s *session) tryClaim(sc *Scope) (claimResult, error) {
+	e := s.e
+	c := e.cfg
+	ctx, cancel := s.stmtCtx(c.HeartbeatTimeout)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isLost() {
+		return claimResult{}, errSessionLost
+	}
+	var r claimResult
+	r.start = monotime.Now()
+	err := s.lead.QueryRow(ctx, `SELECT acquired, epoch, holder, prev_holder, prev_epoch, prev_closed,
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason
+	   FROM pgleader.try_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		sc.name, sc.key, c.NodeID, c.Hostname, s.guardKey,
+		c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+		c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
+	).Scan(&r.acquired, &r.epoch, &r.holder, &r.prevHolder, &r.prevEpoch, &r.prevClosed,
+		&r.prevGuardKey, &r.prevGuardHeld, &r.prevTrustMS, &r.prevReason)
+	r.done = monotime.Now()
+	if err != nil && s.lead.IsClosed() {
+		go s.lose("lost_connection")
+	}
+	return r, err
+}
+
+// release closes a term cleanly in the database and unlocks its scope.
+func (s *session) release(sc *Scope, epoch int64, reason string) (bool, error) {
+	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout + s.e.cfg.DrainTimeout)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isLost() {
+		return false, errSessionLost
+	}
+	var ok bool
+	err := s.lead.QueryRow(ctx, "SELECT pgleader.release($1, $2, $3, $4)", sc.name, epoch, s.e.cfg.NodeID, reason).Scan(&ok)
+	if err != nil && s.lead.IsClosed() {
+		go s.lose("lost_connection")
+	}
+	return ok, err
+}
+
+// markStopped records a clean shutdown in pgleader.nodes.
+func (s *session) markStopped() {
+	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
+	defer cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isLost() {
+		return
+	}
+	_, _ = s.lead.Exec(ctx, "UPDATE pgleader.nodes SET stopped_at = now(), last_seen = now(), leading = '{}' WHERE node_id = $1", s.e.cfg.NodeID)
+}

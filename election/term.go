@@ -1,0 +1,218 @@
+package election
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// term is this node's tenure of one epoch of a scope. Its gate opens only once the
+// predecessor is known to be safe (allowOpen) and then follows the trust window in
+// periods (see period). A term ends once, with a reason.
+type term struct {
+	scope      *Scope
+	epoch      int64
+	sess       *session // nil when standalone
+	standalone bool
+
+	ctx    context.Context // cancelled when the term ends
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	allowOpen bool
+	lastHB    int64 // monotonic start of the last successful heartbeat (or the claim)
+	period    *period
+	draining  bool
+	inflight  int
+	idle      chan struct{} // closed when inflight drops to 0 while draining
+	ended     bool
+	reason    string
+	clean     bool
+}
+
+func newTerm(sc *Scope, epoch int64, sess *session, claimStart int64) *term {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &term{scope: sc, epoch: epoch, sess: sess, ctx: ctx, cancel: cancel, lastHB: claimStart}
+}
+
+func (t *term) emit(ev Event) {
+	ev.Scope, ev.Epoch = t.scope.name, t.epoch
+	t.scope.e.emit(ev)
+}
+
+// open allows the gate to open (the predecessor can no longer trust its own) and
+// opens it if the last confirmation is still within the trust window.
+func (t *term) open() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.allowOpen = true
+	t.refreshLocked()
+}
+
+// confirm records a successful heartbeat that started at start.
+func (t *term) confirm(start int64, latency time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	if start > t.lastHB {
+		t.lastHB = start
+	}
+	t.refreshLocked()
+	t.emit(Event{Kind: EventHeartbeatOK, TrustUntilMonoNS: t.lastHB + int64(t.scope.e.cfg.TrustWindow), Latency: latency})
+}
+
+// refreshLocked extends the open period or opens a new one.
+func (t *term) refreshLocked() {
+	if !t.allowOpen || t.ended {
+		return
+	}
+	until := t.lastHB + int64(t.scope.e.cfg.TrustWindow)
+	now := monotime.Now()
+	if p := t.period; p != nil {
+		if p.extend(until, now) {
+			return
+		}
+		t.closePeriodLocked("trust_expired")
+	}
+	if until <= now {
+		return // a confirmation too old to open anything
+	}
+	t.openPeriodLocked(until, now)
+}
+
+func (t *term) openPeriodLocked(until, now int64) {
+	p := &period{term: t}
+	p.trustUntil.Store(until)
+	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	if !t.standalone {
+		p.timer = time.AfterFunc(time.Duration(until-now), func() { t.onTrustTimer(p) })
+	}
+	t.period = p
+	t.scope.cur.Store(p)
+	t.emit(Event{Kind: EventGateOpen, TrustUntilMonoNS: until})
+}
+
+// onTrustTimer closes the period when its trust runs out without a newer heartbeat.
+// The gate itself is already closed by then (it is evaluated against the clock);
+// this cancels the period's context and reports the closing.
+func (t *term) onTrustTimer(p *period) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.period != p {
+		return
+	}
+	now := monotime.Now()
+	if left := p.trustUntil.Load() - now; left > 0 {
+		p.timer.Reset(time.Duration(left))
+		return
+	}
+	t.closePeriodLocked("trust_expired")
+}
+
+func (t *term) closePeriodLocked(reason string) {
+	p := t.period
+	if p == nil {
+		return
+	}
+	p.trustUntil.Store(0)
+	t.period = nil
+	t.scope.cur.CompareAndSwap(p, nil)
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.cancel()
+	t.emit(Event{Kind: EventGateClosed, Reason: reason})
+}
+
+// enter registers an in-flight Do call; false when the term is draining or over.
+func (t *term) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.draining || t.ended {
+		return false
+	}
+	t.inflight++
+	return true
+}
+
+func (t *term) leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inflight--
+	if t.inflight == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+// drain refuses new work and waits up to d for in-flight Do calls, or until the
+// term ends. The gate stays open for the work already running.
+func (t *term) drain(d time.Duration) {
+	t.mu.Lock()
+	t.draining = true
+	if t.inflight == 0 || t.ended {
+		t.mu.Unlock()
+		return
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	idle := t.idle
+	t.mu.Unlock()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-t.ctx.Done():
+	case <-timer.C:
+		t.scope.e.log.Warn("drain deadline passed with work in flight; cancelling it",
+			"scope", t.scope.name, "node", t.scope.e.cfg.NodeID, "epoch", t.epoch, "drain_timeout", d)
+	}
+}
+
+// closeGate closes the gate (before a release).
+func (t *term) closeGate(reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.allowOpen = false
+	t.closePeriodLocked(reason)
+}
+
+// end finishes the term once: gate closed, contexts cancelled. clean reports a
+// release recorded in the database.
+func (t *term) end(reason string, clean bool) {
+	t.mu.Lock()
+	if t.ended {
+		t.mu.Unlock()
+		return
+	}
+	t.ended, t.reason, t.clean = true, reason, clean
+	t.allowOpen = false
+	t.closePeriodLocked(reason)
+	t.mu.Unlock()
+	t.cancel()
+	if clean {
+		t.emit(Event{Kind: EventResigned, Reason: reason})
+	} else {
+		t.emit(Event{Kind: EventLost, Reason: reason})
+	}
+}
+
+// standaloneTerm is a term that is always open (Config.Standalone).
+func standaloneTerm(sc *Scope) *term {
+	t := newTerm(sc, 0, nil, 0)
+	t.standalone = true
+	t.mu.Lock()
+	t.allowOpen = true
+	t.openPeriodLocked(math.MaxInt64, monotime.Now())
+	t.mu.Unlock()
+	return t
+}

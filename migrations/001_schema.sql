@@ -1,0 +1,378 @@
+-- pgleader schema, version 1.
+--
+-- Plain SQL: `pgleader migrate` applies it (through goose, whose annotations below are
+-- ordinary comments), and a host application can apply it with its own tool or psql.
+-- Names in this file are a contract relied on by the collector, the dashboard and
+-- external checks (see docs/design.md): add columns freely, rename nothing.
+--
+-- Safety lives here, not only in the Go client:
+--   S1  the epoch of a scope increases by exactly one per grant (claim, under FOR UPDATE),
+--       and the claim commits with synchronous_commit = on, so it never regresses.
+--   S2  claim and heartbeat verify through pg_locks that the *calling backend* holds the
+--       scope's advisory lock; writing the table directly does not make anyone leader.
+--   S3  fence() takes FOR KEY SHARE on the scope's row inside the caller's transaction:
+--       a claim (FOR UPDATE) waits for it, and a write that arrives after a bump fails
+--       with SQLSTATE PLF01. FOR KEY SHARE does not conflict with the heartbeat's
+--       non-key UPDATE, so long application transactions never delay heartbeats.
+
+-- +goose Up
+CREATE SCHEMA IF NOT EXISTS pgleader;
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.schema_version() RETURNS int
+LANGUAGE sql IMMUTABLE AS $$ SELECT 1 $$;
+-- +goose StatementEnd
+
+-- The advisory-lock key of a scope: the first 8 bytes of sha256(scope) as a signed
+-- bigint. A DBA can reproduce it: SELECT pgleader.lock_key('billing');
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.lock_key(p_scope text) RETURNS bigint
+LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT ('x' || substr(encode(sha256(convert_to(p_scope, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint
+$$;
+-- +goose StatementEnd
+
+-- Whether a session holds an advisory lock on key (in this database). With p_pid NULL:
+-- any session; otherwise that backend. A bigint key appears in pg_locks split into
+-- classid (high 32 bits) and objid (low 32 bits) with objsubid = 1.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.lock_held(p_key bigint, p_pid int, p_mode text DEFAULT 'ExclusiveLock')
+RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.mode = p_mode
+      AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND ((l.classid::bigint << 32) | l.objid::bigint) = p_key
+      AND (p_pid IS NULL OR l.pid = p_pid))
+$$;
+-- +goose StatementEnd
+
+CREATE TABLE pgleader.leader_state (
+    scope                 text PRIMARY KEY
+                          CHECK (scope <> '' AND octet_length(scope) <= 200),
+    lock_key              bigint NOT NULL UNIQUE,
+    epoch                 bigint NOT NULL DEFAULT 0 CHECK (epoch >= 0),
+    holder                text,        -- node_id of the current holder; NULL when released
+    holder_pid            int,         -- backend pid of the holder's leadership session
+    holder_guard_key      bigint,      -- advisory key the holder's process keeps while alive
+    acquired_at           timestamptz,
+    released_at           timestamptz, -- set by a clean release; NULL while a term is open
+    last_heartbeat        timestamptz,
+    -- Timing the holder runs with, so observers judge staleness without guessing.
+    heartbeat_interval_ms int,
+    heartbeat_timeout_ms  int,
+    trust_window_ms       int,
+    session_lease_ms      int
+);
+
+CREATE TABLE pgleader.nodes (
+    node_id               text PRIMARY KEY,
+    hostname              text NOT NULL,
+    os_pid                int NOT NULL,
+    version               text NOT NULL,
+    started_at            timestamptz NOT NULL DEFAULT now(),
+    last_seen             timestamptz NOT NULL DEFAULT now(),
+    stopped_at            timestamptz,
+    backend_pid           int,                        -- leadership session backend
+    scopes                text[] NOT NULL DEFAULT '{}', -- scopes it is a candidate for
+    leading               text[] NOT NULL DEFAULT '{}', -- scopes it currently leads
+    heartbeat_interval_ms int,
+    trust_window_ms       int,
+    session_lease_ms      int
+);
+CREATE INDEX nodes_last_seen_idx ON pgleader.nodes (last_seen);
+
+CREATE TABLE pgleader.terms (
+    id             bigserial PRIMARY KEY,
+    scope          text NOT NULL,
+    epoch          bigint NOT NULL,
+    holder         text NOT NULL,
+    hostname       text,
+    holder_pid     int,
+    acquired_at    timestamptz NOT NULL,
+    released_at    timestamptz,
+    release_reason text CHECK (release_reason IN
+        ('resigned', 'shutdown', 'lost_connection', 'heartbeat_timeout', 'evicted', 'crashed')),
+    handover_gap   interval,   -- acquired_at minus the predecessor's release (or last heartbeat)
+    UNIQUE (scope, epoch)
+);
+-- "Who led scope X between 14:00 and 15:00":
+--   WHERE scope = X AND acquired_at < '15:00' AND coalesce(released_at, 'infinity') > '14:00'
+CREATE INDEX terms_scope_acquired_idx ON pgleader.terms (scope, acquired_at);
+
+CREATE TABLE pgleader.audit (
+    id      bigserial PRIMARY KEY,
+    at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    scope   text,
+    node_id text,
+    epoch   bigint,
+    kind    text NOT NULL,
+    detail  jsonb NOT NULL DEFAULT '{}'
+);
+CREATE INDEX audit_at_idx ON pgleader.audit (at);
+CREATE INDEX audit_scope_at_idx ON pgleader.audit (scope, at);
+
+-- Append-only: rows are never changed or deleted one by one (retention: TRUNCATE or
+-- drop old partitions).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.audit_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'pgleader.audit is append-only (% refused)', TG_OP;
+END $$;
+-- +goose StatementEnd
+CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON pgleader.audit
+    FOR EACH ROW EXECUTE FUNCTION pgleader.audit_append_only();
+
+-- The demo's and the safety checks' workload: one fenced write per action.
+CREATE TABLE pgleader.demo_actions (
+    id         bigserial PRIMARY KEY,
+    scope      text NOT NULL,
+    epoch      bigint NOT NULL,
+    node_id    text NOT NULL,
+    request_id text UNIQUE,  -- node-chosen id, so a checker can match acknowledgements
+    at         timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX demo_actions_scope_epoch_idx ON pgleader.demo_actions (scope, epoch);
+
+-- claim: the calling session must already hold the scope's advisory lock (S2). Bumps
+-- the epoch (S1), closes a term its predecessor never closed, opens a new term,
+-- audits and notifies. Returns what the successor needs to keep gates from
+-- overlapping: whether the previous term was closed cleanly, and if not, the
+-- predecessor's guard key and whether that guard is still held.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.claim(
+    p_scope text, p_lock_key bigint, p_node text, p_hostname text, p_guard_key bigint,
+    p_interval_ms int, p_timeout_ms int, p_trust_ms int, p_lease_ms int)
+RETURNS TABLE (epoch bigint, prev_holder text, prev_epoch bigint, prev_closed boolean,
+               prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms int,
+               prev_reason text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  st        pgleader.leader_state;
+  v_epoch   bigint;
+  v_closed  boolean := true;
+  v_held    boolean := false;
+  v_reason  text;
+  v_gap     interval;
+BEGIN
+  -- S1: an acknowledged grant survives a crash of the database.
+  PERFORM set_config('synchronous_commit', 'on', true);
+
+  IF NOT pgleader.lock_held(p_lock_key, pg_backend_pid()) THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF02',
+      MESSAGE = format('pgleader: backend %s does not hold advisory lock %s of scope %L',
+                       pg_backend_pid(), p_lock_key, p_scope);
+  END IF;
+
+  INSERT INTO pgleader.leader_state (scope, lock_key) VALUES (p_scope, p_lock_key)
+  ON CONFLICT (scope) DO NOTHING;
+  -- FOR UPDATE (not the implicit NO KEY UPDATE of the UPDATE below): waits for every
+  -- fenced writer holding FOR KEY SHARE on this row (S3).
+  SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR UPDATE;
+  IF st.lock_key <> p_lock_key THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF03',
+      MESSAGE = format('pgleader: scope %L uses lock key %s in pgleader.leader_state, this node computed %s',
+                       p_scope, st.lock_key, p_lock_key);
+  END IF;
+
+  IF st.holder IS NOT NULL AND st.released_at IS NULL THEN
+    -- The predecessor never closed its term: close it for them.
+    v_closed := false;
+    v_held := st.holder_guard_key IS NOT NULL AND pgleader.lock_held(st.holder_guard_key, NULL);
+    v_reason := CASE
+      WHEN NOT v_held THEN 'crashed'
+      WHEN st.last_heartbeat < now() - make_interval(secs => coalesce(st.session_lease_ms, 0) / 1000.0)
+        THEN 'heartbeat_timeout'
+      ELSE 'lost_connection' END;
+    UPDATE pgleader.terms t SET released_at = now(), release_reason = v_reason
+     WHERE t.scope = p_scope AND t.epoch = st.epoch AND t.released_at IS NULL;
+    INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
+    VALUES (p_scope, st.holder, st.epoch, 'term_closed_by_successor',
+            jsonb_build_object('reason', v_reason, 'successor', p_node,
+                               'last_heartbeat', st.last_heartbeat));
+    v_gap := now() - st.last_heartbeat;
+  ELSE
+    v_gap := now() - st.released_at;
+  END IF;
+
+  v_epoch := st.epoch + 1;
+  UPDATE pgleader.leader_state s SET
+      epoch = v_epoch, holder = p_node, holder_pid = pg_backend_pid(),
+      holder_guard_key = p_guard_key, acquired_at = now(), released_at = NULL,
+      last_heartbeat = now(), heartbeat_interval_ms = p_interval_ms,
+      heartbeat_timeout_ms = p_timeout_ms, trust_window_ms = p_trust_ms,
+      session_lease_ms = p_lease_ms
+   WHERE s.scope = p_scope;
+  INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, handover_gap)
+  VALUES (p_scope, v_epoch, p_node, p_hostname, pg_backend_pid(), now(), v_gap);
+  UPDATE pgleader.nodes n SET leading = array_append(array_remove(n.leading, p_scope), p_scope)
+   WHERE n.node_id = p_node;
+  INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
+  VALUES (p_scope, p_node, v_epoch, 'elected',
+          jsonb_build_object('prev_holder', st.holder, 'prev_epoch', st.epoch,
+                             'prev_closed', v_closed, 'backend_pid', pg_backend_pid()));
+  PERFORM pg_notify('leader_change', json_build_object(
+      'scope', p_scope, 'epoch', v_epoch, 'holder', p_node, 'event', 'elected')::text);
+
+  RETURN QUERY SELECT v_epoch, st.holder, st.epoch, v_closed, st.holder_guard_key, v_held,
+                      st.trust_window_ms, v_reason;
+END $$;
+-- +goose StatementEnd
+
+-- try_claim: take the scope's advisory lock without waiting and claim it. When another
+-- session holds the lock, returns acquired = false with the holder and epoch on record
+-- (read FOR KEY SHARE, so a claim in flight is seen once it commits). If the claim
+-- fails after the lock was taken, the lock is given back before the error propagates:
+-- session-level locks survive a transaction's rollback. The claim waits at most
+-- p_timeout_ms for fenced writers of the previous term (lock_timeout, 55P03).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.try_claim(
+    p_scope text, p_lock_key bigint, p_node text, p_hostname text, p_guard_key bigint,
+    p_interval_ms int, p_timeout_ms int, p_trust_ms int, p_lease_ms int)
+RETURNS TABLE (acquired boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint,
+               prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean,
+               prev_trust_ms int, prev_reason text)
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF NOT pg_try_advisory_lock(p_lock_key) THEN
+    RETURN QUERY SELECT false, s.epoch, s.holder, NULL::text, NULL::bigint, NULL::boolean,
+                        NULL::bigint, NULL::boolean, NULL::int, NULL::text
+                   FROM pgleader.leader_state s WHERE s.scope = p_scope FOR KEY SHARE;
+    IF NOT FOUND THEN
+      RETURN QUERY SELECT false, NULL::bigint, NULL::text, NULL::text, NULL::bigint,
+                          NULL::boolean, NULL::bigint, NULL::boolean, NULL::int, NULL::text;
+    END IF;
+    RETURN;
+  END IF;
+  BEGIN
+    -- A fifth of the heartbeat timeout: a claim must not hold the leadership session
+    -- so long that heartbeats of other scopes miss their window.
+    PERFORM set_config('lock_timeout', greatest(p_timeout_ms / 5, 1)::text, true);
+    RETURN QUERY SELECT true, c.epoch, p_node, c.prev_holder, c.prev_epoch, c.prev_closed,
+                        c.prev_guard_key, c.prev_guard_held, c.prev_trust_ms, c.prev_reason
+                   FROM pgleader.claim(p_scope, p_lock_key, p_node, p_hostname, p_guard_key,
+                        p_interval_ms, p_timeout_ms, p_trust_ms, p_lease_ms) c;
+  EXCEPTION WHEN OTHERS THEN
+    PERFORM pg_advisory_unlock(p_lock_key);
+    RAISE;
+  END;
+END $$;
+-- +goose StatementEnd
+
+-- heartbeat: one round trip per interval for all scopes a node leads, plus its nodes
+-- row. A scope is confirmed only if the epoch is unchanged, the node is its holder and
+-- the calling backend holds its advisory lock (S2); otherwise ok = false and nothing
+-- of that scope is written.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.heartbeat(p_node text, p_scopes text[], p_epochs bigint[])
+RETURNS TABLE (scope text, ok boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+  -- A lost heartbeat costs nothing: skip the WAL flush wait.
+  PERFORM set_config('synchronous_commit', 'off', true);
+  UPDATE pgleader.nodes n SET last_seen = now(), backend_pid = pg_backend_pid()
+   WHERE n.node_id = p_node;
+  RETURN QUERY
+  WITH want AS (
+    SELECT w.scope, w.epoch FROM unnest(p_scopes, p_epochs) AS w(scope, epoch)
+  ), upd AS (
+    UPDATE pgleader.leader_state s SET last_heartbeat = now()
+      FROM want
+     WHERE s.scope = want.scope AND s.epoch = want.epoch AND s.holder = p_node
+       AND s.released_at IS NULL
+       AND pgleader.lock_held(s.lock_key, pg_backend_pid())
+    RETURNING s.scope
+  )
+  SELECT want.scope, EXISTS (SELECT 1 FROM upd WHERE upd.scope = want.scope)
+    FROM want;
+END $$;
+-- +goose StatementEnd
+
+-- release: close the caller's term cleanly (reason), then unlock the scope. Returns
+-- false (and changes nothing) when the caller is not the holder of that epoch; the
+-- advisory lock, if this session holds it, is released either way.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.release(p_scope text, p_epoch bigint, p_node text, p_reason text)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  st pgleader.leader_state;
+  v_ours boolean;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'on', true);
+  SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  v_ours := st.epoch = p_epoch AND st.holder = p_node AND st.released_at IS NULL
+            AND pgleader.lock_held(st.lock_key, pg_backend_pid());
+  IF v_ours THEN
+    UPDATE pgleader.terms t SET released_at = now(), release_reason = p_reason
+     WHERE t.scope = p_scope AND t.epoch = p_epoch AND t.released_at IS NULL;
+    UPDATE pgleader.leader_state s SET holder = NULL, holder_pid = NULL,
+           holder_guard_key = NULL, released_at = now()
+     WHERE s.scope = p_scope;
+    UPDATE pgleader.nodes n SET leading = array_remove(n.leading, p_scope)
+     WHERE n.node_id = p_node;
+    INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
+    VALUES (p_scope, p_node, p_epoch, 'released', jsonb_build_object('reason', p_reason));
+    PERFORM pg_notify('leader_change', json_build_object(
+        'scope', p_scope, 'epoch', p_epoch, 'holder', p_node, 'event', 'released',
+        'reason', p_reason)::text);
+  END IF;
+  -- Locks stack: give back every instance this session holds.
+  WHILE pgleader.lock_held(st.lock_key, pg_backend_pid()) LOOP
+    PERFORM pg_advisory_unlock(st.lock_key);
+  END LOOP;
+  RETURN v_ours;
+END $$;
+-- +goose StatementEnd
+
+-- fence: call inside the transaction that makes a write under leadership (S3). Raises
+-- SQLSTATE PLF01 unless p_epoch is the scope's current, open term (and, when p_holder
+-- is given, that holder's). The FOR KEY SHARE row lock lasts until commit, so a
+-- concurrent claim waits for this transaction and a write after a claim is refused.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.fence(p_scope text, p_epoch bigint, p_holder text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  st pgleader.leader_state;
+BEGIN
+  SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR KEY SHARE;
+  IF NOT FOUND OR st.epoch IS DISTINCT FROM p_epoch OR st.released_at IS NOT NULL
+     OR st.holder IS NULL OR (p_holder IS NOT NULL AND st.holder IS DISTINCT FROM p_holder) THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF01',
+      MESSAGE = format('pgleader: fenced: write for scope %L carries epoch %s, current is %s (holder %s)',
+                       p_scope, p_epoch, coalesce(st.epoch::text, 'none'), coalesce(st.holder, 'none'));
+  END IF;
+END $$;
+-- +goose StatementEnd
+
+-- await_release: wait up to p_timeout_ms (0: without limit) until no session holds key
+-- exclusively. Returns true when it is free, false on timeout. Waiting followers use it
+-- on a connection of their own: the wait costs the server nothing and ends within a
+-- millisecond of the holder's release or death. A lock_timeout can fire at the very
+-- moment the lock is granted (55P03 with the lock held): reconcile through pg_locks.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.await_release(p_key bigint, p_timeout_ms int)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('lock_timeout', greatest(p_timeout_ms, 0)::text, true);
+  BEGIN
+    PERFORM pg_advisory_lock_shared(p_key);
+  EXCEPTION WHEN lock_not_available THEN
+    IF NOT pgleader.lock_held(p_key, pg_backend_pid(), 'ShareLock') THEN
+      RETURN false;
+    END IF;
+  END;
+  PERFORM pg_advisory_unlock_shared(p_key);
+  RETURN true;
+END $$;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP SCHEMA IF EXISTS pgleader CASCADE;
