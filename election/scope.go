@@ -179,9 +179,15 @@ func (s *Scope) campaign(ctx context.Context) {
 			continue
 		}
 		if !r.acquired {
-			s.observe(r)
+			// Wait for the lock to be freed. If the holder on record could not be
+			// confirmed (its claim is still in flight), look again after one
+			// heartbeat interval so followers learn who leads.
+			wait := time.Duration(0)
+			if !s.observe(r) {
+				wait = e.cfg.HeartbeatInterval
+			}
 			began := monotime.Now()
-			if _, err := w.awaitRelease(ctx, s.key, 0); err != nil {
+			if _, err := w.awaitRelease(ctx, s.key, wait); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -212,18 +218,20 @@ func (s *Scope) campaign(ctx context.Context) {
 	}
 }
 
-func (s *Scope) observe(r claimResult) {
+// observe reports the holder a lost claim saw; false when it saw none for sure.
+func (s *Scope) observe(r claimResult) bool {
 	if r.holder == nil || r.epoch == nil {
-		return
+		return false
 	}
 	if *r.holder == s.observedHolder && *r.epoch == s.observedEpoch {
-		return
+		return true
 	}
 	s.observedHolder, s.observedEpoch = *r.holder, *r.epoch
 	e := s.e
 	e.emit(Event{Kind: EventObserved, Scope: s.name, Epoch: *r.epoch, Holder: *r.holder})
 	e.broker.publish(Transition{Kind: LeaderObserved, Scope: s.name, Epoch: *r.epoch, Holder: *r.holder, At: time.Now()})
 	e.log.Info("leader observed", "scope", s.name, "node", e.cfg.NodeID, "holder", *r.holder, "epoch", *r.epoch)
+	return true
 }
 
 // lead runs one term from a won claim to its end and returns the end's reason.

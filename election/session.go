@@ -27,7 +27,7 @@ type session struct {
 	lead     *pgx.Conn
 	guard    *pgx.Conn
 	guardKey int64
-	watches  []*sockWatch
+	watches  []*sockWatch // under termsMu
 
 	mu sync.Mutex // serialises statements on lead
 
@@ -101,15 +101,19 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		       heartbeat_interval_ms = EXCLUDED.heartbeat_interval_ms,
 		       trust_window_ms = EXCLUDED.trust_window_ms,
 		       session_lease_ms = EXCLUDED.session_lease_ms,
-		       last_seen = now(), stopped_at = NULL, leading = '{}'`,
+		       last_seen = now(), stopped_at = NULL, leads = '{}'`,
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
 		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds()); err != nil {
 		return fail(fmt.Errorf("register node: %w", err))
 	}
 	for _, conn := range []*pgx.Conn{lead, guard} {
-		s.watches = append(s.watches, watchSocket(conn.PgConn().Conn(), func() {
-			s.lose("lost_connection")
-		}))
+		w := watchSocket(conn.PgConn().Conn(), func() { s.lose("lost_connection") })
+		s.termsMu.Lock()
+		s.watches = append(s.watches, w)
+		s.termsMu.Unlock()
+		if s.isLost() { // fired before it was registered
+			w.stop()
+		}
 	}
 	return s, nil
 }
@@ -135,11 +139,12 @@ func (s *session) lose(reason string) {
 			terms = append(terms, t)
 		}
 		s.terms = map[*term]struct{}{}
+		watches := append([]*sockWatch(nil), s.watches...)
 		s.termsMu.Unlock()
 		for _, t := range terms {
 			t.end(reason, false)
 		}
-		for _, w := range s.watches {
+		for _, w := range watches {
 			w.stop()
 		}
 		// Closing the sockets is safe while a statement is in flight on another
@@ -315,5 +320,5 @@ func (s *session) markStopped() {
 	if s.isLost() {
 		return
 	}
-	_, _ = s.lead.Exec(ctx, "UPDATE pgleader.nodes SET stopped_at = now(), last_seen = now(), leading = '{}' WHERE node_id = $1", s.e.cfg.NodeID)
+	_, _ = s.lead.Exec(ctx, "UPDATE pgleader.nodes SET stopped_at = now(), last_seen = now(), leads = '{}' WHERE node_id = $1", s.e.cfg.NodeID)
 }

@@ -76,7 +76,7 @@ CREATE TABLE pgleader.nodes (
     stopped_at            timestamptz,
     backend_pid           int,                        -- leadership session backend
     scopes                text[] NOT NULL DEFAULT '{}', -- scopes it is a candidate for
-    leading               text[] NOT NULL DEFAULT '{}', -- scopes it currently leads
+    leads                 text[] NOT NULL DEFAULT '{}', -- scopes it currently leads
     heartbeat_interval_ms int,
     trust_window_ms       int,
     session_lease_ms      int
@@ -207,7 +207,7 @@ BEGIN
    WHERE s.scope = p_scope;
   INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, handover_gap)
   VALUES (p_scope, v_epoch, p_node, p_hostname, pg_backend_pid(), now(), v_gap);
-  UPDATE pgleader.nodes n SET leading = array_append(array_remove(n.leading, p_scope), p_scope)
+  UPDATE pgleader.nodes n SET leads = array_append(array_remove(n.leads, p_scope), p_scope)
    WHERE n.node_id = p_node;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
   VALUES (p_scope, p_node, v_epoch, 'elected',
@@ -222,8 +222,9 @@ END $$;
 -- +goose StatementEnd
 
 -- try_claim: take the scope's advisory lock without waiting and claim it. When another
--- session holds the lock, returns acquired = false with the holder and epoch on record
--- (read FOR KEY SHARE, so a claim in flight is seen once it commits). If the claim
+-- session holds the lock, returns acquired = false with the epoch on record and the
+-- holder only if that holder's backend really holds the lock now (read FOR KEY SHARE,
+-- so a claim in flight is seen once it commits; NULL while the record is stale). If the claim
 -- fails after the lock was taken, the lock is given back before the error propagates:
 -- session-level locks survive a transaction's rollback. The claim waits at most
 -- p_timeout_ms for fenced writers of the previous term (lock_timeout, 55P03).
@@ -237,7 +238,10 @@ RETURNS TABLE (acquired boolean, epoch bigint, holder text, prev_holder text, pr
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT pg_try_advisory_lock(p_lock_key) THEN
-    RETURN QUERY SELECT false, s.epoch, s.holder, NULL::text, NULL::bigint, NULL::boolean,
+    RETURN QUERY SELECT false, s.epoch,
+                        CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL
+                              AND pgleader.lock_held(s.lock_key, s.holder_pid) THEN s.holder END,
+                        NULL::text, NULL::bigint, NULL::boolean,
                         NULL::bigint, NULL::boolean, NULL::int, NULL::text
                    FROM pgleader.leader_state s WHERE s.scope = p_scope FOR KEY SHARE;
     IF NOT FOUND THEN
@@ -314,7 +318,7 @@ BEGIN
     UPDATE pgleader.leader_state s SET holder = NULL, holder_pid = NULL,
            holder_guard_key = NULL, released_at = now()
      WHERE s.scope = p_scope;
-    UPDATE pgleader.nodes n SET leading = array_remove(n.leading, p_scope)
+    UPDATE pgleader.nodes n SET leads = array_remove(n.leads, p_scope)
      WHERE n.node_id = p_node;
     INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
     VALUES (p_scope, p_node, p_epoch, 'released', jsonb_build_object('reason', p_reason));

@@ -118,4 +118,3 @@ func Version(ctx context.Context, db interface {
 	}
 	return v, nil
 }
-
