@@ -23,14 +23,18 @@ type period struct {
 }
 
 // open reports whether the gate of this period is open at monotonic time now.
-func (p *period) open(now int64) bool { return now < p.trustUntil.Load() }
+// trustUntil 0 means closed, whatever the clock reads.
+func (p *period) open(now int64) bool {
+	t := p.trustUntil.Load()
+	return t != 0 && now < t
+}
 
 // extend moves trustUntil forward to t if the period has not expired at now.
 // It returns false when the period has expired (it must then be closed).
 func (p *period) extend(t, now int64) bool {
 	for {
 		old := p.trustUntil.Load()
-		if old <= now {
+		if old == 0 || old <= now {
 			return false
 		}
 		if t <= old || p.trustUntil.CompareAndSwap(old, t) {
@@ -71,3 +75,5 @@ func (t Token) Context() context.Context {
 	}
 	return t.p.ctx
 }
+
+func nowMono() int64 { return monotime.Now() }

@@ -52,16 +52,10 @@ func (s *Scope) Require(ctx context.Context) (Token, error) {
 	if !t.standalone && !p.open(monotime.Now()) {
 		return Token{}, ErrNotLeader
 	}
-	if t.isDraining() {
+	if t.draining.Load() {
 		return Token{}, ErrNotLeader
 	}
 	return Token{Scope: s.name, Epoch: t.epoch, Holder: s.e.cfg.NodeID, p: p}, nil
-}
-
-func (t *term) isDraining() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.draining
 }
 
 // Do runs fn if this node leads the scope, with a context that is cancelled when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
@@ -25,7 +26,7 @@ type term struct {
 	allowOpen bool
 	lastHB    int64 // monotonic start of the last successful heartbeat (or the claim)
 	period    *period
-	draining  bool
+	draining  atomic.Bool // set under mu; read without it by Require
 	inflight  int
 	idle      chan struct{} // closed when inflight drops to 0 while draining
 	ended     bool
@@ -136,7 +137,7 @@ func (t *term) closePeriodLocked(reason string) {
 func (t *term) enter() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.draining || t.ended {
+	if t.draining.Load() || t.ended {
 		return false
 	}
 	t.inflight++
@@ -157,7 +158,7 @@ func (t *term) leave() {
 // term ends. The gate stays open for the work already running.
 func (t *term) drain(d time.Duration) {
 	t.mu.Lock()
-	t.draining = true
+	t.draining.Store(true)
 	if t.inflight == 0 || t.ended {
 		t.mu.Unlock()
 		return
