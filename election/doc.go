@@ -30,9 +30,15 @@
 //     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot fire
 //     before L, and client_connection_check_interval.
 //   - The guard session: a second dedicated connection holding the node's guard lock,
-//     a random advisory key published with every claim. It is pinged together with
-//     each heartbeat and has the same idle_session_timeout L. The guard is held for as
-//     long as any gate of this node may be open; see "No overlap" below.
+//     a random advisory key published with every claim. While the node leads any
+//     scope it has the same idle_session_timeout L and is pinged concurrently with
+//     each heartbeat; a node that leads nothing leaves it idle without a lease. The
+//     guard is held for as long as any gate of this node may be open; see "No
+//     overlap" below.
+//   - Load on the server: a follower sends one statement per heartbeat interval (its
+//     pgleader.nodes heartbeat); a leader two, sent concurrently on its two sessions
+//     (the batched heartbeat of all its scopes, and the guard ping); a waiting
+//     follower's blocked await_release costs nothing.
 //   - One waiter connection per scope the node does not lead: it sits in
 //     pgleader.await_release (pg_advisory_lock_shared + unlock), which costs the server
 //     nothing and returns within a millisecond of the holder releasing the lock or
@@ -91,8 +97,10 @@
 //
 // The predecessor's guard lock is that proof. A node holds its guard while any of its
 // gates may be open and releases it only after closing them all; the guard session
-// dies with the process (kill -9 closes its socket), and with a frozen process (it is
-// pinged with the heartbeats and has the same idle_session_timeout L). When a claim
+// dies with the process (kill -9 closes its socket), and with a frozen process (while
+// the node leads, it is pinged with the heartbeats and has the same
+// idle_session_timeout L; the lease is armed right after a won claim, before the gate
+// can open). When a claim
 // finds the previous term not closed cleanly, it returns the predecessor's guard key;
 // the successor then waits, in pgleader.await_release on its waiter connection, until
 //

@@ -237,6 +237,14 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 	}
 	s.observedHolder, s.observedEpoch = e.cfg.NodeID, t.epoch
 	t.emit(Event{Kind: EventAcquired})
+	// Lease the guard before the gate can open, so that a freeze from here on
+	// frees the guard together with the scope locks.
+	gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
+	err := sess.guardBeat(gctx, true)
+	cancel()
+	if err != nil {
+		sess.lose("lost_connection")
+	}
 
 	// Pending: wait until the predecessor cannot trust its gate any more.
 	if r.prevClosed != nil && !*r.prevClosed {

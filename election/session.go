@@ -31,6 +31,9 @@ type session struct {
 
 	mu sync.Mutex // serialises statements on lead
 
+	guardMu    sync.Mutex // serialises statements on guard
+	guardLease bool       // idle_session_timeout armed on the guard session
+
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
 
@@ -75,7 +78,9 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: leadership session: %v", ErrUnreachable, err)
 	}
-	guard, err := pgx.ConnectConfig(cctx, e.connConfig("guard", true))
+	// The guard gets its lease (idle_session_timeout) only while the node leads
+	// something; a follower's guard costs the server no statements at all.
+	guard, err := pgx.ConnectConfig(cctx, e.connConfig("guard", false))
 	if err != nil {
 		lead.Close(context.Background())
 		return nil, fmt.Errorf("%w: guard session: %v", ErrUnreachable, err)
@@ -160,6 +165,8 @@ func (s *session) close() {
 	s.lose("closed")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.guardMu.Lock()
+	defer s.guardMu.Unlock()
 	s.lead.Close(context.Background())
 	s.guard.Close(context.Background())
 }
@@ -210,7 +217,7 @@ func (s *session) heartbeat() {
 	}
 	start := monotime.Now()
 	guardErr := make(chan error, 1)
-	go func() { guardErr <- s.guard.Ping(ctx) }()
+	go func() { guardErr <- s.guardBeat(ctx, len(terms) > 0) }()
 	ok := make(map[string]bool, len(scopes))
 	rows, err := s.lead.Query(ctx, "SELECT scope, ok FROM pgleader.heartbeat($1, $2, $3)", e.cfg.NodeID, scopes, epochs)
 	if err == nil {
@@ -250,6 +257,30 @@ func (s *session) heartbeat() {
 			s.removeTerm(t)
 		}
 	}
+}
+
+// guardBeat keeps the guard session's lease in step with leadership: while the node
+// leads any scope the guard has idle_session_timeout = L and is pinged with every
+// heartbeat, so it expires together with the leadership session if the process
+// freezes; otherwise the lease is disarmed and the guard left alone.
+func (s *session) guardBeat(ctx context.Context, leading bool) error {
+	s.guardMu.Lock()
+	defer s.guardMu.Unlock()
+	switch {
+	case leading && s.guardLease:
+		return s.guard.Ping(ctx)
+	case leading == s.guardLease:
+		return nil
+	}
+	lease := "0"
+	if leading {
+		lease = strconv.FormatInt(s.e.cfg.SessionLease.Milliseconds(), 10)
+	}
+	if _, err := s.guard.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)", lease); err != nil {
+		return err
+	}
+	s.guardLease = leading
+	return nil
 }
 
 // claimResult is one row of pgleader.try_claim.
