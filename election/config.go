@@ -16,7 +16,8 @@ const MaxScopeLen = 200
 // get the defaults; New calls Validate.
 type Config struct {
 	// DSN of the PostgreSQL database (URL or keyword/value form). TLS settings
-	// (sslmode=verify-full, sslrootcert=…) are honoured. Required unless Standalone.
+	// (sslmode=verify-full, sslrootcert=…) are honoured. Empty: the standard PG*
+	// environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE, …) as libpq reads them.
 	DSN string
 
 	// NodeID names this process in pgleader.nodes, terms and audit. It must be
@@ -135,9 +136,6 @@ func (c *Config) Validate() error {
 	c.applyDefaults()
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
-	}
-	if c.DSN == "" && !c.Standalone {
-		return bad("DSN", "a database connection string is required (or choose Standalone explicitly)")
 	}
 	if c.NodeID == "" {
 		return bad("NodeID", "must not be empty")

@@ -137,6 +137,9 @@
 // (FOR UPDATE) waits for the transaction, and a write that arrives after the claim
 // sees the new epoch and fails with ErrFenced. KEY SHARE does not conflict with the
 // heartbeat's non-key UPDATE, so application transactions never delay heartbeats.
+// The fence also sets idle_in_transaction_session_timeout = L for the rest of the
+// transaction: a fenced transaction left open by a frozen client is ended by the
+// server like the client's leadership session, so it cannot block a failover.
 //
 // # Transitions and observers
 //

@@ -279,7 +279,7 @@ func TestConfigValidate(t *testing.T) {
 		field string
 	}{
 		{"Defaults", func(*election.Config) {}, ""},
-		{"NoDSN", func(c *election.Config) { c.DSN = "" }, "DSN"},
+		{"EmptyDSNMeansEnvironment", func(c *election.Config) { c.DSN = "" }, ""},
 		{"StandaloneNeedsNoDSN", func(c *election.Config) { c.DSN = ""; c.Standalone = true }, ""},
 		{"NoScopes", func(c *election.Config) { c.Scopes = nil }, "Scopes"},
 		{"EmptyScope", func(c *election.Config) { c.Scopes = []string{""} }, "Scopes"},

@@ -27,7 +27,11 @@ const FencedSQLState = "PLF01"
 // after the writes. It returns an error wrapping ErrFenced if a successor has taken
 // over; the caller must then roll back. A successor's claim waits for the
 // transaction to finish, so a write that commits after Fence succeeded is part of
-// tok's term. In standalone mode it does nothing.
+// tok's term. Because that claim waits, the fence also bounds the transaction: it
+// sets idle_in_transaction_session_timeout to the holder's session lease for the rest
+// of the transaction, so a client that freezes mid-transaction cannot hold up a
+// failover for longer than it would hold its own leadership session. In standalone
+// mode Fence does nothing.
 func Fence(ctx context.Context, tx Execer, tok Token) error {
 	if tok.p == nil {
 		return ErrNotLeader

@@ -166,9 +166,16 @@ func (s *Scope) campaign(ctx context.Context) {
 		if err != nil {
 			failures++
 			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "55P03" || failures > 3 {
-				e.log.Warn("claim failed", "scope", s.name, "node", e.cfg.NodeID, "err", err)
+			if errors.As(err, &pe) && pe.Code == "55P03" {
+				// The previous term's fenced writers still hold the scope's row (they
+				// end at the latest L after their client went idle): retry soon.
+				if failures%10 == 1 {
+					e.log.Info("claim waits for the previous term's fenced transactions", "scope", s.name, "node", e.cfg.NodeID, "attempt", failures)
+				}
+				sleepCtx(ctx, min(backoff(failures), e.cfg.HeartbeatInterval/5))
+				continue
 			}
+			e.log.Warn("claim failed", "scope", s.name, "node", e.cfg.NodeID, "err", err)
 			sleepCtx(ctx, backoff(failures))
 			continue
 		}
@@ -246,8 +253,11 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 		sess.lose("lost_connection")
 	}
 
-	// Pending: wait until the predecessor cannot trust its gate any more.
-	if r.prevClosed != nil && !*r.prevClosed {
+	// Pending: wait until the predecessor cannot trust its gate any more. When the
+	// predecessor was this very session (a term of ours that ended without a clean
+	// release), its gate closed before this claim was sent.
+	ownPredecessor := r.prevGuardKey != nil && *r.prevGuardKey == sess.guardKey
+	if r.prevClosed != nil && !*r.prevClosed && !ownPredecessor {
 		trust := e.cfg.TrustWindow
 		if r.prevTrustMS != nil && time.Duration(*r.prevTrustMS)*time.Millisecond > trust {
 			trust = time.Duration(*r.prevTrustMS) * time.Millisecond

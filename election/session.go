@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -156,7 +157,11 @@ func (s *session) lose(reason string) {
 		// goroutine; pgx.Conn.Close is called later by the owner (close).
 		_ = s.guard.PgConn().Conn().Close()
 		_ = s.lead.PgConn().Conn().Close()
-		s.e.log.Warn("leadership session lost", "node", s.e.cfg.NodeID, "reason", reason, "scopes_ended", len(terms))
+		level := slog.LevelWarn
+		if reason == "closed" {
+			level = slog.LevelInfo
+		}
+		s.e.log.Log(context.Background(), level, "leadership session ended", "node", s.e.cfg.NodeID, "reason", reason, "scopes_ended", len(terms))
 	})
 }
 

@@ -181,13 +181,16 @@ BEGIN
     -- The predecessor never closed its term: close it for them.
     v_closed := false;
     v_held := st.holder_guard_key IS NOT NULL AND pgleader.lock_held(st.holder_guard_key, NULL);
+    -- Observability only: a holder silent for its whole lease was frozen or cut
+    -- off; one whose guard is gone as well died; otherwise its session was lost.
     v_reason := CASE
-      WHEN NOT v_held THEN 'crashed'
       WHEN st.last_heartbeat < now() - make_interval(secs => coalesce(st.session_lease_ms, 0) / 1000.0)
         THEN 'heartbeat_timeout'
+      WHEN NOT v_held THEN 'crashed'
       ELSE 'lost_connection' END;
+    -- Every term left open (also ones an operator bypassed by editing the epoch).
     UPDATE pgleader.terms t SET released_at = now(), release_reason = v_reason
-     WHERE t.scope = p_scope AND t.epoch = st.epoch AND t.released_at IS NULL;
+     WHERE t.scope = p_scope AND t.released_at IS NULL;
     INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
     VALUES (p_scope, st.holder, st.epoch, 'term_closed_by_successor',
             jsonb_build_object('reason', v_reason, 'successor', p_node,
@@ -338,6 +341,10 @@ END $$;
 -- SQLSTATE PLF01 unless p_epoch is the scope's current, open term (and, when p_holder
 -- is given, that holder's). The FOR KEY SHARE row lock lasts until commit, so a
 -- concurrent claim waits for this transaction and a write after a claim is refused.
+-- Because a claim waits for it, a fenced transaction must not outlive a frozen
+-- client: fence sets idle_in_transaction_session_timeout to the holder's session
+-- lease for the rest of the transaction, so the server ends it exactly as it ends the
+-- frozen holder's leadership session.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION pgleader.fence(p_scope text, p_epoch bigint, p_holder text DEFAULT NULL)
 RETURNS void
@@ -346,6 +353,9 @@ DECLARE
   st pgleader.leader_state;
 BEGIN
   SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR KEY SHARE;
+  IF st.session_lease_ms > 0 THEN
+    PERFORM set_config('idle_in_transaction_session_timeout', st.session_lease_ms::text, true);
+  END IF;
   IF NOT FOUND OR st.epoch IS DISTINCT FROM p_epoch OR st.released_at IS NOT NULL
      OR st.holder IS NULL OR (p_holder IS NOT NULL AND st.holder IS DISTINCT FROM p_holder) THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF01',

@@ -293,3 +293,45 @@ func TestSafetyInSQL(t *testing.T) {
 		}
 	})
 }
+
+// A fenced transaction left open by a frozen client must not block the next claim
+// forever: fence bounds it with idle_in_transaction_session_timeout = the lease.
+func TestFencedTransactionBoundedByLease(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	a := connect(t, cfg)
+	var epoch int64
+	if err := a.QueryRow(ctx, `SELECT epoch FROM pgleader.try_claim('f', pgleader.lock_key('f'), 'A', 'h', 1, 50, 100, 300, 400)`).Scan(&epoch); err != nil {
+		t.Fatal(err)
+	}
+	w := connect(t, cfg)
+	tx, err := w.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pgleader.fence('f', $1, 'A')", epoch); err != nil {
+		t.Fatal(err)
+	}
+	// The writer goes idle in its transaction (a frozen client). The successor's
+	// claim is refused only until the server ends that transaction (lease 400ms).
+	b := connect(t, cfg)
+	a.Close(ctx)
+	began := time.Now()
+	for {
+		var ok bool
+		err := b.QueryRow(ctx, `SELECT acquired FROM pgleader.try_claim('f', pgleader.lock_key('f'), 'B', 'h', 2, 50, 100, 300, 400)`).Scan(&ok)
+		if err == nil && ok {
+			break
+		}
+		if err != nil && sqlstate(err) != "55P03" {
+			t.Fatalf("claim: %v", err)
+		}
+		if time.Since(began) > 10*time.Second {
+			t.Fatal("claim still blocked by an idle fenced transaction after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("the idle fenced transaction committed after the server should have ended it")
+	}
+}

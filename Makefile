@@ -1,0 +1,38 @@
+# pgleader — make help lists the targets.
+GO      ?= go
+BIN     := bin/pgleader
+PKGS    := ./...
+# Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
+TEST_TIMEOUT ?= 12m
+
+.PHONY: help build test lint bench bench-quick demo clean deps
+
+help: ## list targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## install what a fresh machine lacks (PostgreSQL server binaries); idempotent
+	@./.ci/install-deps
+
+build: ## build bin/pgleader
+	$(GO) build -o $(BIN) ./cmd/pgleader
+
+test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process faults; -race
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+lint: ## gofmt + go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+
+bench: deps build ## failover benchmark (n=50 per scenario) on a throwaway PostgreSQL; writes docs/bench-failover.json
+	$(BIN) bench failover -n 50 --json docs/bench-failover.json
+
+bench-quick: deps build ## a short failover benchmark run (n=10)
+	$(BIN) bench failover -n 10
+
+demo: deps build ## a local cluster on a throwaway PostgreSQL (see README)
+	$(BIN) demo
+
+clean: ## remove build output
+	rm -rf bin

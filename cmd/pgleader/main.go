@@ -1,0 +1,72 @@
+// Command pgleader is the command line of pgleader: leader election for the
+// replicas of a service through the PostgreSQL it already runs.
+//
+// This package only wires cobra flags to the packages that do the work (election,
+// migrations, internal/workload, internal/eventlog); the conventions every command
+// shares — where the DSN comes from, error lines and exit codes, logging — live in
+// internal/cli.
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgleader/pgleader/internal/cli"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// app is the state the commands of one invocation share.
+type app struct {
+	stdout, stderr io.Writer
+
+	dsn       string
+	logFormat string
+	logLevel  string
+	log       *slog.Logger
+
+	target  cli.Target // set by resolve
+	started bool       // a command's RunE began: errors before that are usage errors
+}
+
+// run executes the command line args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return cli.ExitOK
+	}
+	if !a.started {
+		err = cli.BadInput("%v; see `%s --help`", err, cmd.CommandPath())
+	}
+	var secret string
+	if a.target.Config != nil {
+		secret = a.target.Config.Password
+	}
+	fmt.Fprintln(stderr, cli.Message(err, secret))
+	return cli.ExitCode(err)
+}
+
+// runE marks the start of a command's own work (see app.started).
+func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		a.started = true
+		return fn(cmd, args)
+	}
+}
+
+// resolve resolves the database of this invocation (cli.ResolveDSN).
+func (a *app) resolve() (cli.Target, error) {
+	t, err := cli.ResolveDSN(a.dsn)
+	if err != nil {
+		return cli.Target{}, err
+	}
+	a.target = t
+	return t, nil
+}

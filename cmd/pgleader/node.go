@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/workload"
+)
+
+// nodeFlags are the flags of `pgleader node`.
+type nodeFlags struct {
+	scopes       []string
+	id           string
+	idSet        bool // --id given: an explicitly empty id is invalid, not the default
+	versionTag   string
+	interval     time.Duration
+	timeout      time.Duration
+	trust        time.Duration
+	lease        time.Duration
+	drain        time.Duration
+	events       string
+	workInterval time.Duration
+}
+
+// config is the election configuration the flags describe (not yet validated).
+func (f *nodeFlags) config(dsn string) election.Config {
+	id := f.id
+	if !f.idSet {
+		id = cli.DefaultNodeID()
+	}
+	return election.Config{
+		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,
+		HeartbeatInterval: f.interval, HeartbeatTimeout: f.timeout,
+		TrustWindow: f.trust, SessionLease: f.lease, DrainTimeout: f.drain,
+	}
+}
+
+func (a *app) nodeCommand() *cobra.Command {
+	var f nodeFlags
+	def := election.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "node --scope NAME [--scope NAME …]",
+		Short: "Campaign for leadership of one or more scopes until stopped",
+		Long: `node runs one candidate: it campaigns for every --scope, holds the scopes it
+wins with heartbeats, and hands them over when stopped. SIGTERM or SIGINT drains
+(in-flight work gets --drain-timeout), releases every scope (followers take over at
+once) and exits 0; a second signal exits at once.
+
+Timing must satisfy heartbeat-interval + heartbeat-timeout < trust-window <
+session-lease, with session-lease − trust-window ≥ 100ms: a leader that stops
+heartbeating closes its gate (trust window) before the server frees its lock
+(session lease). Problems with the database or the configuration are reported
+before anything starts.
+
+--events FILE appends one JSON object per line (mono_ns, time, node, scope, event,
+epoch, …) for each engine event (acquired, gate_open, heartbeat_ok,
+heartbeat_failed, gate_closed, lost, resigned, leader_observed) and workload
+outcome (action_ok, action_rejected, action_unknown).
+
+--work-interval D runs the demo workload: while leading a scope, one fenced write
+into pgleader.demo_actions every D.`,
+		Example: `  pgleader node --dsn postgres://app@db:5432/app --scope billing
+  pgleader node --scope billing --scope reports --id worker-1 \
+      --events /tmp/worker-1.jsonl --work-interval 100ms`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			f.idSet = cmd.Flags().Changed("id")
+			return a.runNode(cmd.Context(), &f)
+		}),
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.scopes, "scope", nil, "scope `NAME` to campaign for; repeat for several (required; 1–200 bytes of UTF-8)")
+	fl.StringVar(&f.id, "id", "", "node `ID`, unique among live candidates (default <hostname>-<pid>-<6 random hex>)")
+	fl.StringVar(&f.versionTag, "version-tag", "", "`VERSION` of the service, recorded in pgleader.nodes (default none)")
+	fl.DurationVar(&f.interval, "heartbeat-interval", def.HeartbeatInterval, "how often the leader confirms its terms")
+	fl.DurationVar(&f.timeout, "heartbeat-timeout", def.HeartbeatTimeout, "a heartbeat slower than this closes the gate and abandons the session")
+	fl.DurationVar(&f.trust, "trust-window", def.TrustWindow, "how long after a successful heartbeat started the gate stays open")
+	fl.DurationVar(&f.lease, "session-lease", def.SessionLease, "idle_session_timeout of the leadership session: when the server frees a frozen node's locks")
+	fl.DurationVar(&f.drain, "drain-timeout", def.DrainTimeout, "on shutdown, how long in-flight work may run before it is cancelled")
+	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
+	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
+	_ = cmd.MarkFlagRequired("scope")
+	return cmd
+}
+
+// runNode checks everything it can before it starts, then runs the elector (and
+// the workload) until a signal, and drains.
+func (a *app) runNode(parent context.Context, f *nodeFlags) error {
+	t, err := a.resolve()
+	if err != nil {
+		return err
+	}
+	cfg := f.config(t.DSN)
+	cfg.Logger = a.log
+	if f.workInterval < 0 {
+		return cli.BadInput("invalid --work-interval %v: must be positive, or 0 for no workload", f.workInterval)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	onSignal := context.AfterFunc(ctx, func() {
+		stop() // a second signal takes the default action: exit at once
+		a.log.Info("stopping: draining and handing over", "node", cfg.NodeID)
+	})
+	defer onSignal() // runs before stop: returning is not a signal
+
+	// The events file is created only once the checks have passed, and the
+	// Elector is built after it because its Observer is fixed at New; so the check
+	// here is CheckDatabase on the same connection configuration (what Check does).
+	if err := election.CheckDatabase(ctx, t.Config); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before starting
+		}
+		return err
+	}
+	var events *eventlog.Writer
+	if f.events != "" {
+		if events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
+			return cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
+		}
+		cfg.Observer = events
+	}
+	e, err := election.New(cfg)
+	if err != nil {
+		return errors.Join(err, closeEvents(events))
+	}
+
+	// The workload outlives ctx until the elector has drained, so writes in flight
+	// at shutdown complete instead of being cancelled.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	workDone := make(chan error, 1)
+	if f.workInterval > 0 {
+		pool, err := workload.NewPool(t.Config, cfg.NodeID, int32(min(len(cfg.Scopes), 4)), cfg.SessionLease)
+		if err != nil {
+			stopWork()
+			return errors.Join(err, closeEvents(events))
+		}
+		defer pool.Close()
+		w := &workload.Workload{Pool: pool, Scopes: e.Scopes(), Node: cfg.NodeID,
+			Interval: f.workInterval, Log: a.log}
+		if events != nil {
+			w.Recorder = events
+		}
+		go func() { workDone <- w.Run(workCtx) }()
+	} else {
+		workDone <- nil
+	}
+
+	runErr := e.Run(ctx)
+	stopWork()
+	workErr := <-workDone
+	return errors.Join(runErr, workErr, closeEvents(events))
+}
+
+func closeEvents(w *eventlog.Writer) error {
+	if w == nil {
+		return nil
+	}
+	return w.Close()
+}

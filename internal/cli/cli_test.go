@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pgleader/pgleader/election"
+)
+
+func TestResolveDSN(t *testing.T) {
+	t.Run("FlagFirst", func(t *testing.T) {
+		t.Setenv("DATABASE_URL", "postgres://env@envhost/envdb")
+		tg, err := ResolveDSN("postgres://flag@flaghost:6000/flagdb")
+		if err != nil || tg.Source != "--dsn" || tg.Config.Host != "flaghost" || tg.Config.Port != 6000 {
+			t.Fatalf("%+v, %v", tg, err)
+		}
+	})
+	t.Run("DatabaseURL", func(t *testing.T) {
+		t.Setenv("DATABASE_URL", "postgres://env@envhost/envdb")
+		tg, err := ResolveDSN("")
+		if err != nil || tg.Source != "DATABASE_URL" || tg.Config.Host != "envhost" || tg.DSN != "postgres://env@envhost/envdb" {
+			t.Fatalf("%+v, %v", tg, err)
+		}
+	})
+	t.Run("PGVariables", func(t *testing.T) {
+		t.Setenv("DATABASE_URL", "")
+		t.Setenv("PGHOST", "pghost")
+		t.Setenv("PGPORT", "6543")
+		t.Setenv("PGDATABASE", "pgdb")
+		tg, err := ResolveDSN("")
+		if err != nil || tg.Source != "PG* environment variables" || tg.Config.Host != "pghost" ||
+			tg.Config.Port != 6543 || tg.Config.Database != "pgdb" {
+			t.Fatalf("%+v, %v", tg, err)
+		}
+		if tg.DSN != "" {
+			t.Fatalf("DSN %q, want empty (election reads the PG* variables itself)", tg.DSN)
+		}
+	})
+	t.Run("Malformed", func(t *testing.T) {
+		_, err := ResolveDSN("postgres://u:s3cr3t@bad host:x")
+		if ExitCode(err) != ExitBadInput {
+			t.Fatalf("exit code %d for %v", ExitCode(err), err)
+		}
+		if msg := Message(err); strings.Contains(msg, "s3cr3t") || !strings.Contains(msg, "from --dsn") {
+			t.Fatalf("message %q", msg)
+		}
+	})
+}
+
+func TestMessageAndExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		code int
+		want string // regexp the message must match
+	}{
+		{"Input", BadInput("invalid --x: use y"), ExitBadInput, `^pgleader: invalid --x: use y$`},
+		{"Config", fmt.Errorf("new: %w", &election.ConfigError{Field: "TrustWindow", Rule: "must exceed I + T"}), ExitBadInput,
+			`^pgleader: invalid configuration: TrustWindow: must exceed I \+ T \(flag --trust-window\)$`},
+		{"ConfigNoFlag", &election.ConfigError{Field: "LockKeys", Rule: "r"}, ExitBadInput, `^pgleader: invalid configuration: LockKeys: r$`},
+		{"Unreachable", fmt.Errorf("%w: cannot connect to db:5432: refused\ndb:5432: refused", election.ErrUnreachable), ExitBadInput,
+			`^pgleader: database unreachable: cannot connect to db:5432: refused; check --dsn`},
+		{"Unsupported", fmt.Errorf("%w: server is 13.4", election.ErrUnsupportedServer), ExitBadInput,
+			`^pgleader: unsupported PostgreSQL version: server is 13\.4; point --dsn at PostgreSQL 14 or newer$`},
+		{"SchemaMissingWithFix", fmt.Errorf("%w: no schema: run `pgleader migrate`", election.ErrSchemaMissing), ExitBadInput,
+			"^pgleader: schema missing or outdated: no schema: run `pgleader migrate`$"},
+		{"SchemaMissingBare", election.ErrSchemaMissing, ExitBadInput, "run `pgleader migrate`$"},
+		{"Runtime", errors.New("write events file: disk full"), ExitFailure, `^pgleader: write events file: disk full$`},
+		{"RuntimePrefixed", fmt.Errorf("%w (epoch 3)", election.ErrNotLeader), ExitFailure, `^pgleader: not the leader \(epoch 3\)$`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExitCode(tt.err); got != tt.code {
+				t.Errorf("ExitCode = %d, want %d", got, tt.code)
+			}
+			if msg := Message(tt.err); !regexp.MustCompile(tt.want).MatchString(msg) || strings.Contains(msg, "\n") {
+				t.Errorf("Message = %q, want match %q", msg, tt.want)
+			}
+		})
+	}
+	if ExitCode(nil) != ExitOK {
+		t.Error("ExitCode(nil) != 0")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, secret string }{
+		{"cannot parse `postgres://u:hunter22@h/db`", ""},
+		{"cannot parse `postgresql://u:hunter22@h/db`", ""},
+		{"cannot parse `host=h password=hunter22 port=x`", ""},
+		{"cannot parse `host=h password='hunter 22' port=x`", ""},
+		{"auth failed for hunter22", "hunter22"},
+	}
+	for _, tt := range tests {
+		got := Message(errors.New(tt.in), tt.secret)
+		if strings.Contains(got, "hunter") {
+			t.Errorf("Message(%q) = %q: shows the password", tt.in, got)
+		}
+	}
+	if got := Message(errors.New("user=ab is fine"), "ab"); got != "pgleader: user=ab is fine" {
+		t.Errorf("a short secret mangled the message: %q", got)
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := NewLogger(&buf, "json", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Debug("hello", "scope", "a")
+	if !strings.HasPrefix(buf.String(), "{") || !strings.Contains(buf.String(), `"scope":"a"`) {
+		t.Errorf("json log line = %q", buf.String())
+	}
+	buf.Reset()
+	log, _ = NewLogger(&buf, "text", "warn")
+	log.Info("hidden")
+	if buf.Len() != 0 {
+		t.Errorf("info line at level warn: %q", buf.String())
+	}
+	for _, bad := range [][2]string{{"xml", "info"}, {"text", "loud"}} {
+		if _, err := NewLogger(&buf, bad[0], bad[1]); ExitCode(err) != ExitBadInput {
+			t.Errorf("NewLogger(%q, %q): %v", bad[0], bad[1], err)
+		}
+	}
+}
+
+func TestDefaultNodeID(t *testing.T) {
+	host, _ := os.Hostname()
+	id := DefaultNodeID()
+	want := regexp.MustCompile("^" + regexp.QuoteMeta(host) + fmt.Sprintf("-%d-", os.Getpid()) + "[0-9a-f]{6}$")
+	if !want.MatchString(id) {
+		t.Fatalf("DefaultNodeID() = %q", id)
+	}
+	if id == DefaultNodeID() {
+		t.Fatal("two default node ids are equal")
+	}
+	if err := election.ValidateScopeName(id); err != nil {
+		t.Fatal(err)
+	}
+}

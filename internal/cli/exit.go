@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pgleader/pgleader/election"
+)
+
+// Exit codes of every pgleader command.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1 // a runtime failure
+	ExitBadInput = 2 // the user can fix it: flags, connection string, server, schema
+)
+
+// InputError is bad input found by the CLI itself (a flag value, a usage mistake).
+// Its message names the problem and the fix.
+type InputError struct{ msg string }
+
+func (e *InputError) Error() string { return e.msg }
+
+// BadInput returns an *InputError with a formatted message.
+func BadInput(format string, args ...any) error {
+	return &InputError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ExitCode maps err to the process exit code: 0 for nil; ExitBadInput for bad
+// input, an invalid configuration, an unreachable server, an unsupported server
+// and a missing or outdated schema; ExitFailure for anything else.
+func ExitCode(err error) int {
+	var in *InputError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &in),
+		errors.Is(err, election.ErrInvalidConfig),
+		errors.Is(err, election.ErrUnreachable),
+		errors.Is(err, election.ErrUnsupportedServer),
+		errors.Is(err, election.ErrSchemaMissing):
+		return ExitBadInput
+	}
+	return ExitFailure
+}
+
+// configFlags names the flag that sets each election.Config field.
+var configFlags = map[string]string{
+	"DSN":               "--dsn",
+	"NodeID":            "--id",
+	"Scopes":            "--scope",
+	"HeartbeatInterval": "--heartbeat-interval",
+	"HeartbeatTimeout":  "--heartbeat-timeout",
+	"TrustWindow":       "--trust-window",
+	"SessionLease":      "--session-lease",
+	"DrainTimeout":      "--drain-timeout",
+}
+
+// Message returns the single line printed for err: what is wrong and how to fix
+// it. Line breaks are folded, and passwords are masked: the given secrets
+// wherever they appear, and whatever looks like a password in a connection string.
+func Message(err error, secrets ...string) string {
+	var (
+		in *InputError
+		ce *election.ConfigError
+	)
+	text := oneLine(err.Error())
+	switch {
+	case errors.As(err, &in):
+		text = "pgleader: " + oneLine(in.msg)
+	case errors.As(err, &ce):
+		text = "pgleader: invalid configuration: " + oneLine(ce.Error())
+		if flag, ok := configFlags[ce.Field]; ok {
+			text += " (flag " + flag + ")"
+		}
+	case errors.Is(err, election.ErrUnreachable):
+		text += "; check --dsn (or DATABASE_URL, PG* variables) and that PostgreSQL is running and accepts connections there"
+	case errors.Is(err, election.ErrUnsupportedServer):
+		text += "; point --dsn at PostgreSQL 14 or newer"
+	case errors.Is(err, election.ErrSchemaMissing):
+		if !strings.Contains(text, "pgleader migrate") {
+			text += ": run `pgleader migrate`"
+		}
+	case !strings.HasPrefix(text, "pgleader"):
+		text = "pgleader: " + text
+	}
+	return redact(text, secrets)
+}
+
+// oneLine folds a multi-line message into one line. pgx joins the errors of its
+// connection attempts (with and without TLS, several addresses) with line breaks,
+// often repeating one: a line already said is dropped.
+func oneLine(msg string) string {
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if l != "" && !slices.ContainsFunc(parts, func(p string) bool { return strings.Contains(p, l) }) {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+var (
+	urlPassword = regexp.MustCompile(`(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@`)
+	kvPassword  = regexp.MustCompile(`(password\s*=\s*)('[^']*'|[^\s"'` + "`" + `]+)`)
+)
+
+// minSecretLen: shorter secrets are not masked literally, because masking every
+// occurrence of a two-letter string would mangle the message beyond use; the
+// connection-string patterns still apply.
+const minSecretLen = 4
+
+func redact(msg string, secrets []string) string {
+	for _, s := range secrets {
+		if len(s) >= minSecretLen {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	msg = urlPassword.ReplaceAllString(msg, "${1}xxxxx@")
+	return kvPassword.ReplaceAllString(msg, "${1}xxxxx")
+}

@@ -1,0 +1,138 @@
+// Package eventlog writes the events file of `pgleader node --events FILE`
+// (docs/design.md §5): one JSON object per line, appended, flushed per line, so a
+// checker can tail the files of several nodes on one host and order their lines
+// by mono_ns (CLOCK_MONOTONIC, comparable across processes on one host).
+//
+// A line carries mono_ns, time (RFC 3339, nanoseconds, UTC), node, scope, event and
+// epoch; trust_until_mono_ns, reason, latency_ns, holder and request_id appear
+// when non-zero. The events are the engine's (election.EventKind) and the
+// workload's action outcomes (ActionOK, ActionRejected, ActionUnknown).
+//
+// Each line is written with a single write(2) on a file opened with O_APPEND, so
+// lines of concurrent writers never interleave and a crash loses at most the line
+// being written. A Writer is safe for concurrent use.
+package eventlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// ActionKind is the outcome of one workload action.
+type ActionKind string
+
+// Action outcomes (the `event` field of their lines).
+const (
+	// ActionOK: the fenced write committed.
+	ActionOK ActionKind = "action_ok"
+	// ActionRejected: the database refused the write because its epoch was no
+	// longer current (election.ErrFenced); nothing was written.
+	ActionRejected ActionKind = "action_rejected"
+	// ActionUnknown: the write was sent but its outcome is unknown (commit
+	// failed, connection lost); the row may or may not exist.
+	ActionUnknown ActionKind = "action_unknown"
+)
+
+// line is one line of the file; the field order is the order on disk.
+type line struct {
+	MonoNS           int64  `json:"mono_ns"`
+	Time             string `json:"time"`
+	Node             string `json:"node"`
+	Scope            string `json:"scope"`
+	Event            string `json:"event"`
+	Epoch            int64  `json:"epoch"`
+	TrustUntilMonoNS int64  `json:"trust_until_mono_ns,omitempty"`
+	Reason           string `json:"reason,omitempty"`
+	LatencyNS        int64  `json:"latency_ns,omitempty"`
+	Holder           string `json:"holder,omitempty"`
+	RequestID        string `json:"request_id,omitempty"`
+}
+
+// Writer appends event lines to a file. It implements election.Observer.
+type Writer struct {
+	node string
+
+	mu  sync.Mutex
+	f   *os.File
+	err error // the first write error, returned by Close
+}
+
+// Open opens (creating it if needed) the events file at path for appending.
+// node fills the node field of action lines.
+func Open(path, node string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open events file: %w", err)
+	}
+	return &Writer{node: node, f: f}, nil
+}
+
+// Observe writes an engine event. It is called synchronously from the engine's
+// goroutines and costs one write(2).
+func (w *Writer) Observe(ev election.Event) {
+	w.write(line{
+		MonoNS:           ev.MonoNS,
+		Time:             ev.Time.UTC().Format(time.RFC3339Nano),
+		Node:             ev.Node,
+		Scope:            ev.Scope,
+		Event:            string(ev.Kind),
+		Epoch:            ev.Epoch,
+		TrustUntilMonoNS: ev.TrustUntilMonoNS,
+		Reason:           ev.Reason,
+		LatencyNS:        int64(ev.Latency),
+		Holder:           ev.Holder,
+	})
+}
+
+// Action writes the outcome of one workload action, stamped now.
+func (w *Writer) Action(kind ActionKind, scope string, epoch int64, requestID, reason string) {
+	w.write(line{
+		MonoNS:    monotime.Now(),
+		Time:      time.Now().UTC().Format(time.RFC3339Nano),
+		Node:      w.node,
+		Scope:     scope,
+		Event:     string(kind),
+		Epoch:     epoch,
+		Reason:    reason,
+		RequestID: requestID,
+	})
+}
+
+func (w *Writer) write(l line) {
+	b, err := json.Marshal(l)
+	if err != nil { // cannot happen: strings and integers only
+		panic(err)
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return // closed
+	}
+	if _, err := w.f.Write(b); err != nil && w.err == nil {
+		w.err = fmt.Errorf("write events file: %w", err)
+	}
+}
+
+// Close closes the file. It returns the first error met while writing, if any:
+// an events file that silently misses lines would mislead whoever checks it.
+// Events observed after Close are dropped.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return w.err
+	}
+	err := w.f.Close()
+	w.f = nil
+	if w.err != nil {
+		return w.err
+	}
+	return err
+}

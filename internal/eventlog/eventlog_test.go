@@ -1,0 +1,191 @@
+package eventlog
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/pgleader/pgleader/election"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// readLines parses every line of path as a JSON object.
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %d is not a JSON object: %v: %s", len(out)+1, err, sc.Text())
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func open(t *testing.T) (*Writer, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := Open(path, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	return w, path
+}
+
+func TestWriter(t *testing.T) {
+	t.Run("EngineEvents", func(t *testing.T) {
+		w, path := open(t)
+		at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
+		events := []election.Event{
+			{Kind: election.EventAcquired, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 100, Time: at},
+			{Kind: election.EventHeartbeatOK, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 200, Time: at,
+				TrustUntilMonoNS: 1_500_000_200, Latency: 300 * time.Microsecond},
+			{Kind: election.EventGateClosed, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 300, Time: at, Reason: "shutdown"},
+			{Kind: election.EventObserved, Scope: "billing", Node: "n1", Epoch: 8, MonoNS: 400, Time: at, Holder: "n2"},
+			{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 500, Time: at, Reason: "timeout"}, // no scope led
+		}
+		for _, ev := range events {
+			w.Observe(ev)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := readLines(t, path)
+		if len(got) != len(events) {
+			t.Fatalf("got %d lines, want %d", len(got), len(events))
+		}
+		for i, l := range got {
+			for _, k := range []string{"mono_ns", "time", "node", "scope", "event", "epoch"} {
+				if _, ok := l[k]; !ok {
+					t.Errorf("line %d lacks %q: %v", i+1, k, l)
+				}
+			}
+			if l["event"] != string(events[i].Kind) || l["mono_ns"] != float64(events[i].MonoNS) {
+				t.Errorf("line %d = %v, want event %s mono_ns %d", i+1, l, events[i].Kind, events[i].MonoNS)
+			}
+			if l["time"] != "2025-01-02T03:04:05.000000006Z" {
+				t.Errorf("line %d time = %v", i+1, l["time"])
+			}
+		}
+		if got[0]["epoch"] != float64(7) || got[0]["scope"] != "billing" || got[0]["node"] != "n1" {
+			t.Errorf("acquired line = %v", got[0])
+		}
+		for _, k := range []string{"trust_until_mono_ns", "reason", "latency_ns", "holder", "request_id"} {
+			if _, ok := got[0][k]; ok {
+				t.Errorf("acquired line has zero-valued %q: %v", k, got[0])
+			}
+		}
+		if got[1]["trust_until_mono_ns"] != float64(1_500_000_200) || got[1]["latency_ns"] != float64(300_000) {
+			t.Errorf("heartbeat_ok line = %v", got[1])
+		}
+		if got[2]["reason"] != "shutdown" {
+			t.Errorf("gate_closed line = %v", got[2])
+		}
+		if got[3]["holder"] != "n2" {
+			t.Errorf("leader_observed line = %v", got[3])
+		}
+		if got[4]["scope"] != "" {
+			t.Errorf("heartbeat_failed line = %v", got[4])
+		}
+	})
+
+	t.Run("Actions", func(t *testing.T) {
+		w, path := open(t)
+		before := time.Now()
+		w.Action(ActionOK, "billing", 3, "n1:billing:1", "")
+		w.Action(ActionRejected, "billing", 3, "n1:billing:2", "fenced")
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := readLines(t, path)
+		if len(got) != 2 {
+			t.Fatalf("got %d lines, want 2", len(got))
+		}
+		if l := got[0]; l["event"] != "action_ok" || l["node"] != "n1" || l["scope"] != "billing" ||
+			l["epoch"] != float64(3) || l["request_id"] != "n1:billing:1" || l["mono_ns"].(float64) <= 0 {
+			t.Errorf("action_ok line = %v", l)
+		}
+		if _, ok := got[0]["reason"]; ok {
+			t.Errorf("action_ok line has a reason: %v", got[0])
+		}
+		if got[1]["event"] != "action_rejected" || got[1]["reason"] != "fenced" {
+			t.Errorf("action_rejected line = %v", got[1])
+		}
+		ts, err := time.Parse(time.RFC3339Nano, got[0]["time"].(string))
+		if err != nil || ts.Before(before.Add(-time.Second)) {
+			t.Errorf("time = %v (%v), want about now", got[0]["time"], err)
+		}
+	})
+
+	t.Run("Appends", func(t *testing.T) {
+		w, path := open(t)
+		w.Action(ActionOK, "a", 1, "r1", "")
+		_ = w.Close()
+		w2, err := Open(path, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w2.Action(ActionOK, "a", 1, "r2", "")
+		_ = w2.Close()
+		if got := readLines(t, path); len(got) != 2 || got[1]["request_id"] != "r2" {
+			t.Fatalf("after reopening: %v", got)
+		}
+	})
+
+	t.Run("ConcurrentWritersStress", func(t *testing.T) {
+		w, path := open(t)
+		const goroutines, each = 8, 500
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := range each {
+					if i%2 == 0 {
+						w.Observe(election.Event{Kind: election.EventHeartbeatOK, Scope: "s", Node: "n1", Epoch: int64(g), Time: time.Now()})
+					} else {
+						w.Action(ActionOK, "s", int64(g), "req", "")
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := readLines(t, path); len(got) != goroutines*each {
+			t.Fatalf("got %d lines, want %d", len(got), goroutines*each)
+		}
+	})
+
+	t.Run("AfterClose", func(t *testing.T) {
+		w, path := open(t)
+		_ = w.Close()
+		w.Action(ActionOK, "a", 1, "r", "") // dropped, no panic
+		if got := readLines(t, path); len(got) != 0 {
+			t.Fatalf("wrote after Close: %v", got)
+		}
+	})
+
+	t.Run("OpenError", func(t *testing.T) {
+		if _, err := Open(filepath.Join(t.TempDir(), "missing", "events.jsonl"), "n1"); err == nil {
+			t.Fatal("Open in a missing directory succeeded")
+		}
+	})
+}
