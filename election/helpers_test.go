@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
-	"sync"
+		"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/history"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/internal/pgtest"
 	"github.com/pgleader/pgleader/migrations"
@@ -141,78 +142,19 @@ func leaders(nodes []*node, scope string) []*node {
 	return out
 }
 
-// interval is a stretch during which a node's gate for a scope may have been open:
-// from gate_open to the earlier of gate_closed and the trust_until in force.
-type interval struct {
-	node       string
-	epoch      int64
-	start, end int64
-}
-
-// gateIntervals reconstructs gate-open intervals per scope from events.
-func gateIntervals(events []election.Event, scope string) []interval {
-	type key struct {
-		node string
-	}
-	open := map[key]*interval{}
-	var out []interval
-	sort.SliceStable(events, func(i, j int) bool { return events[i].MonoNS < events[j].MonoNS })
-	for _, e := range events {
-		if e.Scope != scope {
-			continue
-		}
-		k := key{e.Node}
-		switch e.Kind {
-		case election.EventGateOpen:
-			open[k] = &interval{node: e.Node, epoch: e.Epoch, start: e.MonoNS, end: e.TrustUntilMonoNS}
-		case election.EventHeartbeatOK:
-			if iv := open[k]; iv != nil && e.TrustUntilMonoNS > iv.end {
-				iv.end = e.TrustUntilMonoNS
-			}
-		case election.EventGateClosed:
-			if iv := open[k]; iv != nil {
-				iv.end = min(iv.end, e.MonoNS)
-				out = append(out, *iv)
-				delete(open, k)
-			}
-		}
-	}
-	now := monotime.Now()
-	for _, iv := range open {
-		iv.end = min(iv.end, now)
-		out = append(out, *iv)
-	}
-	return out
-}
-
-// overlap returns the total time during which gates of different nodes were open
-// at once.
-func overlap(ivs []interval) (time.Duration, string) {
-	var total time.Duration
-	var worst string
-	for i := range ivs {
-		for j := i + 1; j < len(ivs); j++ {
-			a, b := ivs[i], ivs[j]
-			if a.node == b.node {
-				continue
-			}
-			if o := min(a.end, b.end) - max(a.start, b.start); o > 0 {
-				total += time.Duration(o)
-				worst = fmt.Sprintf("%s(epoch %d) and %s(epoch %d) overlap %v", a.node, a.epoch, b.node, b.epoch, time.Duration(o))
-			}
-		}
-	}
-	return total, worst
-}
-
 func assertNoOverlap(t testing.TB, r *recorder, scope string) {
 	t.Helper()
-	ivs := gateIntervals(r.snapshot(), scope)
+	var recs []eventlog.Record
+	for _, e := range r.snapshot() {
+		recs = append(recs, eventlog.FromEvent(e))
+	}
+	eventlog.SortByMono(recs)
+	ivs := history.GateIntervals(recs, scope, monotime.Now())
 	if len(ivs) == 0 {
 		t.Fatalf("no gate intervals recorded for %s: the overlap check would be vacuous", scope)
 	}
-	if o, worst := overlap(ivs); o > 0 {
-		t.Errorf("gates overlapped for %v: %s", o, worst)
+	if os := history.Overlaps(ivs); len(os) > 0 {
+		t.Errorf("gates overlapped for %v: %v", history.TotalOverlap(os), os)
 	}
 }
 
@@ -246,34 +188,4 @@ func exec(t testing.TB, dsn, sql string, args ...any) {
 
 func migrationsUp(cfg *pgx.ConnConfig) (migrations.Result, error) {
 	return migrations.Up(context.Background(), cfg, nil)
-}
-
-// TestOverlapDetects keeps the overlap assertion honest: it must flag overlapping
-// gates of two nodes and ignore a node's own consecutive periods.
-func TestOverlapDetects(t *testing.T) {
-	ms := int64(time.Millisecond)
-	ev := func(kind election.EventKind, node string, at, until int64) election.Event {
-		return election.Event{Kind: kind, Scope: "s", Node: node, MonoNS: at * ms, TrustUntilMonoNS: until * ms}
-	}
-	bad := []election.Event{
-		ev(election.EventGateOpen, "a", 0, 100),
-		ev(election.EventHeartbeatOK, "a", 50, 150),
-		ev(election.EventGateOpen, "b", 120, 300),
-		ev(election.EventGateClosed, "a", 200, 0), // a trusted until 150: 30ms overlap
-		ev(election.EventGateClosed, "b", 250, 0),
-	}
-	if o, _ := overlap(gateIntervals(bad, "s")); o != 30*time.Millisecond {
-		t.Fatalf("overlap = %v, want 30ms", o)
-	}
-	good := []election.Event{
-		ev(election.EventGateOpen, "a", 0, 100),
-		ev(election.EventGateClosed, "a", 60, 0),
-		ev(election.EventGateOpen, "a", 70, 170),
-		ev(election.EventGateClosed, "a", 80, 0),
-		ev(election.EventGateOpen, "b", 80, 200),
-		ev(election.EventGateClosed, "b", 90, 0),
-	}
-	if o, w := overlap(gateIntervals(good, "s")); o != 0 {
-		t.Fatalf("overlap = %v (%s), want 0", o, w)
-	}
 }

@@ -7,53 +7,25 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/cluster"
 	"github.com/pgleader/pgleader/internal/pgtest"
 )
 
 // binary is the pgleader executable built once by TestMain.
 var binary string
 
-// buildDirPrefix names the build directories of this test binary. pgtest.Main
-// exits the process, so a run cannot remove its own directory afterwards; each
-// run removes the directories of runs whose process is gone instead.
-const buildDirPrefix = "pgleader-cmdtest-"
-
 func TestMain(m *testing.M) {
-	removeStaleBuilds()
-	dir, err := os.MkdirTemp("", buildDirPrefix+strconv.Itoa(os.Getpid())+"-")
-	if err == nil {
-		binary = filepath.Join(dir, "pgleader")
-		args := []string{"build", "-o", binary}
-		if raceEnabled {
-			args = append(args, "-race") // the engine's goroutines run in the child
-		}
-		cmd := exec.Command("go", append(args, ".")...)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		err = cmd.Run()
-	}
+	bin, cleanup, err := cluster.Build(raceEnabled) // the engine's goroutines run in the child
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "building pgleader: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pgtest.Main(m)
-}
-
-func removeStaleBuilds() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), buildDirPrefix+"*"))
-	for _, d := range dirs {
-		pidStr, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), buildDirPrefix), "-")
-		pid, err := strconv.Atoi(pidStr)
-		if err != nil || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			_ = os.RemoveAll(d)
-		}
-	}
+	binary = bin
+	pgtest.Main(m, cleanup)
 }
 
 // result is what one run of the binary produced.

@@ -39,8 +39,8 @@ const (
 	ActionUnknown ActionKind = "action_unknown"
 )
 
-// line is one line of the file; the field order is the order on disk.
-type line struct {
+// Record is one line of the file; the field order is the order on disk.
+type Record struct {
 	MonoNS           int64  `json:"mono_ns"`
 	Time             string `json:"time"`
 	Node             string `json:"node"`
@@ -75,8 +75,11 @@ func Open(path, node string) (*Writer, error) {
 
 // Observe writes an engine event. It is called synchronously from the engine's
 // goroutines and costs one write(2).
-func (w *Writer) Observe(ev election.Event) {
-	w.write(line{
+func (w *Writer) Observe(ev election.Event) { w.write(FromEvent(ev)) }
+
+// FromEvent converts an engine event to its line.
+func FromEvent(ev election.Event) Record {
+	return Record{
 		MonoNS:           ev.MonoNS,
 		Time:             ev.Time.UTC().Format(time.RFC3339Nano),
 		Node:             ev.Node,
@@ -87,12 +90,12 @@ func (w *Writer) Observe(ev election.Event) {
 		Reason:           ev.Reason,
 		LatencyNS:        int64(ev.Latency),
 		Holder:           ev.Holder,
-	})
+	}
 }
 
 // Action writes the outcome of one workload action, stamped now.
 func (w *Writer) Action(kind ActionKind, scope string, epoch int64, requestID, reason string) {
-	w.write(line{
+	w.write(Record{
 		MonoNS:    monotime.Now(),
 		Time:      time.Now().UTC().Format(time.RFC3339Nano),
 		Node:      w.node,
@@ -104,7 +107,7 @@ func (w *Writer) Action(kind ActionKind, scope string, epoch int64, requestID, r
 	})
 }
 
-func (w *Writer) write(l line) {
+func (w *Writer) write(l Record) {
 	b, err := json.Marshal(l)
 	if err != nil { // cannot happen: strings and integers only
 		panic(err)

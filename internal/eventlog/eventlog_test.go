@@ -189,3 +189,29 @@ func TestWriter(t *testing.T) {
 		}
 	})
 }
+
+func TestTailReadsOnlyCompleteNewLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ev.jsonl")
+	tail := NewTail(path)
+	if rs, err := tail.Next(); err != nil || len(rs) != 0 {
+		t.Fatalf("missing file: %v %v", rs, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString(`{"mono_ns":2,"event":"acquired","node":"a"}` + "\n" + `{"mono_ns":3,"ev`)
+	rs, err := tail.Next()
+	if err != nil || len(rs) != 1 || rs[0].Event != "acquired" || rs[0].MonoNS != 2 {
+		t.Fatalf("first read: %+v %v", rs, err)
+	}
+	f.WriteString(`ent":"gate_open","node":"a"}` + "\n")
+	rs, err = tail.Next()
+	if err != nil || len(rs) != 1 || rs[0].Event != "gate_open" || rs[0].MonoNS != 3 {
+		t.Fatalf("second read (partial line completed): %+v %v", rs, err)
+	}
+	if rs, _ := tail.Next(); len(rs) != 0 {
+		t.Fatalf("third read returned old lines: %+v", rs)
+	}
+}

@@ -54,7 +54,15 @@ func sharedServer() (*Server, error) {
 // exits the process with the resulting code. While the tests run, SIGINT
 // and SIGTERM close all servers and exit with status 1, so an interrupted
 // run leaves no PostgreSQL process or data directory behind.
-func Main(m *testing.M) {
+//
+// cleanups run after the tests (and on an interrupt), before the process exits: a
+// test binary cannot otherwise remove what its TestMain created, since Main exits.
+func Main(m *testing.M, cleanups ...func()) {
+	runCleanups := func() {
+		for _, c := range cleanups {
+			c()
+		}
+	}
 	sigCh := make(chan os.Signal, 1)
 	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
 	quit := make(chan struct{})
@@ -65,6 +73,7 @@ func Main(m *testing.M) {
 		case sig := <-sigCh:
 			fmt.Fprintf(os.Stderr, "pgtest: received %v; closing PostgreSQL servers\n", sig)
 			closeAll(liveServers(), 15*time.Second)
+			runCleanups()
 			os.Exit(1)
 		case <-quit:
 		}
@@ -75,6 +84,7 @@ func Main(m *testing.M) {
 	signal.Stop(sigCh)
 	close(quit)
 	<-handlerDone
+	runCleanups()
 
 	sharedMu.Lock()
 	s := shared
