@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-		"sync"
+	"sync"
 	"testing"
 	"time"
 

@@ -37,9 +37,9 @@ type Options struct {
 type Cluster struct {
 	opts Options
 
-	mu     sync.Mutex
-	nodes  map[string]*Node
-	order  []*Node
+	mu      sync.Mutex
+	nodes   map[string]*Node
+	order   []*Node
 	tails   []*eventlog.Tail
 	events  []eventlog.Record // every record read so far, in read order
 	pending []eventlog.Record // process_exit records not yet returned by Poll
