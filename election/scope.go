@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,7 @@ type Scope struct {
 	cur      atomic.Pointer[period] // open (or last) gate period; nil when closed
 	resignCh chan resignRequest
 
+	obsMu          sync.Mutex // observations come from the campaign and from heartbeats
 	observedHolder string
 	observedEpoch  int64
 }
@@ -184,8 +186,10 @@ func (s *Scope) campaign(ctx context.Context) {
 			// confirmed (its claim is still in flight), look again after one
 			// heartbeat interval so followers learn who leads.
 			wait := time.Duration(0)
-			if !s.observe(r) {
+			if r.holder == nil || r.epoch == nil {
 				wait = e.cfg.HeartbeatInterval
+			} else {
+				s.observe(*r.holder, *r.epoch)
 			}
 			began := monotime.Now()
 			if _, err := w.awaitRelease(ctx, s.key, wait); err != nil {
@@ -219,20 +223,20 @@ func (s *Scope) campaign(ctx context.Context) {
 	}
 }
 
-// observe reports the holder a lost claim saw; false when it saw none for sure.
-func (s *Scope) observe(r claimResult) bool {
-	if r.holder == nil || r.epoch == nil {
-		return false
+// observe records that holder leads the scope with epoch and reports it once per
+// (holder, epoch), never going back to an older epoch.
+func (s *Scope) observe(holder string, epoch int64) {
+	s.obsMu.Lock()
+	if epoch < s.observedEpoch || (holder == s.observedHolder && epoch == s.observedEpoch) {
+		s.obsMu.Unlock()
+		return
 	}
-	if *r.holder == s.observedHolder && *r.epoch == s.observedEpoch {
-		return true
-	}
-	s.observedHolder, s.observedEpoch = *r.holder, *r.epoch
+	s.observedHolder, s.observedEpoch = holder, epoch
+	s.obsMu.Unlock()
 	e := s.e
-	e.emit(Event{Kind: EventObserved, Scope: s.name, Epoch: *r.epoch, Holder: *r.holder})
-	e.broker.publish(Transition{Kind: LeaderObserved, Scope: s.name, Epoch: *r.epoch, Holder: *r.holder, At: time.Now()})
-	e.log.Info("leader observed", "scope", s.name, "node", e.cfg.NodeID, "holder", *r.holder, "epoch", *r.epoch)
-	return true
+	e.emit(Event{Kind: EventObserved, Scope: s.name, Epoch: epoch, Holder: holder})
+	e.broker.publish(Transition{Kind: LeaderObserved, Scope: s.name, Epoch: epoch, Holder: holder, At: time.Now()})
+	e.log.Info("leader observed", "scope", s.name, "node", e.cfg.NodeID, "holder", holder, "epoch", epoch)
 }
 
 // lead runs one term from a won claim to its end and returns the end's reason.
@@ -242,7 +246,9 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 	if !sess.addTerm(t) {
 		return "lost_connection"
 	}
+	s.obsMu.Lock()
 	s.observedHolder, s.observedEpoch = e.cfg.NodeID, t.epoch
+	s.obsMu.Unlock()
 	t.emit(Event{Kind: EventAcquired})
 	// Lease the guard before the gate can open, so that a freeze from here on
 	// frees the guard together with the scope locks.

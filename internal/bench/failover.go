@@ -1,0 +1,406 @@
+// Package bench measures pgleader's failover: real `pgleader node` processes on one
+// host (internal/cluster), faults applied with signals, and every figure taken from
+// the nodes' CLOCK_MONOTONIC event timestamps against the moment the fault was sent.
+//
+//	crash     kill -9 of the leader            → a follower's gate_open
+//	graceful  SIGTERM of the leader (drain)    → a follower's gate_open, and the gap
+//	                                              old gate_closed → new gate_open
+//	frozen    SIGSTOP of the leader            → a follower's gate_open, and the gap
+//	                                              old trust_until → new gate_open
+//	gate      Scope.Require and Token.Valid on a live leader (ns/op, allocs/op)
+//	load      transactions per node per heartbeat interval on an idle cluster
+//
+// Each fault iteration restarts the faulted node and waits until it follows again,
+// so every iteration starts from the same state: one leader, n−1 waiting followers.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/cluster"
+	"github.com/pgleader/pgleader/internal/eventlog"
+)
+
+// Options configure a failover benchmark.
+type Options struct {
+	Bin       string        // pgleader binary for the nodes
+	DSN       string        // a migrated database
+	Dir       string        // scratch directory (events files, logs)
+	N         int           // iterations per fault scenario
+	Nodes     int           // candidates (≥ 2)
+	Scenarios []string      // subset of crash, graceful, frozen, gate, load
+	NodeArgs  []string      // extra node flags (timing); empty: defaults
+	Progress  io.Writer     // per-iteration progress lines (may be nil)
+	Timeout   time.Duration // per iteration
+}
+
+// AllScenarios lists the scenarios in the order they run.
+var AllScenarios = []string{"crash", "graceful", "frozen", "gate", "load"}
+
+// Stat summarises samples.
+type Stat struct {
+	Name     string    `json:"name"`
+	What     string    `json:"what"`
+	N        int       `json:"n"`
+	MinMS    float64   `json:"min_ms"`
+	MedianMS float64   `json:"median_ms"`
+	P99MS    float64   `json:"p99_ms"`
+	MaxMS    float64   `json:"max_ms"`
+	Samples  []float64 `json:"samples_ms"`
+}
+
+// GateStat is the gate-check micro-benchmark.
+type GateStat struct {
+	Name        string  `json:"name"`
+	NsPerOp     float64 `json:"ns_per_op"`
+	AllocsPerOp int64   `json:"allocs_per_op"`
+}
+
+// Load is the idle load on the server.
+type Load struct {
+	Nodes              int     `json:"nodes"`
+	Seconds            float64 `json:"seconds"`
+	Transactions       int64   `json:"transactions"`
+	PerNodePerInterval float64 `json:"transactions_per_node_per_interval"`
+	Note               string  `json:"note"`
+}
+
+// Report is the result of a run.
+type Report struct {
+	Machine map[string]string `json:"machine"`
+	Timing  map[string]string `json:"timing"`
+	Stats   []Stat            `json:"stats"`
+	Gate    []GateStat        `json:"gate,omitempty"`
+	Load    *Load             `json:"load,omitempty"`
+}
+
+// Run runs the selected scenarios.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.N < 1 || o.Nodes < 2 {
+		return nil, fmt.Errorf("need at least 1 iteration and 2 nodes (got n=%d, nodes=%d)", o.N, o.Nodes)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	cfg := election.DefaultConfig()
+	rep := &Report{Machine: machine(ctx, o.DSN), Timing: map[string]string{
+		"heartbeat_interval": cfg.HeartbeatInterval.String(), "heartbeat_timeout": cfg.HeartbeatTimeout.String(),
+		"trust_window": cfg.TrustWindow.String(), "session_lease": cfg.SessionLease.String(),
+		"node_args": strings.Join(o.NodeArgs, " "),
+	}}
+	for _, sc := range o.Scenarios {
+		var err error
+		switch sc {
+		case "crash":
+			err = o.faults(ctx, rep, "crash")
+		case "graceful":
+			err = o.faults(ctx, rep, "graceful")
+		case "frozen":
+			err = o.faults(ctx, rep, "frozen")
+		case "gate":
+			rep.Gate, err = gateBench(ctx, o.DSN)
+		case "load":
+			rep.Load, err = o.load(ctx)
+		default:
+			err = fmt.Errorf("unknown scenario %q (choose from %s)", sc, strings.Join(AllScenarios, ", "))
+		}
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", sc, err)
+		}
+	}
+	return rep, nil
+}
+
+func (o Options) cluster(scope string) *cluster.Cluster {
+	return cluster.New(cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: o.Dir, Scopes: []string{scope},
+		NodeArgs: append([]string{"--log-level", "warn"}, o.NodeArgs...)})
+}
+
+// faults runs N iterations of one fault against a fresh cluster on its own scope.
+func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
+	scope := "bench-" + kind + "-" + time.Now().Format("150405.000")
+	c := o.cluster(scope)
+	defer c.Close()
+	ids := make([]string, o.Nodes)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", kind, i+1)
+		if _, err := c.Start(ids[i]); err != nil {
+			return err
+		}
+	}
+	var main, gap []float64
+	for i := range o.N {
+		leader, epoch, err := o.steady(ctx, c, scope)
+		if err != nil {
+			return fmt.Errorf("iteration %d: %w", i+1, err)
+		}
+		n := c.Node(leader)
+		var t0 int64
+		switch kind {
+		case "crash":
+			t0, err = n.Kill()
+		case "graceful":
+			t0, err = n.Signal(syscall.SIGTERM)
+		case "frozen":
+			t0, err = n.Signal(syscall.SIGSTOP)
+		}
+		if err != nil {
+			return err
+		}
+		next, err := o.waitFor(ctx, c, func(r eventlog.Record) bool {
+			return r.Scope == scope && r.Event == "gate_open" && r.Epoch > epoch
+		})
+		if err != nil {
+			return fmt.Errorf("iteration %d: no takeover: %w", i+1, err)
+		}
+		main = append(main, ms(next.MonoNS-t0))
+		line := fmt.Sprintf("%s %d/%d: %s → %s gate open after %.2f ms", kind, i+1, o.N, leader, next.Node, ms(next.MonoNS-t0))
+		switch kind {
+		case "graceful":
+			if err := n.Wait(o.Timeout); err != nil {
+				return err
+			}
+			if closed, ok := last(c.Events(), func(r eventlog.Record) bool {
+				return r.Node == leader && r.Scope == scope && r.Event == "gate_closed" && r.Epoch == epoch
+			}); ok {
+				gap = append(gap, ms(next.MonoNS-closed.MonoNS))
+				line += fmt.Sprintf(" (gap %.2f ms)", ms(next.MonoNS-closed.MonoNS))
+			}
+		case "frozen":
+			trust, ok := last(c.Events(), func(r eventlog.Record) bool {
+				return r.Node == leader && r.Scope == scope && r.TrustUntilMonoNS > 0 && r.MonoNS < t0
+			})
+			if ok {
+				gap = append(gap, ms(next.MonoNS-trust.TrustUntilMonoNS))
+				line += fmt.Sprintf(" (old gate closed %.0f ms before)", ms(next.MonoNS-trust.TrustUntilMonoNS))
+			}
+			_, _ = n.Signal(syscall.SIGCONT)
+			if _, err := n.Kill(); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(o.Progress, line)
+		if _, err := c.Start(leader); err != nil { // back to n candidates
+			return err
+		}
+	}
+	names := map[string][2]string{
+		"crash":    {"crash failover", "kill -9 of the leader → a follower's gate open"},
+		"graceful": {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
+		"frozen":   {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
+	}
+	rep.Stats = append(rep.Stats, summarize(names[kind][0], names[kind][1], main))
+	switch kind {
+	case "graceful":
+		rep.Stats = append(rep.Stats, summarize("graceful gap", "old gate closed → new gate open", gap))
+	case "frozen":
+		rep.Stats = append(rep.Stats, summarize("frozen gate gap", "old trust_until → new gate open (must be > 0: no overlap)", gap))
+	}
+	return nil
+}
+
+// steady waits until one node leads and every other running node follows it, and
+// returns the leader and its epoch.
+func (o Options) steady(ctx context.Context, c *cluster.Cluster, scope string) (string, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	for {
+		if _, err := c.Poll(); err != nil {
+			return "", 0, err
+		}
+		leader, epoch := c.Leader(scope)
+		var lagging []string
+		if leader != "" {
+			events := c.Events()
+			for _, n := range c.Running() {
+				if n.ID == leader {
+					continue
+				}
+				if _, ok := last(events, func(r eventlog.Record) bool {
+					return r.Node == n.ID && r.Scope == scope && r.Event == "leader_observed" && r.Epoch == epoch
+				}); !ok {
+					lagging = append(lagging, n.ID)
+				}
+			}
+			if len(lagging) == 0 {
+				return leader, epoch, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", 0, fmt.Errorf("cluster did not settle (leader %q epoch %d, not following yet: %v): %w", leader, epoch, lagging, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (o Options) waitFor(ctx context.Context, c *cluster.Cluster, match func(eventlog.Record) bool) (eventlog.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	return c.WaitFor(ctx, match)
+}
+
+func last(rs []eventlog.Record, match func(eventlog.Record) bool) (eventlog.Record, bool) {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if match(rs[i]) {
+			return rs[i], true
+		}
+	}
+	return eventlog.Record{}, false
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// summarize computes min, median, p99 (nearest rank) and max.
+func summarize(name, what string, xs []float64) Stat {
+	s := Stat{Name: name, What: what, N: len(xs), Samples: xs}
+	if len(xs) == 0 {
+		return s
+	}
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(sorted)))) - 1
+		return sorted[max(0, min(i, len(sorted)-1))]
+	}
+	s.MinMS, s.MedianMS, s.P99MS, s.MaxMS = sorted[0], rank(0.5), rank(0.99), sorted[len(sorted)-1]
+	return s
+}
+
+// gateBench runs an in-process elector until it leads, then measures the gate.
+func gateBench(ctx context.Context, dsn string) ([]GateStat, error) {
+	e, err := election.New(election.Config{DSN: dsn, NodeID: fmt.Sprintf("bench-gate-%d", os.Getpid()),
+		Scopes: []string{"bench-gate"}, Logger: discard()})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	s := e.Scope("bench-gate")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := s.Require(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("in-process elector did not lead bench-gate within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tok, _ := s.Require(ctx)
+	var out []GateStat
+	for _, b := range []struct {
+		name string
+		fn   func(*testing.B)
+	}{
+		{"Scope.Require", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Require(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}},
+		{"Token.Valid", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !tok.Valid() {
+					b.Fatal("token invalid")
+				}
+			}
+		}},
+	} {
+		r := testing.Benchmark(b.fn)
+		if r.N == 0 {
+			return out, fmt.Errorf("%s: benchmark failed (leadership lost while measuring?)", b.name)
+		}
+		out = append(out, GateStat{Name: b.name, NsPerOp: float64(r.T.Nanoseconds()) / float64(r.N), AllocsPerOp: r.AllocsPerOp()})
+	}
+	return out, nil
+}
+
+// load counts the transactions an idle cluster commits per node per heartbeat
+// interval (pg_stat_database.xact_commit over a window).
+func (o Options) load(ctx context.Context) (*Load, error) {
+	scope := "bench-load"
+	c := o.cluster(scope)
+	defer c.Close()
+	for i := range o.Nodes {
+		if _, err := c.Start(fmt.Sprintf("load-%d", i+1)); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := o.steady(ctx, c, scope); err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, o.DSN)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	read := func() (int64, error) {
+		var n int64
+		// Flush this backend's own counters first so they do not blur the window.
+		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+		err := conn.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+		return n, err
+	}
+	time.Sleep(2 * time.Second) // let stats of the start-up settle
+	a, err := read()
+	if err != nil {
+		return nil, err
+	}
+	const window = 10 * time.Second
+	fmt.Fprintf(o.Progress, "load: measuring %v with %d idle nodes\n", window, o.Nodes)
+	time.Sleep(window)
+	// Backends flush their counters at most once a second: wait for the tail.
+	time.Sleep(1500 * time.Millisecond)
+	b, err := read()
+	if err != nil {
+		return nil, err
+	}
+	cfg := election.DefaultConfig()
+	intervals := (window + 1500*time.Millisecond).Seconds() / cfg.HeartbeatInterval.Seconds()
+	tx := b - a - 2 // our own two reads
+	return &Load{Nodes: o.Nodes, Seconds: (window + 1500*time.Millisecond).Seconds(), Transactions: tx,
+		PerNodePerInterval: float64(tx) / float64(o.Nodes) / intervals,
+		Note:               "transactions committed by the cluster (heartbeats); the leader's guard ping is an empty query, not a transaction, and comes on top: one per interval; waiting followers are blocked in await_release and commit nothing"}, nil
+}
+
+func machine(ctx context.Context, dsn string) map[string]string {
+	m := map[string]string{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				m["cpu"] = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	if conn, err := pgx.Connect(ctx, dsn); err == nil {
+		var v string
+		if conn.QueryRow(ctx, "SHOW server_version").Scan(&v) == nil {
+			m["postgresql"] = v
+		}
+		conn.Close(ctx)
+	}
+	return m
+}
