@@ -45,9 +45,11 @@
 //     dying. The node then claims through its leadership session with
 //     pgleader.try_claim (pg_try_advisory_lock + claim in one round trip). Waiters
 //     need no NOTIFY: every way leadership ends frees the lock.
-//   - A watcher per dedicated connection polls its socket for the peer's close
-//     (POLLRDHUP) between and during statements, so a terminated backend is noticed at
-//     once, not at the next heartbeat.
+//   - A watcher on the leadership and on the guard connection polls its socket for
+//     the peer's close (POLLRDHUP, Linux) between and during statements, so a
+//     terminated backend is noticed at once, not at the next heartbeat. (Waiter
+//     connections need none: a failed wait simply returns an error.) On other
+//     systems there is no watcher and heartbeats are the detector.
 //
 // # States of a scope
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // EventKind names a fine-grained engine event. The values are the `event` field of
-// `pgleader node --events` lines (docs/design.md §5).
+// `pgleader node --events` lines (docs/design.md, "The CLI contract").
 type EventKind string
 
 // Engine events, in the order a term normally produces them.

@@ -253,7 +253,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 	// Lease the guard before the gate can open, so that a freeze from here on
 	// frees the guard together with the scope locks.
 	gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
-	err := sess.guardBeat(gctx, true)
+	err := sess.guardBeat(gctx)
 	cancel()
 	if err != nil {
 		sess.lose("lost_connection")

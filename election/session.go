@@ -270,7 +270,7 @@ func (s *session) heartbeat() {
 	}
 	start := monotime.Now()
 	guardErr := make(chan error, 1)
-	go func() { guardErr <- s.guardBeat(ctx, len(terms) > 0) }()
+	go func() { guardErr <- s.guardBeat(ctx) }()
 	ok := make(map[string]bool, len(scopes))
 	type observation struct {
 		scope  string
@@ -335,9 +335,16 @@ func (s *session) heartbeat() {
 // leads any scope the guard has idle_session_timeout = L and is pinged with every
 // heartbeat, so it expires together with the leadership session if the process
 // freezes; otherwise the lease is disarmed and the guard left alone.
-func (s *session) guardBeat(ctx context.Context, leading bool) error {
+//
+// Whether the node leads is read here, under guardMu, not taken from the caller: a
+// heartbeat's snapshot of the terms may predate a claim whose lead() has already
+// armed the lease (addTerm happens before that arming), and must not disarm it.
+func (s *session) guardBeat(ctx context.Context) error {
 	s.guardMu.Lock()
 	defer s.guardMu.Unlock()
+	s.termsMu.Lock()
+	leading := len(s.terms) > 0
+	s.termsMu.Unlock()
 	switch {
 	case leading && s.guardLease:
 		return s.guard.Ping(ctx)

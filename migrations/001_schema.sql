@@ -1,7 +1,8 @@
 -- pgleader schema, version 1.
 --
 -- Plain SQL: `pgleader migrate` applies it (through goose, whose annotations below are
--- ordinary comments), and a host application can apply it with its own tool or psql.
+-- ordinary comments), and a host application can apply it with its own tool or
+-- `psql -f`. It is idempotent, so the two paths may be mixed.
 -- Names in this file are a contract relied on by the collector, the dashboard and
 -- external checks (see docs/design.md): add columns freely, rename nothing.
 --
@@ -60,7 +61,7 @@ RETURNS TABLE (pid int, key bigint, mode text) LANGUAGE sql STABLE AS $$
 $$;
 -- +goose StatementEnd
 
-CREATE TABLE pgleader.leader_state (
+CREATE TABLE IF NOT EXISTS pgleader.leader_state (
     scope                 text PRIMARY KEY
                           CHECK (scope <> '' AND octet_length(scope) <= 200),
     lock_key              bigint NOT NULL UNIQUE,
@@ -78,7 +79,7 @@ CREATE TABLE pgleader.leader_state (
     session_lease_ms      int
 );
 
-CREATE TABLE pgleader.nodes (
+CREATE TABLE IF NOT EXISTS pgleader.nodes (
     node_id               text PRIMARY KEY,
     hostname              text NOT NULL,
     os_pid                int NOT NULL,
@@ -93,9 +94,9 @@ CREATE TABLE pgleader.nodes (
     trust_window_ms       int,
     session_lease_ms      int
 );
-CREATE INDEX nodes_last_seen_idx ON pgleader.nodes (last_seen);
+CREATE INDEX IF NOT EXISTS nodes_last_seen_idx ON pgleader.nodes (last_seen);
 
-CREATE TABLE pgleader.terms (
+CREATE TABLE IF NOT EXISTS pgleader.terms (
     id             bigserial PRIMARY KEY,
     scope          text NOT NULL,
     epoch          bigint NOT NULL,
@@ -111,9 +112,9 @@ CREATE TABLE pgleader.terms (
 );
 -- "Who led scope X between 14:00 and 15:00":
 --   WHERE scope = X AND acquired_at < '15:00' AND coalesce(released_at, 'infinity') > '14:00'
-CREATE INDEX terms_scope_acquired_idx ON pgleader.terms (scope, acquired_at);
+CREATE INDEX IF NOT EXISTS terms_scope_acquired_idx ON pgleader.terms (scope, acquired_at);
 
-CREATE TABLE pgleader.audit (
+CREATE TABLE IF NOT EXISTS pgleader.audit (
     id      bigserial PRIMARY KEY,
     at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     scope   text,
@@ -122,8 +123,8 @@ CREATE TABLE pgleader.audit (
     kind    text NOT NULL,
     detail  jsonb NOT NULL DEFAULT '{}'
 );
-CREATE INDEX audit_at_idx ON pgleader.audit (at);
-CREATE INDEX audit_scope_at_idx ON pgleader.audit (scope, at);
+CREATE INDEX IF NOT EXISTS audit_at_idx ON pgleader.audit (at);
+CREATE INDEX IF NOT EXISTS audit_scope_at_idx ON pgleader.audit (scope, at);
 
 -- Append-only: rows are never changed or deleted one by one (retention: TRUNCATE or
 -- drop old partitions).
@@ -134,11 +135,11 @@ BEGIN
   RAISE EXCEPTION 'pgleader.audit is append-only (% refused)', TG_OP;
 END $$;
 -- +goose StatementEnd
-CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON pgleader.audit
+CREATE OR REPLACE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON pgleader.audit
     FOR EACH ROW EXECUTE FUNCTION pgleader.audit_append_only();
 
 -- The demo's and the safety checks' workload: one fenced write per action.
-CREATE TABLE pgleader.demo_actions (
+CREATE TABLE IF NOT EXISTS pgleader.demo_actions (
     id         bigserial PRIMARY KEY,
     scope      text NOT NULL,
     epoch      bigint NOT NULL,
@@ -146,7 +147,7 @@ CREATE TABLE pgleader.demo_actions (
     request_id text UNIQUE,  -- node-chosen id, so a checker can match acknowledgements
     at         timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE INDEX demo_actions_scope_epoch_idx ON pgleader.demo_actions (scope, epoch);
+CREATE INDEX IF NOT EXISTS demo_actions_scope_epoch_idx ON pgleader.demo_actions (scope, epoch);
 
 -- claim: the calling session must already hold the scope's advisory lock (S2). Bumps
 -- the epoch (S1), closes a term its predecessor never closed, opens a new term,
@@ -429,5 +430,5 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 
--- +goose Down
-DROP SCHEMA IF EXISTS pgleader CASCADE;
+-- No Down section: a down migration would drop the leadership history, and psql -f
+-- would run it right after the Up part. Remove pgleader with DROP SCHEMA pgleader CASCADE.

@@ -38,8 +38,9 @@ func FS() fs.FS { return files }
 // once that file is applied.
 const Latest = 1
 
-// lockKey serialises concurrent Up calls. It is pgleader.lock_key('pgleader:migrate').
-const lockKey int64 = 0x7067_6c65_6164_6d67 // "pgleadmg"
+// lockKey serialises concurrent Up calls: the ASCII bytes "pgleadmg" as a bigint
+// (8099561637530594663), out of the way of scope keys (sha256-derived).
+const lockKey int64 = 0x7067_6c65_6164_6d67
 
 const versionTable = "pgleader.goose_db_version"
 

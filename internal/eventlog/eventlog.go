@@ -1,5 +1,5 @@
 // Package eventlog writes the events file of `pgleader node --events FILE`
-// (docs/design.md §5): one JSON object per line, appended, flushed per line, so a
+// (docs/design.md, "The CLI contract"): one JSON object per line, appended, flushed per line, so a
 // checker can tail the files of several nodes on one host and order their lines
 // by mono_ns (CLOCK_MONOTONIC, comparable across processes on one host).
 //

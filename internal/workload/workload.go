@@ -1,5 +1,5 @@
 // Package workload is the fenced demo workload of `pgleader node --work-interval D`
-// (docs/design.md §5), the workload of the demo and of every safety check.
+// (docs/design.md, "The CLI contract"), the workload of the demo and of every safety check.
 //
 // While the node leads a scope, every Interval it performs one action: inside
 // Scope.Do, a transaction on its own pool that calls election.Fence and inserts one
@@ -18,7 +18,7 @@
 // scope (ErrNotLeader), or the transaction failed before its INSERT was sent.
 //
 // The pool is separate from the engine's connections: the leadership session must
-// never run work (docs/design.md §6).
+// never run work (docs/design.md, "Things that are easy to get wrong").
 package workload
 
 import (

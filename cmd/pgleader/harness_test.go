@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// demo and bench start their own throwaway PostgreSQL and node processes; these
+// short runs keep both commands working.
+
+func TestDemoRuns(t *testing.T) {
+	r := pgleader(t, nil, "demo", "--duration", "5s", "--nodes", "2")
+	if r.code != 0 {
+		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"node-1  pid", "node-2  pid", "leads demo (epoch 1)", "status demo: leader node-", "stopping"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestBenchFailoverRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench.json")
+	r := pgleader(t, nil, "bench", "failover", "-n", "2", "--scenarios", "crash,graceful,gate", "--json", out)
+	if r.code != 0 {
+		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Stats []struct {
+			Name  string  `json:"name"`
+			N     int     `json:"n"`
+			MinMS float64 `json:"min_ms"`
+			MaxMS float64 `json:"max_ms"`
+		} `json:"stats"`
+		Gate []struct {
+			NsPerOp float64 `json:"ns_per_op"`
+		} `json:"gate"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Stats) != 3 || len(rep.Gate) != 2 {
+		t.Fatalf("report has %d stats and %d gate figures, want 3 and 2:\n%s", len(rep.Stats), len(rep.Gate), b)
+	}
+	for _, s := range rep.Stats {
+		if s.N != 2 || s.MinMS <= 0 || s.MaxMS < s.MinMS {
+			t.Errorf("implausible %s: %+v", s.Name, s)
+		}
+	}
+	if r := pgleader(t, nil, "bench", "failover", "--scenarios", "nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown scenario") {
+		t.Errorf("bad scenario: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
