@@ -170,6 +170,7 @@ DECLARE
   v_mine    boolean;
   v_reason  text;
   v_gap     interval;
+  v_now     timestamptz;
 BEGIN
   -- S1: an acknowledged grant survives a crash of the database.
   PERFORM set_config('synchronous_commit', 'on', true);
@@ -190,6 +191,10 @@ BEGIN
       MESSAGE = format('pgleader: backend %s does not hold advisory lock %s of scope %L',
                        pg_backend_pid(), p_lock_key, p_scope);
   END IF;
+  -- The moment of the bump: after the row lock, i.e. after every fenced writer of the
+  -- previous term has committed (now() would be this transaction's start, before
+  -- that wait).
+  v_now := clock_timestamp();
   IF st.lock_key <> p_lock_key THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF03',
       MESSAGE = format('pgleader: scope %L uses lock key %s in pgleader.leader_state, this node computed %s',
@@ -202,33 +207,33 @@ BEGIN
     -- Observability only: a holder silent for its whole lease was frozen or cut
     -- off; one whose guard is gone as well died; otherwise its session was lost.
     v_reason := CASE
-      WHEN st.last_heartbeat < now() - make_interval(secs => coalesce(st.session_lease_ms, 0) / 1000.0)
+      WHEN st.last_heartbeat < v_now - make_interval(secs => coalesce(st.session_lease_ms, 0) / 1000.0)
         THEN 'heartbeat_timeout'
       WHEN NOT v_held THEN 'crashed'
       ELSE 'lost_connection' END;
     -- Every term left open (also ones an operator bypassed by editing the epoch).
-    UPDATE pgleader.terms t SET released_at = now(), release_reason = v_reason
+    UPDATE pgleader.terms t SET released_at = v_now, release_reason = v_reason
      WHERE t.scope = p_scope AND t.released_at IS NULL;
     INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
     VALUES (p_scope, st.holder, st.epoch, 'term_closed_by_successor',
             jsonb_build_object('reason', v_reason, 'successor', p_node,
                                'last_heartbeat', st.last_heartbeat));
-    v_gap := now() - st.last_heartbeat;
+    v_gap := v_now - st.last_heartbeat;
   ELSE
     v_held := false;
-    v_gap := now() - st.released_at;
+    v_gap := v_now - st.released_at;
   END IF;
 
   v_epoch := st.epoch + 1;
   UPDATE pgleader.leader_state s SET
       epoch = v_epoch, holder = p_node, holder_pid = pg_backend_pid(),
-      holder_guard_key = p_guard_key, acquired_at = now(), released_at = NULL,
-      last_heartbeat = now(), heartbeat_interval_ms = p_interval_ms,
+      holder_guard_key = p_guard_key, acquired_at = v_now, released_at = NULL,
+      last_heartbeat = v_now, heartbeat_interval_ms = p_interval_ms,
       heartbeat_timeout_ms = p_timeout_ms, trust_window_ms = p_trust_ms,
       session_lease_ms = p_lease_ms
    WHERE s.scope = p_scope;
   INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, handover_gap)
-  VALUES (p_scope, v_epoch, p_node, p_hostname, pg_backend_pid(), now(), v_gap);
+  VALUES (p_scope, v_epoch, p_node, p_hostname, pg_backend_pid(), v_now, v_gap);
   UPDATE pgleader.nodes n SET leads = array_append(array_remove(n.leads, p_scope), p_scope)
    WHERE n.node_id = p_node;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
@@ -342,21 +347,23 @@ LANGUAGE plpgsql AS $$
 DECLARE
   st pgleader.leader_state;
   v_ours boolean;
+  v_now  timestamptz;
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
   SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR UPDATE;
   IF NOT FOUND THEN
     RETURN false;
   END IF;
+  v_now := clock_timestamp(); -- after the row lock (see claim)
   -- The claiming backend, still alive, still holds the lock: a session never loses
   -- one without ending. The unlock below confirms it (and undoes all if not).
   v_ours := st.epoch = p_epoch AND st.holder = p_node AND st.released_at IS NULL
             AND st.holder_pid = pg_backend_pid();
   IF v_ours THEN
-    UPDATE pgleader.terms t SET released_at = now(), release_reason = p_reason
+    UPDATE pgleader.terms t SET released_at = v_now, release_reason = p_reason
      WHERE t.scope = p_scope AND t.epoch = p_epoch AND t.released_at IS NULL;
     UPDATE pgleader.leader_state s SET holder = NULL, holder_pid = NULL,
-           holder_guard_key = NULL, released_at = now()
+           holder_guard_key = NULL, released_at = v_now
      WHERE s.scope = p_scope;
     UPDATE pgleader.nodes n SET leads = array_remove(n.leads, p_scope)
      WHERE n.node_id = p_node;
