@@ -135,8 +135,8 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	if err := conn.QueryRow(cctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	if num < 140000 {
-		return fmt.Errorf("%w: server is %d.%d, pgleader needs PostgreSQL 14 or newer (idle_session_timeout bounds failover)", ErrUnsupportedServer, num/10000, num%10000/100)
+	if err := checkServerVersion(num); err != nil {
+		return err
 	}
 	v, err := migrations.Version(cctx, conn)
 	if err != nil {
@@ -147,6 +147,15 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 		return fmt.Errorf("%w: database %q has no pgleader schema: run `pgleader migrate`", ErrSchemaMissing, cfg.Database)
 	case v < migrations.Latest:
 		return fmt.Errorf("%w: database %q has pgleader schema version %d, this build needs %d: run `pgleader migrate`", ErrSchemaMissing, cfg.Database, v, migrations.Latest)
+	}
+	return nil
+}
+
+// checkServerVersion refuses servers older than PostgreSQL 14 (server_version_num).
+func checkServerVersion(num int) error {
+	if num < 140000 {
+		return fmt.Errorf("%w: server is %d.%d, pgleader needs PostgreSQL 14 or newer (idle_session_timeout bounds failover): upgrade the server",
+			ErrUnsupportedServer, num/10000, num%10000/100)
 	}
 	return nil
 }

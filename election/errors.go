@@ -34,6 +34,7 @@ type ConfigError struct {
 	Rule  string // e.g. "heartbeat interval (1s) + heartbeat timeout (1s) must be shorter than trust window (1.5s)"
 }
 
+// Error returns "Field: rule".
 func (e *ConfigError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Rule) }
 
 // Unwrap makes errors.Is(err, ErrInvalidConfig) true.

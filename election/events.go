@@ -62,6 +62,7 @@ const (
 	LeaderObserved
 )
 
+// String returns the kind's name: elected, revoked or leader_observed.
 func (k TransitionKind) String() string {
 	switch k {
 	case Elected:

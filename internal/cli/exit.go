@@ -21,6 +21,7 @@ const (
 // Its message names the problem and the fix.
 type InputError struct{ msg string }
 
+// Error returns the message.
 func (e *InputError) Error() string { return e.msg }
 
 // BadInput returns an *InputError with a formatted message.

@@ -92,6 +92,7 @@ type Overlap struct {
 	Duration time.Duration
 }
 
+// String describes the overlap for a test failure or a report.
 func (o Overlap) String() string {
 	return fmt.Sprintf("%s (epoch %d) and %s (epoch %d) overlapped for %v",
 		o.A.Node, o.A.Epoch, o.B.Node, o.B.Epoch, o.Duration)

@@ -56,6 +56,9 @@ type Options struct {
 	Settings map[string]string
 	// Log receives progress lines (may be nil).
 	Log func(format string, args ...any)
+	// TLS makes the server accept TLS with a certificate for localhost and
+	// 127.0.0.1 signed by a throwaway CA (Server.CAFile), for sslmode=verify-full.
+	TLS bool
 }
 
 // Server is a PostgreSQL server running in a temporary directory, owned by
@@ -68,6 +71,7 @@ type Server struct {
 	logPath  string
 	port     int
 	settings map[string]string
+	tls      bool
 	cred     *syscall.Credential // nil: run as the current user
 	logf     func(format string, args ...any)
 
@@ -124,6 +128,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		logPath:  filepath.Join(dir, "postgres.log"),
 		port:     port,
 		settings: opts.Settings,
+		tls:      opts.TLS,
 		cred:     cred,
 		logf:     opts.Log,
 	}
@@ -167,6 +172,9 @@ func (s *Server) setup(ctx context.Context) error {
 		return fmt.Errorf("pgtest: initdb %s: %w\n%s", s.dataDir, err, bytes.TrimSpace(out))
 	}
 	s.log("pgtest: initdb %s took %s", s.dataDir, time.Since(start).Round(time.Millisecond))
+	if s.tls {
+		return s.writeTLS()
+	}
 	return nil
 }
 
@@ -206,6 +214,11 @@ func (s *Server) args() []string {
 		"log_min_messages":        "warning",
 		"log_destination":         "stderr",
 		"logging_collector":       "off",
+	}
+	if s.tls {
+		set["ssl"] = "on"
+		set["ssl_cert_file"] = "server.crt"
+		set["ssl_key_file"] = "server.key"
 	}
 	for k, v := range s.settings {
 		set[k] = v

@@ -173,17 +173,24 @@ func DSN(t testing.TB) string {
 	return dsn
 }
 
-// NewServer starts a private server for a test that stops or restarts it,
-// and closes it when the test ends. It skips the test when
+// NewServer starts a private server for a test that stops or restarts it (or
+// needs Options such as TLS), and closes it when the test ends. It skips the test when
 // PGLEADER_TEST_DSN is set, and calls t.Fatal if the server cannot start.
-func NewServer(t testing.TB) *Server {
+func NewServer(t testing.TB, opts ...Options) *Server {
 	t.Helper()
 	if os.Getenv(envDSN) != "" {
 		t.Skip("needs a private server it can restart; PGLEADER_TEST_DSN is set")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := Start(ctx, Options{Log: t.Logf})
+	o := Options{}
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Log == nil {
+		o.Log = t.Logf
+	}
+	s, err := Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
