@@ -45,6 +45,8 @@ sent to the successor's gate opening, as both record them on CLOCK_MONOTONIC:
                                               between the old gate closing and the new opening
   frozen    SIGSTOP of the leader           → a follower's gate open; and the gap
                                               between the old trust window's end and the new opening
+  terminate pg_terminate_backend of the leader's session → a follower's gate open;
+            and how fast the old leader closed its gate (it lives on and rejoins)
   gate      Scope.Require / Token.Valid on a live leader: ns/op, allocs/op
   load      transactions per node per heartbeat interval on an idle cluster
 

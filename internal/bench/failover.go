@@ -7,6 +7,9 @@
 //	                                              old gate_closed → new gate_open
 //	frozen    SIGSTOP of the leader            → a follower's gate_open, and the gap
 //	                                              old trust_until → new gate_open
+//	terminate pg_terminate_backend of the leader's leadership session → the old
+//	          leader's gate_closed (detection) and a follower's gate_open, and the
+//	          gap old gate_closed → new gate_open (the old process lives on)
 //	gate      Scope.Require and Token.Valid on a live leader (ns/op, allocs/op)
 //	load      transactions per node per heartbeat interval on an idle cluster
 //
@@ -32,6 +35,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/cluster"
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/monotime"
 )
 
 // Options configure a failover benchmark.
@@ -48,7 +52,7 @@ type Options struct {
 }
 
 // AllScenarios lists the scenarios in the order they run.
-var AllScenarios = []string{"crash", "graceful", "frozen", "gate", "load"}
+var AllScenarios = []string{"crash", "graceful", "frozen", "terminate", "gate", "load"}
 
 // Stat summarises samples.
 type Stat struct {
@@ -113,6 +117,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			err = o.faults(ctx, rep, "graceful")
 		case "frozen":
 			err = o.faults(ctx, rep, "frozen")
+		case "terminate":
+			err = o.faults(ctx, rep, "terminate")
 		case "gate":
 			rep.Gate, err = gateBench(ctx, o.DSN)
 		case "load":
@@ -144,7 +150,15 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 			return err
 		}
 	}
-	var main, gap []float64
+	var main, gap, detect []float64
+	var admin *pgx.Conn
+	if kind == "terminate" {
+		var err error
+		if admin, err = pgx.Connect(ctx, o.DSN); err != nil {
+			return err
+		}
+		defer admin.Close(context.Background())
+	}
 	for i := range o.N {
 		leader, epoch, err := o.steady(ctx, c, scope)
 		if err != nil {
@@ -159,6 +173,9 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 			t0, err = n.Signal(syscall.SIGTERM)
 		case "frozen":
 			t0, err = n.Signal(syscall.SIGSTOP)
+		case "terminate":
+			t0 = monotime.Now()
+			_, err = admin.Exec(ctx, "SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state WHERE scope = $1", scope)
 		}
 		if err != nil {
 			return err
@@ -194,16 +211,30 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 			if _, err := n.Kill(); err != nil {
 				return err
 			}
+		case "terminate":
+			closed, err := o.find(ctx, c, func(r eventlog.Record) bool {
+				return r.Node == leader && r.Scope == scope && r.Event == "gate_closed" && r.Epoch == epoch
+			})
+			if err != nil {
+				return fmt.Errorf("iteration %d: old leader never closed its gate: %w", i+1, err)
+			}
+			detect = append(detect, ms(closed.MonoNS-t0))
+			gap = append(gap, ms(next.MonoNS-closed.MonoNS))
+			line += fmt.Sprintf(" (old gate closed after %.2f ms, %.2f ms before the new opened)", ms(closed.MonoNS-t0), ms(next.MonoNS-closed.MonoNS))
 		}
 		fmt.Fprintln(o.Progress, line)
+		if kind == "terminate" {
+			continue // the old process lives on and rejoins by itself
+		}
 		if _, err := c.Start(leader); err != nil { // back to n candidates
 			return err
 		}
 	}
 	names := map[string][2]string{
-		"crash":    {"crash failover", "kill -9 of the leader → a follower's gate open"},
-		"graceful": {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
-		"frozen":   {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
+		"crash":     {"crash failover", "kill -9 of the leader → a follower's gate open"},
+		"graceful":  {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
+		"frozen":    {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
+		"terminate": {"terminated-session failover", "pg_terminate_backend of the leader's session → a follower's gate open"},
 	}
 	rep.Stats = append(rep.Stats, summarize(names[kind][0], names[kind][1], main))
 	switch kind {
@@ -211,6 +242,10 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 		rep.Stats = append(rep.Stats, summarize("graceful gap", "old gate closed → new gate open", gap))
 	case "frozen":
 		rep.Stats = append(rep.Stats, summarize("frozen gate gap", "old trust_until → new gate open (must be > 0: no overlap)", gap))
+	case "terminate":
+		rep.Stats = append(rep.Stats,
+			summarize("terminate detection", "pg_terminate_backend → the old leader's gate closed", detect),
+			summarize("terminate gate gap", "old gate closed → new gate open (must be > 0: no overlap)", gap))
 	}
 	return nil
 }
@@ -254,6 +289,14 @@ func (o Options) waitFor(ctx context.Context, c *cluster.Cluster, match func(eve
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	return c.WaitFor(ctx, match)
+}
+
+// find returns the last record read so far that matches, or waits for one.
+func (o Options) find(ctx context.Context, c *cluster.Cluster, match func(eventlog.Record) bool) (eventlog.Record, error) {
+	if r, ok := last(c.Events(), match); ok {
+		return r, nil
+	}
+	return o.waitFor(ctx, c, match)
 }
 
 func last(rs []eventlog.Record, match func(eventlog.Record) bool) (eventlog.Record, bool) {
