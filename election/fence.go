@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -42,7 +43,7 @@ func Fence(ctx context.Context, tx Execer, tok Token) error {
 	if _, err := tx.Exec(ctx, FenceSQL, tok.Scope, tok.Epoch, tok.Holder); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == FencedSQLState {
-			return fmt.Errorf("%w: %s", ErrFenced, pe.Message)
+			return fmt.Errorf("%w: %s", ErrFenced, strings.TrimPrefix(pe.Message, "pgleader: fenced: "))
 		}
 		return fmt.Errorf("fence %s epoch %d: %w", tok.Scope, tok.Epoch, err)
 	}

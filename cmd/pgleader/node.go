@@ -29,6 +29,7 @@ type nodeFlags struct {
 	drain        time.Duration
 	events       string
 	workInterval time.Duration
+	pauseWrite   time.Duration // test hook (hidden flag)
 }
 
 // config is the election configuration the flags describe (not yet validated).
@@ -88,6 +89,8 @@ into pgleader.demo_actions every D.`,
 	fl.DurationVar(&f.drain, "drain-timeout", def.DrainTimeout, "on shutdown, how long in-flight work may run before it is cancelled")
 	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
+	fl.DurationVar(&f.pauseWrite, "test-pause-before-write", 0, "fault-test hook: pause `D` between the workload's gate check and its write, then write as if nothing happened")
+	_ = fl.MarkHidden("test-pause-before-write")
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
 }
@@ -149,7 +152,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		}
 		defer pool.Close()
 		w := &workload.Workload{Pool: pool, Scopes: e.Scopes(), Node: cfg.NodeID,
-			Interval: f.workInterval, Log: a.log}
+			Interval: f.workInterval, Log: a.log, PauseBeforeWrite: f.pauseWrite}
 		if events != nil {
 			w.Recorder = events
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -263,5 +264,49 @@ func TestTerminatedBackend(t *testing.T) {
 			t.Fatalf("node %s exited after its backend was terminated; it must rejoin", old.ID)
 		}
 	}
+	checkHistory(t, c, dsn)
+}
+
+// TestStaleWriteRejectedAfterThaw: the leader stalls between its gate check and its
+// write (Kleppmann's window), is frozen there for longer than the session lease, a
+// follower takes over, and after SIGCONT the old leader's write reaches the
+// database under its old epoch: the fence refuses it.
+func TestStaleWriteRejectedAfterThaw(t *testing.T) {
+	c, dsn := setup(t, 0)
+	old, err := c.Start("n1", "--test-pause-before-write", "300ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := wait(t, c, "n1 pausing before a write", func(r eventlog.Record) bool {
+		return r.Node == "n1" && r.Event == "action_paused"
+	})
+	if _, err := old.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"n2", "n3"} {
+		if _, err := c.Start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := wait(t, c, "takeover while n1 is frozen", func(r eventlog.Record) bool {
+		return r.Event == "gate_open" && r.Node != "n1" && r.Epoch > paused.Epoch
+	})
+	t1, _ := old.Signal(syscall.SIGCONT)
+	rej := wait(t, c, "n1's stale write refused", func(r eventlog.Record) bool {
+		return r.Node == "n1" && r.Event == "action_rejected" && r.RequestID == paused.RequestID
+	})
+	if rej.Epoch != paused.Epoch || !strings.Contains(rej.Reason, "fenced") {
+		t.Fatalf("rejection %+v, want epoch %d refused by the fence", rej, paused.Epoch)
+	}
+	for _, r := range c.Events() {
+		if r.Node == "n1" && r.Event == "action_ok" && r.MonoNS > t1 && r.Epoch < next.Epoch {
+			t.Errorf("stale write %s acknowledged after the thaw", r.RequestID)
+		}
+	}
+	t.Logf("n1 paused in epoch %d, %s took over with epoch %d; n1's write after the thaw: %s",
+		paused.Epoch, next.Node, next.Epoch, rej.Reason)
+	wait(t, c, "a write by the new leader", func(r eventlog.Record) bool {
+		return r.Node == next.Node && r.Event == "action_ok" && r.Epoch == next.Epoch
+	})
 	checkHistory(t, c, dsn)
 }

@@ -37,6 +37,9 @@ const (
 	// ActionUnknown: the write was sent but its outcome is unknown (commit
 	// failed, connection lost); the row may or may not exist.
 	ActionUnknown ActionKind = "action_unknown"
+	// ActionPaused: a fault-test hook (workload PauseBeforeWrite) paused an action
+	// between its gate check and its write; its outcome follows.
+	ActionPaused ActionKind = "action_paused"
 )
 
 // Record is one line of the file; the field order is the order on disk.

@@ -63,7 +63,17 @@ type Workload struct {
 	// gate check and the write (a process pause, Kleppmann's window), where only
 	// the database's fence protects.
 	BeforeWrite func(tok election.Token)
+
+	// PauseBeforeWrite, if positive, is a fault-test hook modelling a process that
+	// stalls between its gate check and its write and does not notice: each action
+	// reports action_paused, sleeps this long, then writes on a context detached
+	// from the gate's (bounded by writeTimeout), so only the database's fence can
+	// stop a stale write.
+	PauseBeforeWrite time.Duration
 }
+
+// writeTimeout bounds a write detached from the gate by PauseBeforeWrite.
+const writeTimeout = 10 * time.Second
 
 // NewPool opens the workload's pool: at most maxConns connections (one per scope is
 // enough, the actions of a scope run one at a time), labelled for pg_stat_activity.
@@ -153,6 +163,13 @@ func (a *actor) act(ctx context.Context) {
 		requestID = fmt.Sprintf("%s%d", a.prefix, a.seq)
 		if a.w.BeforeWrite != nil {
 			a.w.BeforeWrite(t)
+		}
+		if p := a.w.PauseBeforeWrite; p > 0 {
+			a.report(eventlog.ActionPaused, t, requestID, p.String())
+			time.Sleep(p)
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+			defer cancel()
+			return a.write(wctx, t, requestID, &sent)
 		}
 		return a.write(ctx, t, requestID, &sent)
 	})
