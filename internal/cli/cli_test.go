@@ -144,3 +144,11 @@ func TestDefaultNodeID(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestOneLineKeepsCobraSuggestion(t *testing.T) {
+	got := oneLine("unknown command \"nodee\" for \"pgleader\"\n\nDid you mean this?\n\tnode\n; see `pgleader --help`")
+	want := "unknown command \"nodee\" for \"pgleader\"; Did you mean this?; node; see `pgleader --help`"
+	if got != want {
+		t.Fatalf("oneLine = %q, want %q", got, want)
+	}
+}

@@ -92,14 +92,19 @@ func Message(err error, secrets ...string) string {
 
 // oneLine folds a multi-line message into one line. pgx joins the errors of its
 // connection attempts (with and without TLS, several addresses) with line breaks,
-// often repeating one: a line already said is dropped.
+// often repeating one: a line already said is dropped, unless it is a single word
+// (such as the command cobra suggests for a typo, which the line before contains).
 func oneLine(msg string) string {
 	var parts []string
 	for _, l := range strings.Split(msg, "\n") {
-		l = strings.Join(strings.Fields(l), " ")
-		if l != "" && !slices.ContainsFunc(parts, func(p string) bool { return strings.Contains(p, l) }) {
-			parts = append(parts, l)
+		l = strings.Trim(strings.Join(strings.Fields(l), " "), "; ")
+		if l == "" {
+			continue
 		}
+		if strings.Contains(l, " ") && slices.ContainsFunc(parts, func(p string) bool { return strings.Contains(p, l) }) {
+			continue
+		}
+		parts = append(parts, l)
 	}
 	return strings.Join(parts, "; ")
 }
