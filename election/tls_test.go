@@ -67,9 +67,9 @@ func TestTLSVerifyFull(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("terminated TLS backend not noticed")
 	}
-	if got := r.count("tls-1", election.EventGateClosed); got == 0 {
-		t.Fatal("no gate_closed after the terminated backend")
-	}
+	waitFor(t, "gate_closed after the terminated backend", 5*time.Second, func() bool {
+		return r.count("tls-1", election.EventGateClosed) > 0
+	})
 	waitFor(t, "leadership again over TLS", 10*time.Second, func() bool { return n.leads("s") })
 
 	// A CA that did not sign the server's certificate: refused, and said so.

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,9 +47,12 @@ type Cluster struct {
 }
 
 // ProcessExit is the event of the synthetic record the cluster adds when a node's
-// process is seen to have exited; its mono_ns is when the exit was observed (so the
-// process was gone by then). A dead process's gates are closed, whatever its last
-// trust_until said (history.GateIntervals honours it).
+// process has exited. Its mono_ns is when Kill sent SIGKILL, for a node killed that
+// way (the process executes nothing once the signal is delivered, microseconds
+// later, and no successor can claim before that death frees the locks), else when
+// the exit was observed (the process was gone by then, perhaps for milliseconds). A
+// dead process's gates are closed, whatever its last trust_until said
+// (history.GateIntervals honours it).
 const ProcessExit = history.ProcessExit
 
 // Node is one `pgleader node` process.
@@ -59,6 +63,7 @@ type Node struct {
 	exited chan struct{}
 	err    error // exit status, once exited
 	frozen bool
+	killed atomic.Int64 // mono ns when Kill sent SIGKILL (0: not killed by Kill)
 }
 
 // New returns an empty cluster.
@@ -100,6 +105,9 @@ func (c *Cluster) Start(id string, extra ...string) (*Node, error) {
 	go func() {
 		n.err = cmd.Wait()
 		at := monotime.Now()
+		if k := n.killed.Load(); k != 0 {
+			at = k
+		}
 		c.mu.Lock()
 		c.pending = append(c.pending, eventlog.Record{MonoNS: at, Node: id, Event: ProcessExit,
 			Time: time.Now().UTC().Format(time.RFC3339Nano), Reason: fmt.Sprint(n.err)})
@@ -174,7 +182,9 @@ func (n *Node) Signal(sig syscall.Signal) (int64, error) {
 // Kill sends SIGKILL and waits for the process to be gone. It returns when the
 // signal was sent.
 func (n *Node) Kill() (int64, error) {
-	at, err := n.Signal(syscall.SIGKILL)
+	at := monotime.Now()
+	n.killed.Store(at)
+	_, err := n.Signal(syscall.SIGKILL)
 	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return at, err
 	}
