@@ -102,18 +102,24 @@
 // dies with the process (kill -9 closes its socket), and with a frozen process (while
 // the node leads, it is pinged with the heartbeats and has the same
 // idle_session_timeout L; the lease is armed right after a won claim, before the gate
-// can open). When a claim
-// finds the previous term not closed cleanly, it returns the predecessor's guard key;
-// the successor then waits, in pgleader.await_release on its waiter connection, until
+// can open). When a claim finds the previous term not closed cleanly, it reports
+// the guards to wait on: the predecessor's, and those of earlier holders carried
+// forward in leader_state.unresolved_guards (a successor may die while it waits out
+// its predecessor; the next one inherits that debt). Only guards still held are
+// kept, since a released guard is final. The successor then waits, in pgleader.await_release on its
+// waiter connection, until
 //
-//	the guard is free                          (process dead, frozen ≥ L, or gates closed), or
-//	W_pred + margin after its claim returned   (the predecessor's trust has expired),
+//	every such guard is free                   (process dead, frozen ≥ L, or gates closed), or
+//	W_max + margin after its claim returned    (their trust has expired),
 //
 // whichever comes first. The second bound holds because the predecessor's last
 // successful heartbeat started before the server executed it, which was before its
 // lock was released, which was before the successor's try_claim ran, which was before
-// the claim returned: trust_until_pred < claim_returned + W_pred. The margin (W/50,
-// at least 10 ms) covers differences in clock rate between hosts.
+// the claim returned: trust_until_pred < claim_returned + W_pred; the same holds for
+// every earlier holder in the chain, whose lock was released earlier still. W_max is
+// the largest of their trust windows and ours. The margin (W/50, at least 10 ms)
+// covers differences in clock rate between hosts. Once a gate has opened after such a
+// wait, the next heartbeat clears unresolved_guards (and a clean release does too).
 //
 // So: kill -9 → both locks free, the successor opens within a millisecond or two;
 // frozen → both sessions expire together after L, same; terminated backend with a

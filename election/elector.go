@@ -62,7 +62,7 @@ func New(cfg Config) (*Elector, error) {
 			return nil, &ConfigError{Field: "LockKeys", Rule: fmt.Sprintf("scopes %q and %q share lock key %d", other, name, key)}
 		}
 		keys[key] = name
-		s := &Scope{e: e, name: name, key: key, resignCh: make(chan resignRequest)}
+		s := &Scope{e: e, name: name, key: key}
 		e.scopes[name] = s
 		e.order = append(e.order, s)
 	}
@@ -97,7 +97,7 @@ func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 
 // Subscribe returns a channel of transitions of all scopes, in order, and a function
 // that ends the subscription. The channel is closed when Run returns or cancel is
-// called. Delivery never blocks the engine; see the package doc for what happens
+// called (at once, for a subscription made after Run returned). Delivery never blocks the engine; see the package doc for what happens
 // to a subscriber that falls behind.
 func (e *Elector) Subscribe() (<-chan Transition, func()) { return e.broker.subscribe() }
 
@@ -187,6 +187,9 @@ func (e *Elector) Run(ctx context.Context) error {
 		return e.runStandalone(ctx)
 	}
 	if err := e.Check(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled before it started: nothing to drain
+		}
 		return err
 	}
 	e.log.Info("campaigning", "node", e.cfg.NodeID, "scopes", e.cfg.Scopes,

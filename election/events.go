@@ -90,9 +90,10 @@ type Transition struct {
 
 // broker fans transitions out to subscribers without ever blocking the publisher.
 type broker struct {
-	mu    sync.Mutex
-	subs  map[*subscriber]struct{}
-	limit int
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	limit  int
+	closed bool // after closeAll: new subscriptions get a closed channel
 }
 
 type subscriber struct {
@@ -113,6 +114,11 @@ func (b *broker) subscribe() (<-chan Transition, func()) {
 	s := &subscriber{wake: make(chan struct{}, 1), out: make(chan Transition),
 		done: make(chan struct{}), stopped: make(chan struct{})}
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		close(s.out)
+		return s.out, func() {}
+	}
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
 	go s.deliver() // owned by the subscription: ends on cancel or closeAll
@@ -184,6 +190,7 @@ func (b *broker) closeAll() {
 	b.mu.Lock()
 	subs := b.subs
 	b.subs = map[*subscriber]struct{}{}
+	b.closed = true
 	b.mu.Unlock()
 	for s := range subs {
 		s.stop()

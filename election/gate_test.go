@@ -11,7 +11,7 @@ import (
 func testScope(w time.Duration, obs Observer) *Scope {
 	e := &Elector{cfg: Config{NodeID: "n", TrustWindow: w, Logger: slog.New(slog.DiscardHandler), Observer: obs},
 		log: slog.New(slog.DiscardHandler), broker: newBroker(8)}
-	return &Scope{e: e, name: "s", resignCh: make(chan resignRequest)}
+	return &Scope{e: e, name: "s"}
 }
 
 // TestGateTiming drives a term through heartbeats on synctest's fake clock: the gate

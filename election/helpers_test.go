@@ -84,8 +84,10 @@ func (r *recorder) count(node string, kind election.EventKind) int {
 // node is an Elector running in the test.
 type node struct {
 	*election.Elector
-	cancel context.CancelFunc
-	done   chan error
+	cancel  context.CancelFunc
+	done    chan error
+	once    sync.Once
+	stopErr string
 }
 
 func startNode(t testing.TB, cfg election.Config) *node {
@@ -101,17 +103,22 @@ func startNode(t testing.TB, cfg election.Config) *node {
 	return n
 }
 
-// stop cancels Run and waits for it to return (drain included).
+// stop cancels Run and waits for it to return (drain included). It panics if Run
+// fails or hangs: a test must not pass over either.
 func (n *node) stop() {
-	n.cancel()
-	select {
-	case err := <-n.done:
-		if err != nil {
-			panic(fmt.Sprintf("Run returned %v", err))
+	n.once.Do(func() {
+		n.cancel()
+		select {
+		case err := <-n.done:
+			if err != nil {
+				n.stopErr = fmt.Sprintf("Run returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			n.stopErr = "Run did not return within 30s of cancel"
 		}
-		n.done <- nil // later stop calls return at once
-	case <-time.After(30 * time.Second):
-		panic("Run did not return within 30s of cancel")
+	})
+	if n.stopErr != "" {
+		panic(n.stopErr)
 	}
 }
 

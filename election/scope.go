@@ -21,16 +21,17 @@ type Scope struct {
 	name string
 	key  int64
 
-	cur      atomic.Pointer[period] // open (or last) gate period; nil when closed
-	resignCh chan resignRequest
+	cur  atomic.Pointer[period] // open (or last) gate period; nil when closed
+	term atomic.Pointer[term]   // the term being led (pending included); nil as follower
 
 	obsMu          sync.Mutex // observations come from the campaign and from heartbeats
 	observedHolder string
 	observedEpoch  int64
+	freeBeats      int                // consecutive heartbeats that saw no live holder
+	cancelWait     context.CancelFunc // interrupts the follower's current wait
 }
 
 type resignRequest struct {
-	ctx   context.Context
 	reply chan error
 }
 
@@ -93,15 +94,19 @@ func (s *Scope) Resign(ctx context.Context) error {
 	if s.e.cfg.Standalone {
 		return fmt.Errorf("%w: standalone mode cannot resign", ErrNotLeader)
 	}
-	req := resignRequest{ctx: ctx, reply: make(chan error, 1)}
+	t := s.term.Load()
+	if t == nil {
+		return ErrNotLeader
+	}
+	// The term's campaign takes the request as soon as it is leading (a pending
+	// term first waits out its predecessor); a term that ends first answers no.
+	req := resignRequest{reply: make(chan error, 1)}
 	select {
-	case s.resignCh <- req:
+	case t.resign <- req:
+	case <-t.ctx.Done():
+		return ErrNotLeader
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.e.stopped:
-		return ErrClosed
-	default:
-		return ErrNotLeader
 	}
 	select {
 	case err := <-req.reply:
@@ -131,10 +136,9 @@ func (w *waiter) awaitRelease(ctx context.Context, key int64, timeout time.Durat
 		}
 		w.conn = conn
 	}
-	ms := timeout.Milliseconds()
-	if timeout > 0 && ms == 0 {
-		ms = 1
-	}
+	// Whole milliseconds, rounded up: a wait that bounds a predecessor's trust must
+	// never end early.
+	ms := int64((timeout + time.Millisecond - 1) / time.Millisecond)
 	var free bool
 	err := w.conn.QueryRow(ctx, "SELECT pgleader.await_release($1, $2)", key, ms).Scan(&free)
 	if err != nil {
@@ -167,8 +171,7 @@ func (s *Scope) campaign(ctx context.Context) {
 		r, err := sess.tryClaim(s)
 		if err != nil {
 			failures++
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "55P03" {
+			if isLockTimeout(err) {
 				// The previous term's fenced writers still hold the scope's row (they
 				// end at the latest L after their client went idle): retry soon.
 				if failures%10 == 1 {
@@ -192,7 +195,7 @@ func (s *Scope) campaign(ctx context.Context) {
 				s.observe(*r.holder, *r.epoch)
 			}
 			began := monotime.Now()
-			if _, err := w.awaitRelease(ctx, s.key, wait); err != nil {
+			if _, err := s.followerWait(ctx, sess, w, wait); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
@@ -223,6 +226,47 @@ func (s *Scope) campaign(ctx context.Context) {
 	}
 }
 
+// followerWait waits for the scope's lock to be freed, interrupted when the session
+// is lost or when heartbeats keep finding the scope without a live holder while this
+// wait has not ended (its connection may have gone silent).
+func (s *Scope) followerWait(ctx context.Context, sess *session, w *waiter, timeout time.Duration) (bool, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(sess.ctx, cancel)
+	defer stop()
+	s.obsMu.Lock()
+	s.cancelWait, s.freeBeats = cancel, 0
+	s.obsMu.Unlock()
+	defer func() {
+		s.obsMu.Lock()
+		s.cancelWait = nil
+		s.obsMu.Unlock()
+	}()
+	return w.awaitRelease(wctx, s.key, timeout)
+}
+
+// noteFree records a heartbeat that found no live holder; the second in a row
+// interrupts a wait that should have ended (normally it ends within a millisecond
+// of the holder's release, long before a heartbeat could notice).
+func (s *Scope) noteFree() {
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
+	s.freeBeats++
+	if s.freeBeats >= 2 && s.cancelWait != nil {
+		s.e.log.Warn("waiting for a free scope's lock did not end: reconnecting the waiter",
+			"scope", s.name, "node", s.e.cfg.NodeID)
+		s.cancelWait()
+		s.cancelWait = nil
+	}
+}
+
+// noteHeld records a heartbeat that found a live holder.
+func (s *Scope) noteHeld() {
+	s.obsMu.Lock()
+	s.freeBeats = 0
+	s.obsMu.Unlock()
+}
+
 // observe records that holder leads the scope with epoch and reports it once per
 // (holder, epoch), never going back to an older epoch.
 func (s *Scope) observe(holder string, epoch int64) {
@@ -246,6 +290,8 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 	if !sess.addTerm(t) {
 		return "lost_connection"
 	}
+	s.term.Store(t)
+	defer s.term.CompareAndSwap(t, nil)
 	s.obsMu.Lock()
 	s.observedHolder, s.observedEpoch = e.cfg.NodeID, t.epoch
 	s.obsMu.Unlock()
@@ -259,36 +305,19 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 		sess.lose("lost_connection")
 	}
 
-	// Pending: wait until the predecessor cannot trust its gate any more. When the
-	// predecessor was this very session (a term of ours that ended without a clean
-	// release), its gate closed before this claim was sent.
-	ownPredecessor := r.prevGuardKey != nil && *r.prevGuardKey == sess.guardKey
-	if r.prevClosed != nil && !*r.prevClosed && !ownPredecessor {
-		trust := e.cfg.TrustWindow
-		if r.prevTrustMS != nil && time.Duration(*r.prevTrustMS)*time.Millisecond > trust {
-			trust = time.Duration(*r.prevTrustMS) * time.Millisecond
-		}
-		deadline := r.done + int64(trust+safetyMargin(trust))
-		if r.prevGuardKey == nil {
-			sleepCtx(t.ctx, time.Duration(deadline-monotime.Now()))
-		} else if left := time.Duration(deadline - monotime.Now()); left > 0 {
-			if _, err := w.awaitRelease(t.ctx, *r.prevGuardKey, left); err != nil && t.ctx.Err() == nil {
-				// Cannot observe the guard: wait out the predecessor's trust instead.
-				sleepCtx(t.ctx, time.Duration(deadline-monotime.Now()))
-			}
-		}
-		e.log.Info("predecessor safe", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
-			"predecessor", deref(r.prevHolder), "prev_reason", deref(r.prevReason),
-			"waited", time.Duration(monotime.Now()-r.done))
-	}
-	t.open()
+	s.awaitPredecessors(t, sess, w, r)
 
-	select {
-	case <-t.ctx.Done():
-	default:
-		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now()})
-		e.log.Info("elected", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
-			"predecessor", deref(r.prevHolder), "prev_epoch", deref(r.prevEpoch))
+	elected := false
+	if ctx.Err() == nil {
+		t.open()
+		select {
+		case <-t.ctx.Done():
+		default:
+			elected = true
+			e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now()})
+			e.log.Info("elected", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
+				"predecessor", deref(r.prevHolder), "prev_epoch", deref(r.prevEpoch))
+		}
 	}
 
 	var reason string
@@ -297,18 +326,68 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 		reason = t.reason
 		if !sess.isLost() {
 			// Evicted while the session lives: make sure the lock is not kept.
-			_, _ = sess.release(s, t.epoch, reason)
+			if _, err := sess.release(s, t.epoch, reason); err != nil {
+				sess.lose("lost_connection")
+			}
 		}
-	case req := <-s.resignCh:
+	case req := <-t.resign:
 		reason = "resigned"
 		req.reply <- s.release(t, reason)
 	case <-ctx.Done():
 		reason = "shutdown"
 		_ = s.release(t, reason)
 	}
-	e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now()})
-	e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
+	if elected {
+		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now()})
+		e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
+	}
 	return reason
+}
+
+// awaitPredecessors keeps a new term pending until no earlier holder can trust its
+// gate: until each guard the claim reported as held is free, or until the largest
+// trust window among those holders (plus a margin) has passed since the claim
+// returned, whichever comes first (see "No overlap" in the package doc). Guards of
+// this very session are skipped: its earlier terms closed their gates before this
+// claim was sent.
+func (s *Scope) awaitPredecessors(t *term, sess *session, w *waiter, r claimResult) {
+	e := s.e
+	var keys []int64
+	for _, k := range r.waitGuards {
+		if k != sess.guardKey {
+			keys = append(keys, k)
+		}
+	}
+	// A predecessor that left its term open without a recorded guard (not written
+	// by this engine): nothing to watch, so wait out its trust.
+	blind := r.prevClosed != nil && !*r.prevClosed && r.prevGuardKey == nil
+	if len(keys) == 0 && !blind {
+		return
+	}
+	trust := e.cfg.TrustWindow
+	if r.prevTrustMS != nil && time.Duration(*r.prevTrustMS)*time.Millisecond > trust {
+		trust = time.Duration(*r.prevTrustMS) * time.Millisecond
+	}
+	deadline := r.done + int64(trust+safetyMargin(trust))
+	waitedOut := blind
+	for _, k := range keys {
+		left := time.Duration(deadline - monotime.Now())
+		if left <= 0 {
+			waitedOut = true
+			break
+		}
+		free, err := w.awaitRelease(t.ctx, k, left)
+		if err != nil || !free {
+			waitedOut = true // cannot see the guard, or it outlived the bound
+			break
+		}
+	}
+	if waitedOut {
+		sleepCtx(t.ctx, time.Duration(deadline-monotime.Now()))
+	}
+	e.log.Info("predecessors safe", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
+		"predecessor", deref(r.prevHolder), "prev_reason", deref(r.prevReason), "guards", len(keys),
+		"waited", time.Duration(monotime.Now()-r.done), "waited_out_trust", waitedOut)
 }
 
 // release drains the term, closes its gate, then records the release and unlocks.
@@ -317,7 +396,17 @@ func (s *Scope) release(t *term, reason string) error {
 	t.drain(e.cfg.DrainTimeout)
 	t.closeGate(reason)
 	t.sess.removeTerm(t)
+	// The release waits for the term's own fenced writers in bounded steps, giving
+	// the session back to the other scopes' heartbeats in between. A writer holds
+	// out at most the lease once its client goes idle (fence sets
+	// idle_in_transaction_session_timeout); past a generous bound the session is
+	// dropped instead, which frees the lock all the same.
+	giveUp := monotime.Now() + int64(e.cfg.DrainTimeout+2*e.cfg.SessionLease)
 	ok, err := t.sess.release(s, t.epoch, reason)
+	for isLockTimeout(err) && monotime.Now() < giveUp {
+		sleepCtx(t.ctx, e.cfg.HeartbeatTimeout/5)
+		ok, err = t.sess.release(s, t.epoch, reason)
+	}
 	switch {
 	case err != nil:
 		t.end("lost_connection", false)
@@ -331,6 +420,11 @@ func (s *Scope) release(t *term, reason string) error {
 	}
 	t.end(reason, true)
 	return nil
+}
+
+func isLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 func deref[T any](p *T) any {

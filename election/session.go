@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -41,6 +42,8 @@ type session struct {
 	lostOnce   sync.Once
 	lost       chan struct{}
 	lostReason string
+	ctx        context.Context // cancelled when the session is lost
+	cancel     context.CancelFunc
 }
 
 func randomKey() int64 {
@@ -53,6 +56,11 @@ func randomKey() int64 {
 // settings that bound failover.
 func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
 	c := e.base.Copy()
+	// Client-side keepalives too: a connection blocked in a wait (a follower's
+	// await_release) must fail, not hang, when the path to the server goes silent.
+	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
+		Idle: max(e.cfg.SessionLease, time.Second), Interval: time.Second, Count: 3}}
+	c.DialFunc = dialer.DialContext
 	p := c.RuntimeParams
 	p["application_name"] = "pgleader " + role + " " + e.cfg.NodeID
 	if len(p["application_name"]) > 63 {
@@ -88,7 +96,9 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	}
 	s := &session{e: e, lead: lead, guard: guard, guardKey: randomKey(),
 		terms: map[*term]struct{}{}, lost: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	fail := func(err error) (*session, error) {
+		s.cancel()
 		lead.Close(context.Background())
 		guard.Close(context.Background())
 		return nil, err
@@ -179,6 +189,7 @@ func (s *session) lose(reason string) {
 	s.lostOnce.Do(func() {
 		s.lostReason = reason
 		close(s.lost)
+		s.cancel()
 		s.termsMu.Lock()
 		terms := make([]*term, 0, len(s.terms))
 		for t := range s.terms {
@@ -226,10 +237,13 @@ func (s *session) addTerm(t *term) bool {
 	return true
 }
 
-func (s *session) removeTerm(t *term) {
+// removeTerm forgets t and reports whether it was still registered.
+func (s *session) removeTerm(t *term) bool {
 	s.termsMu.Lock()
+	defer s.termsMu.Unlock()
+	_, ok := s.terms[t]
 	delete(s.terms, t)
-	s.termsMu.Unlock()
+	return ok
 }
 
 // stmtCtx bounds a statement on the leadership session. It deliberately does not
@@ -247,11 +261,15 @@ func (s *session) heartbeat() {
 	scopes := make([]string, 0, len(s.terms))
 	epochs := make([]int64, 0, len(s.terms))
 	led := map[*Scope]bool{}
+	var settled []string
 	for t := range s.terms {
 		terms = append(terms, t)
 		scopes = append(scopes, t.scope.name)
 		epochs = append(epochs, t.epoch)
 		led[t.scope] = true
+		if t.isSettled() {
+			settled = append(settled, t.scope.name)
+		}
 	}
 	s.termsMu.Unlock()
 	var follow []string
@@ -261,13 +279,15 @@ func (s *session) heartbeat() {
 		}
 	}
 
-	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
-	defer cancel()
 	s.mu.Lock()
 	if s.isLost() {
 		s.mu.Unlock()
 		return
 	}
+	// The deadline starts once the session is ours: time spent queueing behind a
+	// claim or a release is not the round trip's.
+	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
+	defer cancel()
 	start := monotime.Now()
 	guardErr := make(chan error, 1)
 	go func() { guardErr <- s.guardBeat(ctx) }()
@@ -278,8 +298,8 @@ func (s *session) heartbeat() {
 		holder *string
 	}
 	var seen []observation
-	rows, err := s.lead.Query(ctx, "SELECT scope, led, ok, epoch, holder FROM pgleader.heartbeat($1, $2, $3, $4)",
-		e.cfg.NodeID, scopes, epochs, follow)
+	rows, err := s.lead.Query(ctx, "SELECT scope, led, ok, epoch, holder FROM pgleader.heartbeat($1, $2, $3, $4, $5)",
+		e.cfg.NodeID, scopes, epochs, follow, settled)
 	if err == nil {
 		var o observation
 		var isLed, good bool
@@ -317,16 +337,22 @@ func (s *session) heartbeat() {
 		return
 	}
 	for _, o := range seen {
-		if o.holder != nil && *o.holder != e.cfg.NodeID {
-			e.scopes[o.scope].observe(*o.holder, o.epoch)
+		sc := e.scopes[o.scope]
+		if o.holder == nil {
+			sc.noteFree()
+			continue
+		}
+		sc.noteHeld()
+		if *o.holder != e.cfg.NodeID {
+			sc.observe(*o.holder, o.epoch)
 		}
 	}
 	for _, t := range terms {
 		if ok[t.scope.name] {
 			t.confirm(start, latency)
-		} else {
+		} else if s.removeTerm(t) {
+			// Still ours when the answer came: not a term released meanwhile.
 			t.end("evicted", false)
-			s.removeTerm(t)
 		}
 	}
 }
@@ -374,7 +400,8 @@ type claimResult struct {
 	prevGuardHeld *bool
 	prevTrustMS   *int32
 	prevReason    *string
-	start, done   int64 // monotonic, around the round trip
+	waitGuards    []int64 // guards whose holders may still trust a gate
+	start, done   int64   // monotonic, around the round trip
 }
 
 func (s *session) tryClaim(sc *Scope) (claimResult, error) {
@@ -390,33 +417,58 @@ func (s *session) tryClaim(sc *Scope) (claimResult, error) {
 	var r claimResult
 	r.start = monotime.Now()
 	err := s.lead.QueryRow(ctx, `SELECT acquired, epoch, holder, prev_holder, prev_epoch, prev_closed,
-	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
 	   FROM pgleader.try_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		sc.name, sc.key, c.NodeID, c.Hostname, s.guardKey,
 		c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
 		c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
 	).Scan(&r.acquired, &r.epoch, &r.holder, &r.prevHolder, &r.prevEpoch, &r.prevClosed,
-		&r.prevGuardKey, &r.prevGuardHeld, &r.prevTrustMS, &r.prevReason)
+		&r.prevGuardKey, &r.prevGuardHeld, &r.prevTrustMS, &r.prevReason, &r.waitGuards)
 	r.done = monotime.Now()
-	if err != nil && s.lead.IsClosed() {
-		go s.lose("lost_connection")
+	if err != nil {
+		s.reconcileLocked(sc.key, err)
 	}
 	return r, err
 }
 
-// release closes a term cleanly in the database and unlocks its scope.
-func (s *session) release(sc *Scope, epoch int64, reason string) (bool, error) {
-	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout + s.e.cfg.DrainTimeout)
+// reconcileLocked makes sure a failed claim or release left no advisory lock on key
+// behind: try_claim gives the lock back in its exception handler, but a cancelled
+// statement or a commit-time error escapes that handler, and a lock kept that way
+// would stack under the next claim and outlive its release. Called with s.mu held.
+func (s *session) reconcileLocked(key int64, cause error) {
+	if isLockTimeout(cause) {
+		return // raised inside try_claim's handler (which unlocked) or by release's row wait
+	}
+	if s.lead.IsClosed() {
+		go s.lose("lost_connection")
+		return
+	}
+	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
 	defer cancel()
+	if _, err := s.lead.Exec(ctx, "SELECT pgleader.unlock_held($1)", key); err != nil {
+		s.e.log.Warn("cannot reconcile advisory lock after a failed statement; dropping the session",
+			"node", s.e.cfg.NodeID, "key", key, "cause", cause, "err", err)
+		go s.lose("lost_connection")
+	}
+}
+
+// release closes a term cleanly in the database and unlocks its scope. Its row lock
+// waits at most T/5 for the term's own fenced writers (then 55P03, for the caller to
+// retry), so other scopes' heartbeats are never held up for long.
+func (s *session) release(sc *Scope, epoch int64, reason string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isLost() {
 		return false, errSessionLost
 	}
+	T := s.e.cfg.HeartbeatTimeout
+	ctx, cancel := s.stmtCtx(T)
+	defer cancel()
 	var ok bool
-	err := s.lead.QueryRow(ctx, "SELECT pgleader.release($1, $2, $3, $4)", sc.name, epoch, s.e.cfg.NodeID, reason).Scan(&ok)
-	if err != nil && s.lead.IsClosed() {
-		go s.lose("lost_connection")
+	err := s.lead.QueryRow(ctx, "SELECT pgleader.release($1, $2, $3, $4, $5)",
+		sc.name, epoch, s.e.cfg.NodeID, reason, max(T.Milliseconds()/5, 1)).Scan(&ok)
+	if err != nil {
+		s.reconcileLocked(sc.key, err)
 	}
 	return ok, err
 }

@@ -22,6 +22,8 @@ type term struct {
 	ctx    context.Context // cancelled when the term ends
 	cancel context.CancelFunc
 
+	resign chan resignRequest // Resign → the campaign leading this term
+
 	mu        sync.Mutex
 	allowOpen bool
 	lastHB    int64 // monotonic start of the last successful heartbeat (or the claim)
@@ -36,7 +38,8 @@ type term struct {
 
 func newTerm(sc *Scope, epoch int64, sess *session, claimStart int64) *term {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &term{scope: sc, epoch: epoch, sess: sess, ctx: ctx, cancel: cancel, lastHB: claimStart}
+	return &term{scope: sc, epoch: epoch, sess: sess, ctx: ctx, cancel: cancel, lastHB: claimStart,
+		resign: make(chan resignRequest)}
 }
 
 func (t *term) emit(ev Event) {
@@ -54,6 +57,14 @@ func (t *term) open() {
 	}
 	t.allowOpen = true
 	t.refreshLocked()
+}
+
+// isSettled reports whether the term's gate may open (the predecessors were waited
+// out), so the database may forget their unresolved guards.
+func (t *term) isSettled() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.allowOpen
 }
 
 // confirm records a successful heartbeat that started at start.

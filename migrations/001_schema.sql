@@ -69,6 +69,11 @@ CREATE TABLE IF NOT EXISTS pgleader.leader_state (
     holder                text,        -- node_id of the current holder; NULL when released
     holder_pid            int,         -- backend pid of the holder's leadership session
     holder_guard_key      bigint,      -- advisory key the holder's process keeps while alive
+    -- Guards of earlier holders whose gates may still be open: every holder whose term
+    -- ended uncleanly, carried forward until some successor opened its gate after
+    -- waiting them out (then cleared by its heartbeat) or released cleanly.
+    unresolved_guards     bigint[] NOT NULL DEFAULT '{}',
+    unresolved_trust_ms   int NOT NULL DEFAULT 0, -- the largest trust window among them
     acquired_at           timestamptz,
     released_at           timestamptz, -- set by a clean release; NULL while a term is open
     last_heartbeat        timestamptz,
@@ -152,18 +157,23 @@ CREATE INDEX IF NOT EXISTS demo_actions_scope_epoch_idx ON pgleader.demo_actions
 -- claim: the calling session must already hold the scope's advisory lock (S2). Bumps
 -- the epoch (S1), closes a term its predecessor never closed, opens a new term,
 -- audits and notifies. Returns what the successor needs to keep gates from
--- overlapping: whether the previous term was closed cleanly, and if not, the
--- predecessor's guard key and whether that guard is still held.
+-- overlapping: wait_guards, the guards (of the predecessor and of earlier holders
+-- carried forward) still held by processes that may trust a gate, and prev_trust_ms,
+-- the largest trust window among them: the successor opens its gate when they are all
+-- free or that long after its claim returned.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION pgleader.claim(
     p_scope text, p_lock_key bigint, p_node text, p_hostname text, p_guard_key bigint,
     p_interval_ms int, p_timeout_ms int, p_trust_ms int, p_lease_ms int)
 RETURNS TABLE (epoch bigint, prev_holder text, prev_epoch bigint, prev_closed boolean,
                prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms int,
-               prev_reason text)
+               prev_reason text, wait_guards bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
   st        pgleader.leader_state;
+  v_cands   bigint[];
+  v_wait    bigint[];
+  v_trust   int;
   v_epoch   bigint;
   v_closed  boolean := true;
   v_held    boolean := false;
@@ -181,11 +191,25 @@ BEGIN
   -- fenced writer holding FOR KEY SHARE on this row (S3).
   SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR UPDATE;
 
-  -- S2, and whether the predecessor's guard is still held, in one read of pg_locks.
+  -- Guards whose holders may still trust a gate: those carried forward, plus the
+  -- predecessor's if it never closed its term.
+  v_cands := st.unresolved_guards;
+  v_trust := st.unresolved_trust_ms;
+  IF st.holder IS NOT NULL AND st.released_at IS NULL AND st.holder_guard_key IS NOT NULL THEN
+    v_cands := array_append(v_cands, st.holder_guard_key);
+    v_trust := greatest(v_trust, coalesce(st.trust_window_ms, 0));
+  END IF;
+  -- S2, whether the predecessor's guard is still held, and which of the candidate
+  -- guards are (a released guard is final: its process closed its gates or died),
+  -- in one read of pg_locks.
   SELECT coalesce(bool_or(l.pid = pg_backend_pid() AND l.key = p_lock_key AND l.mode = 'ExclusiveLock'), false),
-         coalesce(bool_or(l.key = st.holder_guard_key AND l.mode = 'ExclusiveLock'), false)
-    INTO v_mine, v_held
+         coalesce(bool_or(l.key = st.holder_guard_key AND l.mode = 'ExclusiveLock'), false),
+         coalesce(array_agg(DISTINCT l.key) FILTER (WHERE l.mode = 'ExclusiveLock' AND l.key = ANY (v_cands)), '{}')
+    INTO v_mine, v_held, v_wait
     FROM pgleader.advisory_locks() l;
+  IF cardinality(v_wait) = 0 THEN
+    v_trust := 0;
+  END IF;
   IF NOT v_mine THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF02',
       MESSAGE = format('pgleader: backend %s does not hold advisory lock %s of scope %L',
@@ -229,6 +253,7 @@ BEGIN
       epoch = v_epoch, holder = p_node, holder_pid = pg_backend_pid(),
       holder_guard_key = p_guard_key, acquired_at = v_now, released_at = NULL,
       last_heartbeat = v_now, heartbeat_interval_ms = p_interval_ms,
+      unresolved_guards = v_wait, unresolved_trust_ms = v_trust,
       heartbeat_timeout_ms = p_timeout_ms, trust_window_ms = p_trust_ms,
       session_lease_ms = p_lease_ms
    WHERE s.scope = p_scope;
@@ -244,7 +269,7 @@ BEGIN
       'scope', p_scope, 'epoch', v_epoch, 'holder', p_node, 'event', 'elected')::text);
 
   RETURN QUERY SELECT v_epoch, st.holder, st.epoch, v_closed, st.holder_guard_key, v_held,
-                      st.trust_window_ms, v_reason;
+                      v_trust, v_reason, v_wait;
 END $$;
 -- +goose StatementEnd
 
@@ -261,7 +286,7 @@ CREATE OR REPLACE FUNCTION pgleader.try_claim(
     p_interval_ms int, p_timeout_ms int, p_trust_ms int, p_lease_ms int)
 RETURNS TABLE (acquired boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint,
                prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean,
-               prev_trust_ms int, prev_reason text)
+               prev_trust_ms int, prev_reason text, wait_guards bigint[])
 LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT pg_try_advisory_lock(p_lock_key) THEN
@@ -270,11 +295,12 @@ BEGIN
                               AND EXISTS (SELECT 1 FROM pg_stat_get_activity(s.holder_pid))
                              THEN s.holder END,
                         NULL::text, NULL::bigint, NULL::boolean,
-                        NULL::bigint, NULL::boolean, NULL::int, NULL::text
+                        NULL::bigint, NULL::boolean, NULL::int, NULL::text, NULL::bigint[]
                    FROM pgleader.leader_state s WHERE s.scope = p_scope FOR KEY SHARE;
     IF NOT FOUND THEN
       RETURN QUERY SELECT false, NULL::bigint, NULL::text, NULL::text, NULL::bigint,
-                          NULL::boolean, NULL::bigint, NULL::boolean, NULL::int, NULL::text;
+                          NULL::boolean, NULL::bigint, NULL::boolean, NULL::int, NULL::text,
+                          NULL::bigint[];
     END IF;
     RETURN;
   END IF;
@@ -283,7 +309,8 @@ BEGIN
     -- so long that heartbeats of other scopes miss their window.
     PERFORM set_config('lock_timeout', greatest(p_timeout_ms / 5, 1)::text, true);
     RETURN QUERY SELECT true, c.epoch, p_node, c.prev_holder, c.prev_epoch, c.prev_closed,
-                        c.prev_guard_key, c.prev_guard_held, c.prev_trust_ms, c.prev_reason
+                        c.prev_guard_key, c.prev_guard_held, c.prev_trust_ms, c.prev_reason,
+                        c.wait_guards
                    FROM pgleader.claim(p_scope, p_lock_key, p_node, p_hostname, p_guard_key,
                         p_interval_ms, p_timeout_ms, p_trust_ms, p_lease_ms) c;
   EXCEPTION WHEN OTHERS THEN
@@ -299,9 +326,12 @@ END $$;
 -- and nothing of that scope is written. For the scopes in p_follow it reports the
 -- current epoch and holder (the holder only while its backend holds the lock), so a
 -- follower learns of every new leader within one interval without relying on NOTIFY.
+-- p_settled names led scopes whose gate has opened after waiting out every unresolved
+-- guard: those are cleared.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION pgleader.heartbeat(p_node text, p_scopes text[], p_epochs bigint[],
-                                              p_follow text[] DEFAULT '{}')
+                                              p_follow text[] DEFAULT '{}',
+                                              p_settled text[] DEFAULT '{}')
 RETURNS TABLE (scope text, led boolean, ok boolean, epoch bigint, holder text)
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -315,7 +345,9 @@ BEGIN
   ), want AS (
     SELECT w.scope, w.epoch FROM unnest(p_scopes, p_epochs) AS w(scope, epoch)
   ), upd AS (
-    UPDATE pgleader.leader_state s SET last_heartbeat = now()
+    UPDATE pgleader.leader_state s SET last_heartbeat = now(),
+           unresolved_guards = CASE WHEN s.scope = ANY (p_settled) THEN '{}' ELSE s.unresolved_guards END,
+           unresolved_trust_ms = CASE WHEN s.scope = ANY (p_settled) THEN 0 ELSE s.unresolved_trust_ms END
       FROM want
      WHERE s.scope = want.scope AND s.epoch = want.epoch AND s.holder = p_node
        AND s.released_at IS NULL
@@ -341,7 +373,8 @@ END $$;
 -- effect at once, before commit: a successor's claim waits for this transaction on
 -- the row lock and then sees the term closed.
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION pgleader.release(p_scope text, p_epoch bigint, p_node text, p_reason text)
+CREATE OR REPLACE FUNCTION pgleader.release(p_scope text, p_epoch bigint, p_node text, p_reason text,
+                                            p_lock_timeout_ms int DEFAULT 0)
 RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -350,6 +383,9 @@ DECLARE
   v_now  timestamptz;
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
+  -- The row lock waits for this term's own fenced writers; bounded, so the caller
+  -- can retry without holding up its other scopes' heartbeats (55P03).
+  PERFORM set_config('lock_timeout', greatest(p_lock_timeout_ms, 0)::text, true);
   SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR UPDATE;
   IF NOT FOUND THEN
     RETURN false;
@@ -362,8 +398,10 @@ BEGIN
   IF v_ours THEN
     UPDATE pgleader.terms t SET released_at = v_now, release_reason = p_reason
      WHERE t.scope = p_scope AND t.epoch = p_epoch AND t.released_at IS NULL;
+    -- A clean release follows an opened gate, which waited out every unresolved guard.
     UPDATE pgleader.leader_state s SET holder = NULL, holder_pid = NULL,
-           holder_guard_key = NULL, released_at = v_now
+           holder_guard_key = NULL, released_at = v_now,
+           unresolved_guards = '{}', unresolved_trust_ms = 0
      WHERE s.scope = p_scope;
     UPDATE pgleader.nodes n SET leads = array_remove(n.leads, p_scope)
      WHERE n.node_id = p_node;
@@ -434,6 +472,24 @@ BEGIN
   END;
   PERFORM pg_advisory_unlock_shared(p_key);
   RETURN true;
+END $$;
+-- +goose StatementEnd
+
+
+-- unlock_held: give back every instance of an exclusive advisory lock on p_key this
+-- session holds (locks stack); returns how many. Reconciles a claim that failed in a
+-- way its own handler could not catch (a cancelled statement, a commit-time error).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.unlock_held(p_key bigint) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+  n int := 0;
+BEGIN
+  WHILE pgleader.lock_held(p_key, pg_backend_pid()) LOOP
+    PERFORM pg_advisory_unlock(p_key);
+    n := n + 1;
+  END LOOP;
+  RETURN n;
 END $$;
 -- +goose StatementEnd
 

@@ -1,0 +1,248 @@
+package election_test
+
+// Regression tests for defects found in review; each failed before its fix.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/election"
+)
+
+// A's leadership backend is terminated while A's process lives on and keeps its
+// guard (its gate may be open until its last confirmation + W). B claims, and dies
+// while waiting A out. C claims next: it must wait for A too, although its own
+// predecessor is B.
+func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
+	dsn := migratedDB(t)
+	ctx := context.Background()
+	const W = 1000 * time.Millisecond
+	conn := func() *pgx.Conn {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(ctx) })
+		return c
+	}
+	key := election.LockKey("s")
+	claim := func(lead *pgx.Conn, node string, guard int64) {
+		var acquired bool
+		if err := lead.QueryRow(ctx, `SELECT acquired FROM pgleader.try_claim($1, $2, $3, 'h', $4, 100, 200, $5, 1500)`,
+			"s", key, node, guard, W.Milliseconds()).Scan(&acquired); err != nil || !acquired {
+			t.Fatalf("claim by %s: acquired=%v err=%v", node, acquired, err)
+		}
+	}
+	const gA, gB = int64(1111), int64(2222)
+	aLead, aGuard := conn(), conn()
+	if _, err := aGuard.Exec(ctx, "SELECT pg_advisory_lock($1)", gA); err != nil {
+		t.Fatal(err)
+	}
+	aStart := time.Now() // A's trust lasts until at most aStart + W
+	claim(aLead, "A", gA)
+	admin := conn()
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1, 1000)", aLead.PgConn().PID()); err != nil {
+		t.Fatal(err)
+	}
+	bLead, bGuard := conn(), conn()
+	if _, err := bGuard.Exec(ctx, "SELECT pg_advisory_lock($1)", gB); err != nil {
+		t.Fatal(err)
+	}
+	claim(bLead, "B", gB)
+	bLead.PgConn().Conn().Close() // B dies while pending: both its sockets close
+	bGuard.PgConn().Conn().Close()
+
+	cfg := fastConfig(dsn, "C", "s")
+	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 200*time.Millisecond
+	cfg.TrustWindow, cfg.SessionLease = W, 1500*time.Millisecond
+	c := startNode(t, cfg)
+	waitFor(t, "C leads", 10*time.Second, func() bool { return c.leads("s") })
+	if since := time.Since(aStart); since < W {
+		t.Fatalf("C opened its gate %v after A's last confirmation, inside A's trust window (%v), with A's guard held", since, W)
+	}
+	// Once C's gate has opened, the chain is settled: a later claim owes A nothing.
+	waitFor(t, "unresolved guards cleared", 5*time.Second, func() bool {
+		return queryInt(t, dsn, "SELECT cardinality(unresolved_guards) FROM pgleader.leader_state WHERE scope = 's'") == 0
+	})
+}
+
+// blackhole is a TCP proxy whose existing connections can be silenced: bytes are
+// dropped while both sockets stay open, as on a path that fails without a reset.
+type blackhole struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	silent []*atomic.Bool
+}
+
+func newBlackhole(t *testing.T, target string) *blackhole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackhole{ln: ln}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns = append(conns, c, s)
+			silent := &atomic.Bool{}
+			b.mu.Lock()
+			b.silent = append(b.silent, silent)
+			b.mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if err != nil {
+						if !silent.Load() {
+							dst.Close()
+						}
+						return
+					}
+					if !silent.Load() {
+						dst.Write(buf[:n])
+					}
+				}
+			}
+			wg.Go(func() { pipe(s, c) })
+			wg.Go(func() { pipe(c, s) })
+		}
+	})
+	return b
+}
+
+func (b *blackhole) silenceExisting() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.silent {
+		s.Store(true)
+	}
+}
+
+// A follower whose connections all go silent (its waiter among them) must still
+// take over when the leader releases, once its session has been rebuilt.
+func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
+	dsn := migratedDB(t)
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		t.Fatalf("need a URL DSN with a host, got %q", dsn)
+	}
+	bh := newBlackhole(t, u.Host)
+	via := *u
+	via.Host = bh.ln.Addr().String()
+	rec := &recorder{}
+	lcfg := fastConfig(dsn, "leader", "s")
+	lcfg.Observer = rec
+	l := startNode(t, lcfg)
+	waitFor(t, "leader leads", 5*time.Second, func() bool { return l.leads("s") })
+	fcfg := fastConfig(via.String(), "follower", "s")
+	fcfg.Observer = rec
+	f := startNode(t, fcfg)
+	waitFor(t, "follower observes", 5*time.Second, func() bool { return rec.count("follower", election.EventObserved) > 0 })
+	bh.silenceExisting()
+	waitFor(t, "follower's heartbeat failing", 5*time.Second, func() bool {
+		return rec.count("follower", election.EventHeartbeatFailed) > 0
+	})
+	l.stop() // the leader releases: the follower must take over
+	waitFor(t, "follower taking over", 20*time.Second, func() bool { return f.leads("s") })
+}
+
+// Resign right after Require succeeded never answers ErrNotLeader.
+func TestResignRightAfterElected(t *testing.T) {
+	dsn := migratedDB(t)
+	cfg := fastConfig(dsn, "a", "s")
+	cfg.ResignCooldown = 20 * time.Millisecond
+	n := startNode(t, cfg)
+	for i := range 30 {
+		waitFor(t, "leadership", 10*time.Second, func() bool { return n.leads("s") })
+		if err := n.Scope("s").Resign(context.Background()); err != nil {
+			t.Fatalf("resign %d right after Require succeeded: %v", i, err)
+		}
+	}
+}
+
+// Resigning a scope whose fenced transaction is still running must not cost the
+// node its other scopes.
+func TestResignDoesNotStarveOtherScopes(t *testing.T) {
+	dsn := migratedDB(t)
+	rec := &recorder{}
+	cfg := fastConfig(dsn, "a", "x", "y")
+	cfg.Observer = rec
+	n := startNode(t, cfg)
+	waitFor(t, "leads both", 5*time.Second, func() bool { return n.leads("x") && n.leads("y") })
+	ctx := context.Background()
+	tok, err := n.Scope("x").Require(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := election.Fence(ctx, tx, tok); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := tx.Exec(ctx, "SELECT pg_sleep(0.6)") // a fenced write still running: longer than W
+		done <- errors.Join(err, tx.Commit(ctx))
+	}()
+	if err := n.Scope("x").Resign(ctx); err != nil {
+		t.Fatalf("Resign x: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the fenced transaction of the resigned term: %v", err)
+	}
+	for _, e := range rec.snapshot() {
+		if e.Scope == "y" && (e.Kind == election.EventLost || e.Kind == election.EventGateClosed) || e.Kind == election.EventHeartbeatFailed {
+			t.Errorf("scope y suffered from resigning x: %s %s %s", e.Scope, e.Kind, e.Reason)
+		}
+	}
+	if !n.leads("y") {
+		t.Fatal("no longer leads y")
+	}
+}
+
+// Subscribing after Run returned gives a channel that is already closed.
+func TestSubscribeAfterStop(t *testing.T) {
+	n := startNode(t, fastConfig(migratedDB(t), "a", "s"))
+	n.stop()
+	ch, cancel := n.Subscribe()
+	defer cancel()
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("received a transition after Run returned")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("subscription after Run returned is never closed")
+	}
+}
