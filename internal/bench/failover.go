@@ -425,7 +425,8 @@ func (o Options) load(ctx context.Context) (*Load, error) {
 	tx := b - a - 2 // our own two reads
 	return &Load{Nodes: o.Nodes, Seconds: (window + 1500*time.Millisecond).Seconds(), Transactions: tx,
 		PerNodePerInterval: float64(tx) / float64(o.Nodes) / intervals,
-		Note:               "transactions committed by the cluster (heartbeats); the leader's guard ping is an empty query, not a transaction, and comes on top: one per interval; waiting followers are blocked in await_release and commit nothing"}, nil
+		Note: fmt.Sprintf("transactions committed by the cluster: each node's heartbeat, plus the leader's guard ping (an empty query, which PostgreSQL counts as a transaction too): %.2f expected for %d nodes; waiting followers are blocked in await_release and commit nothing",
+			float64(o.Nodes+1)/float64(o.Nodes), o.Nodes)}, nil
 }
 
 func machine(ctx context.Context, dsn string) map[string]string {
