@@ -5,7 +5,7 @@ PKGS    := ./...
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build test lint bench bench-quick demo clean deps
+.PHONY: help build test lint bench bench-quick chaos demo clean deps
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,6 +30,9 @@ bench: deps build ## failover benchmark (n=50 per scenario) on a throwaway Postg
 
 bench-quick: deps build ## a short failover benchmark run (n=10)
 	$(BIN) bench failover -n 10
+
+chaos: deps build ## the soak: every chaos scenario for 60s (about 11 minutes); writes docs/chaos-soak.json
+	$(BIN) chaos --duration 60s --json docs/chaos-soak.json
 
 demo: deps build ## a local cluster on a throwaway PostgreSQL (see README)
 	$(BIN) demo

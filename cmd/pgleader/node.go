@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -54,7 +55,8 @@ func (a *app) nodeCommand() *cobra.Command {
 		Long: `node runs one candidate: it campaigns for every --scope, holds the scopes it
 wins with heartbeats, and hands them over when stopped. SIGTERM or SIGINT drains
 (in-flight work gets --drain-timeout), releases every scope (followers take over at
-once) and exits 0; a second signal exits at once.
+once) and exits 0; a second signal exits at once. SIGUSR1 hands over every scope
+the node leads without stopping it (it rejoins as a candidate after a cooldown).
 
 Timing must satisfy heartbeat-interval + heartbeat-timeout < trust-window <
 session-lease, with session-lease − trust-window ≥ 100ms: a leader that stops
@@ -161,7 +163,9 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		workDone <- nil
 	}
 
+	stopResign := resignOnSIGUSR1(ctx, e, a.log)
 	runErr := e.Run(ctx)
+	stopResign()
 	stopWork()
 	workErr := <-workDone
 	return errors.Join(runErr, workErr, closeEvents(events))
@@ -172,4 +176,39 @@ func closeEvents(w *eventlog.Writer) error {
 		return nil
 	}
 	return w.Close()
+}
+
+// resignOnSIGUSR1 resigns every scope the elector leads on each SIGUSR1, until the
+// returned function is called.
+func resignOnSIGUSR1(ctx context.Context, e *election.Elector, log *slog.Logger) func() {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-usr1:
+				for _, s := range e.Scopes() {
+					rctx, cancel := context.WithTimeout(ctx, e.Config().DrainTimeout+e.Config().SessionLease)
+					err := s.Resign(rctx)
+					cancel()
+					switch {
+					case err == nil:
+						log.Info("resigned on SIGUSR1", "scope", s.Name(), "node", e.NodeID())
+					case !errors.Is(err, election.ErrNotLeader):
+						log.Warn("resign on SIGUSR1 failed", "scope", s.Name(), "node", e.NodeID(), "err", err)
+					}
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(usr1)
+		close(done)
+		<-finished
+	}
 }

@@ -1,0 +1,75 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/chaos"
+	"github.com/pgleader/pgleader/internal/cluster"
+	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/migrations"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	// Nodes without the race detector: chaos is about timing under faults, and
+	// 20 race-instrumented processes on 2 cores would starve each other's heartbeats.
+	bin, cleanup, err := cluster.Build(false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = bin
+	pgtest.Main(m, cleanup)
+}
+
+// TestShortProfile is the chaos profile of `make test`: a handful of scenarios for a
+// few seconds each (`make chaos` runs all of them for longer). Every scenario must
+// pass H1–H5 with zero gate overlap and leave its footprint.
+func TestShortProfile(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "chaos"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("chaos")
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: t.TempDir(), Seed: 1,
+		Duration:  4 * time.Second,
+		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate"},
+		Progress:  &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	chaos.WriteTable(&table, rs)
+	t.Logf("\n%s\n%s", progress.String(), table.String())
+	if len(rs) != 6 {
+		t.Fatalf("%d results, want 6", len(rs))
+	}
+	for _, r := range rs {
+		if r.Skipped != "" {
+			t.Errorf("%s skipped: %s", r.Scenario, r.Skipped)
+		}
+		if !r.OK() {
+			t.Errorf("%s failed", r.Scenario)
+		}
+		if r.Faults == 0 {
+			t.Errorf("%s applied no fault", r.Scenario)
+		}
+		if o := r.Report.Figures.GateOverlap; o != 0 {
+			t.Errorf("%s: gates overlapped for %v", r.Scenario, o)
+		}
+	}
+}

@@ -1,0 +1,255 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/pgleader/pgleader/checker"
+	"github.com/pgleader/pgleader/internal/cluster"
+	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// scenario is one named fault and the schedule that applies it repeatedly until
+// the run's duration has passed.
+type scenario struct {
+	name        string
+	about       string
+	nodes       int               // node processes (default 3)
+	nodeArgs    []string          // extra flags for every node of this scenario
+	needsServer bool              // restarts PostgreSQL
+	skip        func() string     // reason to skip on this machine, or ""
+	expect      checker.Footprint // what the run must show (vacuity guard)
+	run         func(context.Context, *env) error
+}
+
+func (s scenario) firstNodeArgs(int) []string { return s.nodeArgs }
+
+var takeover = checker.Footprint{Takeover: true, FaultApplied: true}
+
+var scenarios = []scenario{
+	{name: "kill9", about: "kill -9 of the leader, restarted after a moment", expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0, err := n.Kill()
+			if err != nil {
+				return err
+			}
+			e.fault("kill9", n.ID, t0, t0)
+			if _, err := e.newEpoch(ctx, scope, epoch); err != nil {
+				return err
+			}
+			e.pause(ctx, 100*time.Millisecond, 500*time.Millisecond)
+			_, err = e.c.Start(n.ID)
+			return err
+		})},
+	{name: "sigterm", about: "SIGTERM of the leader: drain and hand over, then restart", expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0, err := n.Signal(syscall.SIGTERM)
+			if err != nil {
+				return err
+			}
+			if _, err := e.newEpoch(ctx, scope, epoch); err != nil {
+				return err
+			}
+			if err := n.Wait(15 * time.Second); err != nil {
+				return fmt.Errorf("%s after SIGTERM: %w", n.ID, err)
+			}
+			e.fault("sigterm", n.ID, t0, monotime.Now())
+			_, err = e.c.Start(n.ID)
+			return err
+		})},
+	{name: "resign", about: "the leader resigns every scope (SIGUSR1) and stays a candidate", expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0, err := n.Signal(syscall.SIGUSR1)
+			if err != nil {
+				return err
+			}
+			e.fault("resign", n.ID, t0, t0)
+			_, err = e.newEpoch(ctx, scope, epoch)
+			return err
+		})},
+	{name: "stop-short", about: "SIGSTOP of the leader for less than its trust can lapse: no transition",
+		expect: checker.Footprint{FaultApplied: true, NoTransition: true},
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			// A heartbeat starts every 100ms and trust lasts 500ms from its start:
+			// a pause of up to 150ms can never let it lapse.
+			t0, err := n.Signal(syscall.SIGSTOP)
+			if err != nil {
+				return err
+			}
+			time.Sleep(50*time.Millisecond + time.Duration(e.rng.Int64N(int64(100*time.Millisecond))))
+			if _, err := n.Signal(syscall.SIGCONT); err != nil {
+				return err
+			}
+			e.fault("stop-short", n.ID, t0, monotime.Now())
+			return nil
+		})},
+	{name: "stop-long", about: "SIGSTOP of the leader for longer than the session lease: takeover, then SIGCONT",
+		expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0, err := n.Signal(syscall.SIGSTOP)
+			if err != nil {
+				return err
+			}
+			_, werr := e.newEpoch(ctx, scope, epoch)
+			e.pause(ctx, 0, 300*time.Millisecond)
+			if _, err := n.Signal(syscall.SIGCONT); err != nil {
+				return err
+			}
+			e.fault("stop-long", n.ID, t0, monotime.Now())
+			return werr
+		})},
+	{name: "pause-write", about: "the leader stalls between its gate check and its write, is frozen past the lease there, a follower takes over; after SIGCONT its write must be refused",
+		nodeArgs: []string{"--test-pause-before-write", "250ms"},
+		expect:   checker.Footprint{Takeover: true, StaleRejected: true, FaultApplied: true},
+		run: func(ctx context.Context, e *env) error {
+			for e.running() && ctx.Err() == nil {
+				scope := pick(e.rng, e.scopes)
+				n, epoch, err := e.leader(ctx, scope)
+				if err != nil {
+					return err
+				}
+				// Catch the leader inside its pause: the gate was checked, the write not sent.
+				paused, err := e.c.WaitFor(ctx, func(r eventlog.Record) bool {
+					return r.Node == n.ID && r.Scope == scope && r.Event == "action_paused" && r.Epoch == epoch
+				})
+				if err != nil {
+					return err
+				}
+				t0, err := n.Signal(syscall.SIGSTOP)
+				if err != nil {
+					return err
+				}
+				_, werr := e.newEpoch(ctx, scope, epoch)
+				if _, err := n.Signal(syscall.SIGCONT); err != nil {
+					return err
+				}
+				e.fault("pause-write", n.ID, t0, monotime.Now())
+				if werr != nil {
+					return werr
+				}
+				wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				_, err = e.c.WaitFor(wctx, func(r eventlog.Record) bool {
+					return r.Node == n.ID && r.RequestID == paused.RequestID && r.Event != "action_paused"
+				})
+				cancel()
+				if err != nil {
+					return fmt.Errorf("no outcome for the paused write %s: %w", paused.RequestID, err)
+				}
+				e.pause(ctx, 200*time.Millisecond, 600*time.Millisecond)
+			}
+			return nil
+		}},
+	{name: "terminate", about: "pg_terminate_backend of the leader's leadership session; its process lives on",
+		expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0 := monotime.Now()
+			if _, err := e.admin.Exec(ctx, "SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state WHERE scope = $1", scope); err != nil {
+				return err
+			}
+			e.fault("terminate", n.ID, t0, t0)
+			_, err := e.newEpoch(ctx, scope, epoch)
+			return err
+		})},
+	{name: "pg-immediate", about: "PostgreSQL stop -m immediate (a crash) and start", needsServer: true,
+		expect: checker.Footprint{FaultApplied: true},
+		run:    serverRestarts("immediate")},
+	{name: "pg-fast", about: "PostgreSQL restart -m fast", needsServer: true,
+		expect: checker.Footprint{FaultApplied: true},
+		run:    serverRestarts("fast")},
+	{name: "herd", about: "20 candidates; the leader is killed every few seconds", nodes: 20,
+		expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0, err := n.Kill()
+			if err != nil {
+				return err
+			}
+			e.fault("herd-kill9", n.ID, t0, t0)
+			if _, err := e.newEpoch(ctx, scope, epoch); err != nil {
+				return err
+			}
+			e.pause(ctx, time.Second, 2*time.Second)
+			_, err = e.c.Start(n.ID)
+			return err
+		})},
+}
+
+// leaderFaults applies fault to the working leader of a random scope, over and over,
+// with a random pause in between.
+func leaderFaults(fault func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		for e.running() && ctx.Err() == nil {
+			scope := pick(e.rng, e.scopes)
+			n, epoch, err := e.leader(ctx, scope)
+			if err != nil {
+				return err
+			}
+			if err := fault(ctx, e, n, scope, epoch); err != nil {
+				return err
+			}
+			e.pause(ctx, 200*time.Millisecond, 800*time.Millisecond)
+		}
+		return nil
+	}
+}
+
+// serverRestarts restarts PostgreSQL in mode over and over; every time, both scopes
+// must be led again under a higher epoch.
+func serverRestarts(mode string) func(context.Context, *env) error {
+	return func(ctx context.Context, e *env) error {
+		for e.running() && ctx.Err() == nil {
+			epochs := map[string]int64{}
+			for _, s := range e.scopes {
+				_, epoch, err := e.leader(ctx, s)
+				if err != nil {
+					return err
+				}
+				epochs[s] = epoch
+			}
+			t0 := monotime.Now()
+			if err := e.o.Server.Restart(ctx, mode); err != nil {
+				return err
+			}
+			e.fault("pg-"+mode, "", t0, monotime.Now())
+			// The admin session died with the server.
+			_ = e.admin.Close(ctx)
+			admin, err := reconnect(ctx, e.o.DSN)
+			if err != nil {
+				return err
+			}
+			e.admin = admin
+			for _, s := range e.scopes {
+				if _, err := e.newEpoch(ctx, s, epochs[s]); err != nil {
+					return fmt.Errorf("after restart (%s): %w", mode, err)
+				}
+			}
+			e.pause(ctx, 500*time.Millisecond, 1500*time.Millisecond)
+		}
+		return nil
+	}
+}
+
+// extraChecks are the runner's own checks on a history: epochs dense (every value
+// from 1 to the highest granted once), which together with H1 is "one grant each".
+func (s scenario) extraChecks(h checker.History) []string {
+	var out []string
+	for _, scope := range h.Scopes {
+		var epochs []int64
+		for _, t := range h.Terms {
+			if t.Scope == scope {
+				epochs = append(epochs, t.Epoch)
+			}
+		}
+		slices.Sort(epochs)
+		for i, ep := range epochs {
+			if ep != int64(i+1) {
+				out = append(out, fmt.Sprintf("%s: epochs not dense: %v", scope, epochs))
+				break
+			}
+		}
+	}
+	return out
+}
