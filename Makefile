@@ -3,6 +3,8 @@ GO      ?= go
 BIN     := bin/pgleader
 PKGS    := ./...
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
+# Packages run one at a time (-p 1): the process-level fault tests measure takeovers
+# on 2 cores and must not compete with another package's tests for them.
 TEST_TIMEOUT ?= 12m
 
 .PHONY: help build test lint bench bench-quick chaos demo clean deps
@@ -19,7 +21,7 @@ build: ## build bin/pgleader
 test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process faults; -race
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 lint: ## gofmt + go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

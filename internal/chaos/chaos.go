@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,7 @@ import (
 	"github.com/pgleader/pgleader/checker"
 	"github.com/pgleader/pgleader/internal/cluster"
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/faultnet"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/internal/pgtest"
 )
@@ -126,7 +128,8 @@ type env struct {
 	deadline time.Time
 	faults   []checker.Fault
 	progress io.Writer
-	end      int64 // mono ns when the schedule finished
+	end      int64                      // mono ns when the schedule finished
+	proxies  map[string]*faultnet.Proxy // node id → its path to PostgreSQL (viaProxy scenarios)
 }
 
 func (o Options) run(ctx context.Context, sc scenario) Result {
@@ -138,6 +141,12 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	if sc.skip != nil {
 		if why := sc.skip(); why != "" {
 			r.Skipped = why
+			return r
+		}
+	}
+	if sc.viaProxy {
+		if _, err := upstream(o.DSN); err != nil {
+			r.Skipped = err.Error()
 			return r
 		}
 	}
@@ -164,8 +173,24 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		if nodes == 0 {
 			nodes = 3
 		}
+		e.proxies = map[string]*faultnet.Proxy{}
+		defer func() {
+			for _, p := range e.proxies {
+				_ = p.Close()
+			}
+		}()
 		for i := range nodes {
-			if _, err := c.Start(fmt.Sprintf("n%d", i+1), sc.firstNodeArgs(i)...); err != nil {
+			id := fmt.Sprintf("n%d", i+1)
+			args := sc.nodeArgs
+			if sc.viaProxy {
+				dsn, p, err := proxied(id, o.DSN)
+				if err != nil {
+					return err
+				}
+				e.proxies[id] = p
+				args = append(append([]string(nil), args...), "--dsn", dsn) // the last --dsn wins
+			}
+			if _, err := c.Start(id, args...); err != nil {
 				return err
 			}
 		}
@@ -325,4 +350,29 @@ func reconnect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// upstream returns the host:port of a URL DSN: network faults proxy that address.
+func upstream(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" || u.Port() == "" {
+		return "", fmt.Errorf("network scenarios need a URL DSN with host and port (postgres://user@host:5432/db)")
+	}
+	return u.Host, nil
+}
+
+// proxied starts a faultnet proxy to dsn's server and returns dsn rewritten to go
+// through it.
+func proxied(name, dsn string) (string, *faultnet.Proxy, error) {
+	up, err := upstream(dsn)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := faultnet.New(name, up)
+	if err != nil {
+		return "", nil, err
+	}
+	u, _ := url.Parse(dsn)
+	u.Host = p.Addr()
+	return u.String(), p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/pgleader/pgleader/internal/chaos"
 	"github.com/pgleader/pgleader/internal/cluster"
@@ -27,6 +28,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = bin
+	// toxiproxy v2.12.0 (internal/faultnet) leaves a toxic's goroutine blocked in a
+	// channel send, sometimes with its link's reader, when a connection dies with
+	// data in flight (a reset, or a heal that closes hung connections). They hold
+	// no sockets; everything of ours is still checked.
+	pgtest.IgnoreLeaks(
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
+		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
+	)
 	pgtest.Main(m, cleanup)
 }
 
@@ -47,7 +56,7 @@ func TestShortProfile(t *testing.T) {
 	var progress strings.Builder
 	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: t.TempDir(), Seed: 1,
 		Duration:  4 * time.Second,
-		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate"},
+		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low"},
 		Progress:  &progress})
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +64,8 @@ func TestShortProfile(t *testing.T) {
 	var table strings.Builder
 	chaos.WriteTable(&table, rs)
 	t.Logf("\n%s\n%s", progress.String(), table.String())
-	if len(rs) != 6 {
-		t.Fatalf("%d results, want 6", len(rs))
+	if len(rs) != 8 {
+		t.Fatalf("%d results, want 8", len(rs))
 	}
 	for _, r := range rs {
 		if r.Skipped != "" {

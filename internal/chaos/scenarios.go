@@ -22,11 +22,10 @@ type scenario struct {
 	nodeArgs    []string          // extra flags for every node of this scenario
 	needsServer bool              // restarts PostgreSQL
 	skip        func() string     // reason to skip on this machine, or ""
+	viaProxy    bool              // every node reaches PostgreSQL through its own faultnet proxy
 	expect      checker.Footprint // what the run must show (vacuity guard)
 	run         func(context.Context, *env) error
 }
-
-func (s scenario) firstNodeArgs(int) []string { return s.nodeArgs }
 
 var takeover = checker.Footprint{Takeover: true, FaultApplied: true}
 
@@ -153,6 +152,80 @@ var scenarios = []scenario{
 			e.fault("terminate", n.ID, t0, t0)
 			_, err := e.newEpoch(ctx, scope, epoch)
 			return err
+		})},
+	{name: "net-hang", about: "the path between the leader and PostgreSQL goes silent (no FIN, no RST) until a follower took over, then heals",
+		viaProxy: true, expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			p := e.proxies[n.ID]
+			t0 := monotime.Now()
+			if err := p.Hang(); err != nil {
+				return err
+			}
+			_, werr := e.newEpoch(ctx, scope, epoch)
+			e.pause(ctx, 0, 300*time.Millisecond)
+			if err := p.Heal(); err != nil {
+				return err
+			}
+			e.fault("net-hang", n.ID, t0, monotime.Now())
+			return werr
+		})},
+	{name: "net-reset", about: "every connection between the leader and PostgreSQL is reset, and new ones too until it heals",
+		viaProxy: true, expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			p := e.proxies[n.ID]
+			t0 := monotime.Now()
+			if err := p.Reset(); err != nil {
+				return err
+			}
+			_, werr := e.newEpoch(ctx, scope, epoch)
+			e.pause(ctx, 100*time.Millisecond, 400*time.Millisecond)
+			if err := p.Heal(); err != nil {
+				return err
+			}
+			e.fault("net-reset", n.ID, t0, monotime.Now())
+			return werr
+		})},
+	{name: "latency-low", about: "25–35 ms latency each way on every node's path (round trip well below the 150 ms heartbeat timeout): no transition",
+		viaProxy: true, expect: checker.Footprint{FaultApplied: true, NoTransition: true},
+		run: func(ctx context.Context, e *env) error {
+			for _, s := range e.scopes { // faults strike a settled cluster
+				if _, _, err := e.leader(ctx, s); err != nil {
+					return err
+				}
+			}
+			for e.running() && ctx.Err() == nil {
+				t0 := monotime.Now()
+				for _, p := range e.proxies {
+					if err := p.Latency(30*time.Millisecond, 5*time.Millisecond); err != nil {
+						return err
+					}
+				}
+				e.pause(ctx, time.Second, 3*time.Second)
+				for _, p := range e.proxies {
+					if err := p.Latency(0, 0); err != nil {
+						return err
+					}
+				}
+				e.fault("latency-low", "", t0, monotime.Now())
+				e.pause(ctx, 200*time.Millisecond, 800*time.Millisecond)
+			}
+			return nil
+		}},
+	{name: "latency-high", about: "100–140 ms latency each way on the leader's path (round trip above the 150 ms heartbeat timeout): it must give way",
+		viaProxy: true, expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			p := e.proxies[n.ID]
+			t0 := monotime.Now()
+			if err := p.Latency(120*time.Millisecond, 20*time.Millisecond); err != nil {
+				return err
+			}
+			_, werr := e.newEpoch(ctx, scope, epoch)
+			e.pause(ctx, 200*time.Millisecond, 600*time.Millisecond)
+			if err := p.Latency(0, 0); err != nil {
+				return err
+			}
+			e.fault("latency-high", n.ID, t0, monotime.Now())
+			return werr
 		})},
 	{name: "pg-immediate", about: "PostgreSQL stop -m immediate (a crash) and start", needsServer: true,
 		expect: checker.Footprint{FaultApplied: true},

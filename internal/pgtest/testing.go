@@ -48,6 +48,13 @@ func sharedServer() (*Server, error) {
 	return shared, sharedErr
 }
 
+var leakIgnores []goleak.Option
+
+// IgnoreLeaks tells Main's goroutine-leak check to ignore goroutines matching opts:
+// for a third-party library known to leave goroutines behind (name it and say why
+// where you call this). Call it from TestMain before Main.
+func IgnoreLeaks(opts ...goleak.Option) { leakIgnores = append(leakIgnores, opts...) }
+
 // Main is meant to be called from TestMain: it runs the tests, then closes
 // the shared server (if DSN started one) and any other server left open,
 // and, if everything passed, checks for leaked goroutines with goleak. It
@@ -103,7 +110,7 @@ func Main(m *testing.M, cleanups ...func()) {
 		code = 1
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(leakIgnores...); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: goroutine leak after tests: %v\n", err)
 			code = 1
 		}
