@@ -227,6 +227,81 @@ var scenarios = []scenario{
 			e.fault("latency-high", n.ID, t0, monotime.Now())
 			return werr
 		})},
+	{name: "same-id", about: "the leader is frozen and its node id is started again (a restart while the old process still lives); the old one is thawed after a takeover",
+		expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			t0, err := n.Signal(syscall.SIGSTOP)
+			if err != nil {
+				return err
+			}
+			twin, err := e.c.StartTwin(n.ID)
+			if err != nil {
+				return err
+			}
+			_, werr := e.newEpoch(ctx, scope, epoch)
+			e.pause(ctx, 0, 300*time.Millisecond)
+			if _, err := n.Signal(syscall.SIGCONT); err != nil {
+				return err
+			}
+			// Both processes now campaign under one id for a while; then the old one
+			// goes, as an operator would notice and stop it.
+			e.pause(ctx, 500*time.Millisecond, 1500*time.Millisecond)
+			if _, err := n.Kill(); err != nil {
+				return err
+			}
+			e.fault("same-id", n.ID, t0, monotime.Now())
+			if werr != nil {
+				return werr
+			}
+			// The twin carries on as the node; restart the original slot from it.
+			if _, err := twin.Kill(); err != nil {
+				return err
+			}
+			_, err = e.c.Start(n.ID)
+			return err
+		})},
+	{name: "notify-storm", about: "a foreign session floods leader_change with forged notifications while leaders are killed: correctness must not depend on NOTIFY",
+		expect: takeover,
+		run: func(ctx context.Context, e *env) error {
+			sctx, stop := context.WithCancel(ctx)
+			defer stop()
+			conn, err := reconnect(sctx, e.o.DSN)
+			if err != nil {
+				return err
+			}
+			storm := make(chan error, 1)
+			go func() {
+				defer conn.Close(context.Background())
+				for i := 0; sctx.Err() == nil; i++ {
+					payload := fmt.Sprintf(`{"scope":%q,"epoch":%d,"holder":"forged","event":"elected"}`, pick(e.rng, e.scopes), 1000+i)
+					if _, err := conn.Exec(sctx, "SELECT pg_notify('leader_change', $1)", payload); err != nil && sctx.Err() == nil {
+						storm <- err
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				storm <- nil
+			}()
+			t0 := monotime.Now()
+			err = leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+				t, err := n.Kill()
+				if err != nil {
+					return err
+				}
+				e.fault("notify-storm-kill9", n.ID, t, t)
+				if _, err := e.newEpoch(ctx, scope, epoch); err != nil {
+					return err
+				}
+				_, err = e.c.Start(n.ID)
+				return err
+			})(ctx, e)
+			stop()
+			if serr := <-storm; serr != nil && err == nil {
+				err = fmt.Errorf("notification storm: %w", serr)
+			}
+			e.fault("notify-storm", "", t0, monotime.Now())
+			return err
+		}},
 	{name: "pg-immediate", about: "PostgreSQL stop -m immediate (a crash) and start", needsServer: true,
 		expect: checker.Footprint{FaultApplied: true},
 		run:    serverRestarts("immediate")},

@@ -80,8 +80,29 @@ func (c *Cluster) Start(id string, extra ...string) (*Node, error) {
 	if old := c.nodes[id]; old != nil && !old.Exited() {
 		return nil, fmt.Errorf("node %s is still running", id)
 	}
-	events := filepath.Join(c.opts.Dir, id+".jsonl")
-	logf, err := os.OpenFile(filepath.Join(c.opts.Dir, id+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	return c.startLocked(id, id, extra)
+}
+
+// StartTwin launches a second process under the node id of a running one (a node
+// restarted while its old process is still around, e.g. paused). The twin writes
+// its own events file, <id>.twin<k>.jsonl, so the two processes stay apart in the
+// records (Record.Source); Node(id) keeps returning the first.
+func (c *Cluster) StartTwin(id string, extra ...string) (*Node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := 1; ; k++ {
+		key := fmt.Sprintf("%s.twin%d", id, k)
+		if n := c.nodes[key]; n == nil || n.Exited() {
+			return c.startLocked(id, key, extra)
+		}
+	}
+}
+
+// startLocked starts a process with node id, tracked (and its events file named)
+// as key.
+func (c *Cluster) startLocked(id, key string, extra []string) (*Node, error) {
+	events := filepath.Join(c.opts.Dir, key+".jsonl")
+	logf, err := os.OpenFile(filepath.Join(c.opts.Dir, key+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -110,14 +131,15 @@ func (c *Cluster) Start(id string, extra ...string) (*Node, error) {
 		}
 		c.mu.Lock()
 		c.pending = append(c.pending, eventlog.Record{MonoNS: at, Node: id, Event: ProcessExit,
-			Time: time.Now().UTC().Format(time.RFC3339Nano), Reason: fmt.Sprint(n.err)})
+			Time: time.Now().UTC().Format(time.RFC3339Nano), Reason: fmt.Sprint(n.err),
+			Source: filepath.Base(events)})
 		c.mu.Unlock()
 		close(n.exited)
 	}()
-	if _, seen := c.nodes[id]; !seen {
+	if _, seen := c.nodes[key]; !seen {
 		c.tails = append(c.tails, eventlog.NewTail(events))
 	}
-	c.nodes[id] = n
+	c.nodes[key] = n
 	c.order = append(c.order, n)
 	return n, nil
 }

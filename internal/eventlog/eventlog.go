@@ -55,6 +55,10 @@ type Record struct {
 	LatencyNS        int64  `json:"latency_ns,omitempty"`
 	Holder           string `json:"holder,omitempty"`
 	RequestID        string `json:"request_id,omitempty"`
+
+	// Source names the file a record was read from (set by Tail, not written): it
+	// tells two processes running under the same node id apart.
+	Source string `json:"-"`
 }
 
 // Writer appends event lines to a file. It implements election.Observer.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -54,6 +55,7 @@ func (t *Tail) Next() ([]Record, error) {
 		if err := json.Unmarshal(ln, &r); err != nil {
 			return out, fmt.Errorf("%s: line %d after offset: %w", t.path, i+1, err)
 		}
+		r.Source = filepath.Base(t.path)
 		out = append(out, r)
 	}
 	return out, nil

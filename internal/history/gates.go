@@ -25,6 +25,7 @@ const ProcessExit = "process_exit"
 // Start and End are CLOCK_MONOTONIC nanoseconds.
 type Interval struct {
 	Node       string
+	Proc       string // the process (its events file), when known: twins share a node id
 	Scope      string
 	Epoch      int64
 	Start, End int64
@@ -36,15 +37,16 @@ type Interval struct {
 // be sorted by MonoNS (eventlog.SortByMono). Intervals still open end at their
 // trust_until, or at now if that is earlier.
 func GateIntervals(records []eventlog.Record, scope string, now int64) []Interval {
-	open := map[string]*Interval{}
+	open := map[string]*Interval{} // by process: node id and source file
 	var out []Interval
 	for _, r := range records {
+		k := r.Node + "\x00" + r.Source
 		if r.Event == ProcessExit {
-			if iv := open[r.Node]; iv != nil {
+			if iv := open[k]; iv != nil {
 				iv.End = min(iv.End, r.MonoNS)
 				iv.Closed, iv.Reason = true, ProcessExit
 				out = append(out, *iv)
-				delete(open, r.Node)
+				delete(open, k)
 			}
 			continue
 		}
@@ -53,20 +55,20 @@ func GateIntervals(records []eventlog.Record, scope string, now int64) []Interva
 		}
 		switch r.Event {
 		case "gate_open":
-			if iv := open[r.Node]; iv != nil { // a reopen without a close: end the old one
+			if iv := open[k]; iv != nil { // a reopen without a close: end the old one
 				out = append(out, *iv)
 			}
-			open[r.Node] = &Interval{Node: r.Node, Scope: scope, Epoch: r.Epoch, Start: r.MonoNS, End: r.TrustUntilMonoNS}
+			open[k] = &Interval{Node: r.Node, Proc: r.Source, Scope: scope, Epoch: r.Epoch, Start: r.MonoNS, End: r.TrustUntilMonoNS}
 		case "heartbeat_ok":
-			if iv := open[r.Node]; iv != nil && r.TrustUntilMonoNS > iv.End {
+			if iv := open[k]; iv != nil && r.TrustUntilMonoNS > iv.End {
 				iv.End = r.TrustUntilMonoNS
 			}
 		case "gate_closed":
-			if iv := open[r.Node]; iv != nil {
+			if iv := open[k]; iv != nil {
 				iv.End = min(iv.End, r.MonoNS)
 				iv.Closed, iv.Reason = true, r.Reason
 				out = append(out, *iv)
-				delete(open, r.Node)
+				delete(open, k)
 			}
 		}
 	}
@@ -98,14 +100,15 @@ func (o Overlap) String() string {
 		o.A.Node, o.A.Epoch, o.B.Node, o.B.Epoch, o.Duration)
 }
 
-// Overlaps returns every overlap between gates of different nodes.
+// Overlaps returns every overlap between gates of different processes (different
+// nodes, or two processes running under one node id).
 func Overlaps(ivs []Interval) []Overlap {
 	var out []Overlap
 	for i := range ivs {
 		for j := i + 1; j < len(ivs); j++ {
 			a, b := ivs[i], ivs[j]
-			if a.Node == b.Node {
-				continue
+			if a.Node == b.Node && a.Proc == b.Proc {
+				continue // one process's consecutive periods
 			}
 			if d := min(a.End, b.End) - max(a.Start, b.Start); d > 0 {
 				out = append(out, Overlap{A: a, B: b, Duration: time.Duration(d)})

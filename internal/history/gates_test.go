@@ -38,6 +38,10 @@ func TestOverlaps(t *testing.T) {
 			{Event: ProcessExit, Node: "a", MonoNS: 10 * int64(time.Millisecond)}, // killed
 			rec("gate_open", "b", 20, 300),
 		}, 0},
+		{"TwinsUnderOneNodeIDOverlap", []eventlog.Record{
+			{Event: "gate_open", Scope: "s", Node: "a", Source: "a.jsonl", MonoNS: 0, TrustUntilMonoNS: 100 * int64(time.Millisecond)},
+			{Event: "gate_open", Scope: "s", Node: "a", Source: "a.twin.jsonl", MonoNS: 50 * int64(time.Millisecond), TrustUntilMonoNS: 300 * int64(time.Millisecond)},
+		}, 50 * time.Millisecond},
 		{"OtherScopesIgnored", []eventlog.Record{
 			rec("gate_open", "a", 0, 100),
 			{Event: "gate_open", Scope: "t", Node: "b", MonoNS: 10, TrustUntilMonoNS: 1e9},
