@@ -33,7 +33,7 @@ bench: deps build ## failover benchmark (n=50 per scenario) on a throwaway Postg
 bench-quick: deps build ## a short failover benchmark run (n=10)
 	$(BIN) bench failover -n 10
 
-chaos: deps build ## the soak: every chaos scenario for 60s (about 15 minutes); writes docs/chaos-soak.json
+chaos: deps build ## the soak: every chaos scenario for 60s (about 17 minutes); writes docs/chaos-soak.json
 	$(BIN) chaos --duration 60s --json docs/chaos-soak.json
 
 demo: deps build ## a local cluster on a throwaway PostgreSQL (see README)
