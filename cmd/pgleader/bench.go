@@ -13,7 +13,6 @@ import (
 
 	"github.com/pgleader/pgleader/internal/bench"
 	"github.com/pgleader/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/internal/cluster"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -69,29 +68,13 @@ it migrates that database and uses scopes named bench-*.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			dsn := a.dsn
-			if dsn == "" {
-				dsn = os.Getenv("DATABASE_URL")
-			}
-			if dsn == "" {
-				fmt.Fprintln(a.stderr, "bench: starting a throwaway PostgreSQL")
-			}
-			dsn, _, closeDB, err := cluster.Database(ctx, dsn, nil)
+			h, done, err := a.newHarness(ctx, "bench", false)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			bin, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "pgleader-bench-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
+			defer done()
 			began := time.Now()
-			rep, err := bench.Run(ctx, bench.Options{Bin: bin, DSN: dsn, Dir: dir, N: n, Nodes: nodes,
+			rep, err := bench.Run(ctx, bench.Options{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n, Nodes: nodes,
 				Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
 			if rep != nil {
 				fmt.Fprintln(a.stdout)

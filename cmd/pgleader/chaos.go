@@ -14,7 +14,6 @@ import (
 
 	"github.com/pgleader/pgleader/internal/chaos"
 	"github.com/pgleader/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/internal/cluster"
 )
 
 func (a *app) chaosCommand() *cobra.Command {
@@ -64,33 +63,13 @@ that restart the server); with one, those are skipped and the verdict says so.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			dsn := a.dsn
-			if dsn == "" {
-				dsn = os.Getenv("DATABASE_URL")
-			}
-			if dsn == "" {
-				fmt.Fprintln(a.stderr, "chaos: starting a throwaway PostgreSQL")
-			}
-			dsn, srv, closeDB, err := cluster.Database(ctx, dsn, nil)
+			h, done, err := a.newHarness(ctx, "chaos", keep)
 			if err != nil {
 				return err
 			}
-			defer closeDB()
-			bin, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "pgleader-chaos-")
-			if err != nil {
-				return err
-			}
-			if keep {
-				fmt.Fprintf(a.stderr, "chaos: events and logs kept in %s\n", dir)
-			} else {
-				defer os.RemoveAll(dir)
-			}
+			defer done()
 			fmt.Fprintf(a.stderr, "chaos: seed %d, %v per scenario\n", seed, duration)
-			rs, runErr := chaos.Run(ctx, chaos.Options{Bin: bin, DSN: dsn, Server: srv, Dir: dir, Seed: seed,
+			rs, runErr := chaos.Run(ctx, chaos.Options{Bin: h.bin, DSN: h.dsn, Server: h.srv, Dir: h.dir, Seed: seed,
 				Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
 			fmt.Fprintln(a.stdout)
 			chaos.WriteTable(a.stdout, rs)

@@ -44,11 +44,7 @@ removes the throwaway database.`,
 			if err != nil {
 				return err
 			}
-			dsn := a.dsn
-			if dsn == "" {
-				dsn = os.Getenv("DATABASE_URL")
-			}
-			return demo.Run(ctx, demo.Options{Bin: bin, DSN: dsn, Nodes: nodes, Scopes: scopes,
+			return demo.Run(ctx, demo.Options{Bin: bin, DSN: a.harnessDSN(), Nodes: nodes, Scopes: scopes,
 				Work: work, Restart: restart, Duration: duration, Out: a.stdout})
 		}),
 	}
