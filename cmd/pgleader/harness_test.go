@@ -59,3 +59,31 @@ func TestBenchFailoverRuns(t *testing.T) {
 		t.Errorf("bad scenario: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestChaosRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "chaos.json")
+	r := pgleader(t, nil, "chaos", "--duration", "2s", "--scenario", "resign", "--seed", "3", "--json", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "all 1 scenarios passed (seed 3)") {
+		t.Fatalf("chaos exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Seed    int64 `json:"seed"`
+		Results []struct {
+			Scenario string `json:"scenario"`
+			Faults   int    `json:"faults"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Seed != 3 || len(rep.Results) != 1 || rep.Results[0].Scenario != "resign" || rep.Results[0].Faults == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if r := pgleader(t, nil, "chaos", "--scenario", "nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown --scenario") {
+		t.Errorf("bad scenario: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -31,6 +31,7 @@ type nodeFlags struct {
 	events       string
 	workInterval time.Duration
 	pauseWrite   time.Duration // test hook (hidden flag)
+	skipFence    bool          // test hook (hidden flag)
 }
 
 // config is the election configuration the flags describe (not yet validated).
@@ -93,6 +94,8 @@ into pgleader.demo_actions every D.`,
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
 	fl.DurationVar(&f.pauseWrite, "test-pause-before-write", 0, "fault-test hook: pause `D` between the workload's gate check and its write, then write as if nothing happened")
 	_ = fl.MarkHidden("test-pause-before-write")
+	fl.BoolVar(&f.skipFence, "test-unsafe-skip-fence", false, "fault-test hook: the workload writes WITHOUT the fence, so the chaos checker can be shown to catch it")
+	_ = fl.MarkHidden("test-unsafe-skip-fence")
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
 }
@@ -154,7 +157,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		}
 		defer pool.Close()
 		w := &workload.Workload{Pool: pool, Scopes: e.Scopes(), Node: cfg.NodeID,
-			Interval: f.workInterval, Log: a.log, PauseBeforeWrite: f.pauseWrite}
+			Interval: f.workInterval, Log: a.log, PauseBeforeWrite: f.pauseWrite, UnsafeSkipFence: f.skipFence}
 		if events != nil {
 			w.Recorder = events
 		}

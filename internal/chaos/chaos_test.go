@@ -82,3 +82,36 @@ func TestShortProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchesUnfencedWrites shows the whole pipeline is not vacuous: nodes whose
+// workload forgets to fence, under the pause-between-check-and-write fault, get
+// their stale writes accepted, and the run must fail with H3 violations.
+func TestCatchesUnfencedWrites(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := chaos.Run(context.Background(), chaos.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Seed: 1,
+		Duration: 3 * time.Second, Scenarios: []string{"pause-write"}, NodeArgs: []string{"--test-unsafe-skip-fence"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d results", len(rs))
+	}
+	r := rs[0]
+	h3 := 0
+	for _, v := range r.Report.Violations {
+		if v.Rule == "H3" {
+			h3++
+		}
+	}
+	if r.OK() || h3 == 0 || r.Report.Figures.StaleAccepted == 0 {
+		var table strings.Builder
+		chaos.WriteTable(&table, rs)
+		t.Fatalf("unfenced stale writes went unnoticed (ok=%v, H3=%d, stale accepted=%d):\n%s",
+			r.OK(), h3, r.Report.Figures.StaleAccepted, table.String())
+	}
+	t.Logf("caught: %d H3 violations, %d stale writes accepted, e.g. %s", h3, r.Report.Figures.StaleAccepted, r.Report.Violations[0])
+}

@@ -70,6 +70,11 @@ type Workload struct {
 	// from the gate's (bounded by writeTimeout), so only the database's fence can
 	// stop a stale write.
 	PauseBeforeWrite time.Duration
+
+	// UnsafeSkipFence, a test hook, writes without election.Fence: it exists so
+	// that the chaos harness can show it catches a workload that forgets to fence
+	// (stale writes accepted, H3). Never set it otherwise.
+	UnsafeSkipFence bool
 }
 
 // writeTimeout bounds a write detached from the gate by PauseBeforeWrite.
@@ -200,8 +205,10 @@ func (a *actor) write(ctx context.Context, tok election.Token, requestID string,
 		defer cancel()
 		_ = tx.Rollback(rctx)
 	}()
-	if err := election.Fence(ctx, tx, tok); err != nil {
-		return err
+	if !a.w.UnsafeSkipFence {
+		if err := election.Fence(ctx, tx, tok); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Exec(ctx,
 		"INSERT INTO pgleader.demo_actions (scope, epoch, node_id, request_id) VALUES ($1, $2, $3, $4)",
