@@ -23,9 +23,10 @@ test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
-lint: ## gofmt + go vet
+lint: ## gofmt + go vet + staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 bench: deps build ## failover benchmark (n=50 per scenario) on a throwaway PostgreSQL; writes docs/bench-failover.json
 	$(BIN) bench failover -n 50 --json docs/bench-failover.json

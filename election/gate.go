@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +18,6 @@ type period struct {
 	ctx        context.Context // cancelled when the period closes
 	cancel     context.CancelFunc
 	timer      *time.Timer // closes the period when trust runs out
-	closeOnce  sync.Once
 }
 
 // open reports whether the gate of this period is open at monotonic time now.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -89,7 +88,7 @@ that restart the server); with one, those are skipped and the verdict says so.`,
 				}
 			}
 			if failed > 0 {
-				return errors.New(fmt.Sprintf("chaos: %d of %d scenarios failed (seed %d)", failed, len(rs), seed))
+				return fmt.Errorf("chaos: %d of %d scenarios failed (seed %d)", failed, len(rs), seed)
 			}
 			fmt.Fprintf(a.stdout, "\nall %d scenarios passed (seed %d)\n", len(rs), seed)
 			return nil

@@ -40,11 +40,6 @@ var defaultNodeArgs = []string{"--heartbeat-interval", "100ms", "--heartbeat-tim
 	"--trust-window", "500ms", "--session-lease", "700ms", "--drain-timeout", "1s",
 	"--work-interval", "20ms", "--log-level", "warn"}
 
-const (
-	trustWindow  = 500 * time.Millisecond // as in defaultNodeArgs
-	sessionLease = 700 * time.Millisecond
-)
-
 // Options configure a run.
 type Options struct {
 	Bin       string         // pgleader binary for the nodes
