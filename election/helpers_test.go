@@ -165,7 +165,8 @@ func assertNoOverlap(t testing.TB, r *recorder, scope string) {
 	}
 }
 
-func queryInt(t testing.TB, dsn, sql string, args ...any) int64 {
+// withConn runs fn on a fresh connection to dsn.
+func withConn(t testing.TB, dsn string, fn func(context.Context, *pgx.Conn) error) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dsn)
@@ -173,24 +174,31 @@ func queryInt(t testing.TB, dsn, sql string, args ...any) int64 {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	var v int64
-	if err := c.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+	if err := fn(ctx, c); err != nil {
+		t.Fatal(err)
 	}
+}
+
+func queryInt(t testing.TB, dsn, sql string, args ...any) int64 {
+	t.Helper()
+	var v int64
+	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
+		if err := c.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	})
 	return v
 }
 
 func exec(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, sql, args...); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+		return nil
+	})
 }
 
 func migrationsUp(cfg *pgx.ConnConfig) (migrations.Result, error) {

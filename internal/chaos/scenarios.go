@@ -88,19 +88,9 @@ var scenarios = []scenario{
 		})},
 	{name: "stop-long", about: "SIGSTOP of the leader for longer than the session lease: takeover, then SIGCONT",
 		expect: takeover,
-		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0, err := n.Signal(syscall.SIGSTOP)
-			if err != nil {
-				return err
-			}
-			_, werr := e.newEpoch(ctx, scope, epoch)
-			e.pause(ctx, 0, 300*time.Millisecond)
-			if _, err := n.Signal(syscall.SIGCONT); err != nil {
-				return err
-			}
-			e.fault("stop-long", n.ID, t0, monotime.Now())
-			return werr
-		})},
+		run: leaderFaults(untilTakeover("stop-long", 0, 300*time.Millisecond,
+			func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGSTOP); return err },
+			func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGCONT); return err }))},
 	{name: "pause-write", about: "the leader stalls between its gate check and its write, is frozen past the lease there, a follower takes over; after SIGCONT its write must be refused",
 		nodeArgs: []string{"--test-pause-before-write", "250ms"},
 		expect:   checker.Footprint{Takeover: true, StaleRejected: true, FaultApplied: true},
@@ -155,36 +145,14 @@ var scenarios = []scenario{
 		})},
 	{name: "net-hang", about: "the path between the leader and PostgreSQL goes silent (no FIN, no RST) until a follower took over, then heals",
 		viaProxy: true, expect: takeover,
-		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			p := e.proxies[n.ID]
-			t0 := monotime.Now()
-			if err := p.Hang(); err != nil {
-				return err
-			}
-			_, werr := e.newEpoch(ctx, scope, epoch)
-			e.pause(ctx, 0, 300*time.Millisecond)
-			if err := p.Heal(); err != nil {
-				return err
-			}
-			e.fault("net-hang", n.ID, t0, monotime.Now())
-			return werr
-		})},
+		run: leaderFaults(untilTakeover("net-hang", 0, 300*time.Millisecond,
+			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Hang() },
+			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Heal() }))},
 	{name: "net-reset", about: "every connection between the leader and PostgreSQL is reset, and new ones too until it heals",
 		viaProxy: true, expect: takeover,
-		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			p := e.proxies[n.ID]
-			t0 := monotime.Now()
-			if err := p.Reset(); err != nil {
-				return err
-			}
-			_, werr := e.newEpoch(ctx, scope, epoch)
-			e.pause(ctx, 100*time.Millisecond, 400*time.Millisecond)
-			if err := p.Heal(); err != nil {
-				return err
-			}
-			e.fault("net-reset", n.ID, t0, monotime.Now())
-			return werr
-		})},
+		run: leaderFaults(untilTakeover("net-reset", 100*time.Millisecond, 400*time.Millisecond,
+			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Reset() },
+			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Heal() }))},
 	{name: "latency-low", about: "25–35 ms latency each way on every node's path (round trip well below the 150 ms heartbeat timeout): no transition",
 		viaProxy: true, expect: checker.Footprint{FaultApplied: true, NoTransition: true},
 		run: func(ctx context.Context, e *env) error {
@@ -213,49 +181,36 @@ var scenarios = []scenario{
 		}},
 	{name: "latency-high", about: "100–140 ms latency each way on the leader's path (round trip above the 150 ms heartbeat timeout): it must give way",
 		viaProxy: true, expect: takeover,
-		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			p := e.proxies[n.ID]
-			t0 := monotime.Now()
-			if err := p.Latency(120*time.Millisecond, 20*time.Millisecond); err != nil {
-				return err
-			}
-			_, werr := e.newEpoch(ctx, scope, epoch)
-			e.pause(ctx, 200*time.Millisecond, 600*time.Millisecond)
-			if err := p.Latency(0, 0); err != nil {
-				return err
-			}
-			e.fault("latency-high", n.ID, t0, monotime.Now())
-			return werr
-		})},
+		run: leaderFaults(untilTakeover("latency-high", 200*time.Millisecond, 600*time.Millisecond,
+			func(e *env, n *cluster.Node) error {
+				return e.proxies[n.ID].Latency(120*time.Millisecond, 20*time.Millisecond)
+			},
+			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Latency(0, 0) }))},
 	{name: "same-id", about: "the leader is frozen and its node id is started again (a restart while the old process still lives); the old one is thawed after a takeover",
 		expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0, err := n.Signal(syscall.SIGSTOP)
+			var twin *cluster.Node
+			err := untilTakeover("same-id", 0, 300*time.Millisecond,
+				func(e *env, n *cluster.Node) error {
+					if _, err := n.Signal(syscall.SIGSTOP); err != nil {
+						return err
+					}
+					var err error
+					twin, err = e.c.StartTwin(n.ID)
+					return err
+				},
+				func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGCONT); return err },
+			)(ctx, e, n, scope, epoch)
 			if err != nil {
 				return err
 			}
-			twin, err := e.c.StartTwin(n.ID)
-			if err != nil {
-				return err
-			}
-			_, werr := e.newEpoch(ctx, scope, epoch)
-			e.pause(ctx, 0, 300*time.Millisecond)
-			if _, err := n.Signal(syscall.SIGCONT); err != nil {
-				return err
-			}
-			// Both processes now campaign under one id for a while; then the old one
-			// goes, as an operator would notice and stop it.
+			// Both processes now campaign under one id for a while; then both go and
+			// the node comes back as one process, as an operator would set it right.
 			e.pause(ctx, 500*time.Millisecond, 1500*time.Millisecond)
-			if _, err := n.Kill(); err != nil {
-				return err
-			}
-			e.fault("same-id", n.ID, t0, monotime.Now())
-			if werr != nil {
-				return werr
-			}
-			// The twin carries on as the node; restart the original slot from it.
-			if _, err := twin.Kill(); err != nil {
-				return err
+			for _, p := range []*cluster.Node{n, twin} {
+				if _, err := p.Kill(); err != nil {
+					return err
+				}
 			}
 			_, err = e.c.Start(n.ID)
 			return err
@@ -341,6 +296,25 @@ func leaderFaults(fault func(ctx context.Context, e *env, n *cluster.Node, scope
 			e.pause(ctx, 200*time.Millisecond, 800*time.Millisecond)
 		}
 		return nil
+	}
+}
+
+// untilTakeover is the shape of the faults that hold until a follower has taken
+// over: apply the fault to the leader, wait for a higher epoch of the scope, keep the
+// fault a random [lo, hi) longer, undo it, and record it from apply to undo.
+func untilTakeover(kind string, lo, hi time.Duration, apply, undo func(*env, *cluster.Node) error) func(context.Context, *env, *cluster.Node, string, int64) error {
+	return func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+		t0 := monotime.Now()
+		if err := apply(e, n); err != nil {
+			return err
+		}
+		_, werr := e.newEpoch(ctx, scope, epoch)
+		e.pause(ctx, lo, hi)
+		if err := undo(e, n); err != nil {
+			return err
+		}
+		e.fault(kind, n.ID, t0, monotime.Now())
+		return werr
 	}
 }
 
