@@ -49,3 +49,24 @@ func Fence(ctx context.Context, tx Execer, tok Token) error {
 	}
 	return nil
 }
+
+// ReportFencedSQL is the statement ReportFenced runs: pgleader.fence_rejected(scope,
+// epoch, node, detail).
+const ReportFencedSQL = "SELECT pgleader.fence_rejected($1, $2, $3, $4)"
+
+// ReportFenced records in pgleader.audit (kind fence_rejected) that the database
+// refused a write fenced with tok: a zombie leader tried to act. Call it after the
+// refused transaction has rolled back, on a connection or pool outside that
+// transaction (the refusal aborted it, and its rollback would take the audit row
+// along). Operators are alerted by the collector's fenced-write check. detail is a
+// short free-form note (the error text, a request id). ReportFenced does nothing
+// for a zero token or in standalone mode.
+func ReportFenced(ctx context.Context, db Execer, tok Token, detail string) error {
+	if tok.p == nil || tok.p.term.standalone {
+		return nil
+	}
+	if _, err := db.Exec(ctx, ReportFencedSQL, tok.Scope, tok.Epoch, tok.Holder, detail); err != nil {
+		return fmt.Errorf("report fenced write on %s epoch %d: %w", tok.Scope, tok.Epoch, err)
+	}
+	return nil
+}

@@ -21,8 +21,9 @@ type Scope struct {
 	name string
 	key  int64
 
-	cur  atomic.Pointer[period] // open (or last) gate period; nil when closed
-	term atomic.Pointer[term]   // the term being led (pending included); nil as follower
+	cur     atomic.Pointer[period] // open (or last) gate period; nil when closed
+	term    atomic.Pointer[term]   // the term being led (pending included); nil as follower
+	blocked atomic.Uint64          // Require calls refused (GateBlocked)
 
 	obsMu          sync.Mutex // observations come from the campaign and from heartbeats
 	observedHolder string
@@ -48,17 +49,33 @@ func (s *Scope) Require(ctx context.Context) (Token, error) {
 		return Token{}, ErrUnknownScope
 	}
 	p := s.cur.Load()
-	if p == nil {
+	if p == nil || !p.term.standalone && !p.open(monotime.Now()) || p.term.draining.Load() {
+		s.blocked.Add(1)
 		return Token{}, ErrNotLeader
 	}
-	t := p.term
-	if !t.standalone && !p.open(monotime.Now()) {
-		return Token{}, ErrNotLeader
+	return Token{Scope: s.name, Epoch: p.term.epoch, Holder: s.e.cfg.NodeID, p: p}, nil
+}
+
+// GateBlocked returns how many Require (and Do) calls of this scope were refused
+// with ErrNotLeader since the Elector was created: work that a follower or a
+// leader with a closed gate did not do. For metrics.
+func (s *Scope) GateBlocked() uint64 { return s.blocked.Load() }
+
+// TrustRemaining returns how long the gate stays open without a further heartbeat:
+// 0 when this node does not lead the scope or its gate is closed. In standalone
+// mode it returns Config.TrustWindow while leading. For metrics and diagnostics.
+func (s *Scope) TrustRemaining() time.Duration {
+	p := s.cur.Load()
+	if p == nil || p.term.draining.Load() {
+		return 0
 	}
-	if t.draining.Load() {
-		return Token{}, ErrNotLeader
+	if p.term.standalone {
+		return s.e.cfg.TrustWindow
 	}
-	return Token{Scope: s.name, Epoch: t.epoch, Holder: s.e.cfg.NodeID, p: p}, nil
+	if d := p.trustUntil.Load() - monotime.Now(); d > 0 {
+		return time.Duration(d)
+	}
+	return 0
 }
 
 // Do runs fn if this node leads the scope, with a context that is cancelled when

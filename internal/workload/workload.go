@@ -185,6 +185,12 @@ func (a *actor) act(ctx context.Context) {
 		a.report(eventlog.ActionOK, tok, requestID, "")
 	case isFenced(err):
 		a.report(eventlog.ActionRejected, tok, requestID, err.Error())
+		// Audited so operators see the zombie: the collector alerts on it.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		defer cancel()
+		if err := election.ReportFenced(actx, a.w.Pool, tok, requestID); err != nil {
+			a.log.Warn("could not audit a refused write", "scope", tok.Scope, "epoch", tok.Epoch, "err", err)
+		}
 	case sent:
 		a.report(eventlog.ActionUnknown, tok, requestID, err.Error())
 	default:

@@ -1,0 +1,303 @@
+package collector
+
+import (
+	"time"
+)
+
+// Source says where the collector's picture comes from.
+type Source string
+
+// Sources, from best to worst.
+const (
+	// SourceLogical: decoded changes from a logical replication slot, plus the poll.
+	SourceLogical Source = "logical"
+	// SourceLive: LISTEN leader_change is connected; notifications trigger re-reads
+	// between polls.
+	SourceLive Source = "live"
+	// SourcePolling: the LISTEN connection is down, the poll still works.
+	SourcePolling Source = "polling"
+	// SourceDisconnected: the database cannot be read; the snapshot is the last good
+	// one (Health.LastError says why).
+	SourceDisconnected Source = "disconnected"
+)
+
+// Severity of an alert.
+type Severity string
+
+// Severities.
+const (
+	SeverityCritical Severity = "critical" // page someone
+	SeverityWarning  Severity = "warning"  // look during working hours
+)
+
+// AlertKind names a check. The names are the `alert` label of the exporter's
+// metrics and the anchors of docs/runbooks.md.
+type AlertKind string
+
+// Checks.
+const (
+	// AlertNoLeader: a scope with candidates has had no leader for longer than
+	// Config.NoLeaderAfter.
+	AlertNoLeader AlertKind = "no_leader"
+	// AlertSplitBrain: the lock holder's backend pid differs from
+	// leader_state.holder_pid, two nodes report leading one scope, an open term
+	// whose lock nobody holds (past a grace), or an epoch that went backwards.
+	AlertSplitBrain AlertKind = "split_brain"
+	// AlertStaleLeader: the lock is held but the holder's heartbeat is older than
+	// its trust window plus Config.StaleMargin: a zombie holds the lock.
+	AlertStaleLeader AlertKind = "stale_leader"
+	// AlertStaleNode: a node not stopped cleanly has not been seen for
+	// Config.StaleNodeAfter.
+	AlertStaleNode AlertKind = "stale_node"
+	// AlertFlapping: more than Config.FlapMax leadership changes of a scope within
+	// Config.FlapWindow.
+	AlertFlapping AlertKind = "flapping"
+	// AlertFenceRejected: the database refused a fenced write (audit kind
+	// fence_rejected) within Config.FenceAlertFor: a zombie tried to act.
+	AlertFenceRejected AlertKind = "fence_rejected"
+	// AlertLockPressure: advisory locks use more than Config.LockPressure of the
+	// database's lock table capacity.
+	AlertLockPressure AlertKind = "lock_pressure"
+	// AlertCollectorDown: the collector cannot read the database.
+	AlertCollectorDown AlertKind = "collector_down"
+)
+
+// Alert is one active check result.
+type Alert struct {
+	Kind     AlertKind `json:"alert"`
+	Severity Severity  `json:"severity"`
+	Scope    string    `json:"scope,omitempty"`
+	Node     string    `json:"node,omitempty"`
+	Summary  string    `json:"summary"` // one line: what is wrong, with the figures
+	Hint     string    `json:"hint"`    // one line: what to do first (runbook hint)
+	Runbook  string    `json:"runbook"` // docs/runbooks.md anchor, e.g. "docs/runbooks.md#no_leader"
+	Since    time.Time `json:"since"`   // when the condition was first seen (collector time)
+}
+
+// Key identifies an alert across snapshots (kind, scope, node).
+func (a Alert) Key() string { return string(a.Kind) + "\x00" + a.Scope + "\x00" + a.Node }
+
+// Verdict is the one-word state of a scope.
+type Verdict string
+
+// Verdicts, from worst to best.
+const (
+	VerdictSplitBrain Verdict = "SPLIT BRAIN"
+	VerdictNoLeader   Verdict = "NO LEADER"
+	VerdictDegraded   Verdict = "DEGRADED"
+	VerdictOK         Verdict = "OK"
+)
+
+// Timing is the election timing a holder or node runs with (from its rows).
+type Timing struct {
+	HeartbeatInterval time.Duration `json:"heartbeat_interval"`
+	HeartbeatTimeout  time.Duration `json:"heartbeat_timeout,omitempty"`
+	TrustWindow       time.Duration `json:"trust_window"`
+	SessionLease      time.Duration `json:"session_lease"`
+}
+
+// Scope is the state of one scope (a row of pgleader.leader_state joined with the
+// lock table and the nodes).
+type Scope struct {
+	Name    string `json:"scope"`
+	LockKey int64  `json:"lock_key"`
+	Epoch   int64  `json:"epoch"`
+	// Leader is the holder on record while its term is open ("" when released or
+	// never held). LeaderHost is its hostname from pgleader.nodes.
+	Leader     string `json:"leader"`
+	LeaderHost string `json:"leader_host,omitempty"`
+	// HolderPID is leader_state.holder_pid (the leadership session's backend);
+	// LockPIDs are the backends pg_locks shows holding the scope's advisory lock
+	// (normally exactly [HolderPID]).
+	HolderPID int   `json:"holder_pid,omitempty"`
+	LockPIDs  []int `json:"lock_pids,omitempty"`
+	// Waiters is the number of sessions waiting for the lock (followers).
+	Waiters int `json:"waiters"`
+	// AcquiredAt is the open term's start; Tenure = DB now − AcquiredAt.
+	AcquiredAt time.Time     `json:"acquired_at,omitzero"`
+	Tenure     time.Duration `json:"tenure"`
+	// LastHeartbeat and HeartbeatAge are in database time (no clock skew).
+	LastHeartbeat time.Time     `json:"last_heartbeat,omitzero"`
+	HeartbeatAge  time.Duration `json:"heartbeat_age"`
+	ReleasedAt    time.Time     `json:"released_at,omitzero"`
+	Timing        Timing        `json:"timing"`
+	// Followers are the live candidate nodes of the scope other than the leader.
+	Followers []string `json:"followers"`
+	// OpenTerm is the term row without a release (nil when none).
+	OpenTerm *Term `json:"open_term,omitempty"`
+	// LeaderlessFor is how long the scope has had no leader (0 while led), as
+	// observed by the collector.
+	LeaderlessFor time.Duration `json:"leaderless_for"`
+	// Changes is the number of leadership changes within Config.FlapWindow.
+	Changes int     `json:"changes_in_window"`
+	Verdict Verdict `json:"verdict"`
+	Alerts  []Alert `json:"alerts,omitempty"`
+}
+
+// HasLeader reports whether a term is open and its holder's lock is held.
+func (s Scope) HasLeader() bool { return s.Leader != "" && len(s.LockPIDs) > 0 }
+
+// Role of a node in a scope.
+type Role string
+
+// Roles.
+const (
+	RoleLeader   Role = "leader"
+	RoleFollower Role = "follower"
+	RoleNone     Role = ""
+)
+
+// Node is a row of pgleader.nodes.
+type Node struct {
+	ID          string        `json:"node"`
+	Hostname    string        `json:"hostname"`
+	OSPID       int           `json:"os_pid"`
+	Version     string        `json:"version"`
+	StartedAt   time.Time     `json:"started_at"`
+	LastSeen    time.Time     `json:"last_seen"`
+	LastSeenAge time.Duration `json:"last_seen_age"` // database time
+	StoppedAt   time.Time     `json:"stopped_at,omitzero"`
+	BackendPID  int           `json:"backend_pid,omitempty"`
+	Scopes      []string      `json:"scopes"` // candidate for
+	Leads       []string      `json:"leads"`  // leading now
+	Timing      Timing        `json:"timing"`
+	// Live: not stopped and seen within Config.StaleNodeAfter.
+	Live bool `json:"live"`
+}
+
+// Role returns the node's role in scope.
+func (n Node) Role(scope string) Role {
+	for _, s := range n.Leads {
+		if s == scope {
+			return RoleLeader
+		}
+	}
+	for _, s := range n.Scopes {
+		if s == scope {
+			return RoleFollower
+		}
+	}
+	return RoleNone
+}
+
+// Term is a row of pgleader.terms.
+type Term struct {
+	ID         int64     `json:"id"`
+	Scope      string    `json:"scope"`
+	Epoch      int64     `json:"epoch"`
+	Holder     string    `json:"holder"`
+	Hostname   string    `json:"hostname,omitempty"`
+	HolderPID  int       `json:"holder_pid,omitempty"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ReleasedAt time.Time `json:"released_at,omitzero"` // zero while open
+	// EndedBy is release_reason: resigned, shutdown, lost_connection,
+	// heartbeat_timeout, evicted or crashed ("" while open).
+	EndedBy string `json:"ended_by,omitempty"`
+	// HandoverGap is the time without a leader before this term began.
+	HandoverGap time.Duration `json:"handover_gap"`
+	// HeldFor is ReleasedAt − AcquiredAt, or DB now − AcquiredAt while open.
+	HeldFor time.Duration `json:"held_for"`
+}
+
+// Open reports whether the term has not ended.
+func (t Term) Open() bool { return t.ReleasedAt.IsZero() }
+
+// LockStats is the advisory-lock footprint against the lock table capacity.
+type LockStats struct {
+	Advisory int `json:"advisory"` // granted advisory locks in the database
+	Waiting  int `json:"waiting"`  // advisory lock requests not granted
+	// Capacity is max_locks_per_transaction × (max_connections +
+	// max_prepared_transactions): the shared lock table's nominal size.
+	Capacity int `json:"capacity"`
+}
+
+// Health is the collector's view of itself.
+type Health struct {
+	Source        Source        `json:"source"`
+	Database      string        `json:"database"` // current_database() @ host:port
+	ServerVersion string        `json:"server_version,omitempty"`
+	LastPoll      time.Time     `json:"last_poll,omitzero"` // last successful read (collector time)
+	PollDuration  time.Duration `json:"poll_duration"`      // of the last successful read
+	LastError     string        `json:"last_error,omitempty"`
+	LastErrorAt   time.Time     `json:"last_error_at,omitzero"`
+	Polls         uint64        `json:"polls"`
+	PollErrors    uint64        `json:"poll_errors"`
+	Notifications uint64        `json:"notifications"`
+	Reconnects    uint64        `json:"reconnects"`
+	// DroppedEvents counts events a slow subscriber missed (all subscribers).
+	DroppedEvents uint64 `json:"dropped_events"`
+}
+
+// Snapshot is an immutable picture of the cluster. Never modify one: the collector
+// shares it between subscribers.
+type Snapshot struct {
+	Seq    uint64    `json:"seq"`     // increases by one per snapshot
+	At     time.Time `json:"at"`      // collector wall time of the read
+	DBTime time.Time `json:"db_time"` // the database's now() of the read
+	Scopes []Scope   `json:"scopes"`  // sorted by name
+	Nodes  []Node    `json:"nodes"`   // sorted by id
+	// Terms are the most recent terms over all scopes, newest first
+	// (Config.RecentTerms of them).
+	Terms  []Term    `json:"terms"`
+	Alerts []Alert   `json:"alerts"` // sorted: critical first, then kind, scope, node
+	Locks  LockStats `json:"locks"`
+	// FenceRejected counts audit rows of kind fence_rejected per scope since the
+	// collector started (a counter for the exporter).
+	FenceRejected map[string]uint64 `json:"fence_rejected"`
+	Health        Health            `json:"health"`
+}
+
+// Scope returns the named scope.
+func (s *Snapshot) Scope(name string) (Scope, bool) {
+	for _, sc := range s.Scopes {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return Scope{}, false
+}
+
+// Node returns the node with id.
+func (s *Snapshot) Node(id string) (Node, bool) {
+	for _, n := range s.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// EventKind names a collector event.
+type EventKind string
+
+// Events.
+const (
+	EventElected       EventKind = "elected"        // a new term began (Epoch, Node = holder, PrevHolder)
+	EventReleased      EventKind = "released"       // a term ended cleanly (Reason)
+	EventTermClosed    EventKind = "term_closed"    // a successor closed an unreleased term (Reason)
+	EventFenceRejected EventKind = "fence_rejected" // the database refused a fenced write by Node at Epoch
+	EventAlertFiring   EventKind = "alert_firing"   // Alert began
+	EventAlertResolved EventKind = "alert_resolved" // Alert ended
+	EventNodeJoined    EventKind = "node_joined"    // a node registered or came back
+	EventNodeLeft      EventKind = "node_left"      // a node stopped or went stale (Reason)
+	EventSourceChanged EventKind = "source_changed" // Health.Source changed (Detail: "live → polling")
+	EventHeartbeatLate EventKind = "heartbeat_late" // a leader's heartbeat is older than its interval × 2
+)
+
+// Event is one entry of the collector's ordered event stream.
+type Event struct {
+	Seq        uint64    `json:"seq"` // increases by one per event
+	At         time.Time `json:"at"`  // when it happened (DB time for rows, else collector time)
+	Kind       EventKind `json:"kind"`
+	Scope      string    `json:"scope,omitempty"`
+	Node       string    `json:"node,omitempty"`
+	Epoch      int64     `json:"epoch,omitempty"`
+	PrevHolder string    `json:"prev_holder,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+	Alert      *Alert    `json:"alert_info,omitempty"`
+	// AuditID is the pgleader.audit row the event was read from (0 otherwise);
+	// LSN its commit LSN on the logical source (0 otherwise).
+	AuditID int64  `json:"audit_id,omitempty"`
+	LSN     uint64 `json:"lsn,omitempty"`
+}
