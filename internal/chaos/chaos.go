@@ -125,6 +125,8 @@ type env struct {
 	progress io.Writer
 	end      int64                      // mono ns when the schedule finished
 	proxies  map[string]*faultnet.Proxy // node id → its path to PostgreSQL (viaProxy scenarios)
+	// node id → its network namespace (netns scenarios)
+	namespaces map[string]*faultnet.Namespace
 }
 
 func (o Options) run(ctx context.Context, sc scenario) Result {
@@ -153,32 +155,51 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		r.Err = err.Error()
 		return r
 	}
-	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: dir, Scopes: scopes,
-		NodeArgs: append(append([]string(nil), defaultNodeArgs...), o.NodeArgs...)})
+	namespaces := map[string]*faultnet.Namespace{}
+	copts := cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: dir, Scopes: scopes,
+		NodeArgs: append(append([]string(nil), defaultNodeArgs...), o.NodeArgs...)}
+	if sc.netns {
+		copts.Wrap = func(id string) []string { return namespaces[id].Exec() }
+	}
+	c := cluster.New(copts)
 	admin, err := pgx.Connect(ctx, o.DSN)
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
 	e := &env{o: o, c: c, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(len(sc.name)))), admin: admin,
-		scopes: scopes, deadline: time.Now().Add(o.Duration), progress: o.Progress}
+		scopes: scopes, deadline: time.Now().Add(o.Duration), progress: o.Progress, namespaces: namespaces}
 	runErr := func() error {
+		e.proxies = map[string]*faultnet.Proxy{}
+		// Deferred first, so it runs after the nodes are stopped: a node must not
+		// lose its path to the database in the middle of its shutdown.
+		defer func() {
+			for _, p := range e.proxies {
+				_ = p.Close()
+			}
+			for _, ns := range namespaces {
+				_ = ns.Close()
+			}
+		}()
 		defer c.Close()
 		nodes := sc.nodes
 		if nodes == 0 {
 			nodes = 3
 		}
-		e.proxies = map[string]*faultnet.Proxy{}
-		defer func() {
-			for _, p := range e.proxies {
-				_ = p.Close()
-			}
-		}()
 		for i := range nodes {
 			id := fmt.Sprintf("n%d", i+1)
 			args := sc.nodeArgs
 			if sc.viaProxy {
-				dsn, p, err := proxied(id, o.DSN)
+				listen := "127.0.0.1:0"
+				if sc.netns {
+					ns, err := faultnet.NewNamespace(i + 1)
+					if err != nil {
+						return err
+					}
+					namespaces[id] = ns
+					listen = ns.HostIP + ":0"
+				}
+				dsn, p, err := proxied(id, listen, o.DSN)
 				if err != nil {
 					return err
 				}
@@ -356,14 +377,14 @@ func upstream(dsn string) (string, error) {
 	return u.Host, nil
 }
 
-// proxied starts a faultnet proxy to dsn's server and returns dsn rewritten to go
-// through it.
-func proxied(name, dsn string) (string, *faultnet.Proxy, error) {
+// proxied starts a faultnet proxy on listen to dsn's server and returns dsn
+// rewritten to go through it.
+func proxied(name, listen, dsn string) (string, *faultnet.Proxy, error) {
 	up, err := upstream(dsn)
 	if err != nil {
 		return "", nil, err
 	}
-	p, err := faultnet.New(name, up)
+	p, err := faultnet.NewOn(name, listen, up)
 	if err != nil {
 		return "", nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pgleader/pgleader/internal/chaos"
+	"github.com/pgleader/pgleader/internal/faultnet"
 	"github.com/pgleader/pgleader/internal/cluster"
 	"github.com/pgleader/pgleader/internal/pgtest"
 	"github.com/pgleader/pgleader/migrations"
@@ -56,7 +57,7 @@ func TestShortProfile(t *testing.T) {
 	var progress strings.Builder
 	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: t.TempDir(), Seed: 1,
 		Duration:  4 * time.Second,
-		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low"},
+		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low", "partition"},
 		Progress:  &progress})
 	if err != nil {
 		t.Fatal(err)
@@ -64,10 +65,18 @@ func TestShortProfile(t *testing.T) {
 	var table strings.Builder
 	chaos.WriteTable(&table, rs)
 	t.Logf("\n%s\n%s", progress.String(), table.String())
-	if len(rs) != 8 {
-		t.Fatalf("%d results, want 8", len(rs))
+	if len(rs) != 9 {
+		t.Fatalf("%d results, want 9", len(rs))
 	}
+	netnsSkip := faultnet.NamespaceSupport()
 	for _, r := range rs {
+		if r.Scenario == "partition" && netnsSkip != "" {
+			// Only where this machine lacks the privilege, and saying so.
+			if r.Skipped != netnsSkip {
+				t.Errorf("partition: skipped %q, want %q", r.Skipped, netnsSkip)
+			}
+			continue
+		}
 		if r.Skipped != "" {
 			t.Errorf("%s skipped: %s", r.Scenario, r.Skipped)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/pgleader/pgleader/checker"
 	"github.com/pgleader/pgleader/internal/cluster"
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/faultnet"
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
@@ -23,6 +24,7 @@ type scenario struct {
 	needsServer bool              // restarts PostgreSQL
 	skip        func() string     // reason to skip on this machine, or ""
 	viaProxy    bool              // every node reaches PostgreSQL through its own faultnet proxy
+	netns       bool              // …and runs in its own network namespace (implies viaProxy)
 	expect      checker.Footprint // what the run must show (vacuity guard)
 	run         func(context.Context, *env) error
 }
@@ -148,6 +150,12 @@ var scenarios = []scenario{
 		run: leaderFaults(untilTakeover("net-hang", 0, 300*time.Millisecond,
 			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Hang() },
 			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Heal() }))},
+	{name: "partition", about: "a true silent partition: the leader's network namespace drops every packet both ways (nftables) until a follower took over, then heals",
+		viaProxy: true, netns: true, expect: takeover,
+		skip: func() string { return faultnet.NamespaceSupport() },
+		run: leaderFaults(untilTakeover("partition", 0, 300*time.Millisecond,
+			func(e *env, n *cluster.Node) error { return e.namespaces[n.ID].Cut() },
+			func(e *env, n *cluster.Node) error { return e.namespaces[n.ID].Heal() }))},
 	{name: "net-reset", about: "every connection between the leader and PostgreSQL is reset, and new ones too until it heals",
 		viaProxy: true, expect: takeover,
 		run: leaderFaults(untilTakeover("net-reset", 100*time.Millisecond, 400*time.Millisecond,

@@ -32,6 +32,9 @@ type Options struct {
 	Scopes   []string // scopes every node campaigns for
 	NodeArgs []string // extra arguments for every node (timing, --work-interval, …)
 	Env      []string // extra environment for every node
+	// Wrap, when set, returns a command prefix for node id (e.g. `ip netns exec NS`,
+	// which execs the node in place, so the process id stays the node's).
+	Wrap func(id string) []string
 }
 
 // Cluster is a set of node processes and the merged stream of their events.
@@ -114,6 +117,11 @@ func (c *Cluster) startLocked(id, key string, extra []string) (*Node, error) {
 	args = append(args, c.opts.NodeArgs...)
 	args = append(args, extra...)
 	cmd := exec.Command(c.opts.Bin, args...)
+	if c.opts.Wrap != nil {
+		if prefix := c.opts.Wrap(id); len(prefix) > 0 {
+			cmd = exec.Command(prefix[0], append(append(prefix[1:len(prefix):len(prefix)], c.opts.Bin), args...)...)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), c.opts.Env...)
 	// Own process group: a Ctrl-C meant for the harness reaches the nodes only

@@ -154,7 +154,11 @@ type Proxy struct {
 // 127.0.0.1 at a free port and forwards every accepted connection to upstream, a
 // host:port address. The upstream is dialled once per accepted connection; if that
 // dial fails the accepted connection is closed. The returned Proxy is listening.
-func New(name, upstream string) (*Proxy, error) {
+func New(name, upstream string) (*Proxy, error) { return NewOn(name, "127.0.0.1:0", upstream) }
+
+// NewOn is New listening on listen (host:port; port 0 picks a free one), e.g. the
+// host end of a network namespace's veth pair.
+func NewOn(name, listen, upstream string) (*Proxy, error) {
 	if _, _, err := net.SplitHostPort(upstream); err != nil {
 		return nil, fmt.Errorf("faultnet: upstream %q: %w", upstream, err)
 	}
@@ -163,7 +167,7 @@ func New(name, upstream string) (*Proxy, error) {
 	}
 	logger := newLogger()
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), logger)
-	tp := toxiproxy.NewProxy(server, name, "127.0.0.1:0", upstream)
+	tp := toxiproxy.NewProxy(server, name, listen, upstream)
 	if err := tp.Start(); err != nil {
 		return nil, fmt.Errorf("faultnet: start proxy %q: %w", name, err)
 	}
