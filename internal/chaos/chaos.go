@@ -240,7 +240,7 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 }
 
 // history collects what the scenario left: events, terms and writes of its scopes.
-func (e *env) history(ctx context.Context, prefix string) (checker.History, error) {
+func (e *env) history(ctx context.Context, _ string) (checker.History, error) {
 	if _, err := e.c.Poll(); err != nil {
 		return checker.History{}, err
 	}
@@ -248,14 +248,22 @@ func (e *env) history(ctx context.Context, prefix string) (checker.History, erro
 	if end == 0 {
 		end = monotime.Now()
 	}
-	h := checker.History{Scopes: e.scopes, Events: e.c.Events(), Faults: e.faults, EndMono: end}
-	conn, err := pgx.Connect(ctx, e.o.DSN)
+	return History(ctx, e.o.DSN, e.scopes, e.c.Events(), e.faults, end)
+}
+
+// History assembles what the checker judges: the nodes' events, the faults applied,
+// and the terms and fenced writes (pgleader.demo_actions) the database holds for
+// scopes. end is when the run proper ended (mono ns): later transitions are
+// teardown.
+func History(ctx context.Context, dsn string, scopes []string, events []eventlog.Record, faults []checker.Fault, end int64) (checker.History, error) {
+	h := checker.History{Scopes: scopes, Events: events, Faults: faults, EndMono: end}
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return h, err
 	}
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT scope, epoch, holder, acquired_at, released_at, release_reason
-		FROM pgleader.terms WHERE scope LIKE $1 || '-%' ORDER BY scope, acquired_at`, prefix)
+		FROM pgleader.terms WHERE scope = ANY ($1) ORDER BY scope, acquired_at`, scopes)
 	if err != nil {
 		return h, err
 	}
@@ -270,7 +278,7 @@ func (e *env) history(ctx context.Context, prefix string) (checker.History, erro
 		return h, err
 	}
 	rows, err = conn.Query(ctx, `SELECT scope, epoch, node_id, coalesce(request_id, ''), at
-		FROM pgleader.demo_actions WHERE scope LIKE $1 || '-%'`, prefix)
+		FROM pgleader.demo_actions WHERE scope = ANY ($1)`, scopes)
 	if err != nil {
 		return h, err
 	}

@@ -15,7 +15,21 @@ const (
 	ExitOK       = 0
 	ExitFailure  = 1 // a runtime failure
 	ExitBadInput = 2 // the user can fix it: flags, connection string, server, schema
+	// ExitNoLeader: `pgleader status` found a scope without a leader (or degraded).
+	ExitNoLeader = 3
+	// ExitSplitBrain: `pgleader status` found a split brain.
+	ExitSplitBrain = 4
 )
+
+// StatusError ends a command with Code after it has printed what it had to say;
+// Msg, when not empty, goes to stderr.
+type StatusError struct {
+	Code int
+	Msg  string
+}
+
+// Error returns Msg.
+func (e *StatusError) Error() string { return e.Msg }
 
 // InputError is bad input found by the CLI itself (a flag value, a usage mistake).
 // Its message names the problem and the fix.
@@ -34,9 +48,12 @@ func BadInput(format string, args ...any) error {
 // and a missing or outdated schema; ExitFailure for anything else.
 func ExitCode(err error) int {
 	var in *InputError
+	var st *StatusError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &st):
+		return st.Code
 	case errors.As(err, &in),
 		errors.Is(err, election.ErrInvalidConfig),
 		errors.Is(err, election.ErrUnreachable),
