@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pgleader/pgleader/internal/chaos"
-	"github.com/pgleader/pgleader/internal/faultnet"
 	"github.com/pgleader/pgleader/internal/cluster"
+	"github.com/pgleader/pgleader/internal/faultnet"
 	"github.com/pgleader/pgleader/internal/pgtest"
 	"github.com/pgleader/pgleader/migrations"
 )
