@@ -1,0 +1,71 @@
+// Package exporter turns pgleader's state into Prometheus metrics, in two places.
+//
+// # The cluster view: Exporter
+//
+// Exporter is a prometheus.Collector over collector snapshots: at each scrape it
+// takes the newest *collector.Snapshot from its SnapshotSource (a
+// *collector.Collector) and emits constant metrics from it. It never touches the
+// database, so a scrape costs what encoding the snapshot costs (≈ a few
+// milliseconds for 100 scopes and 300 nodes; BenchmarkScrape). Every figure is the
+// value at the snapshot's read, in database time for ages and durations; a
+// collector that stops producing snapshots shows as pgleader_collector_up 0 once
+// the newest snapshot is older than Options.StaleAfter.
+//
+// Metrics (labels are scope and node only, so cardinality follows the cluster's
+// size and nothing else):
+//
+//	pgleader_scope_epoch{scope}                       gauge   current epoch (the fencing token)
+//	pgleader_scope_has_leader{scope}                  gauge   1 while a term is open and its lock is held
+//	pgleader_scope_leader{scope,node}                 gauge   1 for the current leader; absent when none
+//	pgleader_scope_heartbeat_age_seconds{scope}       gauge   age of leader_state.last_heartbeat (absent if never)
+//	pgleader_scope_tenure_seconds{scope}              gauge   age of the open term (0 when none)
+//	pgleader_scope_leaderless_seconds{scope}          gauge   how long the scope has had no leader (0 while led)
+//	pgleader_scope_trust_window_seconds{scope}        gauge   the holder's trust window W
+//	pgleader_scope_followers{scope}                   gauge   live candidates other than the leader
+//	pgleader_scope_lock_holders{scope}                gauge   backends holding the scope's advisory lock (1 normally)
+//	pgleader_scope_lock_waiters{scope}                gauge   backends waiting for it
+//	pgleader_scope_split_brain{scope}                 gauge   1 while the collector's split_brain check fires
+//	pgleader_scope_stale_leader{scope}                gauge   1 while the stale_leader check fires
+//	pgleader_scope_last_handover_gap_seconds{scope}   gauge   leaderless gap before the open term (absent when none)
+//	pgleader_fence_rejected_total{scope}              counter fenced writes the database refused
+//	pgleader_node_up{node}                            gauge   1 when the node is live (not stopped, seen recently)
+//	pgleader_node_last_seen_age_seconds{node}         gauge   age of nodes.last_seen
+//	pgleader_node_leader{node,scope}                  gauge   1 per scope the node leads
+//	pgleader_node_stale{node}                         gauge   1 while the stale_node check fires
+//	pgleader_advisory_locks                           gauge   granted advisory locks in the database
+//	pgleader_advisory_lock_waiters                    gauge   advisory lock requests not granted
+//	pgleader_lock_table_capacity                      gauge   shared lock table size (absent when unknown)
+//	pgleader_collector_up                             gauge   1 when the snapshot is fresh and the database readable
+//	pgleader_collector_source                         gauge   3 logical, 2 live, 1 polling, 0 disconnected
+//	pgleader_collector_snapshot_age_seconds           gauge   age of the newest snapshot at the scrape
+//	pgleader_collector_last_success_timestamp_seconds gauge   last successful read (Unix time)
+//	pgleader_collector_poll_duration_seconds          gauge   duration of the last successful read
+//	pgleader_collector_polls_total                    counter
+//	pgleader_collector_poll_errors_total              counter
+//	pgleader_collector_notifications_total            counter leader_change notifications received
+//	pgleader_collector_reconnects_total               counter
+//	pgleader_collector_dropped_events_total           counter events slow subscribers missed
+//	pgleader_exporter_scrape_duration_seconds         gauge   time this collection took
+//	pgleader_exporter_scrape_success                  gauge   1 when a snapshot was available
+//
+// The 0/1 alert gauges mirror the collector's own checks, so the dashboard's banner
+// and Prometheus agree; the rules in rules/pgleader.rules.yml use the collector's
+// default thresholds (collector.DefaultConfig) for the rest.
+//
+// Handler serves /metrics, /healthz, /readyz and a small index. DefaultListen is
+// :9817. The Prometheus project's exporter port range (9100–9999, the "Default
+// port allocations" wiki page) has been fully allocated since 2023, so no unclaimed
+// port is left in it; 9817 avoids postgres_exporter's 9187, which usually runs
+// next to pgleader, and the Prometheus server's own 9090–9094. Change it when it
+// collides with something on the host.
+//
+// # The node view: ElectionMetrics
+//
+// ElectionMetrics is for a service that embeds the election engine and wants its
+// own view on its own registry: whether this process leads (gate open), its
+// epochs, acquisitions, losses by reason, heartbeat round trips, and the gate's
+// refusals and remaining trust. The engine pushes events to it through
+// election.Config.Observer; the gauges that are state rather than events are read
+// from the Elector at scrape time once ElectionMetrics.Attach has been called.
+// The election package itself never imports Prometheus.
+package exporter

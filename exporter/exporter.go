@@ -1,0 +1,271 @@
+package exporter
+
+import (
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// DefaultListen is the address the exporter listens on unless told otherwise (see
+// the package doc for why this port).
+const DefaultListen = ":9817"
+
+// DefaultStaleAfter is the default Options.StaleAfter.
+const DefaultStaleAfter = 10 * time.Second
+
+// SnapshotSource gives the newest snapshot, or nil before the first one.
+// *collector.Collector satisfies it.
+type SnapshotSource interface {
+	Snapshot() *collector.Snapshot
+}
+
+// Options configures an Exporter. The zero value is usable.
+type Options struct {
+	// Now returns the current time; tests set it. Default time.Now.
+	Now func() time.Time
+
+	// StaleAfter: a snapshot older than this (by its At, against Now) is reported
+	// as pgleader_collector_up 0, because its figures no longer describe the
+	// cluster. Default DefaultStaleAfter (10s); keep it a few times the
+	// collector's poll interval.
+	StaleAfter time.Duration
+}
+
+var _ prometheus.Collector = (*Exporter)(nil)
+
+// Exporter is a prometheus.Collector that renders the newest collector snapshot at
+// each scrape. It holds no state of its own besides its options and is safe for
+// concurrent scrapes.
+type Exporter struct {
+	src        SnapshotSource
+	now        func() time.Time
+	staleAfter time.Duration
+}
+
+// New returns an Exporter reading src. Register it on a prometheus.Registry and
+// serve that registry with Handler.
+func New(src SnapshotSource, opts Options) *Exporter {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
+	return &Exporter{src: src, now: opts.Now, staleAfter: opts.StaleAfter}
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// The descriptors are fixed: the set of metric names and label names never depends
+// on the snapshot, only which series are present does.
+var (
+	scopeEpoch         = desc("pgleader_scope_epoch", "Current epoch (fencing token) of the scope.", "scope")
+	scopeHasLeader     = desc("pgleader_scope_has_leader", "1 while the scope has an open term whose advisory lock is held, else 0.", "scope")
+	scopeLeader        = desc("pgleader_scope_leader", "1 for the node that currently leads the scope; absent when the scope has no leader.", "scope", "node")
+	scopeHeartbeatAge  = desc("pgleader_scope_heartbeat_age_seconds", "Age of the scope's last heartbeat (database time) at the collector's read; absent if never beaten.", "scope")
+	scopeTenure        = desc("pgleader_scope_tenure_seconds", "How long the open term has lasted (0 when none).", "scope")
+	scopeLeaderless    = desc("pgleader_scope_leaderless_seconds", "How long the scope has had no leader, as observed by the collector (0 while led).", "scope")
+	scopeTrustWindow   = desc("pgleader_scope_trust_window_seconds", "Trust window the scope's holder runs with.", "scope")
+	scopeFollowers     = desc("pgleader_scope_followers", "Live candidate nodes of the scope other than the leader.", "scope")
+	scopeLockHolders   = desc("pgleader_scope_lock_holders", "Backends pg_locks shows holding the scope's advisory lock (normally 1 while led).", "scope")
+	scopeLockWaiters   = desc("pgleader_scope_lock_waiters", "Backends waiting for the scope's advisory lock.", "scope")
+	scopeSplitBrain    = desc("pgleader_scope_split_brain", "1 while the collector's split_brain check fires for the scope, else 0.", "scope")
+	scopeStaleLeader   = desc("pgleader_scope_stale_leader", "1 while the collector's stale_leader check fires for the scope, else 0.", "scope")
+	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open.", "scope")
+	fenceRejected      = desc("pgleader_fence_rejected_total", "Fenced writes the database refused (audit kind fence_rejected) since the collector started.", "scope")
+	nodeUp             = desc("pgleader_node_up", "1 when the node is live: not stopped and seen recently.", "node")
+	nodeLastSeenAge    = desc("pgleader_node_last_seen_age_seconds", "Age of the node's last_seen (database time) at the collector's read.", "node")
+	nodeLeader         = desc("pgleader_node_leader", "1 for each scope the node leads.", "node", "scope")
+	nodeStale          = desc("pgleader_node_stale", "1 while the collector's stale_node check fires for the node, else 0.", "node")
+	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
+	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
+	lockTableCapacity  = desc("pgleader_lock_table_capacity", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions).")
+	collectorUp        = desc("pgleader_collector_up", "1 when the collector's newest snapshot is fresh and the database readable, else 0.")
+	collectorSource    = desc("pgleader_collector_source", "Where the collector's picture comes from: 3 logical replication, 2 live (LISTEN), 1 polling only, 0 disconnected.")
+	collectorAge       = desc("pgleader_collector_snapshot_age_seconds", "Age of the collector's newest snapshot at the scrape.")
+	collectorLastOK    = desc("pgleader_collector_last_success_timestamp_seconds", "Unix time of the collector's last successful read.")
+	collectorPollDur   = desc("pgleader_collector_poll_duration_seconds", "Duration of the collector's last successful read.")
+	collectorPolls     = desc("pgleader_collector_polls_total", "Reads of the database the collector attempted.")
+	collectorPollErrs  = desc("pgleader_collector_poll_errors_total", "Reads of the database that failed.")
+	collectorNotifs    = desc("pgleader_collector_notifications_total", "leader_change notifications the collector received.")
+	collectorReconnect = desc("pgleader_collector_reconnects_total", "Times the collector reconnected to the database.")
+	collectorDropped   = desc("pgleader_collector_dropped_events_total", "Collector events slow subscribers missed.")
+	scrapeDuration     = desc("pgleader_exporter_scrape_duration_seconds", "Time the exporter took to build this scrape's metrics.")
+	scrapeSuccess      = desc("pgleader_exporter_scrape_success", "1 when the exporter had a collector snapshot to render, else 0.")
+)
+
+var allDescs = []*prometheus.Desc{
+	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
+	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeSplitBrain,
+	scopeStaleLeader, scopeHandoverGap, fenceRejected,
+	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale,
+	advisoryLocks, advisoryWaiters, lockTableCapacity,
+	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
+	collectorPollErrs, collectorNotifs, collectorReconnect, collectorDropped,
+	scrapeDuration, scrapeSuccess,
+}
+
+// Describe sends the descriptors of every metric the Exporter can emit.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d
+	}
+}
+
+// SourceValue is the value of pgleader_collector_source for a collector source:
+// 3 logical, 2 live, 1 polling, 0 disconnected (and for anything unknown), so that
+// higher is better and `< 2` means "notifications are not arriving".
+func SourceValue(s collector.Source) float64 {
+	switch s {
+	case collector.SourceLogical:
+		return 3
+	case collector.SourceLive:
+		return 2
+	case collector.SourcePolling:
+		return 1
+	}
+	return 0
+}
+
+// Collect renders the newest snapshot. With no snapshot it emits only
+// pgleader_collector_up 0 and the scrape metrics.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	began := time.Now()
+	snap := e.src.Snapshot()
+	ok := 0.0
+	if snap == nil {
+		gauge(ch, collectorUp, 0)
+	} else {
+		ok = 1
+		e.collectSnapshot(ch, snap)
+	}
+	gauge(ch, scrapeSuccess, ok)
+	gauge(ch, scrapeDuration, time.Since(began).Seconds())
+}
+
+// flags are the alert gauges of one scope or node.
+type flags struct{ splitBrain, staleLeader, staleNode bool }
+
+func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Snapshot) {
+	scopeFlags := map[string]*flags{}
+	nodeFlags := map[string]*flags{}
+	flag := func(m map[string]*flags, key string) *flags {
+		f := m[key]
+		if f == nil {
+			f = &flags{}
+			m[key] = f
+		}
+		return f
+	}
+	note := func(a collector.Alert) {
+		switch a.Kind {
+		case collector.AlertSplitBrain:
+			flag(scopeFlags, a.Scope).splitBrain = true
+		case collector.AlertStaleLeader:
+			flag(scopeFlags, a.Scope).staleLeader = true
+		case collector.AlertStaleNode:
+			flag(nodeFlags, a.Node).staleNode = true
+		}
+	}
+	for _, a := range s.Alerts {
+		note(a)
+	}
+
+	known := make(map[string]bool, len(s.Scopes))
+	for i := range s.Scopes {
+		sc := &s.Scopes[i]
+		known[sc.Name] = true
+		for _, a := range sc.Alerts {
+			if a.Scope == "" {
+				a.Scope = sc.Name
+			}
+			note(a)
+		}
+		f := flag(scopeFlags, sc.Name)
+		name := sc.Name
+		gauge(ch, scopeEpoch, float64(sc.Epoch), name)
+		gauge(ch, scopeHasLeader, b2f(sc.HasLeader()), name)
+		if sc.HasLeader() {
+			gauge(ch, scopeLeader, 1, name, sc.Leader)
+		}
+		if !sc.LastHeartbeat.IsZero() {
+			gauge(ch, scopeHeartbeatAge, sc.HeartbeatAge.Seconds(), name)
+		}
+		gauge(ch, scopeTenure, sc.Tenure.Seconds(), name)
+		gauge(ch, scopeLeaderless, sc.LeaderlessFor.Seconds(), name)
+		gauge(ch, scopeTrustWindow, sc.Timing.TrustWindow.Seconds(), name)
+		gauge(ch, scopeFollowers, float64(len(sc.Followers)), name)
+		gauge(ch, scopeLockHolders, float64(len(sc.LockPIDs)), name)
+		gauge(ch, scopeLockWaiters, float64(sc.Waiters), name)
+		gauge(ch, scopeSplitBrain, b2f(f.splitBrain), name)
+		gauge(ch, scopeStaleLeader, b2f(f.staleLeader), name)
+		if sc.OpenTerm != nil {
+			gauge(ch, scopeHandoverGap, sc.OpenTerm.HandoverGap.Seconds(), name)
+		}
+		// Every known scope gets its counter, 0 included, so that increase() sees
+		// the first rejection.
+		counter(ch, fenceRejected, float64(s.FenceRejected[name]), name)
+	}
+	for name, n := range s.FenceRejected {
+		if !known[name] {
+			counter(ch, fenceRejected, float64(n), name)
+		}
+	}
+
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		gauge(ch, nodeUp, b2f(n.Live), n.ID)
+		gauge(ch, nodeLastSeenAge, n.LastSeenAge.Seconds(), n.ID)
+		for j, scope := range n.Leads {
+			if !slices.Contains(n.Leads[:j], scope) { // a repeated series is a scrape error
+				gauge(ch, nodeLeader, 1, n.ID, scope)
+			}
+		}
+		gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
+	}
+
+	gauge(ch, advisoryLocks, float64(s.Locks.Advisory))
+	gauge(ch, advisoryWaiters, float64(s.Locks.Waiting))
+	if s.Locks.Capacity > 0 {
+		// Absent rather than 0 when unknown: the lock-pressure rule divides by it.
+		gauge(ch, lockTableCapacity, float64(s.Locks.Capacity))
+	}
+
+	h := s.Health
+	age := e.now().Sub(s.At)
+	fresh := !s.At.IsZero() && age <= e.staleAfter
+	gauge(ch, collectorUp, b2f(fresh && h.Source != collector.SourceDisconnected))
+	gauge(ch, collectorSource, SourceValue(h.Source))
+	if !s.At.IsZero() {
+		gauge(ch, collectorAge, max(age, 0).Seconds())
+	}
+	if !h.LastPoll.IsZero() {
+		gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
+	}
+	gauge(ch, collectorPollDur, h.PollDuration.Seconds())
+	counter(ch, collectorPolls, float64(h.Polls))
+	counter(ch, collectorPollErrs, float64(h.PollErrors))
+	counter(ch, collectorNotifs, float64(h.Notifications))
+	counter(ch, collectorReconnect, float64(h.Reconnects))
+	counter(ch, collectorDropped, float64(h.DroppedEvents))
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,164 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// detailLines is the scope detail view: everything the snapshot says about one
+// scope, its heartbeat-age history and its terms.
+func (m *Model) detailLines(w, h int) []string {
+	st := m.bodyStyles()
+	sc, ok := m.snap.Scope(m.detail)
+	name := "SCOPE " + m.detail
+	if m.stale() {
+		name += " · STALE"
+	}
+	if !ok {
+		title := m.paneTitle(st, m.focus, name, "esc back", w)
+		return []string{title, "", st.render(toneWarn, fitLine("  scope "+m.detail+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
+	}
+	label, vt := verdictLabel(sc.Verdict)
+	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
+
+	var lines []string
+	lines = append(lines, kv("verdict", st.render(vt, label)))
+	if sc.Leader != "" {
+		host := ""
+		if sc.LeaderHost != "" {
+			host = " on " + sc.LeaderHost
+		}
+		lines = append(lines, kv("leader", fmt.Sprintf("%s%s · epoch %d · since %s (tenure %s)",
+			sc.Leader, host, sc.Epoch, fmtClock(sc.AcquiredAt), fmtDur(sc.Tenure))))
+	} else {
+		text := fmt.Sprintf("none · epoch %d", sc.Epoch)
+		if sc.LeaderlessFor > 0 {
+			text += " · leaderless for " + fmtDur(sc.LeaderlessFor)
+		}
+		if !sc.ReleasedAt.IsZero() {
+			text += " · released at " + fmtClock(sc.ReleasedAt)
+		}
+		lines = append(lines, kv("leader", st.render(toneBad, text)))
+	}
+	lines = append(lines, kv("backends", m.backendsText(st, sc)))
+	hb := "—"
+	if sc.Leader != "" {
+		hb = st.render(heartbeatTone(sc.HeartbeatAge, sc.Timing), fmtDur(sc.HeartbeatAge)+" ago") +
+			" (at " + fmtStamp(sc.LastHeartbeat) + ")"
+	}
+	lines = append(lines, kv("heartbeat", hb))
+	lines = append(lines, kv("timing", timingText(sc.Timing)))
+	fol := st.render(toneWarn, "none: no candidate to take over")
+	if len(sc.Followers) > 0 {
+		fol = strings.Join(sc.Followers, ", ")
+	}
+	lines = append(lines, kv("followers", fol))
+	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
+	lines = append(lines, kv("lock key", fmt.Sprintf("%d (0x%016x)", sc.LockKey, uint64(sc.LockKey))))
+
+	// Heartbeat-age history.
+	if r := m.hb[sc.Name]; r != nil && (r.full || r.next > 0) {
+		vals := r.values()
+		if n := w - 2 - 12; len(vals) > n && n > 0 {
+			vals = vals[len(vals)-n:]
+		}
+		var peak, last = vals[0], vals[len(vals)-1]
+		for _, v := range vals {
+			peak = max(peak, v)
+		}
+		full := sc.Timing.TrustWindow
+		scale := "full bar = trust window " + fmtDur(full)
+		if full <= 0 {
+			scale = "full bar = peak"
+		}
+		lines = append(lines, kv("hb history", fmt.Sprintf("%s, %s · now %s · peak %s", plural(len(vals), "sample"), scale, fmtDurOrGap(last), fmtDurOrGap(peak))))
+		lines = append(lines, fitLine("  "+strings.Repeat(" ", 12)+sparkline(vals, full), w))
+	}
+
+	// Timeline strip for this scope.
+	if strip, legend := m.timelineLines(st, w, 2, []string{sc.Name}); len(strip) > 0 {
+		lines = append(lines, "", m.paneTitle(st, -1, "LAST "+fmtAxis(timelineWindow)+"  "+legend, "", w))
+		lines = append(lines, strip...)
+	}
+
+	lines = append(lines, "", m.paneTitle(st, -1, "ALERTS "+strconv.Itoa(len(sc.Alerts)), "", w))
+	if len(sc.Alerts) == 0 {
+		lines = append(lines, st.render(toneMuted, fitLine("  none", w)))
+	}
+	for _, a := range sc.Alerts {
+		lbl, t := severityLabel(a.Severity)
+		lines = append(lines, fitLine("  "+st.render(t, lbl+" "+string(a.Kind))+": "+a.Summary, w))
+		lines = append(lines, st.render(toneMuted, hintLine("    → ", a, w)))
+		if !a.Since.IsZero() {
+			lines = append(lines, st.render(toneMuted, fitLine("    since "+fmtClock(a.Since), w)))
+		}
+	}
+
+	terms := m.termsByScope[sc.Name]
+	lines = append(lines, "", m.paneTitle(st, -1, "TERMS "+strconv.Itoa(len(terms))+" (newest first)", "", w))
+	rows := make([]row, 0, len(terms))
+	for i := len(terms) - 1; i >= 0; i-- {
+		rows = append(rows, row{key: strconv.FormatInt(terms[i].Epoch, 10), cells: termCells(terms[i])})
+	}
+	tt := newTable(termColumns, "no terms in the snapshot")
+	tt.setRows(rows)
+	tt.cursor = -1 // no selection here
+	lines = append(lines, tt.render(st, w, max(1, len(rows)), false)...)
+
+	// Scroll the body, keep the title.
+	view := h - 1
+	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
+	hint := "esc back"
+	if len(lines) > view {
+		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · ↑↓ scroll · esc back"
+	}
+	title := m.paneTitle(st, m.focus, name, hint, w)
+	return append([]string{title}, lines[m.detailScroll:]...)
+}
+
+func fmtDurOrGap(d time.Duration) string {
+	if d < 0 {
+		return "no leader"
+	}
+	return fmtDur(d)
+}
+
+// backendsText compares the holder's backend with the lock's holders: a
+// mismatch is the split-brain signature.
+func (m *Model) backendsText(st *styles, sc collector.Scope) string {
+	holder := "holder pid —"
+	if sc.HolderPID > 0 {
+		holder = "holder pid " + strconv.Itoa(sc.HolderPID)
+	}
+	var pids []string
+	match := len(sc.LockPIDs) == 1 && sc.LockPIDs[0] == sc.HolderPID
+	for _, p := range sc.LockPIDs {
+		pids = append(pids, strconv.Itoa(p))
+	}
+	lock := "lock held by nobody"
+	if len(pids) > 0 {
+		lock = "lock pids " + strings.Join(pids, ", ")
+	}
+	switch {
+	case len(pids) == 0 && sc.Leader != "":
+		lock = st.render(toneBad, lock+" ✖ (a term is open)")
+	case len(pids) > 0 && !match:
+		lock = st.render(toneCrit, lock+" ✖ (≠ holder)")
+	}
+	return holder + " · " + lock + " · " + strconv.Itoa(sc.Waiters) + " waiting"
+}
+
+func timingText(t collector.Timing) string {
+	if t.HeartbeatInterval <= 0 {
+		return "unknown (no holder)"
+	}
+	s := "interval " + fmtDur(t.HeartbeatInterval)
+	if t.HeartbeatTimeout > 0 {
+		s += " · timeout " + fmtDur(t.HeartbeatTimeout)
+	}
+	return s + " · trust " + fmtDur(t.TrustWindow) + " · lease " + fmtDur(t.SessionLease)
+}

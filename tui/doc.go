@@ -1,0 +1,30 @@
+// Package tui is pgleader's on-call dashboard (`pgleader top`), written with
+// Bubble Tea.
+//
+// The dashboard renders nothing but collector output: it reads immutable
+// [collector.Snapshot]s and the ordered [collector.Event] stream through the
+// [Feed] interface, which *collector.Collector satisfies, and never talks to
+// PostgreSQL or to the nodes itself. Operator actions (evicting a leader) and
+// the demo's fault keys come in through two optional interfaces, [Actions] and
+// [Faults]; without them the dashboard is strictly read-only.
+//
+// Layout, top to bottom: a header with one verdict per scope (glyph + word, so
+// it reads without colour), the alert banner, then the panes — scopes, nodes,
+// terms (a timeline strip per scope and the recent terms) and the event log —
+// and a footer with the status line and the key help. Below 100×32 the layout
+// is compact: the terms pane takes the nodes pane's place while it has the
+// focus (tab). Enter on a scope opens its detail view; ? lists every key.
+//
+// Data handling rules, for the 3 a.m. reader:
+//
+//   - The last good snapshot always stays on screen. When the collector reports
+//     it is disconnected or failing, the data is dimmed and the error is shown in
+//     the status line; the screen is never blanked.
+//   - Pausing (space) stops applying snapshots but keeps collecting events, which
+//     are appended when the pause ends.
+//   - Cursors follow a row's key (scope name, node id), not its index, so a
+//     refresh that reorders or adds rows does not move the selection.
+//
+// [RenderOnce] renders one frame as plain text or the data as JSON for
+// `pgleader top --once`.
+package tui

@@ -1,0 +1,287 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+const eventLogCap = 1000
+
+// logEntry is one event and its rendered line (rendered once, on arrival).
+type logEntry struct {
+	ev   collector.Event
+	line string
+	tone tone
+}
+
+// eventLog is the scrollable event log: newest at the bottom, following the
+// tail unless the operator scrolled up.
+type eventLog struct {
+	entries []logEntry
+	shown   []int // indexes of entries passing the filter
+	filter  string
+	vp      viewport.Model
+	follow  bool
+	dirty   bool // shown lines must be handed to the viewport again
+	look    *styles
+}
+
+func newEventLog() eventLog {
+	vp := viewport.New()
+	vp.MouseWheelEnabled = false
+	return eventLog{vp: vp, follow: true, dirty: true}
+}
+
+// add appends events. Only the new entries are matched against the filter;
+// the log is trimmed back to eventLogCap once it is a quarter over, so a burst
+// costs O(burst), not O(burst × log).
+func (l *eventLog) add(evs ...collector.Event) {
+	for _, e := range evs {
+		line, t := eventLine(e)
+		l.entries = append(l.entries, logEntry{ev: e, line: line, tone: t})
+		if l.matches(len(l.entries) - 1) {
+			l.shown = append(l.shown, len(l.entries)-1)
+		}
+	}
+	if len(l.entries) > eventLogCap+eventLogCap/4 {
+		drop := len(l.entries) - eventLogCap
+		l.entries = append(l.entries[:0], l.entries[drop:]...)
+		l.reindex()
+	}
+	l.dirty = true
+}
+
+func (l *eventLog) setFilter(f string) {
+	if f == l.filter {
+		return
+	}
+	l.filter = f
+	l.reindex()
+}
+
+func (l *eventLog) matches(i int) bool {
+	if l.filter == "" {
+		return true
+	}
+	f := strings.ToLower(l.filter)
+	e := l.entries[i].ev
+	return strings.Contains(strings.ToLower(e.Scope), f) ||
+		strings.Contains(strings.ToLower(e.Node), f) ||
+		strings.Contains(strings.ToLower(e.PrevHolder), f)
+}
+
+func (l *eventLog) reindex() {
+	l.shown = l.shown[:0]
+	for i := range l.entries {
+		if l.matches(i) {
+			l.shown = append(l.shown, i)
+		}
+	}
+	l.dirty = true
+}
+
+func (l *eventLog) scroll(msg tea.KeyPressMsg, k keyMap) {
+	switch {
+	case key.Matches(msg, k.Up):
+		l.vp.ScrollUp(1)
+	case key.Matches(msg, k.Down):
+		l.vp.ScrollDown(1)
+	case key.Matches(msg, k.PageUp):
+		l.vp.PageUp()
+	case key.Matches(msg, k.PageDown):
+		l.vp.PageDown()
+	case key.Matches(msg, k.Top):
+		l.vp.GotoTop()
+	case key.Matches(msg, k.Bottom):
+		l.vp.GotoBottom()
+	}
+	l.follow = l.vp.AtBottom()
+}
+
+// render returns height lines of the log, width wide.
+func (l *eventLog) render(st *styles, width, height int) []string {
+	if height <= 0 {
+		return nil
+	}
+	resized := l.vp.Width() != width || l.vp.Height() != height
+	if resized {
+		l.vp.SetWidth(width)
+		l.vp.SetHeight(height)
+	}
+	if l.dirty || l.look != st {
+		l.look = st
+		lines := make([]string, len(l.shown))
+		for i, idx := range l.shown {
+			lines[i] = l.entries[idx].line
+		}
+		l.vp.SetContentLines(lines)
+		shown := l.shown
+		l.vp.StyleLineFunc = func(i int) lipgloss.Style {
+			if i < len(shown) {
+				return st.tones[l.entries[shown[i]].tone]
+			}
+			return lipgloss.NewStyle()
+		}
+		l.dirty = false
+	}
+	if l.follow {
+		l.vp.GotoBottom()
+	}
+	if len(l.shown) == 0 {
+		out := []string{st.render(toneMuted, fitLine("  no events yet", width))}
+		for len(out) < height {
+			out = append(out, strings.Repeat(" ", width))
+		}
+		return out
+	}
+	return strings.Split(l.vp.View(), "\n")
+}
+
+func (l *eventLog) hint() string {
+	if len(l.shown) == 0 {
+		return ""
+	}
+	s := strconv.Itoa(len(l.shown))
+	if l.follow {
+		return s + " · following"
+	}
+	return s + " · scrolled (end follows)"
+}
+
+// eventLine renders one event as a log line and says what it means.
+func eventLine(e collector.Event) (string, tone) {
+	var b strings.Builder
+	b.WriteString("  ")
+	b.WriteString(fmtStamp(e.At))
+	b.WriteString("  ")
+	kind := string(e.Kind)
+	t := toneNone
+	var what string
+	switch e.Kind {
+	case collector.EventElected:
+		kind = "★ elected"
+		what = e.Node + " leads " + e.Scope + " at epoch " + strconv.FormatInt(e.Epoch, 10)
+		if e.PrevHolder != "" {
+			what += " (was " + e.PrevHolder + ")"
+		}
+	case collector.EventReleased:
+		kind = "○ released"
+		what = e.Node + " released " + e.Scope + " epoch " + strconv.FormatInt(e.Epoch, 10)
+	case collector.EventTermClosed:
+		kind = "✖ term closed"
+		what = e.Scope + " epoch " + strconv.FormatInt(e.Epoch, 10) + " of " + e.Node + " closed by its successor"
+		t = toneWarn
+	case collector.EventFenceRejected:
+		kind = "‼ fence rejected"
+		what = "database refused a write by " + e.Node + " on " + e.Scope + " at stale epoch " + strconv.FormatInt(e.Epoch, 10)
+		t = toneBad
+	case collector.EventAlertFiring:
+		kind = "▲ alert"
+		t = toneWarn
+		if e.Alert != nil {
+			if e.Alert.Severity == collector.SeverityCritical {
+				kind, t = "‼ alert", toneBad
+			}
+			what = string(e.Alert.Kind) + ": " + e.Alert.Summary
+		}
+	case collector.EventAlertResolved:
+		kind = "✔ resolved"
+		t = toneOK
+		if e.Alert != nil {
+			what = string(e.Alert.Kind) + ": " + e.Alert.Summary
+		}
+	case collector.EventNodeJoined:
+		kind = "+ node joined"
+		what = e.Node
+		t = toneMuted
+	case collector.EventNodeLeft:
+		kind = "- node left"
+		what = e.Node
+		t = toneWarn
+	case collector.EventSourceChanged:
+		kind = "◐ source"
+		t = toneWarn
+	case collector.EventHeartbeatLate:
+		kind = "▲ heartbeat late"
+		what = e.Scope + " leader " + e.Node
+		t = toneWarn
+	case collector.EventEvicted:
+		kind = "⏏ evicted"
+		what = e.Node + " evicted from " + e.Scope
+		if e.Epoch != 0 {
+			what += " at epoch " + strconv.FormatInt(e.Epoch, 10)
+		}
+		t = toneWarn
+	case collector.EventEvictFailed:
+		kind = "✖ evict failed"
+		what = e.Node + " on " + e.Scope
+		t = toneBad
+	case eventAction:
+		kind = "» action"
+		t = toneWarn
+	case eventFault:
+		kind = "» fault"
+		t = toneCrit
+	case eventNote:
+		kind = "» demo"
+		t = toneWarn
+	}
+	b.WriteString(padRight(kind, 16))
+	b.WriteString(" ")
+	if what == "" {
+		parts := make([]string, 0, 3)
+		for _, s := range []string{e.Scope, e.Node} {
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		what = strings.Join(parts, " ")
+	}
+	b.WriteString(what)
+	for _, s := range []string{e.Detail, e.Reason} {
+		if s != "" {
+			if what != "" {
+				b.WriteString(": ")
+			}
+			b.WriteString(s)
+			what = s
+		}
+	}
+	if strings.HasPrefix(e.Reason, "error:") {
+		t = toneBad
+	}
+	return b.String(), t
+}
+
+// ring keeps the last n samples of a duration; a negative sample is a gap.
+type ring struct {
+	buf  []time.Duration
+	next int
+	full bool
+}
+
+func newRing(n int) *ring { return &ring{buf: make([]time.Duration, n)} }
+
+func (r *ring) push(v time.Duration) {
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % len(r.buf)
+	if r.next == 0 {
+		r.full = true
+	}
+}
+
+// values returns the samples oldest first.
+func (r *ring) values() []time.Duration {
+	if !r.full {
+		return append([]time.Duration(nil), r.buf[:r.next]...)
+	}
+	return append(append([]time.Duration(nil), r.buf[r.next:]...), r.buf[:r.next]...)
+}

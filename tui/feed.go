@@ -1,0 +1,83 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// Feed is what the dashboard reads; *collector.Collector satisfies it.
+type Feed interface {
+	// Snapshot returns the latest snapshot, or nil before the first read.
+	Snapshot() *collector.Snapshot
+	// Updates delivers snapshots, latest wins (a slow reader skips some). The
+	// channel is closed when the collector stops; the func unsubscribes.
+	Updates() (<-chan *collector.Snapshot, func())
+	// Subscribe delivers the ordered event stream with the given buffer; the func
+	// unsubscribes.
+	Subscribe(buffer int) (<-chan collector.Event, func())
+	// Refresh asks for a read now.
+	Refresh()
+	// SetPollInterval changes the poll interval.
+	SetPollInterval(time.Duration)
+	// PollInterval returns the poll interval.
+	PollInterval() time.Duration
+}
+
+// Actions are operator actions, enabled only with --allow-actions; a nil
+// Actions makes the dashboard read-only. The dashboard asks y/N before each.
+type Actions interface {
+	// Evict terminates the backend of the scope holder's leadership session, so
+	// that a follower takes over. It is also the "step down" action.
+	Evict(ctx context.Context, scope, reason string) error
+}
+
+// Faults are the demo's fault keys (nil outside `pgleader demo`). A fault acts
+// on the selected scope without confirmation.
+type Faults interface {
+	// Keys lists the fault keys, e.g. {Key: "k", Help: "kill -9 leader"}. A key
+	// the dashboard already uses is ignored (and said so in the event log).
+	Keys() []FaultKey
+	// Do runs the fault bound to key against scope and returns a one-line
+	// message for the event log.
+	Do(ctx context.Context, key string, scope string) (string, error)
+}
+
+// FaultKey is one fault key and its help text.
+type FaultKey struct{ Key, Help string }
+
+// Options configure the dashboard. The zero value is a read-only dashboard.
+type Options struct {
+	// Database names the database while nothing has been read yet
+	// ("connecting to <Database>…"); afterwards Health.Database is shown.
+	Database string
+	// Actions enables operator actions (nil = read-only).
+	Actions Actions
+	// Faults enables the demo's fault keys (nil = none).
+	Faults Faults
+	// NoColor renders without colours (glyphs and words still say everything).
+	// The NO_COLOR environment variable has the same effect.
+	NoColor bool
+	// Now is the wall clock, for "updated Ns ago"; tests fix it. Default time.Now.
+	Now func() time.Time
+	// Title is the header's first word. Default "pgleader top".
+	Title string
+	// Notes, when set, are lines for the event log from outside the collector
+	// (the demo reports measured failover times through it).
+	Notes <-chan string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Title == "" {
+		o.Title = "pgleader top"
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		o.NoColor = true
+	}
+	return o
+}

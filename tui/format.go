@@ -1,0 +1,223 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+const ellipsis = "…"
+
+// textWidth is the display width of s (ANSI aware), with an ASCII fast path:
+// most cells are plain ASCII and this runs for every visible cell.
+func textWidth(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
+}
+
+// truncate cuts s to at most w columns, marking the cut with "…".
+func truncate(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if textWidth(s) <= w {
+		return s
+	}
+	return ansi.Truncate(s, w, ellipsis)
+}
+
+// padRight truncates or pads s to exactly w columns.
+func padRight(s string, w int) string {
+	s = truncate(s, w)
+	if n := w - textWidth(s); n > 0 {
+		return s + strings.Repeat(" ", n)
+	}
+	return s
+}
+
+// padLeft truncates or left-pads s to exactly w columns.
+func padLeft(s string, w int) string {
+	s = truncate(s, w)
+	if n := w - textWidth(s); n > 0 {
+		return strings.Repeat(" ", n) + s
+	}
+	return s
+}
+
+// fitLine truncates or pads a (possibly styled) line to exactly w columns.
+func fitLine(s string, w int) string {
+	sw := textWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, ellipsis)
+	}
+	if sw < w {
+		return s + strings.Repeat(" ", w-sw)
+	}
+	return s
+}
+
+// fmtDur renders a duration for a narrow cell: 0.4s, 9.9s, 42s, 3m12s, 2h05m, 3d04h.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < 10*time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+}
+
+// fmtInterval renders a poll interval: 100ms, 1.5s, 1m.
+func fmtInterval(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return strconv.Itoa(int(d/time.Millisecond)) + "ms"
+	case d < time.Minute:
+		return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(d.Seconds(), 'f', 1, 64), "0"), ".") + "s"
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// fmtClock renders a time of day (seconds); "—" for the zero time.
+func fmtClock(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.Format("15:04:05")
+}
+
+// fmtStamp renders an event timestamp, HH:MM:SS.mmm.
+func fmtStamp(t time.Time) string {
+	return t.Format("15:04:05.000")
+}
+
+// verdictLabel is the glyph + word of a verdict, readable without colour.
+func verdictLabel(v collector.Verdict) (string, tone) {
+	switch v {
+	case collector.VerdictOK:
+		return "✔ OK", toneOK
+	case collector.VerdictDegraded:
+		return "▲ DEGRADED", toneWarn
+	case collector.VerdictNoLeader:
+		return "✖ NO LEADER", toneBad
+	case collector.VerdictSplitBrain:
+		return "‼ SPLIT BRAIN", toneCrit
+	case "":
+		return "? UNKNOWN", toneMuted
+	default:
+		return "? " + string(v), toneMuted
+	}
+}
+
+// verdictRank orders verdicts worst first.
+func verdictRank(v collector.Verdict) int {
+	switch v {
+	case collector.VerdictSplitBrain:
+		return 0
+	case collector.VerdictNoLeader:
+		return 1
+	case collector.VerdictDegraded:
+		return 2
+	case collector.VerdictOK:
+		return 4
+	default:
+		return 3
+	}
+}
+
+// severityLabel is the glyph + word of an alert severity.
+func severityLabel(s collector.Severity) (string, tone) {
+	switch s {
+	case collector.SeverityCritical:
+		return "‼ CRITICAL", toneBad
+	case collector.SeverityWarning:
+		return "▲ WARNING", toneWarn
+	default:
+		return "• " + strings.ToUpper(string(s)), toneMuted
+	}
+}
+
+// sourceLabel describes where the data comes from.
+func sourceLabel(s collector.Source) (string, tone) {
+	switch s {
+	case collector.SourceLive:
+		return "● live", toneOK
+	case collector.SourceLogical:
+		return "● logical", toneOK
+	case collector.SourcePolling:
+		return "◐ polling (LISTEN down)", toneWarn
+	case collector.SourceDisconnected:
+		return "✖ DISCONNECTED", toneBad
+	case "":
+		return "? source", toneMuted
+	default:
+		return "? " + string(s), toneMuted
+	}
+}
+
+// heartbeatTone judges a heartbeat age against the holder's own timing:
+// up to two intervals is normal, up to the trust window is late, beyond it the
+// holder's gate is closed (or should be) while it may still hold the lock.
+func heartbeatTone(age time.Duration, t collector.Timing) tone {
+	if t.HeartbeatInterval <= 0 {
+		return toneNone
+	}
+	switch {
+	case age <= 2*t.HeartbeatInterval:
+		return toneOK
+	case t.TrustWindow <= 0 || age <= t.TrustWindow:
+		return toneWarn
+	default:
+		return toneBad
+	}
+}
+
+// sparkline renders values as block heights, full = max.
+func sparkline(vals []time.Duration, full time.Duration) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	runes := []rune(bars)
+	if full <= 0 {
+		for _, v := range vals {
+			full = max(full, v)
+		}
+	}
+	var b strings.Builder
+	for _, v := range vals {
+		if v < 0 {
+			b.WriteByte(' ')
+			continue
+		}
+		i := 0
+		if full > 0 {
+			i = int(float64(v) / float64(full) * float64(len(runes)-1))
+		}
+		b.WriteRune(runes[min(max(i, 0), len(runes)-1)])
+	}
+	return b.String()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

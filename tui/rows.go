@@ -1,0 +1,429 @@
+package tui
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// Scopes table columns.
+const (
+	scName = iota
+	scVerdict
+	scLeader
+	scEpoch
+	scTenure
+	scHeartbeat
+	scFollowers
+	scAlerts
+)
+
+var scopeColumns = []column{
+	scName:      {title: "SCOPE", min: 8, max: 28},
+	scVerdict:   {title: "VERDICT", min: 11},
+	scLeader:    {title: "LEADER", min: 8, max: 24},
+	scEpoch:     {title: "EPOCH", min: 5, right: true},
+	scTenure:    {title: "TENURE", min: 6, right: true, drop: 2},
+	scHeartbeat: {title: "HB AGE", min: 6, right: true},
+	scFollowers: {title: "FOLLOWERS", min: 6, max: 40, drop: 3},
+	scAlerts:    {title: "ALERTS", min: 6, max: 30, drop: 1},
+}
+
+// Nodes table columns.
+const (
+	ndID = iota
+	ndHost
+	ndPID
+	ndState
+	ndRoles
+	ndSeen
+	ndVersion
+)
+
+var nodeColumns = []column{
+	ndID:      {title: "NODE", min: 8, max: 24},
+	ndHost:    {title: "HOST", min: 6, max: 24, drop: 2},
+	ndPID:     {title: "PID", min: 5, right: true, drop: 3},
+	ndState:   {title: "STATE", min: 7},
+	ndRoles:   {title: "ROLES", min: 10, max: 60},
+	ndSeen:    {title: "SEEN", min: 5, right: true},
+	ndVersion: {title: "VERSION", min: 7, max: 16, drop: 1},
+}
+
+// Terms table columns.
+const (
+	tmEpoch = iota
+	tmScope
+	tmLeader
+	tmStarted
+	tmHeld
+	tmEnded
+	tmGap
+)
+
+var termColumns = []column{
+	tmEpoch:   {title: "EPOCH", min: 5, right: true},
+	tmScope:   {title: "SCOPE", min: 8, max: 24},
+	tmLeader:  {title: "LEADER", min: 8, max: 24},
+	tmStarted: {title: "STARTED", min: 8},
+	tmHeld:    {title: "HELD FOR", min: 6, right: true},
+	tmEnded:   {title: "ENDED BY", min: 8, max: 18},
+	tmGap:     {title: "GAP", min: 4, right: true, drop: 1},
+}
+
+// sortState is a table's sort: an index into the table's sort orders and a
+// direction.
+type sortState struct {
+	col  int
+	desc bool
+}
+
+// scopeSorts lists the scope sort orders in the order s cycles through them.
+// The first is the default: the worst verdict on top.
+var scopeSorts = []struct {
+	col int
+	cmp func(a, b *collector.Scope) int
+}{
+	{scVerdict, func(a, b *collector.Scope) int { return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict)) }},
+	{scName, func(a, b *collector.Scope) int { return 0 }}, // the tie-break is the name
+	{scLeader, func(a, b *collector.Scope) int { return cmp.Compare(a.Leader, b.Leader) }},
+	{scEpoch, func(a, b *collector.Scope) int { return cmp.Compare(a.Epoch, b.Epoch) }},
+	{scTenure, func(a, b *collector.Scope) int { return cmp.Compare(a.Tenure, b.Tenure) }},
+	{scHeartbeat, func(a, b *collector.Scope) int { return cmp.Compare(a.HeartbeatAge, b.HeartbeatAge) }},
+	{scAlerts, func(a, b *collector.Scope) int { return cmp.Compare(len(b.Alerts), len(a.Alerts)) }},
+}
+
+var nodeSorts = []struct {
+	col int
+	cmp func(a, b *collector.Node) int
+}{
+	{ndID, func(a, b *collector.Node) int { return 0 }},
+	{ndState, func(a, b *collector.Node) int { return cmp.Compare(nodeStateRank(a), nodeStateRank(b)) }},
+	{ndHost, func(a, b *collector.Node) int { return cmp.Compare(a.Hostname, b.Hostname) }},
+	{ndRoles, func(a, b *collector.Node) int { return cmp.Compare(len(b.Leads), len(a.Leads)) }},
+	{ndSeen, func(a, b *collector.Node) int { return cmp.Compare(a.LastSeenAge, b.LastSeenAge) }},
+	{ndVersion, func(a, b *collector.Node) int { return cmp.Compare(a.Version, b.Version) }},
+}
+
+// cycleSort moves the focused table to its next sort order, or reverses it.
+func (m *Model) cycleSort(reverse bool) {
+	var st *sortState
+	var n int
+	var name string
+	switch m.focus {
+	case paneScopes:
+		st, n = &m.scopeSort, len(scopeSorts)
+	case paneNodes:
+		st, n = &m.nodeSort, len(nodeSorts)
+	default:
+		m.setStatus(m.focus.String()+" are in time order (newest "+map[bool]string{true: "first", false: "last"}[m.focus == paneTerms]+")", toneNone)
+		return
+	}
+	if reverse {
+		st.desc = !st.desc
+	} else {
+		st.col = (st.col + 1) % n
+		st.desc = false
+	}
+	m.invalidate()
+	m.ensureRows()
+	if m.focus == paneScopes {
+		name = scopeColumns[scopeSorts[st.col].col].title
+	} else {
+		name = nodeColumns[nodeSorts[st.col].col].title
+	}
+	dir := "ascending"
+	if st.desc {
+		dir = "descending"
+	}
+	m.setStatus("sorted by "+strings.ToLower(name)+", "+dir, toneNone)
+}
+
+// ensureRows rebuilds the table rows when the snapshot, the filter, the
+// problems toggle or a sort changed; otherwise it does nothing, so renders do
+// not re-sort.
+func (m *Model) ensureRows() {
+	if m.rowsValid {
+		return
+	}
+	m.rowsValid = true
+	if m.snap == nil {
+		return
+	}
+	m.scopes.setRows(m.scopeRows())
+	m.nodes.setRows(m.nodeRows())
+	m.terms.setRows(m.termRows())
+	m.events.setFilter(m.filter)
+}
+
+func scopeProblem(sc *collector.Scope) bool {
+	return sc.Verdict != collector.VerdictOK || len(sc.Alerts) > 0
+}
+
+func (m *Model) visibleScopes() []*collector.Scope {
+	out := make([]*collector.Scope, 0, len(m.snap.Scopes))
+	for i := range m.snap.Scopes {
+		sc := &m.snap.Scopes[i]
+		if m.problems && !scopeProblem(sc) {
+			continue
+		}
+		if m.filter != "" && !m.matchesFilter(append([]string{sc.Name, sc.Leader}, sc.Followers...)...) {
+			continue
+		}
+		out = append(out, sc)
+	}
+	by := scopeSorts[m.scopeSort.col]
+	desc := m.scopeSort.desc
+	slices.SortStableFunc(out, func(a, b *collector.Scope) int {
+		c := by.cmp(a, b)
+		if c == 0 {
+			c = cmp.Compare(a.Name, b.Name)
+		}
+		if desc {
+			return -c
+		}
+		return c
+	})
+	m.scopes.sortCol, m.scopes.sortDesc = by.col, desc
+	return out
+}
+
+func (m *Model) scopeRows() []row {
+	scs := m.visibleScopes()
+	rows := make([]row, len(scs))
+	for i, sc := range scs {
+		rows[i] = row{key: sc.Name, cells: scopeCells(sc)}
+	}
+	return rows
+}
+
+func scopeCells(sc *collector.Scope) []cell {
+	c := make([]cell, len(scopeColumns))
+	c[scName] = cell{text: sc.Name}
+	v, t := verdictLabel(sc.Verdict)
+	c[scVerdict] = cell{text: v, tone: t}
+	if sc.Leader != "" {
+		c[scLeader] = cell{text: sc.Leader}
+		c[scTenure] = cell{text: fmtDur(sc.Tenure)}
+		c[scHeartbeat] = cell{text: fmtDur(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
+	} else {
+		text := "—"
+		if sc.LeaderlessFor > 0 {
+			text = "— for " + fmtDur(sc.LeaderlessFor)
+		}
+		c[scLeader] = cell{text: text, tone: toneBad}
+		c[scTenure] = cell{text: "—", tone: toneMuted}
+		c[scHeartbeat] = cell{text: "—", tone: toneMuted}
+	}
+	c[scEpoch] = cell{text: strconv.FormatInt(sc.Epoch, 10)}
+	if len(sc.Followers) == 0 {
+		c[scFollowers] = cell{text: "none", tone: toneWarn}
+	} else {
+		c[scFollowers] = cell{text: strconv.Itoa(len(sc.Followers)) + ": " + strings.Join(sc.Followers, ",")}
+	}
+	c[scAlerts] = alertCell(sc.Alerts)
+	return c
+}
+
+// alertCell summarises a scope's alerts: the worst kind and how many more.
+func alertCell(as []collector.Alert) cell {
+	if len(as) == 0 {
+		return cell{text: "—", tone: toneMuted}
+	}
+	worst := as[0]
+	for _, a := range as[1:] {
+		if a.Severity == collector.SeverityCritical && worst.Severity != collector.SeverityCritical {
+			worst = a
+		}
+	}
+	t := toneWarn
+	if worst.Severity == collector.SeverityCritical {
+		t = toneBad
+	}
+	text := string(worst.Kind)
+	if len(as) > 1 {
+		text += " +" + strconv.Itoa(len(as)-1)
+	}
+	return cell{text: text, tone: t}
+}
+
+func nodeStateRank(n *collector.Node) int {
+	switch {
+	case !n.Live && n.StoppedAt.IsZero():
+		return 0 // stale: vanished without stopping
+	case !n.StoppedAt.IsZero():
+		return 2
+	default:
+		return 1
+	}
+}
+
+func (m *Model) nodeProblem(n *collector.Node) bool {
+	return (!n.Live && n.StoppedAt.IsZero()) || m.nodeAlerts[n.ID] > 0
+}
+
+func (m *Model) nodeRows() []row {
+	ns := make([]*collector.Node, 0, len(m.snap.Nodes))
+	for i := range m.snap.Nodes {
+		n := &m.snap.Nodes[i]
+		if m.problems && !m.nodeProblem(n) {
+			continue
+		}
+		if m.filter != "" && !m.matchesFilter(append([]string{n.ID, n.Hostname}, n.Scopes...)...) {
+			continue
+		}
+		ns = append(ns, n)
+	}
+	by := nodeSorts[m.nodeSort.col]
+	desc := m.nodeSort.desc
+	slices.SortStableFunc(ns, func(a, b *collector.Node) int {
+		c := by.cmp(a, b)
+		if c == 0 {
+			c = cmp.Compare(a.ID, b.ID)
+		}
+		if desc {
+			return -c
+		}
+		return c
+	})
+	m.nodes.sortCol, m.nodes.sortDesc = by.col, desc
+	rows := make([]row, len(ns))
+	for i, n := range ns {
+		rows[i] = row{key: n.ID, cells: m.nodeCells(n)}
+	}
+	return rows
+}
+
+func (m *Model) nodeCells(n *collector.Node) []cell {
+	c := make([]cell, len(nodeColumns))
+	c[ndID] = cell{text: n.ID}
+	c[ndHost] = cell{text: n.Hostname}
+	if n.OSPID > 0 {
+		c[ndPID] = cell{text: strconv.Itoa(n.OSPID)}
+	}
+	switch nodeStateRank(n) {
+	case 0:
+		c[ndState] = cell{text: "✖ stale", tone: toneBad}
+	case 2:
+		c[ndState] = cell{text: "■ stopped", tone: toneMuted}
+	default:
+		c[ndState] = cell{text: "● live", tone: toneOK}
+	}
+	if k := m.nodeAlerts[n.ID]; k > 0 && c[ndState].tone != toneBad {
+		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
+	}
+	c[ndRoles] = cell{text: rolesText(n)}
+	seen := cell{text: fmtDur(n.LastSeenAge)}
+	if !n.Live && n.StoppedAt.IsZero() {
+		seen.tone = toneBad
+	}
+	c[ndSeen] = seen
+	c[ndVersion] = cell{text: n.Version}
+	return c
+}
+
+// rolesText is a node's roles, leaderships first: "billing:L reports:F".
+func rolesText(n *collector.Node) string {
+	if len(n.Scopes) == 0 && len(n.Leads) == 0 {
+		return "—"
+	}
+	var b strings.Builder
+	leads := map[string]bool{}
+	for _, s := range n.Leads {
+		leads[s] = true
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+		b.WriteString(":L")
+	}
+	for _, s := range n.Scopes {
+		if leads[s] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+		b.WriteString(":F")
+	}
+	return b.String()
+}
+
+func (m *Model) termRows() []row {
+	var problem map[string]bool
+	if m.problems {
+		problem = map[string]bool{}
+		for i := range m.snap.Scopes {
+			if scopeProblem(&m.snap.Scopes[i]) {
+				problem[m.snap.Scopes[i].Name] = true
+			}
+		}
+	}
+	terms := m.snap.Terms
+	rows := make([]row, 0, len(terms))
+	for _, t := range terms {
+		if problem != nil && !problem[t.Scope] {
+			continue
+		}
+		if !m.matchesFilter(t.Scope, t.Holder) {
+			continue
+		}
+		rows = append(rows, row{key: t.Scope + "\x00" + strconv.FormatInt(t.Epoch, 10), cells: termCells(t)})
+	}
+	return rows
+}
+
+func termCells(t collector.Term) []cell {
+	c := make([]cell, len(termColumns))
+	c[tmEpoch] = cell{text: strconv.FormatInt(t.Epoch, 10)}
+	c[tmScope] = cell{text: t.Scope}
+	c[tmLeader] = cell{text: t.Holder}
+	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}
+	c[tmHeld] = cell{text: fmtDur(t.HeldFor)}
+	if t.Open() {
+		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
+	} else {
+		c[tmEnded] = cell{text: t.EndedBy, tone: endedTone(t.EndedBy)}
+	}
+	if t.HandoverGap > 0 {
+		c[tmGap] = cell{text: fmtDur(t.HandoverGap)}
+	} else {
+		c[tmGap] = cell{text: "—", tone: toneMuted}
+	}
+	return c
+}
+
+// endedTone: a clean hand-over is normal; anything else is worth a look.
+func endedTone(reason string) tone {
+	switch reason {
+	case "resigned", "shutdown", "":
+		return toneNone
+	case "crashed", "heartbeat_timeout":
+		return toneBad
+	default:
+		return toneWarn
+	}
+}
+
+func sortTermsByStart(ts []collector.Term) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		if !ts[i].AcquiredAt.Equal(ts[j].AcquiredAt) {
+			return ts[i].AcquiredAt.Before(ts[j].AcquiredAt)
+		}
+		return ts[i].Epoch < ts[j].Epoch
+	})
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,113 @@
+package tui
+
+import (
+	"charm.land/bubbles/v2/help"
+	"charm.land/lipgloss/v2"
+)
+
+// tone is the meaning of a piece of text; a style set maps it to a look.
+// Keeping meaning and look apart lets one render path serve colour, NO_COLOR
+// and the dimmed "data may be stale" mode.
+type tone uint8
+
+const (
+	toneNone tone = iota
+	toneOK
+	toneWarn
+	toneBad
+	toneCrit // split brain: louder than bad
+	toneMuted
+	toneHolder0 // toneHolder0+i: the i-th holder in the terms timeline
+	toneHolder1
+	toneHolder2
+	toneHolder3
+)
+
+const holderTones = 4
+
+// styles is one look. Styles are built once per (noColor, dim) pair.
+type styles struct {
+	tones [toneHolder3 + 1]lipgloss.Style
+	plain [toneHolder3 + 1]bool // the tone adds no escape codes: skip Render
+
+	title      lipgloss.Style // "pgleader top"
+	paneTitle  lipgloss.Style
+	paneFocus  lipgloss.Style // title of the focused pane
+	colHeader  lipgloss.Style
+	cursor     lipgloss.Style // selected row in the focused pane
+	cursorIdle lipgloss.Style // selected row elsewhere
+	paused     lipgloss.Style
+	critical   lipgloss.Style // alert banner, critical
+	warning    lipgloss.Style // alert banner, warning
+	modal      lipgloss.Style
+	key        lipgloss.Style
+	status     lipgloss.Style
+	errorText  lipgloss.Style
+	help       help.Model
+}
+
+func newStyles(noColor, dim bool) *styles {
+	s := &styles{}
+	base := lipgloss.NewStyle()
+	if dim {
+		base = base.Faint(true)
+	}
+	color := func(st lipgloss.Style, c string) lipgloss.Style {
+		if noColor || dim {
+			return st
+		}
+		return st.Foreground(lipgloss.Color(c))
+	}
+	// ANSI 16 colours on purpose: they follow the terminal's own theme over SSH.
+	s.tones[toneNone] = base
+	s.tones[toneOK] = color(base, "2")
+	s.tones[toneWarn] = color(base, "3")
+	s.tones[toneBad] = color(base.Bold(!dim), "1")
+	s.tones[toneCrit] = color(base.Bold(!dim), "5")
+	s.tones[toneMuted] = color(base, "8")
+	for i, c := range []string{"6", "4", "5", "3"} {
+		s.tones[toneHolder0+tone(i)] = color(base, c)
+	}
+	for i := range s.tones {
+		s.plain[i] = s.tones[i].Render("x") == "x"
+	}
+
+	s.title = base.Bold(true)
+	s.paneTitle = base.Bold(true)
+	s.paneFocus = color(base.Bold(true), "6")
+	s.colHeader = color(base.Bold(true), "8")
+	s.cursor = base.Reverse(true)
+	s.cursorIdle = base.Bold(true)
+	s.paused = base.Reverse(true).Bold(true)
+	s.critical = color(base.Bold(true), "1")
+	s.warning = color(base.Bold(true), "3")
+	s.modal = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
+	if !noColor {
+		s.modal = s.modal.BorderForeground(lipgloss.Color("3"))
+	}
+	s.key = base.Bold(true)
+	s.status = base
+	s.errorText = color(base.Bold(true), "1")
+
+	s.help = help.New()
+	hs := help.Styles{
+		ShortKey:       base.Bold(true),
+		ShortDesc:      base,
+		ShortSeparator: color(base, "8"),
+		Ellipsis:       color(base, "8"),
+		FullKey:        base.Bold(true),
+		FullDesc:       base,
+		FullSeparator:  color(base, "8"),
+	}
+	s.help.Styles = hs
+	s.help.ShortSeparator = "  "
+	return s
+}
+
+// render renders text in tone t.
+func (s *styles) render(t tone, text string) string {
+	if s.plain[t] || text == "" {
+		return text
+	}
+	return s.tones[t].Render(text)
+}

@@ -1,0 +1,289 @@
+package tui
+
+import (
+	"strings"
+)
+
+// column describes one table column.
+type column struct {
+	title string
+	min   int  // narrowest it may be squeezed to
+	max   int  // widest it may grow to (0 = content width)
+	right bool // right-aligned (numbers, durations)
+	// drop orders columns to hide when the terminal is narrow: the highest goes
+	// first; 0 never goes.
+	drop int
+}
+
+// cell is the text of one cell and what it means.
+type cell struct {
+	text string
+	tone tone
+}
+
+// row is one table row; key identifies it across refreshes.
+type row struct {
+	key   string
+	cells []cell
+}
+
+// table is a scrollable table with a cursor that sticks to a row's key. It
+// renders only the rows in its window, so its cost does not grow with the
+// number of rows.
+type table struct {
+	cols    []column
+	rows    []row
+	natural []int // content width per column, over all rows
+
+	cursor int    // index into rows
+	key    string // key of the row under the cursor
+	offset int    // first visible row
+
+	sortCol  int // column index carrying the sort marker (-1 none)
+	sortDesc bool
+	empty    string // shown when there are no rows
+}
+
+func newTable(cols []column, empty string) *table {
+	return &table{cols: cols, sortCol: -1, empty: empty}
+}
+
+// setRows replaces the rows and puts the cursor back on the row with the same
+// key; when that row is gone the cursor stays at the same position.
+func (t *table) setRows(rows []row) {
+	t.rows = rows
+	if len(t.natural) != len(t.cols) {
+		t.natural = make([]int, len(t.cols))
+	}
+	for j, c := range t.cols {
+		t.natural[j] = textWidth(c.title) + 1 // room for the sort marker
+	}
+	for _, r := range rows {
+		for j := range t.cols {
+			if j < len(r.cells) {
+				t.natural[j] = max(t.natural[j], textWidth(r.cells[j].text))
+			}
+		}
+	}
+	if t.key != "" {
+		for i, r := range rows {
+			if r.key == t.key {
+				t.cursor = i
+				return
+			}
+		}
+	}
+	t.setCursor(t.cursor)
+}
+
+func (t *table) setCursor(i int) {
+	t.cursor = max(0, min(i, len(t.rows)-1))
+	if len(t.rows) > 0 {
+		t.key = t.rows[t.cursor].key
+	}
+}
+
+// move moves the cursor by n rows.
+func (t *table) move(n int) { t.setCursor(t.cursor + n) }
+
+// selected returns the key under the cursor ("" when empty).
+func (t *table) selected() string {
+	if len(t.rows) == 0 {
+		return ""
+	}
+	return t.rows[t.cursor].key
+}
+
+// widths fits the columns into width: it hides droppable columns, then
+// squeezes the widest ones towards their minimum. width <= 0 means unlimited.
+// A hidden column has width -1.
+func (t *table) widths(width, gutter int) (ws []int, sep int) {
+	ws = make([]int, len(t.cols))
+	for j, c := range t.cols {
+		ws[j] = t.natural[j]
+		if c.max > 0 {
+			ws[j] = min(ws[j], c.max)
+		}
+	}
+	if width <= 0 {
+		return ws, 2
+	}
+	total := func(sep int) int {
+		n, sum := 0, gutter
+		for _, w := range ws {
+			if w >= 0 {
+				sum += w
+				n++
+			}
+		}
+		return sum + max(0, n-1)*sep
+	}
+	if total(2) <= width {
+		return ws, 2
+	}
+	sep = 1
+	for total(sep) > width {
+		worst, at := 0, -1
+		for j, c := range t.cols {
+			if ws[j] >= 0 && c.drop > worst {
+				worst, at = c.drop, j
+			}
+		}
+		if at < 0 {
+			break
+		}
+		// Hiding costs information; squeeze first when squeezing is enough.
+		if t.squeezable(ws) >= total(sep)-width {
+			break
+		}
+		ws[at] = -1
+	}
+	for over := total(sep) - width; over > 0; over-- {
+		widest, at := 0, -1
+		for j, c := range t.cols {
+			if ws[j] > max(c.min, 1) && ws[j]-c.min > widest {
+				widest, at = ws[j]-c.min, j
+			}
+		}
+		if at < 0 {
+			break
+		}
+		ws[at]--
+	}
+	return ws, sep
+}
+
+func (t *table) squeezable(ws []int) int {
+	n := 0
+	for j, c := range t.cols {
+		if ws[j] > c.min {
+			n += ws[j] - max(c.min, 1)
+		}
+	}
+	return n
+}
+
+// render returns the header line and up to height row lines, each exactly
+// width columns wide (or natural width when width <= 0). focused marks the
+// cursor row loudly; otherwise only the gutter marker shows it.
+func (t *table) render(st *styles, width, height int, focused bool) []string {
+	const gutter = 2
+	ws, sep := t.widths(width, gutter)
+	sepStr := strings.Repeat(" ", sep)
+	lines := make([]string, 0, 1+min(height, len(t.rows)))
+
+	var b strings.Builder
+	b.WriteString(strings.Repeat(" ", gutter))
+	first := true
+	for j, c := range t.cols {
+		if ws[j] < 0 {
+			continue
+		}
+		if !first {
+			b.WriteString(sepStr)
+		}
+		first = false
+		title := c.title
+		if j == t.sortCol {
+			if t.sortDesc {
+				title += "↓"
+			} else {
+				title += "↑"
+			}
+		}
+		if c.right {
+			b.WriteString(padLeft(title, ws[j]))
+		} else {
+			b.WriteString(padRight(title, ws[j]))
+		}
+	}
+	header := b.String()
+	if width > 0 {
+		header = fitLine(header, width)
+	}
+	lines = append(lines, st.colHeader.Render(header))
+
+	if len(t.rows) == 0 {
+		if height > 0 {
+			lines = append(lines, st.render(toneMuted, fitOrNot("  "+t.empty, width)))
+		}
+		return lines
+	}
+	if height <= 0 {
+		return lines
+	}
+	// Keep the cursor inside the window.
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+height {
+		t.offset = t.cursor - height + 1
+	}
+	t.offset = max(0, min(t.offset, len(t.rows)-height))
+
+	end := min(len(t.rows), t.offset+height)
+	for i := t.offset; i < end; i++ {
+		r := t.rows[i]
+		cur := i == t.cursor
+		b.Reset()
+		if cur {
+			b.WriteString("▸ ")
+		} else {
+			b.WriteString("  ")
+		}
+		first := true
+		for j, c := range t.cols {
+			if ws[j] < 0 {
+				continue
+			}
+			if !first {
+				b.WriteString(sepStr)
+			}
+			first = false
+			var cl cell
+			if j < len(r.cells) {
+				cl = r.cells[j]
+			}
+			var text string
+			if c.right {
+				text = padLeft(cl.text, ws[j])
+			} else {
+				text = padRight(cl.text, ws[j])
+			}
+			if cur {
+				b.WriteString(text) // the cursor style owns the whole line
+			} else {
+				b.WriteString(st.render(cl.tone, text))
+			}
+		}
+		line := b.String()
+		if width > 0 {
+			line = fitLine(line, width)
+		}
+		if cur {
+			if focused {
+				line = st.cursor.Render(line)
+			} else {
+				line = st.cursorIdle.Render(line)
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// scrollHint says which rows are visible when not all are, e.g. "12–25 of 100".
+func (t *table) scrollHint(height int) string {
+	if len(t.rows) <= height || height <= 0 {
+		return ""
+	}
+	end := min(len(t.rows), t.offset+height)
+	return itoa(t.offset+1) + "–" + itoa(end) + " of " + itoa(len(t.rows))
+}
+
+func fitOrNot(s string, width int) string {
+	if width <= 0 {
+		return s
+	}
+	return fitLine(s, width)
+}
