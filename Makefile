@@ -28,16 +28,19 @@ lint: ## gofmt + go vet + staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-bench: deps build ## failover benchmark (n=50 per scenario) on a throwaway PostgreSQL; writes docs/bench-failover.json
+bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
 	$(BIN) bench failover -n 50 --json docs/bench-failover.json
+	$(BIN) bench collector -n 200 --json docs/bench-collector.json
+	$(BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
+	$(GO) test -run '^$$' -bench 'BenchmarkScrape|BenchmarkView|BenchmarkPoll' -benchtime 2s ./exporter/ ./tui/ ./collector/ | tee docs/bench-go.txt
 
 bench-quick: deps build ## a short failover benchmark run (n=10)
 	$(BIN) bench failover -n 10
 
-chaos: deps build ## the soak: every chaos scenario for 60s (about 17 minutes); writes docs/chaos-soak.json
+chaos: deps build ## the soak: every chaos scenario for 60s (about 18 minutes); writes docs/chaos-soak.json
 	$(BIN) chaos --duration 60s --json docs/chaos-soak.json
 
-demo: deps build ## a local cluster on a throwaway PostgreSQL (see README)
+demo: deps build ## a local cluster you can break, on the dashboard, on a throwaway PostgreSQL (see README)
 	$(BIN) demo
 
 clean: ## remove build output

@@ -159,8 +159,12 @@ type Node struct {
 	StoppedAt   time.Time     `json:"stopped_at,omitzero"`
 	BackendPID  int           `json:"backend_pid,omitempty"`
 	Scopes      []string      `json:"scopes"` // candidate for
-	Leads       []string      `json:"leads"`  // leading now
-	Timing      Timing        `json:"timing"`
+	// Leads are the scopes it leads now: an open term with its lock held.
+	Leads []string `json:"leads"`
+	// Reported are the scopes it claimed to lead at its last heartbeat
+	// (pgleader.nodes.leads); they lag Leads when it froze or lost its session.
+	Reported []string `json:"reported_leads"`
+	Timing   Timing   `json:"timing"`
 	// Live: not stopped and seen within Config.StaleNodeAfter.
 	Live bool `json:"live"`
 }
@@ -282,6 +286,8 @@ const (
 	EventNodeLeft      EventKind = "node_left"      // a node stopped or went stale (Reason)
 	EventSourceChanged EventKind = "source_changed" // Health.Source changed (Detail: "live → polling")
 	EventHeartbeatLate EventKind = "heartbeat_late" // a leader's heartbeat is older than its interval × 2
+	EventEvicted       EventKind = "evicted"        // a holder's leadership backend was terminated through Evict (Reason; audit kind evicted)
+	EventEvictFailed   EventKind = "evict_failed"   // an automatic eviction (Config.EvictStale) failed (Node, Epoch; Reason: the error)
 )
 
 // Event is one entry of the collector's ordered event stream.

@@ -1,139 +1,290 @@
-// Package demo runs a local pgleader cluster to watch: a throwaway PostgreSQL, a few
-// `pgleader node` processes doing fenced writes, and a live log of leadership
-// changes. Nodes that die are restarted after a pause, so a kill from another
-// terminal shows both the failover and the healing.
+// Package demo runs a local pgleader cluster you can break and watch heal: a
+// throwaway PostgreSQL (or a database you name), N `pgleader node` processes doing
+// fenced writes across M scopes, each reaching PostgreSQL through its own
+// in-process proxy (so its link can be hung), the collector, the Prometheus
+// exporter, and the on-call dashboard with fault keys. Nodes that die are started
+// again after Options.Restart, so a kill shows both the failover and the healing.
 //
-// This is the first cut of the demo; the on-call dashboard and fault keys build on
-// it.
+// Headless (no terminal needed), it runs a fault schedule instead of the dashboard,
+// then judges the run with the chaos checker (H1–H5 and gate overlap) and prints a
+// summary; Run returns an error wrapping ErrUnsafe on any violation.
+//
+// Teardown: on return (q, Ctrl-C, SIGTERM, the end of Duration) every node and the
+// throwaway server are stopped and the scratch directories removed. If the demo
+// process itself dies (kill -9, a crash), a reaper child (internal/reaper) kills
+// what is left and removes the directories.
 package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/internal/cluster"
-	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/faultnet"
+	"github.com/pgleader/pgleader/internal/reaper"
+	"github.com/pgleader/pgleader/tui"
 )
+
+// ErrUnsafe marks a headless run whose history violates a safety property.
+var ErrUnsafe = errors.New("safety violation")
 
 // Options configure a demo.
 type Options struct {
-	Bin      string        // pgleader binary for the nodes
+	Bin      string        // pgleader binary for the nodes (and the reaper)
 	DSN      string        // empty: a throwaway PostgreSQL
-	Nodes    int           // node processes
-	Scopes   []string      // scopes every node campaigns for
-	Work     time.Duration // fenced write interval of a leader
-	Restart  time.Duration // delay before a dead node is started again
-	Duration time.Duration // 0: until ctx ends
-	Out      io.Writer
+	Nodes    int           // node processes (default 3)
+	Scopes   []string      // scopes every node campaigns for (default billing, reports)
+	Work     time.Duration // fenced write interval of a leader (default 200ms)
+	Restart  time.Duration // delay before a dead node is started again (default 3s)
+	Duration time.Duration // 0: until ctx ends (or q)
+	Listen   string        // exporter address; "" = 127.0.0.1:9817, or a free port if taken; "off" = none
+	Headless bool          // no dashboard: a live log, and a fault schedule with Faults
+	Faults   bool          // headless: apply faults every few seconds
+	Seed     int64         // headless fault schedule
+	NoColor  bool
+	Out      io.Writer // progress and the headless log
+	// Ready, if set, is called once everything runs (tests).
+	Ready func(Info)
 }
 
-// Run runs the demo until ctx ends or Duration passes.
-func Run(ctx context.Context, o Options) error {
+// Info describes a running demo.
+type Info struct {
+	DSN        string
+	MetricsURL string // "" without exporter
+	Dir        string // scratch directory (events files, logs)
+	ServerDir  string // the throwaway PostgreSQL's directory ("" with --dsn)
+	ServerPID  int
+	NodePIDs   map[string]int
+}
+
+func (o *Options) defaults() {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if len(o.Scopes) == 0 {
+		o.Scopes = []string{"billing", "reports"}
+	}
+	if o.Work == 0 {
+		o.Work = 200 * time.Millisecond
+	}
+	if o.Restart == 0 {
+		o.Restart = 3 * time.Second
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+}
+
+// Run runs the demo until ctx ends, Duration passes or the dashboard quits.
+func Run(ctx context.Context, o Options) (err error) {
+	o.defaults()
+	o.Out = &lockedWriter{w: o.Out} // the log, the alerts and the summary interleave
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
 	out := o.Out
-	if o.DSN == "" {
-		fmt.Fprintln(out, "starting a throwaway PostgreSQL …")
+	reap, err := reaper.Start(o.Bin)
+	if err != nil {
+		return err
 	}
-	dsn, _, closeDB, err := cluster.Database(ctx, o.DSN, nil)
+	defer reap.Done() // runs last: everything below is cleaned up by then
+
+	if o.DSN == "" {
+		fmt.Fprintln(out, "demo: starting a throwaway PostgreSQL …")
+	} else {
+		fmt.Fprintln(out, "demo: using the database of --dsn: it creates the pgleader schema there if missing and writes to pgleader.leader_state, nodes, terms, audit and demo_actions (scopes: "+fmt.Sprint(o.Scopes)+")")
+	}
+	began := time.Now()
+	dsn, srv, closeDB, err := cluster.Database(ctx, o.DSN, nil)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
+	info := Info{DSN: dsn, NodePIDs: map[string]int{}}
+	if srv != nil {
+		info.ServerDir, info.ServerPID = filepath.Dir(srv.DataDir()), srv.PID()
+		reap.Process(srv.PID())
+		reap.Dir(info.ServerDir)
+	}
 	dir, err := os.MkdirTemp("", "pgleader-demo-")
 	if err != nil {
 		return err
 	}
+	info.Dir = dir
+	reap.Dir(dir)
 	defer os.RemoveAll(dir)
-	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: dsn, Dir: dir, Scopes: o.Scopes,
+
+	l := &lab{dsn: dsn, srv: srv, scopes: o.Scopes, work: o.Work, reap: reap.Process,
+		notes: make(chan string, 256), proxies: map[string]*faultnet.Proxy{}, frozen: map[string]bool{},
+		hung: map[string]bool{}, removed: map[string]bool{}, dead: map[string]time.Time{}}
+	l.c = cluster.New(cluster.Options{Bin: o.Bin, DSN: dsn, Dir: dir, Scopes: o.Scopes,
 		NodeArgs: []string{"--work-interval", o.Work.String(), "--log-level", "warn"}})
-	defer c.Close()
-	ids := make([]string, o.Nodes)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("node-%d", i+1)
-		if _, err := c.Start(ids[i]); err != nil {
+	defer func() {
+		l.c.Close()
+		for _, p := range l.proxies {
+			_ = p.Close()
+		}
+	}()
+	for i := 0; i < o.Nodes; i++ {
+		if _, err := l.addNode(); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(out, "database: %s\nnode logs and event files: %s\n", dsn, dir)
-	for _, id := range ids {
-		fmt.Fprintf(out, "  %s  pid %d\n", id, c.Node(id).PID())
+	for _, n := range l.c.Running() {
+		info.NodePIDs[n.ID] = n.PID()
 	}
-	fmt.Fprintf(out, "\nbreak it from another terminal (kill -9 <pid>, kill -STOP <pid> … kill -CONT <pid>),\n"+
-		"or from psql: SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state;\n"+
-		"dead nodes come back after %v. Ctrl-C stops the demo.\n\n", o.Restart)
 
-	dead := map[string]time.Time{}
-	oks := map[string]int{}
-	status := time.NewTicker(5 * time.Second)
-	defer status.Stop()
-	for {
-		fresh, err := c.Poll()
+	// The collector and the exporter, in-process.
+	ccfg := collector.DefaultConfig()
+	ccfg.ConnConfig, err = pgxConfig(dsn)
+	if err != nil {
+		return err
+	}
+	ccfg.PollInterval = 500 * time.Millisecond
+	// The dashboard owns the terminal (a log line would tear it); headless, the
+	// collector's alerts are printed from its event stream instead.
+	ccfg.Logger = slog.New(slog.DiscardHandler)
+	col, err := collector.New(ccfg)
+	if err != nil {
+		return err
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	colDone := make(chan error, 1)
+	go func() { colDone <- col.Run(runCtx) }()
+	defer func() { stopRun(); <-colDone }()
+
+	if o.Listen != "off" {
+		url, stop, err := serveMetrics(o.Listen, col)
 		if err != nil {
 			return err
 		}
-		for _, r := range fresh {
-			if line := describe(r); line != "" {
-				fmt.Fprintf(out, "%s  %s\n", time.Now().Format("15:04:05.000"), line)
-			}
-			if r.Event == "action_ok" {
-				oks[r.Scope]++
-			}
-			if r.Event == cluster.ProcessExit {
-				dead[r.Node] = time.Now()
-			}
-		}
-		for id, at := range dead {
-			if time.Since(at) >= o.Restart {
-				if n, err := c.Start(id); err == nil {
-					fmt.Fprintf(out, "%s  %s restarted (pid %d)\n", time.Now().Format("15:04:05.000"), id, n.PID())
-				}
-				delete(dead, id)
-			}
-		}
-		printStatus := func() {
-			for _, s := range o.Scopes {
-				leader, epoch := c.Leader(s)
-				if leader == "" {
-					leader = "(none)"
-				}
-				fmt.Fprintf(out, "%s  status %s: leader %s, epoch %d, %d fenced writes acknowledged\n",
-					time.Now().Format("15:04:05.000"), s, leader, epoch, oks[s])
-			}
-		}
-		select {
-		case <-ctx.Done():
-			printStatus()
-			fmt.Fprintln(out, "stopping …")
-			return nil
-		case <-status.C:
-			printStatus()
-		case <-time.After(50 * time.Millisecond):
-		}
+		defer stop()
+		info.MetricsURL = url
 	}
+
+	// The nodes' events drive the failover measurements and the restarts.
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+			}
+			rs, err := l.c.Poll()
+			if err == nil {
+				l.observe(rs)
+				if o.Headless {
+					logRecords(out, rs)
+				}
+			}
+			l.restartDead(o.Restart)
+		}
+	}()
+	defer func() { stopRun(); <-pollDone }()
+
+	fmt.Fprintf(out, "demo: database %s\n", redactDSN(dsn))
+	if srv != nil {
+		fmt.Fprintf(out, "demo: throwaway PostgreSQL pid %d in %s\n", info.ServerPID, info.ServerDir)
+	}
+	if info.MetricsURL != "" {
+		fmt.Fprintf(out, "demo: Prometheus metrics at %s\n", info.MetricsURL)
+	}
+	fmt.Fprintf(out, "demo: %d nodes, scopes %v, scratch %s (ready in %s)\n", o.Nodes, o.Scopes, dir,
+		time.Since(began).Round(time.Millisecond))
+	if o.Ready != nil {
+		o.Ready(info)
+	}
+
+	if o.Headless {
+		evs, unsubscribe := col.Subscribe(256)
+		alertsDone := make(chan struct{})
+		go func() { defer close(alertsDone); logAlerts(runCtx, out, evs) }()
+		defer func() { stopRun(); unsubscribe(); <-alertsDone }()
+		return headless(ctx, o, l)
+	}
+	return tui.Run(ctx, col, tui.Options{Database: redactDSN(dsn), Faults: dashboardFaults{l}, Notes: l.notes,
+		NoColor: o.NoColor, Title: "pgleader demo"})
 }
 
-// describe turns a record worth showing into a line.
-func describe(r eventlog.Record) string {
-	switch r.Event {
-	case "gate_open":
-		return fmt.Sprintf("%s leads %s (epoch %d)", r.Node, r.Scope, r.Epoch)
-	case "gate_closed":
-		return fmt.Sprintf("%s closed its gate for %s (epoch %d): %s", r.Node, r.Scope, r.Epoch, r.Reason)
-	case "lost":
-		return fmt.Sprintf("%s lost %s (epoch %d): %s", r.Node, r.Scope, r.Epoch, r.Reason)
-	case "resigned":
-		return fmt.Sprintf("%s handed %s over (epoch %d): %s", r.Node, r.Scope, r.Epoch, r.Reason)
-	case "action_rejected":
-		return fmt.Sprintf("%s: a write under stale epoch %d was refused by the database", r.Node, r.Epoch)
-	case cluster.ProcessExit:
-		return fmt.Sprintf("%s exited (%s)", r.Node, r.Reason)
+// serveMetrics serves the exporter on listen (default 127.0.0.1:9817, else a free
+// port) and returns its /metrics URL.
+func serveMetrics(listen string, src exporter.SnapshotSource) (string, func(), error) {
+	fallback := false
+	if listen == "" {
+		listen, fallback = "127.0.0.1"+exporter.DefaultListen, true
 	}
-	return ""
+	ln, err := net.Listen("tcp", listen)
+	if err != nil && fallback {
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("exporter: listen on %s: %w", listen, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exporter.New(src, exporter.Options{}))
+	hs := &http.Server{Handler: exporter.Handler(reg, func() error { return nil }), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/metrics", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
+}
+
+// hostPort returns the host:port of a URL DSN (the proxies forward there).
+func hostPort(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" || u.Port() == "" {
+		return "", fmt.Errorf("the demo needs a URL DSN with host and port (postgres://user@host:5432/db) to put a proxy in front of it")
+	}
+	return u.Host, nil
+}
+
+// withHost returns dsn with its host:port replaced.
+func withHost(dsn, hostport string) string {
+	u, _ := url.Parse(dsn)
+	u.Host = hostport
+	return u.String()
+}
+
+// redactDSN hides a password.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable DSN)"
+	}
+	return u.Redacted()
+}
+
+// lockedWriter serialises writes from the demo's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,49 +11,106 @@ import (
 
 	"github.com/pgleader/pgleader/demo"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/reaper"
 )
 
 func (a *app) demoCommand() *cobra.Command {
 	var (
-		nodes    int
+		o        demo.Options
 		scopes   []string
-		work     time.Duration
-		restart  time.Duration
-		duration time.Duration
+		headless bool
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run a local cluster to watch: throwaway PostgreSQL, several nodes, live leadership log",
+		Short: "Run a local cluster you can break and watch heal, on the on-call dashboard",
 		Long: `demo starts a throwaway PostgreSQL (unless --dsn or DATABASE_URL names a database),
-several ` + "`pgleader node`" + ` processes doing a fenced write every --work-interval while they
-lead, and prints every leadership change as it happens plus a status line every 5s.
+--nodes ` + "`pgleader node`" + ` processes campaigning for every --scope and doing a fenced
+write every --work-interval while they lead, the collector, the Prometheus exporter
+(its /metrics URL is printed) and the dashboard. Each node reaches PostgreSQL
+through its own in-process proxy, so its link can be hung.
 
-Break it from another terminal: kill -9 a node's pid (printed at start), freeze one
-with kill -STOP and thaw it with kill -CONT, or terminate the leader's session from
-psql. Dead nodes are restarted after --restart-after. Ctrl-C stops everything and
-removes the throwaway database.`,
+Fault keys (they act on the scope under the cursor; each failover's measured time
+appears in the event log):
+  K  kill -9 the leader              Z  freeze the leader (SIGSTOP); again: thaw
+  H  hang the leader's database link (silence, no RST); again: heal
+  G  the leader resigns (SIGUSR1)    B  restart PostgreSQL (throwaway server only)
+  A  add a node                      D  remove a node (SIGTERM)
+Dead nodes are started again after --restart-after. q quits and removes everything.
+
+--headless needs no terminal: it logs leadership changes, with --faults applies a
+fault every few seconds (kill -9, freeze, hung link, resign, PostgreSQL restart),
+and at the end prints a summary (failover times, gate overlap, stale writes
+refused) judged by the chaos checker; it exits 1 on any safety violation.
+
+With --dsn the demo writes to that database (schema pgleader, created if missing).`,
 		Example: `  pgleader demo
-  pgleader demo --nodes 5 --scope billing --scope reports`,
+  pgleader demo --nodes 5 --scope billing --scope reports --scope mailer
+  pgleader demo --headless --faults --duration 1m`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
-			if nodes < 1 || nodes > 20 {
-				return cli.BadInput("--nodes must be between 1 and 20 (got %d)", nodes)
+			if o.Nodes < 1 || o.Nodes > 20 {
+				return cli.BadInput("--nodes must be between 1 and 20 (got %d)", o.Nodes)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			if len(scopes) == 0 || len(scopes) > 16 {
+				return cli.BadInput("--scope: give between 1 and 16 scopes (got %d)", len(scopes))
+			}
+			if err := checkScopes(scopes); err != nil {
+				return err
+			}
+			if o.Work < 10*time.Millisecond {
+				return cli.BadInput("--work-interval must be at least 10ms (got %v)", o.Work)
+			}
+			if o.Faults && !headless {
+				return cli.BadInput("--faults goes with --headless (the dashboard has fault keys)")
+			}
+			o.Headless = headless
+			if !headless && !isTerminal(os.Stdout) {
+				return cli.BadInput("the dashboard needs a terminal: run in one, or use --headless")
+			}
+			// SIGHUP too: a closed SSH session tears the demo down in order.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			bin, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			return demo.Run(ctx, demo.Options{Bin: bin, DSN: a.harnessDSN(), Nodes: nodes, Scopes: scopes,
-				Work: work, Restart: restart, Duration: duration, Out: a.stdout})
+			o.Bin, o.DSN, o.Scopes, o.Out = bin, a.harnessDSN(), scopes, a.stdout
+			if o.Seed == 0 {
+				o.Seed = time.Now().UnixNano() % 1_000_000
+			}
+			err = demo.Run(ctx, o)
+			if errors.Is(err, demo.ErrUnsafe) {
+				return err
+			}
+			if err != nil && ctx.Err() != nil {
+				return nil // interrupted
+			}
+			return err
 		}),
 	}
 	f := cmd.Flags()
-	f.IntVar(&nodes, "nodes", 3, "node processes")
-	f.StringSliceVar(&scopes, "scope", []string{"demo"}, "scopes every node campaigns for (repeatable)")
-	f.DurationVar(&work, "work-interval", 200*time.Millisecond, "fenced write interval of a leader")
-	f.DurationVar(&restart, "restart-after", 3*time.Second, "delay before a dead node is started again")
-	f.DurationVar(&duration, "duration", 0, "stop after this long (default: until Ctrl-C)")
+	f.IntVar(&o.Nodes, "nodes", 3, "node processes")
+	f.StringArrayVar(&scopes, "scope", []string{"billing", "reports"}, "scopes every node campaigns for (repeatable)")
+	f.DurationVar(&o.Work, "work-interval", 200*time.Millisecond, "fenced write interval of a leader")
+	f.DurationVar(&o.Restart, "restart-after", 3*time.Second, "delay before a dead node is started again")
+	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (default: until q or Ctrl-C)")
+	f.StringVar(&o.Listen, "listen", "", "exporter `ADDR` (default 127.0.0.1:9817, or a free port when taken; \"off\": none)")
+	f.BoolVar(&headless, "headless", false, "no dashboard: log to stdout (no terminal needed)")
+	f.BoolVar(&o.Faults, "faults", false, "with --headless: apply a fault every few seconds and judge the run")
+	f.Int64Var(&o.Seed, "seed", 0, "fault schedule seed of --faults (default: random, printed)")
+	f.BoolVar(&o.NoColor, "no-color", false, "dashboard without colours (also: NO_COLOR=1)")
 	return cmd
+}
+
+// reapCommand is the demo's reaper child (internal/reaper): hidden.
+func (a *app) reapCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    reaper.Command,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			reaper.Serve(os.Stdin, a.stderr)
+		},
+	}
 }

@@ -11,15 +11,22 @@ import (
 // demo and bench start their own throwaway PostgreSQL and node processes; these
 // short runs keep both commands working.
 
-func TestDemoRuns(t *testing.T) {
-	r := pgleader(t, nil, "demo", "--duration", "5s", "--nodes", "2")
+func TestDemoHeadlessFaults(t *testing.T) {
+	r := pgleader(t, nil, "demo", "--headless", "--faults", "--duration", "14s", "--seed", "3", "--listen", "off")
 	if r.code != 0 {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"node-1  pid", "node-2  pid", "leads demo (epoch 1)", "status demo: leader node-", "stopping"} {
+	for _, want := range []string{"leads billing (epoch 1)", "leads reports (epoch 1)", "FAULT ", "failover ",
+		"── summary", "gate overlap        0s", "verdict             SAFE"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	if r := pgleader(t, nil, "demo", "--faults"); r.code != 2 || !strings.Contains(r.stderr, "--faults goes with --headless") {
+		t.Errorf("--faults without --headless: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := pgleader(t, nil, "demo"); r.code != 2 || !strings.Contains(r.stderr, "needs a terminal") {
+		t.Errorf("dashboard without a terminal: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

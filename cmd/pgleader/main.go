@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,6 +45,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if !a.started {
 		err = cli.BadInput("%v; see `%s --help`", err, cmd.CommandPath())
+	}
+	var st *cli.StatusError
+	if errors.As(err, &st) && st.Msg == "" {
+		return st.Code
 	}
 	var secret string
 	if a.target.Config != nil {

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/exporter"
+	"github.com/pgleader/pgleader/internal/cli"
+)
+
+func (a *app) exporterCommand() *cobra.Command {
+	var (
+		listen     string
+		interval   time.Duration
+		evictStale bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exporter",
+		Short: "Serve Prometheus metrics of every scope, node and check (collector + /metrics)",
+		Long: `exporter runs the collector against the database (LISTEN leader_change plus a poll
+every --interval) and serves:
+
+  /metrics  pgleader_scope_* (epoch, has_leader, leader, heartbeat age, tenure,
+            leaderless time, split brain, stale leader, …), pgleader_node_*,
+            pgleader_fence_rejected_total, pgleader_collector_* and the exporter's
+            own scrape timing; labels are only scope and node
+  /healthz  200 while the process serves
+  /readyz   200 once the collector has a fresh picture of the database, else 503
+
+The default port, 9817, is pgleader's (postgres_exporter has 9187). Alerting rules
+with runbooks ship in exporter/rules/pgleader.rules.yml and docs/runbooks.md.
+
+--evict-stale terminates a zombie leader's session (lock held, heartbeat older
+than its trust window plus a margin) after a safe delay, audited. It needs the
+pg_signal_backend role (or superuser, or the leader's own role).`,
+		Example: `  pgleader exporter --dsn postgres://monitor@db:5432/app
+  pgleader exporter --listen 127.0.0.1:9817 --interval 2s`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if interval < 100*time.Millisecond || interval > time.Minute {
+				return cli.BadInput("--interval must be between 100ms and 1m (got %v)", interval)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			t, err := a.checkedTarget(ctx)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return cli.BadInput("--listen %s: %v", listen, err)
+			}
+			col, err := newCollector(t, interval, evictStale, a.log)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(exporter.New(col, exporter.Options{}),
+				collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			ready := func() error {
+				s := col.Snapshot()
+				switch {
+				case s == nil:
+					return errors.New("no successful read of the database yet")
+				case s.Health.Source == collector.SourceDisconnected:
+					return fmt.Errorf("database unreachable: %s", s.Health.LastError)
+				}
+				return nil
+			}
+			hs := &http.Server{Handler: exporter.Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- col.Run(runCtx) }()
+			serveErr := make(chan error, 1)
+			go func() { serveErr <- hs.Serve(ln) }()
+			a.log.Info("exporter listening", "metrics", "http://"+ln.Addr().String()+"/metrics",
+				"database", redacted(t), "interval", interval)
+			select {
+			case <-ctx.Done():
+			case err = <-serveErr:
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer scancel()
+			_ = hs.Shutdown(sctx)
+			cancel()
+			<-done
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			return err
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", exporter.DefaultListen, "`ADDR` to serve /metrics, /healthz and /readyz on")
+	f.DurationVar(&interval, "interval", time.Second, "collector poll interval")
+	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited)")
+	return cmd
+}
+
+// quietLogger is for the dashboard: a log line would tear the screen.
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func itoa(n int) string { return strconv.Itoa(n) }

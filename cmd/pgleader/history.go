@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/cli"
+)
+
+func (a *app) historyCommand() *cobra.Command {
+	var (
+		scopes []string
+		since  time.Duration
+		limit  int
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "Print the leadership history of scopes: who led, when, for how long, how it ended",
+		Long: `history prints the terms of pgleader.terms, newest first: the epoch (the term's
+fencing token), the leader and its host, when the term started, how long it was
+held (still open: so far), how it ended and the handover gap before it (the time
+the scope had no leader).
+
+How a term ended (release_reason):
+  resigned           the leader gave the scope up (Resign, SIGUSR1)
+  shutdown           the leader stopped cleanly (SIGTERM, context cancelled)
+  lost_connection    its session died; the successor found its guard still alive
+  heartbeat_timeout  it was silent for its whole session lease (frozen, cut off)
+  crashed            its session and process were gone (kill -9, host crash)
+  evicted            an operator or the collector terminated it
+
+Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
+		Example: `  pgleader history --scope billing
+  pgleader history --scope billing --since 1h -o json
+  pgleader history --limit 100 -o tsv`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckFormat(output); err != nil {
+				return err
+			}
+			if limit < 1 {
+				return cli.BadInput("--limit must be at least 1 (got %d)", limit)
+			}
+			if since < 0 {
+				return cli.BadInput("--since must be a positive duration such as 30m or 24h (got %v)", since)
+			}
+			if err := checkScopes(scopes); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			t, err := a.checkedTarget(ctx)
+			if err != nil {
+				return err
+			}
+			terms, err := readTerms(ctx, t.Config, scopes, since, limit)
+			if err != nil {
+				return err
+			}
+			return writeTerms(a.stdout, terms, output)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&scopes, "scope", nil, "scope to show; repeat for several (default: all)")
+	f.DurationVar(&since, "since", 0, "only terms that were open during the last `D` (e.g. 1h; default: no limit)")
+	f.IntVar(&limit, "limit", 50, "at most `N` terms")
+	f.StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
+	return cmd
+}
+
+// readTerms reads the newest terms (by acquired_at) of scopes (all when empty)
+// that were open at some point of the last since (no limit when 0).
+func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since time.Duration, limit int) ([]collector.Term, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `
+		SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
+		       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
+		       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
+		       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8
+		  FROM pgleader.terms t
+		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
+		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
+		 ORDER BY t.acquired_at DESC, t.id DESC
+		 LIMIT $3`, scopes, since.Seconds(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read pgleader.terms: %w", err)
+	}
+	var out []collector.Term
+	for rows.Next() {
+		var (
+			t            collector.Term
+			released     *time.Time
+			gap, heldFor float64
+		)
+		if err := rows.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &t.Hostname, &t.HolderPID,
+			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor); err != nil {
+			return nil, err
+		}
+		if released != nil {
+			t.ReleasedAt = *released
+		}
+		t.HandoverGap = time.Duration(gap * float64(time.Second))
+		t.HeldFor = time.Duration(heldFor * float64(time.Second))
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func writeTerms(w io.Writer, terms []collector.Term, format string) error {
+	switch format {
+	case cli.FormatJSON:
+		if terms == nil {
+			terms = []collector.Term{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(terms)
+	case cli.FormatTSV:
+		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s")
+		for _, t := range terms {
+			ended := t.EndedBy
+			if t.Open() {
+				ended = "open"
+			}
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\n", t.Scope, t.Epoch, t.Holder, t.Hostname,
+				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), ended, t.HandoverGap.Seconds())
+		}
+		return nil
+	}
+	if len(terms) == 0 {
+		fmt.Fprintln(w, "no terms recorded (no node has led these scopes yet)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
+	for _, t := range terms {
+		ended, held := t.EndedBy, cli.Duration(t.HeldFor)
+		if t.Open() {
+			ended, held = "(leading)", held+" so far"
+		}
+		gap := cli.Duration(t.HandoverGap)
+		if t.Epoch == 1 && t.HandoverGap == 0 {
+			gap = "—"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Scope, t.Epoch, t.Holder, orDash(t.Hostname),
+			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended, gap)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/cli"
+)
+
+func (a *app) statusCommand() *cobra.Command {
+	var (
+		scopes   []string
+		output   string
+		watch    bool
+		interval time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print who leads each scope, since when, how fresh its heartbeat is, and any alert",
+		Long: `status reads pgleader.leader_state, nodes, terms, audit and the advisory locks in
+pg_locks once and prints one row per scope: its state, leader, epoch (the fencing
+token), tenure, heartbeat age (database time, so no clock skew), followers and
+alerts, then the active alerts with what to do first.
+
+States: OK; DEGRADED (an alert on the scope, or a late heartbeat); NO LEADER (no
+open term with its lock held); SPLIT BRAIN (the lock holder is not the leader on
+record, two nodes claim to lead, or the epoch went backwards).
+
+Exit codes, for scripts and health checks:
+  0  every scope is OK
+  1  runtime failure (e.g. the connection broke)
+  2  bad input: flags, connection string, unreachable server, missing schema
+  3  some scope has no leader or is degraded
+  4  some scope has a split brain
+
+With --watch it redraws every --interval until Ctrl-C (exit code of the last frame).`,
+		Example: `  pgleader status
+  pgleader status --scope billing -o json
+  pgleader status --watch --interval 1s
+  pgleader status -o tsv | cut -f1,3`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if err := cli.CheckFormat(output); err != nil {
+				return err
+			}
+			if interval < 100*time.Millisecond {
+				return cli.BadInput("--interval must be at least 100ms (got %v)", interval)
+			}
+			if err := checkScopes(scopes); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			t, err := a.checkedTarget(ctx)
+			if err != nil {
+				return err
+			}
+			c, err := newCollector(t, interval, false, a.log)
+			if err != nil {
+				return err
+			}
+			if !watch {
+				snap, err := c.Poll(ctx)
+				if err != nil {
+					return err
+				}
+				return statusExit(writeStatus(a.stdout, snap, scopes, output))
+			}
+			return a.watchStatus(ctx, c, scopes, output)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&scopes, "scope", nil, "scope to show; repeat for several (default: all)")
+	f.StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
+	f.BoolVarP(&watch, "watch", "w", false, "redraw every --interval until Ctrl-C")
+	f.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
+	return cmd
+}
+
+// watchStatus redraws on every snapshot of a running collector.
+func (a *app) watchStatus(ctx context.Context, c *collector.Collector, scopes []string, output string) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	updates, cancel := c.Updates()
+	defer cancel()
+	tty := isTerminal(a.stdout)
+	worst := collector.VerdictOK
+	for {
+		select {
+		case <-ctx.Done():
+			<-done
+			return statusExit(worst)
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+			return statusExit(worst)
+		case snap, ok := <-updates:
+			if !ok {
+				return statusExit(worst)
+			}
+			if tty && output == cli.FormatTable {
+				fmt.Fprint(a.stdout, "\x1b[H\x1b[2J") // home, clear
+				fmt.Fprintf(a.stdout, "pgleader status — %s — every %v — %s (Ctrl-C to stop)\n\n",
+					snap.Health.Database, c.PollInterval(), time.Now().Format("15:04:05"))
+			}
+			worst = writeStatus(a.stdout, snap, scopes, output)
+			if !tty && output == cli.FormatTable {
+				fmt.Fprintln(a.stdout)
+			}
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// statusExit maps the worst verdict to the documented exit code.
+func statusExit(worst collector.Verdict) error {
+	switch worst {
+	case collector.VerdictSplitBrain:
+		return &cli.StatusError{Code: cli.ExitSplitBrain}
+	case collector.VerdictNoLeader, collector.VerdictDegraded:
+		return &cli.StatusError{Code: cli.ExitNoLeader}
+	}
+	return nil
+}
+
+var verdictRank = map[collector.Verdict]int{
+	collector.VerdictOK: 0, collector.VerdictDegraded: 1, collector.VerdictNoLeader: 2, collector.VerdictSplitBrain: 3,
+}
+
+// verdictGlyph makes the state readable without colour.
+func verdictGlyph(v collector.Verdict) string {
+	switch v {
+	case collector.VerdictOK:
+		return "✔ OK"
+	case collector.VerdictDegraded:
+		return "▲ DEGRADED"
+	case collector.VerdictNoLeader:
+		return "✖ NO LEADER"
+	case collector.VerdictSplitBrain:
+		return "‼ SPLIT BRAIN"
+	}
+	return string(v)
+}
+
+// writeStatus prints snap (restricted to scopes when given) and returns the worst
+// verdict among the printed scopes.
+func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format string) collector.Verdict {
+	var shown []collector.Scope
+	for _, s := range snap.Scopes {
+		if len(scopes) == 0 || slices.Contains(scopes, s.Name) {
+			shown = append(shown, s)
+		}
+	}
+	worst := collector.VerdictOK
+	for _, s := range shown {
+		if verdictRank[s.Verdict] > verdictRank[worst] {
+			worst = s.Verdict
+		}
+	}
+	var alerts []collector.Alert
+	for _, al := range snap.Alerts {
+		if len(scopes) == 0 || al.Scope == "" || slices.Contains(scopes, al.Scope) {
+			alerts = append(alerts, al)
+		}
+	}
+	switch format {
+	case cli.FormatJSON:
+		out := struct {
+			Database string            `json:"database"`
+			DBTime   time.Time         `json:"db_time"`
+			Verdict  collector.Verdict `json:"verdict"`
+			Scopes   []collector.Scope `json:"scopes"`
+			Nodes    []collector.Node  `json:"nodes"`
+			Alerts   []collector.Alert `json:"alerts"`
+			Health   collector.Health  `json:"health"`
+		}{snap.Health.Database, snap.DBTime, worst, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+		return worst
+	case cli.FormatTSV:
+		fmt.Fprintln(w, "scope\tstate\tleader\tepoch\ttenure_s\theartbeat_age_s\tfollowers\talerts")
+		for _, s := range shown {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\n", s.Name, s.Verdict, s.Leader, s.Epoch,
+				s.Tenure.Seconds(), s.HeartbeatAge.Seconds(), strings.Join(s.Followers, ","), alertKinds(s.Alerts))
+		}
+		return worst
+	}
+	if len(shown) == 0 {
+		if len(scopes) > 0 {
+			fmt.Fprintf(w, "no such scope: %s (no node has campaigned for it yet)\n", strings.Join(scopes, ", "))
+			return collector.VerdictNoLeader
+		}
+		fmt.Fprintln(w, "no scopes yet: start nodes with `pgleader node --scope NAME` or embed the election package")
+		return worst
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tSTATE\tLEADER\tEPOCH\tTENURE\tHEARTBEAT\tFOLLOWERS\tALERTS")
+	for _, s := range shown {
+		leader, tenure, hb := "—", "—", "—"
+		if s.Leader != "" {
+			leader = s.Leader
+			if s.LeaderHost != "" {
+				leader += "@" + s.LeaderHost
+			}
+			tenure, hb = cli.Duration(s.Tenure), cli.Duration(s.HeartbeatAge)+" ago"
+		} else if s.LeaderlessFor > 0 {
+			tenure = "none for " + cli.Duration(s.LeaderlessFor)
+		}
+		followers := strings.Join(s.Followers, ",")
+		if followers == "" {
+			followers = "—"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Name, verdictGlyph(s.Verdict), leader, s.Epoch,
+			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
+	}
+	_ = tw.Flush()
+	if len(alerts) > 0 {
+		fmt.Fprintln(w)
+		for _, al := range alerts {
+			where := al.Scope
+			if al.Node != "" {
+				where = strings.TrimPrefix(where+" "+al.Node, " ")
+			}
+			fmt.Fprintf(w, "%-8s %s %s: %s\n         → %s (%s)\n", strings.ToUpper(string(al.Severity)), al.Kind, where, al.Summary, al.Hint, al.Runbook)
+		}
+	}
+	if snap.Health.Source == collector.SourceDisconnected && snap.Health.LastError != "" {
+		fmt.Fprintf(w, "\ncollector disconnected: %s\n", snap.Health.LastError)
+	}
+	return worst
+}
+
+func alertKinds(as []collector.Alert) string {
+	var ks []string
+	for _, a := range as {
+		ks = append(ks, string(a.Kind))
+	}
+	return strings.Join(ks, ",")
+}
+
+func orEmpty[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/internal/cluster"
+)
+
+// TestStatusAndHistory: status and history against real nodes, in every format,
+// and the exit codes scripts rely on.
+func TestStatusAndHistory(t *testing.T) {
+	dsn := migratedDSN(t)
+	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"billing"},
+		NodeArgs: []string{"--log-level", "warn"}})
+	defer c.Close()
+	for _, id := range []string{"n1", "n2"} {
+		if _, err := c.Start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var leader string
+	waitFor(t, "a leader", func() bool {
+		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
+		var st struct {
+			Verdict string `json:"verdict"`
+			Scopes  []struct {
+				Scope   string `json:"scope"`
+				Leader  string `json:"leader"`
+				Epoch   int64  `json:"epoch"`
+				Verdict string `json:"verdict"`
+			} `json:"scopes"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.Scopes) != 1 {
+			return false
+		}
+		leader = st.Scopes[0].Leader
+		return st.Verdict == "OK" && leader != "" && st.Scopes[0].Epoch == 1
+	})
+	r := pgleader(t, nil, "status", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "✔ OK") || !strings.Contains(r.stdout, leader) {
+		t.Fatalf("status table: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(lines) != 2 ||
+		!strings.HasPrefix(lines[1], "billing\tOK\t"+leader+"\t1\t") {
+		t.Fatalf("status tsv: exit %d\n%s", r.code, r.stdout)
+	}
+
+	// Kill the leader and stop the other node: the scope has no leader, exit 3.
+	if _, err := c.Node(leader).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"n1": "n2", "n2": "n1"}[leader]
+	waitFor(t, "the takeover", func() bool {
+		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
+		return strings.Contains(r.stdout, "billing\tOK\t"+other+"\t2\t")
+	})
+	if _, err := c.Node(other).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r = pgleader(t, nil, "status", "--dsn", dsn)
+	if r.code != 3 || !strings.Contains(r.stdout, "✖ NO LEADER") {
+		t.Fatalf("status without leader: exit %d, want 3\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = pgleader(t, nil, "history", "--dsn", dsn, "--scope", "billing", "-o", "json")
+	var terms []struct {
+		Epoch   int64  `json:"epoch"`
+		Holder  string `json:"holder"`
+		EndedBy string `json:"ended_by"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &terms); err != nil || r.code != 0 {
+		t.Fatalf("history json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if len(terms) != 2 || terms[0].Epoch != 2 || terms[0].Holder != other || terms[1].Holder != leader || terms[1].EndedBy != "crashed" {
+		t.Fatalf("history: %+v", terms)
+	}
+	r = pgleader(t, nil, "history", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "crashed") || !strings.Contains(r.stdout, "GAP BEFORE") {
+		t.Fatalf("history table: exit %d\n%s", r.code, r.stdout)
+	}
+	r = pgleader(t, nil, "history", "--dsn", dsn, "--since", "1h", "-o", "tsv")
+	if r.code != 0 || len(strings.Split(strings.TrimSpace(r.stdout), "\n")) != 3 {
+		t.Fatalf("history tsv --since: exit %d\n%s", r.code, r.stdout)
+	}
+	for _, bad := range [][]string{{"status", "-o", "yaml"}, {"history", "--limit", "0"}, {"status", "--interval", "1ms", "--watch"}} {
+		if r := pgleader(t, nil, append(bad, "--dsn", dsn)...); r.code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", bad, r.code, r.stderr)
+		}
+	}
+}
+
+// TestExporterServes: `pgleader exporter` serves metrics of a live scope and
+// reports ready.
+func TestExporterServes(t *testing.T) {
+	dsn := migratedDSN(t)
+	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"jobs"},
+		NodeArgs: []string{"--log-level", "warn"}})
+	defer c.Close()
+	if _, err := c.Start("only"); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "exporter", "--dsn", dsn, "--listen", addr, "--interval", "200ms")
+	cmd.Env = cleanEnv()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "the scope's leader in /metrics", func() bool {
+		code, body := get("/metrics")
+		return code == 200 && strings.Contains(body, `pgleader_scope_leader{node="only",scope="jobs"} 1`)
+	})
+	if code, body := get("/readyz"); code != 200 {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	_, body := get("/metrics")
+	for _, want := range []string{"pgleader_scope_has_leader{scope=\"jobs\"} 1", "pgleader_collector_up 1", "pgleader_exporter_scrape_success 1"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	// SIGTERM: a clean stop, exit 0.
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	stopped = true
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exporter after SIGTERM: %v", err)
+	}
+	if r := pgleader(t, nil, "exporter", "--dsn", dsn, "--listen", "256.1.1.1:1"); r.code != 2 || !strings.Contains(r.stderr, "--listen") {
+		t.Errorf("bad --listen: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// waitFor polls cond for up to 20s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

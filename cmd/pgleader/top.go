@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/tui"
+)
+
+func (a *app) topCommand() *cobra.Command {
+	var (
+		interval     time.Duration
+		allowActions bool
+		evictStale   bool
+		once         bool
+		output       string
+		width        int
+		noColor      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "The on-call dashboard: every scope's leader, heartbeat, history, events and alerts, live",
+		Long: `top opens a terminal dashboard over the collector: one verdict per scope in the
+header (✔ OK, ▲ DEGRADED, ✖ NO LEADER, ‼ SPLIT BRAIN), an alert banner with what to
+do first, the scopes and nodes, a timeline of terms with their failover gaps, and a
+live event log. Enter on a scope shows its detail. ? lists every key (type to
+search it); q quits.
+
+It is read-only unless --allow-actions: then x terminates the selected scope's
+leader session (the leader steps down; audited), after a y/N confirmation.
+
+--once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
+and bug reports. NO_COLOR=1 or --no-color renders without colours.`,
+		Example: `  pgleader top --dsn postgres://ops@db:5432/app
+  pgleader top --once -o text > frame.txt
+  pgleader top --allow-actions`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return cli.BadInput("-o/--output must be text or json (got %q)", output)
+			}
+			if interval < 100*time.Millisecond || interval > time.Minute {
+				return cli.BadInput("--interval must be between 100ms and 1m (got %v)", interval)
+			}
+			if !once && !isTerminal(os.Stdout) {
+				return cli.BadInput("the dashboard needs a terminal: run it in one, or use --once")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			t, err := a.checkedTarget(ctx)
+			if err != nil {
+				return err
+			}
+			col, err := newCollector(t, interval, evictStale, quietLogger())
+			if err != nil {
+				return err
+			}
+			if once {
+				snap, err := col.Poll(ctx)
+				if err != nil {
+					return err
+				}
+				if width == 0 {
+					width = terminalWidth()
+				}
+				return tui.RenderOnce(a.stdout, snap, nil, output, width)
+			}
+			runCtx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- col.Run(runCtx) }()
+			opts := tui.Options{Database: redacted(t), NoColor: noColor}
+			if allowActions {
+				opts.Actions = col
+			}
+			err = tui.Run(ctx, col, opts)
+			cancel()
+			<-done
+			return err
+		}),
+	}
+	f := cmd.Flags()
+	f.DurationVar(&interval, "interval", time.Second, "poll interval (+/- change it live)")
+	f.BoolVar(&allowActions, "allow-actions", false, "enable x: terminate the selected scope's leader session (asks y/N)")
+	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited; needs pg_signal_backend)")
+	f.BoolVar(&once, "once", false, "print one frame and exit")
+	f.StringVarP(&output, "output", "o", "text", "with --once: text or json")
+	f.IntVar(&width, "width", 0, "with --once -o text: frame width (default: the terminal's, else 120)")
+	f.BoolVar(&noColor, "no-color", false, "no colours (also: NO_COLOR=1)")
+	return cmd
+}
+
+func terminalWidth() int {
+	if ws, err := unix.IoctlGetWinsize(int(os.Stdout.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col >= 60 {
+		return int(ws.Col)
+	}
+	return 120
+}
+
+// redacted names the target database for a header, without a password.
+func redacted(t cli.Target) string {
+	c := t.Config
+	return c.Database + " @ " + c.Host + ":" + itoa(int(c.Port))
+}

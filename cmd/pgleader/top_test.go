@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/teatest/v2"
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/cluster"
+	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/tui"
+)
+
+// teatest leaves one goroutine waiting for SIGINT for the life of the process.
+func init() {
+	pgtest.IgnoreLeaks(goleak.IgnoreAnyFunction("github.com/charmbracelet/x/exp/teatest/v2.NewTestModel.func2"))
+}
+
+var ansi = regexp.MustCompile(`\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-_])`)
+
+func screenShows(s string) func([]byte) bool {
+	return func(b []byte) bool { return bytes.Contains(ansi.ReplaceAll(b, nil), []byte(s)) }
+}
+
+// migratedDSN is a fresh database with the pgleader schema.
+func migratedDSN(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// TestTopEndToEnd: real nodes, a real collector, the real dashboard model: kill
+// the leader and the scope's row shows its successor.
+func TestTopEndToEnd(t *testing.T) {
+	dsn := migratedDSN(t)
+	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"e2e"},
+		NodeArgs: []string{"--log-level", "warn"}})
+	defer c.Close()
+	for _, id := range []string{"alpha", "bravo"} {
+		if _, err := c.Start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := collector.DefaultConfig()
+	var err error
+	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PollInterval = 200 * time.Millisecond
+	cfg.Logger = quietLogger()
+	col, err := collector.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- col.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	m := tui.New(col, tui.Options{NoColor: true, Database: "e2e"})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	wait := teatest.WithDuration(20 * time.Second)
+	teatest.WaitFor(t, tm.Output(), screenShows("(leading)"), wait)
+
+	first := waitLeader(t, col, "e2e", 0)
+	if _, err := c.Node(first.Leader).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	second := waitLeader(t, col, "e2e", first.Epoch)
+	if second.Leader == first.Leader {
+		t.Fatalf("%s still leads after kill -9", first.Leader)
+	}
+	// The terms pane shows how the first term ended: only the new frame has it.
+	teatest.WaitFor(t, tm.Output(), screenShows("crashed"), wait)
+	tm.Type("q")
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
+	view := ansi.ReplaceAllString(final.View().Content, "")
+	// The scopes row: "▸ e2e  ✔ OK  <leader>  <epoch> …".
+	row := regexp.MustCompile(`(?m)^\S?\s*e2e\s+✔ OK\s+(\S+)\s+(\d+)\s`).FindStringSubmatch(view)
+	if row == nil || row[1] != second.Leader || row[2] != strconv.FormatInt(second.Epoch, 10) {
+		t.Fatalf("scope row %q: want leader %s at epoch %d (was %s)\n%s", row, second.Leader, second.Epoch, first.Leader, view)
+	}
+}
+
+// waitLeader waits until the collector sees scope led under an epoch above after.
+func waitLeader(t *testing.T, col *collector.Collector, scope string, after int64) collector.Scope {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := col.Snapshot(); s != nil {
+			if sc, ok := s.Scope(scope); ok && sc.HasLeader() && sc.Epoch > after {
+				return sc
+			}
+		}
+		col.Refresh()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: no leader above epoch %d within 20s", scope, after)
+	return collector.Scope{}
+}
+
+// TestTopSmokeTmux opens `pgleader top` in a real terminal (tmux), waits for the
+// leader to be on screen, quits with q and checks the terminal came back.
+func TestTopSmokeTmux(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if strings.EqualFold(getenv("CI"), "true") {
+			t.Fatal("tmux missing in CI: .ci/install-deps installs it")
+		}
+		t.Skip("tmux not installed")
+	}
+	dsn := migratedDSN(t)
+	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"smoke"},
+		NodeArgs: []string{"--log-level", "warn"}})
+	defer c.Close()
+	if _, err := c.Start("smoke-node"); err != nil {
+		t.Fatal(err)
+	}
+	session := "pgleader-smoke-" + strings.ReplaceAll(t.Name(), "/", "-")
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+		binary+" top --dsn '"+dsn+"'; echo TOP-EXITED-$?; sleep 30")
+	defer exec.Command("tmux", "kill-session", "-t", session).Run()
+	capture := func() string { return tmux("capture-pane", "-p", "-t", session) }
+	waitScreen := func(what string) string {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			s := capture()
+			if strings.Contains(s, what) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("screen never showed %q:\n%s", what, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	screen := waitScreen("smoke-node")
+	for _, want := range []string{"✔ OK smoke", "SCOPES", "NODES", "? help"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	tmux("send-keys", "-t", session, "q")
+	screen = waitScreen("TOP-EXITED-")
+	if !strings.Contains(screen, "TOP-EXITED-0") {
+		t.Fatalf("top did not exit 0:\n%s", screen)
+	}
+	if strings.Contains(screen, "SCOPES") {
+		t.Errorf("the dashboard is still on screen after quitting (terminal not restored):\n%s", screen)
+	}
+}
+
+func getenv(k string) string { return os.Getenv(k) }

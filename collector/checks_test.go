@@ -1,0 +1,519 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/pgtest"
+)
+
+// Each check fires on a condition injected into a real database, and stays
+// silent on its look-alikes of a healthy cluster.
+
+func firing(rec *recorder, kind AlertKind) []Event {
+	var out []Event
+	for _, e := range rec.all() {
+		if e.Kind == EventAlertFiring && e.Alert.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestNoLeader(t *testing.T) {
+	t.Run("DeadHolderNoCandidate", func(t *testing.T) {
+		dsn := migratedDB(t)
+		cfg := testConfig(t, dsn)
+		cfg.NoLeaderAfter, cfg.SplitBrainGrace = 500*time.Millisecond, 100*time.Millisecond
+		c := newCollector(t, cfg)
+		rec := record(t, c)
+		run(t, c)
+		// A holder claims and is killed: its lock is freed with its backend, its
+		// term stays open, its node row still lists the scope as led.
+		ghost := connect(t, dsn)
+		forgeHolder(t, ghost, "c", "ghost")
+		waitSnap(t, c, "ghost leading c", func(s *Snapshot) bool { sc, ok := s.Scope("c"); return ok && sc.HasLeader() })
+		admin := connect(t, dsn)
+		if queryInt(t, admin, "SELECT count(*) FILTER (WHERE pg_terminate_backend(holder_pid, 5000)) FROM pgleader.leader_state WHERE scope = 'c'") != 1 {
+			t.Fatal("could not kill the holder's backend")
+		}
+		s := waitSnap(t, c, "no_leader on c", func(s *Snapshot) bool { _, ok := alert(s, AlertNoLeader, "c"); return ok })
+		sc := scope(t, s, "c")
+		a, _ := alert(s, AlertNoLeader, "c")
+		if sc.Verdict != VerdictNoLeader || sc.Leader != "ghost" || sc.HasLeader() || sc.OpenTerm == nil || len(sc.LockPIDs) != 0 ||
+			sc.LeaderlessFor < cfg.NoLeaderAfter || a.Severity != SeverityCritical || !strings.Contains(a.Summary, "still open") {
+			t.Fatalf("scope %+v alert %+v", sc, a)
+		}
+		settle(t, c, 5)
+		if sb := firing(rec, AlertSplitBrain); len(sb) > 0 {
+			t.Fatalf("a crashed holder was reported as split brain: %+v", sb[0].Alert)
+		}
+		// The holder heartbeats again (it lives on) and still claims the scope
+		// while nobody holds the lock: split brain (d).
+		stop := make(chan struct{})
+		beat := make(chan struct{})
+		go func() {
+			defer close(beat)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+					_, _ = admin.Exec(context.Background(), "UPDATE pgleader.nodes SET last_seen = now() WHERE node_id = 'ghost'")
+				}
+			}
+		}()
+		s = waitSnap(t, c, "split brain (d)", func(s *Snapshot) bool { _, ok := alert(s, AlertSplitBrain, "c"); return ok })
+		close(stop)
+		<-beat
+		if a, _ := alert(s, AlertSplitBrain, "c"); a.Node != "ghost" || scope(t, s, "c").Verdict != VerdictSplitBrain {
+			t.Fatalf("alert %+v", a)
+		}
+	})
+
+	t.Run("SquattedLockNoTerm", func(t *testing.T) {
+		dsn := migratedDB(t)
+		squatter := connect(t, dsn)
+		exec(t, squatter, "SELECT pg_advisory_lock(pgleader.lock_key('q'))")
+		pid := int(queryInt(t, squatter, "SELECT pg_backend_pid()"))
+		startNode(t, dsn, "n1", "q") // a candidate that can never claim
+		cfg := testConfig(t, dsn)
+		cfg.NoLeaderAfter, cfg.SplitBrainGrace = 500*time.Millisecond, 100*time.Millisecond
+		c := newCollector(t, cfg)
+		rec := record(t, c)
+		run(t, c)
+		s := waitSnap(t, c, "no_leader on q", func(s *Snapshot) bool { _, ok := alert(s, AlertNoLeader, "q"); return ok })
+		sc := scope(t, s, "q")
+		a, _ := alert(s, AlertNoLeader, "q")
+		if sc.Leader != "" || !slices.Equal(sc.LockPIDs, []int{pid}) || sc.Epoch != 0 || !slices.Equal(sc.Followers, []string{"n1"}) ||
+			!strings.Contains(a.Summary, fmt.Sprint(pid)) || !strings.Contains(a.Hint, fmt.Sprint(pid)) {
+			t.Fatalf("scope %+v alert %+v", sc, a)
+		}
+		settle(t, c, 5)
+		if sb := firing(rec, AlertSplitBrain); len(sb) > 0 {
+			t.Fatalf("a squatter without a term was reported as split brain: %+v", sb[0].Alert)
+		}
+		exec(t, squatter, "SELECT pg_advisory_unlock(pgleader.lock_key('q'))")
+		rec.waitEvent(t, "no_leader resolved", func(e Event) bool {
+			return e.Kind == EventAlertResolved && e.Alert.Kind == AlertNoLeader && e.Scope == "q"
+		})
+		if sc := scope(t, c.Snapshot(), "q"); !sc.HasLeader() || sc.Leader != "n1" {
+			t.Fatalf("after the squatter left: %+v", sc)
+		}
+	})
+}
+
+func TestSplitBrain(t *testing.T) {
+	t.Run("EpochRegression", func(t *testing.T) {
+		dsn := migratedDB(t)
+		n1 := startNode(t, dsn, "n1", "s")
+		cfg := testConfig(t, dsn)
+		cfg.SplitBrainGrace = time.Hour // regression must not wait for it
+		c := newCollector(t, cfg)
+		run(t, c)
+		waitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
+		waitSnap(t, c, "epoch 1", func(s *Snapshot) bool { sc, ok := s.Scope("s"); return ok && sc.Epoch == 1 })
+		admin := connect(t, dsn)
+		exec(t, admin, "UPDATE pgleader.leader_state SET epoch = epoch - 1 WHERE scope = 's'")
+		s := waitSnap(t, c, "split brain", func(s *Snapshot) bool { _, ok := alert(s, AlertSplitBrain, "s"); return ok })
+		a, _ := alert(s, AlertSplitBrain, "s")
+		if sc := scope(t, s, "s"); sc.Verdict != VerdictSplitBrain || !strings.Contains(a.Summary, "went back to 0") || s.Alerts[0].Kind != AlertSplitBrain {
+			t.Fatalf("scope %+v alerts %+v", sc, s.Alerts)
+		}
+		exec(t, admin, "UPDATE pgleader.leader_state SET epoch = (SELECT max(epoch) FROM pgleader.terms WHERE scope = 's') WHERE scope = 's'")
+		waitSnap(t, c, "resolved once the epoch is back", func(s *Snapshot) bool { _, ok := alert(s, AlertSplitBrain, "s"); return !ok })
+	})
+
+	t.Run("Squatter", func(t *testing.T) {
+		dsn := migratedDB(t)
+		cfg := testConfig(t, dsn)
+		cfg.SplitBrainGrace = 200 * time.Millisecond
+		c := newCollector(t, cfg)
+		rec := record(t, c)
+		run(t, c)
+		holder := connect(t, dsn)
+		forgeHolder(t, holder, "q", "ghost")
+		hpid := int(queryInt(t, holder, "SELECT pg_backend_pid()"))
+		// The holder's backend lives but lets go of the lock; another session takes it.
+		exec(t, holder, "SELECT pg_advisory_unlock(pgleader.lock_key('q'))")
+		squatter := connect(t, dsn)
+		exec(t, squatter, "SELECT pg_advisory_lock(pgleader.lock_key('q'))")
+		spid := int(queryInt(t, squatter, "SELECT pg_backend_pid()"))
+		s := waitSnap(t, c, "split brain (a)", func(s *Snapshot) bool { _, ok := alert(s, AlertSplitBrain, "q"); return ok })
+		a, _ := alert(s, AlertSplitBrain, "q")
+		sc := scope(t, s, "q")
+		if sc.HolderPID != hpid || !slices.Equal(sc.LockPIDs, []int{spid}) || !strings.Contains(a.Summary, fmt.Sprint(spid)) ||
+			a.Since.Add(cfg.SplitBrainGrace).After(s.At) {
+			t.Fatalf("scope %+v alert %+v (snapshot at %v)", sc, a, s.At)
+		}
+		if ev, ok := rec.find(func(e Event) bool { return e.Kind == EventAlertFiring && e.Alert.Kind == AlertSplitBrain }); !ok || ev.Scope != "q" {
+			t.Fatalf("firing event %+v", ev)
+		}
+	})
+
+	t.Run("TwoNodesLead", func(t *testing.T) {
+		dsn := migratedDB(t)
+		n1 := startNode(t, dsn, "n1", "s")
+		cfg := testConfig(t, dsn)
+		cfg.SplitBrainGrace = 200 * time.Millisecond
+		c := newCollector(t, cfg)
+		rec := record(t, c)
+		run(t, c)
+		waitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
+		admin := connect(t, dsn)
+		// A live node whose leads entry predates the term (it led before, then
+		// froze): not counted.
+		exec(t, admin, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, leads, last_seen)
+		                SELECT 'ghost', 'h', 1, 'test', '{s}', '{s}', acquired_at - interval '1 ms'
+		                  FROM pgleader.leader_state WHERE scope = 's'`)
+		time.Sleep(4 * cfg.SplitBrainGrace)
+		settle(t, c, 3)
+		if sb := firing(rec, AlertSplitBrain); len(sb) > 0 {
+			t.Fatalf("a leads entry older than the term counted: %+v", sb[0].Alert)
+		}
+		if g, _ := c.Snapshot().Node("ghost"); !g.Live || !slices.Contains(g.Reported, "s") || g.Role("s") == RoleLeader {
+			t.Fatalf("ghost node %+v: the control is vacuous", g)
+		}
+		exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() WHERE node_id = 'ghost'")
+		s := waitSnap(t, c, "split brain (c)", func(s *Snapshot) bool { _, ok := alert(s, AlertSplitBrain, "s"); return ok })
+		if a, _ := alert(s, AlertSplitBrain, "s"); a.Node != "ghost" || !strings.Contains(a.Summary, "n1 and ghost") {
+			t.Fatalf("alert %+v", a)
+		}
+	})
+}
+
+func TestStaleLeader(t *testing.T) {
+	// stale forges a zombie: a session that holds the lock and an open term whose
+	// heartbeat is 10 s old (trust window 300 ms).
+	stale := func(t *testing.T, dsn, scope string) (*pgx.Conn, int) {
+		zombie := connect(t, dsn)
+		forgeHolder(t, zombie, scope, "zombie")
+		exec(t, zombie, "UPDATE pgleader.leader_state SET last_heartbeat = now() - interval '10 s' WHERE scope = $1", scope)
+		return zombie, int(queryInt(t, zombie, "SELECT pg_backend_pid()"))
+	}
+
+	t.Run("Alert", func(t *testing.T) {
+		dsn := migratedDB(t)
+		c := newCollector(t, testConfig(t, dsn))
+		rec := record(t, c)
+		run(t, c)
+		_, pid := stale(t, dsn, "z")
+		s := waitSnap(t, c, "stale_leader", func(s *Snapshot) bool { _, ok := alert(s, AlertStaleLeader, "z"); return ok })
+		a, _ := alert(s, AlertStaleLeader, "z")
+		sc := scope(t, s, "z")
+		if a.Node != "zombie" || a.Severity != SeverityCritical || !strings.Contains(a.Hint, fmt.Sprint(pid)) ||
+			sc.Verdict != VerdictDegraded || !sc.HasLeader() || sc.HeartbeatAge < 10*time.Second {
+			t.Fatalf("alert %+v scope %+v", a, sc)
+		}
+		if ev, ok := rec.find(func(e Event) bool { return e.Kind == EventHeartbeatLate }); !ok || ev.Scope != "z" || ev.Node != "zombie" {
+			t.Fatalf("heartbeat_late event %+v", ev)
+		}
+		settle(t, c, 3)
+		if n := len(slices.DeleteFunc(rec.all(), func(e Event) bool { return e.Kind != EventHeartbeatLate })); n != 1 {
+			t.Fatalf("%d heartbeat_late events for one late term, want 1", n)
+		}
+		if sc := scope(t, c.Snapshot(), "z"); sc.HolderPID != pid {
+			t.Fatalf("holder pid %d, want %d", sc.HolderPID, pid)
+		}
+	})
+
+	t.Run("EvictStale", func(t *testing.T) {
+		dsn := migratedDB(t)
+		cfg := testConfig(t, dsn)
+		cfg.EvictStale, cfg.EvictAfter = true, 200*time.Millisecond
+		c := newCollector(t, cfg)
+		rec := record(t, c)
+		run(t, c)
+		_, pid := stale(t, dsn, "z")
+		ev := rec.waitEvent(t, "evicted", func(e Event) bool { return e.Kind == EventEvicted })
+		if ev.Scope != "z" || ev.Node != "zombie" || ev.Reason != "stale leader" || ev.AuditID == 0 || !strings.Contains(ev.Detail, fmt.Sprint(pid)) {
+			t.Fatalf("evicted event %+v", ev)
+		}
+		admin := connect(t, dsn)
+		if n := queryInt(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid); n != 0 {
+			t.Fatalf("the zombie's backend %d is still there", pid)
+		}
+		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND scope = 'z'
+		                            AND detail->>'by' = 'collector' AND (detail->>'pid')::int = $1 AND detail->>'reason' = 'stale leader'`, pid); n != 1 {
+			t.Fatalf("%d evicted audit rows", n)
+		}
+		rec.waitEvent(t, "stale_leader resolved", func(e Event) bool {
+			return e.Kind == EventAlertResolved && e.Alert.Kind == AlertStaleLeader
+		})
+		settle(t, c, 3)
+		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted'"); n != 1 {
+			t.Fatalf("%d evictions, want exactly one per term", n)
+		}
+		if _, ok := rec.find(func(e Event) bool { return e.Kind == EventEvictFailed }); ok {
+			t.Fatal("an eviction failed")
+		}
+	})
+
+	t.Run("EvictManual", func(t *testing.T) {
+		dsn := migratedDB(t)
+		c := newCollector(t, testConfig(t, dsn))
+		ctx := context.Background()
+		holder := connect(t, dsn)
+		forgeHolder(t, holder, "m", "someone")
+		if err := c.Evict(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
+			t.Fatalf("unknown scope: %v", err)
+		}
+		// The caller saw a holder that has changed since: nothing happens.
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		exec(t, holder, "SELECT pgleader.release('m', 1, 'someone', 'resigned')")
+		forgeHolder(t, holder, "m", "someone")
+		if err := c.Evict(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) {
+			t.Fatalf("changed holder: %v", err)
+		}
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Evict(ctx, "m", "operator says so"); err != nil {
+			t.Fatal(err)
+		}
+		if err := holder.Ping(ctx); err == nil {
+			t.Fatal("the holder's connection survived its eviction")
+		}
+		admin := connect(t, dsn)
+		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND epoch = 2 AND detail->>'reason' = 'operator says so'"); n != 1 {
+			t.Fatalf("%d audit rows for the eviction", n)
+		}
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Evict(ctx, "m", "again"); !errors.Is(err, ErrNoHolder) {
+			t.Fatalf("evicting a dead holder: %v", err)
+		}
+	})
+
+	t.Run("EvictForbidden", func(t *testing.T) {
+		dsn := migratedDB(t)
+		admin := connect(t, dsn)
+		role := fmt.Sprintf("collector_weak_%d", time.Now().UnixNano()%1e9)
+		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN;
+			GRANT USAGE ON SCHEMA pgleader TO %[1]s;
+			GRANT SELECT ON ALL TABLES IN SCHEMA pgleader TO %[1]s;
+			GRANT INSERT ON pgleader.audit TO %[1]s;
+			GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgleader TO %[1]s`, role))
+		t.Cleanup(func() {
+			exec(t, admin, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role))
+		})
+		holder := connect(t, dsn)
+		forgeHolder(t, holder, "m", "someone")
+		cfg := testConfig(t, dsn)
+		cfg.ConnConfig.User = role
+		c := newCollector(t, cfg)
+		err := c.Evict(context.Background(), "m", "test")
+		if !errors.Is(err, ErrEvictForbidden) {
+			t.Fatalf("Evict as %s: %v, want ErrEvictForbidden", role, err)
+		}
+		for _, want := range []string{"superuser", "pg_signal_backend", "holder's own role", role} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted'"); n != 0 {
+			t.Fatalf("a refused eviction wrote %d audit rows", n)
+		}
+		if err := holder.Ping(context.Background()); err != nil {
+			t.Fatalf("the holder was terminated anyway: %v", err)
+		}
+	})
+}
+
+func TestNodes(t *testing.T) {
+	dsn := migratedDB(t)
+	cfg := testConfig(t, dsn)
+	cfg.StaleNodeAfter = 2 * time.Second
+	c := newCollector(t, cfg)
+	rec := record(t, c)
+	run(t, c)
+	waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
+	admin := connect(t, dsn)
+	exec(t, admin, "INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes) VALUES ('old', 'h', 1, 'v', '{x}')")
+	rec.waitEvent(t, "old joined", func(e Event) bool {
+		return e.Kind == EventNodeJoined && e.Node == "old" && e.Reason == "registered"
+	})
+	// It stops heartbeating: stale, left.
+	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '1 h' WHERE node_id = 'old'")
+	s := waitSnap(t, c, "stale_node", func(s *Snapshot) bool { _, ok := alert(s, AlertStaleNode, ""); return ok })
+	if a, _ := alert(s, AlertStaleNode, ""); a.Node != "old" || a.Severity != SeverityWarning {
+		t.Fatalf("alert %+v", a)
+	}
+	if n, _ := s.Node("old"); n.Live || n.LastSeenAge < time.Hour {
+		t.Fatalf("node %+v", n)
+	}
+	rec.waitEvent(t, "old left (stale)", func(e Event) bool {
+		return e.Kind == EventNodeLeft && e.Node == "old" && e.Reason == "stale"
+	})
+	// It comes back, then stops cleanly: no alert for a clean stop.
+	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() WHERE node_id = 'old'")
+	rec.waitEvent(t, "old came back", func(e Event) bool {
+		return e.Kind == EventNodeJoined && e.Node == "old" && e.Reason == "came back"
+	})
+	exec(t, admin, "UPDATE pgleader.nodes SET stopped_at = now() WHERE node_id = 'old'")
+	rec.waitEvent(t, "old left (stopped)", func(e Event) bool {
+		return e.Kind == EventNodeLeft && e.Node == "old" && e.Reason == "stopped"
+	})
+	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '1 h' WHERE node_id = 'old'")
+	settle(t, c, 3)
+	if _, ok := alert(c.Snapshot(), AlertStaleNode, ""); ok {
+		t.Fatal("stale_node for a node that stopped cleanly")
+	}
+}
+
+func TestFlapping(t *testing.T) {
+	dsn := migratedDB(t)
+	cfg := testConfig(t, dsn)
+	cfg.FlapMax = 3
+	c := newCollector(t, cfg)
+	run(t, c)
+	nodes := []*node{startNode(t, dsn, "n1", "f"), startNode(t, dsn, "n2", "f")}
+	// Resign until the scope has had FlapMax+1 terms. A snapshot's flapping alert
+	// and its Changes come from the same read: at most FlapMax terms, no alert.
+	for terms := 1; terms <= cfg.FlapMax+1; terms++ {
+		s := waitSnap(t, c, fmt.Sprintf("%d terms of f", terms), func(s *Snapshot) bool {
+			sc, ok := s.Scope("f")
+			return ok && sc.HasLeader() && sc.Changes >= terms
+		})
+		sc := scope(t, s, "f")
+		if _, ok := alert(s, AlertFlapping, "f"); ok != (sc.Changes > cfg.FlapMax) {
+			t.Fatalf("flapping alert %v with %d changes (FlapMax %d)", ok, sc.Changes, cfg.FlapMax)
+		}
+		for _, n := range nodes {
+			if n.NodeID() == sc.Leader {
+				// An error (a session lost under load) changes the leader as well.
+				_ = n.Scope("f").Resign(context.Background())
+			}
+		}
+	}
+	s := waitSnap(t, c, "flapping", func(s *Snapshot) bool { _, ok := alert(s, AlertFlapping, "f"); return ok })
+	if a, _ := alert(s, AlertFlapping, "f"); a.Severity != SeverityWarning || scope(t, s, "f").Changes <= cfg.FlapMax {
+		t.Fatalf("alert %+v scope %+v", a, scope(t, s, "f"))
+	}
+}
+
+func TestFenceRejected(t *testing.T) {
+	dsn := migratedDB(t)
+	cfg := testConfig(t, dsn)
+	cfg.FenceAlertFor = 3 * time.Second
+	c := newCollector(t, cfg)
+	rec := record(t, c)
+	run(t, c)
+	waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
+	admin := connect(t, dsn)
+	exec(t, admin, "SELECT pgleader.fence_rejected('s', 1, 'zombie', 'test')")
+	ev := rec.waitEvent(t, "fence_rejected event", func(e Event) bool { return e.Kind == EventFenceRejected })
+	if ev.Scope != "s" || ev.Node != "zombie" || ev.Epoch != 1 || !strings.Contains(ev.Detail, "test") || ev.AuditID == 0 {
+		t.Fatalf("event %+v", ev)
+	}
+	s := waitSnap(t, c, "fence_rejected alert", func(s *Snapshot) bool { _, ok := alert(s, AlertFenceRejected, "s"); return ok })
+	if a, _ := alert(s, AlertFenceRejected, "s"); a.Node != "zombie" || a.Severity != SeverityWarning || s.FenceRejected["s"] != 1 {
+		t.Fatalf("alert %+v counts %v", a, s.FenceRejected)
+	}
+	// A collector started now replays the window: same alert and count at once.
+	other := newCollector(t, cfg)
+	os, err := other.Poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := alert(os, AlertFenceRejected, "s"); !ok || os.FenceRejected["s"] != 1 {
+		t.Fatalf("first read of a new collector: alerts %+v counts %v", os.Alerts, os.FenceRejected)
+	}
+	// The alert ends with the window; the counter stays.
+	s = waitSnap(t, c, "fence_rejected resolved", func(s *Snapshot) bool { _, ok := alert(s, AlertFenceRejected, "s"); return !ok })
+	if s.FenceRejected["s"] != 1 {
+		t.Fatalf("counter %v after the window", s.FenceRejected)
+	}
+}
+
+func TestLockPressure(t *testing.T) {
+	dsn := migratedDB(t)
+	cfg := testConfig(t, dsn)
+	cfg.LockPressure = 1e-9
+	c := newCollector(t, cfg)
+	run(t, c)
+	s := waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
+	if _, ok := alert(s, AlertLockPressure, ""); ok || s.Locks.Advisory != 0 {
+		t.Fatalf("pressure without advisory locks: %+v", s.Locks)
+	}
+	holder := connect(t, dsn)
+	exec(t, holder, "SELECT pg_advisory_lock(1), pg_advisory_lock(2, 3)")
+	s = waitSnap(t, c, "lock_pressure", func(s *Snapshot) bool { _, ok := alert(s, AlertLockPressure, ""); return ok })
+	if s.Locks.Advisory != 2 {
+		t.Fatalf("locks %+v, want 2 advisory", s.Locks)
+	}
+	exec(t, holder, "SELECT pg_advisory_unlock_all()")
+	waitSnap(t, c, "lock_pressure resolved", func(s *Snapshot) bool { _, ok := alert(s, AlertLockPressure, ""); return !ok })
+}
+
+func TestCollectorDown(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("app")
+	migrate(t, dsn)
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeConn(holder)
+	forgeHolder(t, holder, "s", "n1")
+	cfg := testConfig(t, dsn)
+	cfg.CollectorDownAfter = 300 * time.Millisecond
+	c := newCollector(t, cfg)
+	rec := record(t, c)
+	run(t, c)
+	good := waitSnap(t, c, "live", func(s *Snapshot) bool {
+		sc, ok := s.Scope("s")
+		return ok && sc.HasLeader() && s.Health.Source == SourceLive
+	})
+
+	if err := srv.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	s := waitSnap(t, c, "collector_down", func(s *Snapshot) bool {
+		_, ok := alert(s, AlertCollectorDown, "")
+		return ok && s.Health.Source == SourceDisconnected
+	})
+	a, _ := alert(s, AlertCollectorDown, "")
+	if sc := scope(t, s, "s"); sc.Leader != "n1" || s.DBTime != good.DBTime && s.DBTime.Before(good.DBTime) || s.Seq <= good.Seq {
+		t.Fatalf("the last good snapshot was not kept: scope %+v", sc)
+	}
+	if s.Health.LastError == "" || s.Health.PollErrors == 0 || a.Severity != SeverityCritical || s.Alerts[0].Kind != AlertCollectorDown {
+		t.Fatalf("health %+v alerts %+v", s.Health, s.Alerts)
+	}
+	if _, err := c.Poll(ctx); err == nil {
+		t.Fatal("Poll succeeded with the server down")
+	}
+
+	if err := srv.Boot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s = waitSnap(t, c, "live again", func(s *Snapshot) bool {
+		_, down := alert(s, AlertCollectorDown, "")
+		return !down && s.Health.Source == SourceLive
+	})
+	if s.DBTime.Before(good.DBTime) || s.Health.Reconnects == 0 {
+		t.Fatalf("after recovery: db time %v (before %v), health %+v", s.DBTime, good.DBTime, s.Health)
+	}
+	rec.waitEvent(t, "collector_down resolved", func(e Event) bool {
+		return e.Kind == EventAlertResolved && e.Alert.Kind == AlertCollectorDown
+	})
+	if _, ok := rec.find(func(e Event) bool {
+		return e.Kind == EventSourceChanged && strings.HasSuffix(e.Detail, "→ disconnected")
+	}); !ok {
+		t.Fatal("no source_changed event to disconnected")
+	}
+}

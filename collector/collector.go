@@ -1,0 +1,536 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+const (
+	// minReadGap spaces reads while notifications keep coming: the first one is
+	// read at once, a burst costs one read per gap.
+	minReadGap = 5 * time.Millisecond
+	// listenPing: a listener that heard nothing for this long pings its
+	// connection, so a silently dead path is noticed even without keepalives.
+	listenPing = 30 * time.Second
+	// backoffMin and backoffMax bound the delay between reconnection attempts.
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+)
+
+// Collector watches one pgleader database and publishes immutable Snapshots and an
+// ordered stream of Events. Create it with New, run it with Run; Poll reads once
+// without Run. Its methods are safe for concurrent use.
+type Collector struct {
+	cfg      Config
+	log      *slog.Logger
+	database string
+	hub      *hub
+
+	interval   atomic.Int64 // PollInterval, nanoseconds
+	refreshCh  chan struct{}
+	intervalCh chan struct{}
+	pollReq    chan chan pollResult
+
+	runMu    sync.Mutex
+	started  bool
+	running  bool
+	loopDone chan struct{} // closed when Run stops serving Poll requests
+
+	readMu sync.Mutex // one read (cursor, query, apply) at a time
+
+	stateMu    sync.Mutex // guards st and the fields below
+	st         *state
+	polls      uint64
+	pollErrors uint64
+	lastPoll   time.Time
+	pollDur    time.Duration
+	version    string
+	lastErr    string
+	lastErrAt  time.Time
+
+	listening     atomic.Bool
+	notifications atomic.Uint64
+	reconnects    atomic.Uint64
+}
+
+type pollResult struct {
+	snap *Snapshot
+	err  error
+}
+
+// New checks cfg (see Config.Validate) and returns a collector. It does not
+// connect: Run and Poll do.
+func New(cfg Config) (*Collector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cc := cfg.ConnConfig
+	c := &Collector{
+		cfg: cfg, log: cfg.Logger, hub: newHub(), st: newState(),
+		database:   fmt.Sprintf("%s @ %s:%d", cc.Database, cc.Host, cc.Port),
+		refreshCh:  make(chan struct{}, 1),
+		intervalCh: make(chan struct{}, 1),
+		pollReq:    make(chan chan pollResult),
+		loopDone:   make(chan struct{}),
+	}
+	c.interval.Store(int64(cfg.PollInterval))
+	return c, nil
+}
+
+// Snapshot returns the latest snapshot, nil before the first successful read.
+// Snapshots are immutable: never modify one.
+func (c *Collector) Snapshot() *Snapshot { return c.hub.current.Load() }
+
+// Updates subscribes to snapshots, latest wins: the channel has a buffer of one,
+// and a snapshot not yet taken is replaced by the next, so a slow reader misses
+// intermediate snapshots, never the newest. The current snapshot, if any, is in
+// the buffer at once. cancel unsubscribes and closes the channel; the channel is
+// also closed when Run returns (at once, if Run has returned already).
+func (c *Collector) Updates() (<-chan *Snapshot, func()) { return c.hub.subscribeUpdates() }
+
+// Subscribe returns the ordered event stream (Event.Seq increases by one per
+// event of the collector). Delivery never blocks the collector: when the
+// subscriber's buffer (DefaultEventBuffer if buffer ≤ 0) is full, events are
+// dropped for it and counted in Health.DroppedEvents, so a gap in Seq means
+// events were missed. cancel unsubscribes and closes the channel; the channel is
+// also closed when Run returns.
+func (c *Collector) Subscribe(buffer int) (<-chan Event, func()) {
+	return c.hub.subscribeEvents(buffer)
+}
+
+// Refresh asks Run for a read now. It does not block; requests made while a read
+// is pending or running are coalesced into one more read.
+func (c *Collector) Refresh() {
+	select {
+	case c.refreshCh <- struct{}{}:
+	default:
+	}
+}
+
+// SetPollInterval changes the poll interval, clamped to [MinPollInterval,
+// MaxPollInterval]. The next tick comes d after the previous one.
+func (c *Collector) SetPollInterval(d time.Duration) {
+	d = min(max(d, MinPollInterval), MaxPollInterval)
+	c.interval.Store(int64(d))
+	select {
+	case c.intervalCh <- struct{}{}:
+	default:
+	}
+}
+
+// PollInterval returns the current poll interval.
+func (c *Collector) PollInterval() time.Duration { return time.Duration(c.interval.Load()) }
+
+// Run watches the database until ctx ends, then returns nil. It keeps a listener
+// connection (LISTEN leader_change) and a reader connection, and re-opens each with
+// backoff (100ms doubling to 5s) for as long as it runs; while reads fail it
+// re-publishes the last good snapshot with Health.Source = disconnected. Run
+// returns only after every goroutine it started has stopped, and closes the
+// channels of Updates and Subscribe. A Collector runs once: a second call returns
+// ErrClosed.
+func (c *Collector) Run(ctx context.Context) error {
+	c.runMu.Lock()
+	if c.started {
+		c.runMu.Unlock()
+		return ErrClosed
+	}
+	c.started, c.running = true, true
+	c.runMu.Unlock()
+	defer c.hub.close()
+	defer func() {
+		c.runMu.Lock()
+		c.running = false
+		c.runMu.Unlock()
+	}()
+
+	c.log.Info("collector starting", "database", c.database, "poll_interval", c.PollInterval())
+	ctx, cancel := context.WithCancel(ctx)
+	var tasks sync.WaitGroup
+	tasks.Go(func() { c.listen(ctx) })
+	c.loop(ctx, &tasks)
+	cancel()
+	tasks.Wait()
+	c.log.Info("collector stopped", "database", c.database)
+	return nil
+}
+
+// Poll makes one full read and returns its snapshot. While Run runs, the read is
+// made by Run (on its connection, published as usual); otherwise Poll opens a
+// connection of its own and closes it afterwards (for one-shot tools such as
+// `pgleader status`), and checks that depend on how long a condition lasted
+// (grace, NoLeaderAfter) only see what this and earlier reads observed.
+func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
+	c.runMu.Lock()
+	running := c.running
+	c.runMu.Unlock()
+	if running {
+		reply := make(chan pollResult, 1)
+		select {
+		case c.pollReq <- reply:
+			select {
+			case r := <-reply:
+				return r.snap, r.err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		case <-c.loopDone: // Run is ending: read alone
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	conn, version, err := c.connectReader(ctx)
+	if err != nil {
+		err = fmt.Errorf("collector: connect to %s: %w", c.database, err)
+		c.noteError(err, time.Now())
+		return nil, err
+	}
+	defer closeConn(conn)
+	c.stateMu.Lock()
+	c.version = version
+	c.stateMu.Unlock()
+	snap, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false)
+	if err != nil {
+		c.noteError(err, time.Now())
+		return nil, err
+	}
+	return snap, nil
+}
+
+// reader is Run's reader connection and its reconnection state.
+type reader struct {
+	conn      *pgx.Conn
+	connected bool // a connection was made before (the next one is a reconnect)
+	failures  int  // consecutive failed reads or connects
+	retryAt   time.Time
+}
+
+func (r *reader) close() {
+	if r.conn != nil {
+		closeConn(r.conn)
+		r.conn = nil
+	}
+}
+
+// loop is Run's reader: it reads on every tick, on Refresh (from notifications),
+// on Poll requests, and when a reconnection is due.
+func (c *Collector) loop(ctx context.Context, tasks *sync.WaitGroup) {
+	defer close(c.loopDone)
+	rd := &reader{}
+	defer rd.close()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		dirty     bool      // a read was asked for since the last one started
+		lastStart time.Time // of the last read
+		lastTick  = time.Now()
+		nextTick  = lastTick.Add(c.PollInterval())
+	)
+	for {
+		now := time.Now()
+		due := nextTick
+		if dirty {
+			due = minTime(due, lastStart.Add(minReadGap))
+		}
+		if rd.conn == nil && !rd.retryAt.IsZero() {
+			due = minTime(due, rd.retryAt)
+		}
+		timer.Reset(max(0, due.Sub(now)))
+		var reply chan pollResult
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.refreshCh:
+			dirty = true
+			continue
+		case <-c.intervalCh:
+			nextTick = lastTick.Add(c.PollInterval())
+			continue
+		case reply = <-c.pollReq:
+		case <-timer.C:
+		}
+		now = time.Now()
+		tick := !now.Before(nextTick)
+		if tick {
+			lastTick, nextTick = now, now.Add(c.PollInterval())
+		}
+		asked := dirty && !now.Before(lastStart.Add(minReadGap))
+		retry := rd.conn == nil && !rd.retryAt.IsZero() && !now.Before(rd.retryAt)
+		if reply == nil && !tick && !asked && !retry {
+			continue
+		}
+		dirty, lastStart = false, now
+		snap, err := c.cycle(ctx, rd, now, reply != nil || retry, tasks)
+		if reply != nil {
+			reply <- pollResult{snap, err}
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// cycle makes one read on Run's reader connection, connecting first if needed.
+// Without a connection and before its backoff has passed (unless force), it only
+// re-publishes the outage, so Health and AlertCollectorDown stay current.
+func (c *Collector) cycle(ctx context.Context, rd *reader, now time.Time, force bool, tasks *sync.WaitGroup) (*Snapshot, error) {
+	if rd.conn == nil && !force && now.Before(rd.retryAt) {
+		c.publishDown(now)
+		return nil, errors.New("collector: database unreachable (waiting to reconnect)")
+	}
+	fresh := false
+	if rd.conn == nil {
+		if err := c.connectRun(ctx, rd); err != nil {
+			return nil, c.readFailed(ctx, rd, now, err)
+		}
+		fresh = true
+	}
+	src := SourcePolling
+	if c.listening.Load() {
+		src = SourceLive
+	}
+	snap, orders, err := c.readAndApply(ctx, rd.conn, now, src, true)
+	if err != nil && !fresh && ctx.Err() == nil && isConnErr(rd.conn, err) {
+		// The connection died while idle (a restarted server, a terminated
+		// backend): one immediate retry on a new one before declaring an outage.
+		c.log.Info("collector reader connection lost; reconnecting", "err", err)
+		rd.close()
+		if err = c.connectRun(ctx, rd); err == nil {
+			snap, orders, err = c.readAndApply(ctx, rd.conn, now, src, true)
+		}
+	}
+	if err != nil {
+		return nil, c.readFailed(ctx, rd, now, err)
+	}
+	if rd.failures > 0 {
+		c.log.Info("collector reads the database again", "database", c.database, "after_failures", rd.failures)
+	}
+	rd.failures, rd.retryAt = 0, time.Time{}
+	for _, o := range orders {
+		tasks.Go(func() { c.autoEvict(ctx, o) })
+	}
+	return snap, nil
+}
+
+// connectRun opens Run's reader connection.
+func (c *Collector) connectRun(ctx context.Context, rd *reader) error {
+	conn, version, err := c.connectReader(ctx)
+	if err != nil {
+		return fmt.Errorf("collector: connect to %s: %w", c.database, err)
+	}
+	if rd.connected {
+		c.reconnects.Add(1)
+	}
+	rd.conn, rd.connected = conn, true
+	c.stateMu.Lock()
+	c.version = version
+	c.stateMu.Unlock()
+	return nil
+}
+
+// readFailed records a failed read, schedules the next attempt and re-publishes
+// the last good snapshot as disconnected.
+func (c *Collector) readFailed(ctx context.Context, rd *reader, now time.Time, err error) error {
+	rd.close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rd.failures++
+	rd.retryAt = now.Add(backoff(rd.failures))
+	c.noteError(err, now)
+	if rd.failures == 1 {
+		c.log.Warn("collector cannot read the database; retrying with backoff", "database", c.database, "err", err)
+	} else {
+		c.log.Debug("collector read failed again", "database", c.database, "err", err, "attempt", rd.failures)
+	}
+	c.publishDown(now)
+	return err
+}
+
+func (c *Collector) publishDown(now time.Time) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	snap, evs := c.st.down(&c.cfg, now, c.healthLocked(SourceDisconnected))
+	c.logEvents(evs)
+	c.hub.publish(snap, evs)
+}
+
+// readAndApply reads once on conn and publishes the result.
+func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time.Time, src Source, evict bool) (*Snapshot, []evictOrder, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	c.stateMu.Lock()
+	cur := c.st.cursor()
+	c.stateMu.Unlock()
+	r, err := read(ctx, conn, &c.cfg, cur)
+	if err != nil {
+		return nil, nil, fmt.Errorf("collector: read %s: %w", c.database, err)
+	}
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	c.polls++
+	c.lastPoll, c.pollDur = start, time.Since(start)
+	snap, evs, orders := c.st.apply(&c.cfg, r, start, c.healthLocked(src))
+	if !evict {
+		for _, o := range orders {
+			delete(c.st.evicted, o.scope) // not acted on: a later Run may
+		}
+		orders = nil
+	}
+	c.logEvents(evs)
+	c.hub.publish(snap, evs)
+	if len(r.Audit) >= auditBatch {
+		c.Refresh() // more audit rows are waiting
+	}
+	return snap, orders, nil
+}
+
+// healthLocked returns the collector's health; stateMu must be held.
+func (c *Collector) healthLocked(src Source) Health {
+	return Health{
+		Source: src, Database: c.database, ServerVersion: c.version,
+		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt,
+		Polls: c.polls, PollErrors: c.pollErrors, Notifications: c.notifications.Load(),
+		Reconnects: c.reconnects.Load(), DroppedEvents: c.hub.dropped.Load(),
+	}
+}
+
+// noteError records a failed read or connection for Health.
+func (c *Collector) noteError(err error, at time.Time) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	c.pollErrors++
+	c.lastErr, c.lastErrAt = err.Error(), at
+}
+
+// noteListenError records a listener failure for Health (not a poll error).
+func (c *Collector) noteListenError(err error) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	c.lastErr, c.lastErrAt = "listener: "+err.Error(), time.Now()
+}
+
+// logEvents logs the transitions worth a line: source changes and alerts.
+func (c *Collector) logEvents(evs []Event) {
+	for _, ev := range evs {
+		switch ev.Kind {
+		case EventSourceChanged:
+			c.log.Warn("collector source changed", "change", ev.Detail, "database", c.database)
+		case EventAlertFiring:
+			lvl := slog.LevelWarn
+			if ev.Alert.Severity == SeverityCritical {
+				lvl = slog.LevelError
+			}
+			c.log.Log(context.Background(), lvl, "alert firing", "alert", ev.Alert.Kind, "severity", ev.Alert.Severity,
+				"scope", ev.Alert.Scope, "node", ev.Alert.Node, "summary", ev.Alert.Summary, "hint", ev.Alert.Hint)
+		case EventAlertResolved:
+			c.log.Info("alert resolved", "alert", ev.Alert.Kind, "scope", ev.Alert.Scope, "node", ev.Alert.Node,
+				"since", ev.Alert.Since)
+		}
+	}
+}
+
+// listen keeps the listener connection: LISTEN first, then ask for a full read,
+// then turn every notification into a Refresh. Payloads are not read: anyone may
+// NOTIFY anything on the channel.
+func (c *Collector) listen(ctx context.Context) {
+	failures := 0
+	connected := false
+	for ctx.Err() == nil {
+		conn, err := c.connect(ctx, appListener, nil)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN leader_change"); err != nil {
+				closeConn(conn)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			c.noteListenError(err)
+			if failures == 1 {
+				c.log.Warn("collector cannot LISTEN; polling only until it can", "database", c.database, "err", err)
+				c.Refresh() // read anyway (at start-up: the first read)
+			}
+			sleepCtx(ctx, backoff(failures))
+			continue
+		}
+		if connected {
+			c.reconnects.Add(1)
+		}
+		if failures > 0 {
+			c.log.Info("collector listening again", "database", c.database)
+		}
+		connected, failures = true, 0
+		c.listening.Store(true)
+		c.Refresh() // the full read that makes the notifications from now on sufficient
+		err = c.wait(ctx, conn)
+		c.listening.Store(false)
+		closeConn(conn)
+		if ctx.Err() != nil {
+			return
+		}
+		c.noteListenError(err)
+		c.log.Warn("collector lost its LISTEN connection; polling until it is back", "database", c.database, "err", err)
+		c.Refresh() // publish the polling source now
+		failures = 1
+		sleepCtx(ctx, backoff(failures))
+	}
+}
+
+// wait turns notifications into refreshes until the connection fails or ctx ends.
+func (c *Collector) wait(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			c.notifications.Add(1)
+			c.Refresh()
+			continue
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case pgconn.Timeout(err) && !conn.IsClosed():
+			pctx, cancel := context.WithTimeout(ctx, readTimeout)
+			err = conn.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		return err
+	}
+}
+
+// backoff is the delay before the n-th consecutive reconnection attempt.
+func backoff(n int) time.Duration {
+	return min(backoffMin<<min(max(n-1, 0), 10), backoffMax)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}

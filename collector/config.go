@@ -1,0 +1,201 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Defaults of Config. They are exported so that the exporter's alert rules and the
+// runbooks can be checked against the thresholds the collector really applies.
+const (
+	DefaultPollInterval       = time.Second
+	DefaultNoLeaderAfter      = 10 * time.Second
+	DefaultStaleMargin        = time.Second
+	DefaultSplitBrainGrace    = 2 * time.Second
+	DefaultStaleNodeAfter     = 30 * time.Second
+	DefaultFlapWindow         = 5 * time.Minute
+	DefaultFlapMax            = 6
+	DefaultFenceAlertFor      = 5 * time.Minute
+	DefaultLockPressure       = 0.5
+	DefaultCollectorDownAfter = 5 * time.Second
+	DefaultRecentTerms        = 50
+	DefaultEvictAfter         = 10 * time.Second
+)
+
+// Bounds of the poll interval (Config.PollInterval and SetPollInterval).
+const (
+	MinPollInterval = 10 * time.Millisecond
+	MaxPollInterval = time.Hour
+)
+
+// MaxRecentTerms bounds Config.RecentTerms: every snapshot carries that many terms.
+const MaxRecentTerms = 10000
+
+// ErrInvalidConfig is wrapped by the errors of Config.Validate and New.
+var ErrInvalidConfig = errors.New("collector: invalid configuration")
+
+// Config configures a Collector. A zero duration, count or fraction means its
+// default (the Default* constants); DefaultConfig returns them filled in. Only
+// ConnConfig is required.
+type Config struct {
+	// ConnConfig is the parsed DSN (pgx.ParseConfig). The collector copies it and
+	// opens its own connections: a listener (LISTEN leader_change), a reader (one
+	// read-only transaction per read, statement_timeout 5s) and, for Evict, a
+	// short-lived one. Their application_name starts with "pgleader-collector".
+	ConnConfig *pgx.ConnConfig
+
+	// PollInterval is how often the collector reads even without notifications:
+	// it bounds how late heartbeat ages, stale nodes and dead holders are noticed
+	// (a notification only comes with claims, releases and audited events).
+	// Between MinPollInterval and MaxPollInterval; SetPollInterval changes it.
+	PollInterval time.Duration
+
+	// NoLeaderAfter: a scope without a leader for this long raises AlertNoLeader
+	// (critical) if some live node is a candidate for it or its leader_state row
+	// still has an open term (a holder that died with nobody to succeed it). A
+	// scope whose candidates were all stopped cleanly is not alerted on: nobody
+	// is meant to run it. Failover takes milliseconds, so the default leaves room
+	// for a frozen holder's whole session lease (2s by default) and then some.
+	NoLeaderAfter time.Duration
+
+	// StaleMargin: the lock is held but the holder's heartbeat is older than its
+	// own trust window plus this margin: AlertStaleLeader (critical). Zero is a
+	// valid margin only if set explicitly through a negative-free value; a zero
+	// field means the default. The margin absorbs a slow heartbeat round trip.
+	StaleMargin time.Duration
+
+	// SplitBrainGrace: conditions that can be transiently true must be seen in
+	// every read for this long before their alert fires: the split-brain
+	// conditions, true for an instant while a claim or a release commits (the
+	// lock table is not transactional, so one read can see the lock of a claim
+	// whose row is not committed yet), and the stale leader, true for an instant
+	// after a stall of the whole host (the holder's lease has expired, its backend
+	// has not run yet to end itself). An epoch that went backwards fires at once.
+	SplitBrainGrace time.Duration
+
+	// StaleNodeAfter: a node not stopped cleanly whose last_seen is older than this
+	// (database time) raises AlertStaleNode (warning) and is no longer Live.
+	StaleNodeAfter time.Duration
+
+	// FlapWindow and FlapMax: more than FlapMax elected terms of one scope within
+	// FlapWindow raise AlertFlapping (warning).
+	FlapWindow time.Duration
+	FlapMax    int
+
+	// FenceAlertFor: a fence_rejected audit row newer than this raises
+	// AlertFenceRejected (warning) for its scope and node. The first read also
+	// replays the audit rows of this window.
+	FenceAlertFor time.Duration
+
+	// LockPressure: granted advisory locks of the database above this fraction of
+	// the lock table's nominal capacity raise AlertLockPressure (warning). At most
+	// 2: the table holds about twice its nominal size before every session of the
+	// server starts failing (measured; see DESIGN.md §3).
+	LockPressure float64
+
+	// CollectorDownAfter: no successful read for this long adds AlertCollectorDown
+	// (critical) to the last good snapshot, which is re-published while the
+	// database cannot be read.
+	CollectorDownAfter time.Duration
+
+	// RecentTerms is the number of terms (all scopes, newest first) in each
+	// snapshot. At most MaxRecentTerms.
+	RecentTerms int
+
+	// EvictStale makes the collector terminate the leadership backend of a stale
+	// holder (a zombie keeping the lock without heartbeats) once its
+	// AlertStaleLeader has lasted EvictAfter: one Evict per term, audited. Off by
+	// default: the server's own session lease normally frees such a lock; this is
+	// for holders whose lease does not work (a statement running on the
+	// leadership session, a client that never set one).
+	EvictStale bool
+	EvictAfter time.Duration
+
+	// Logger receives one line per transition (source changes, alerts firing and
+	// resolving, evictions, connection loss). Default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with every default filled in (ConnConfig nil).
+func DefaultConfig() Config {
+	var c Config
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.PollInterval, DefaultPollInterval)
+	def(&c.NoLeaderAfter, DefaultNoLeaderAfter)
+	def(&c.StaleMargin, DefaultStaleMargin)
+	def(&c.SplitBrainGrace, DefaultSplitBrainGrace)
+	def(&c.StaleNodeAfter, DefaultStaleNodeAfter)
+	def(&c.FlapWindow, DefaultFlapWindow)
+	def(&c.FenceAlertFor, DefaultFenceAlertFor)
+	def(&c.CollectorDownAfter, DefaultCollectorDownAfter)
+	def(&c.EvictAfter, DefaultEvictAfter)
+	if c.FlapMax == 0 {
+		c.FlapMax = DefaultFlapMax
+	}
+	if c.LockPressure == 0 {
+		c.LockPressure = DefaultLockPressure
+	}
+	if c.RecentTerms == 0 {
+		c.RecentTerms = DefaultRecentTerms
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate fills in the defaults and checks every field. Its errors wrap
+// ErrInvalidConfig and name the field and the rule.
+func (c *Config) Validate() error {
+	c.applyDefaults()
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	positive := func(field string, d time.Duration) error {
+		if d < 0 {
+			return bad(field, "(%v) must be positive (zero means the default)", d)
+		}
+		return nil
+	}
+	if c.ConnConfig == nil {
+		return bad("ConnConfig", "is required (parse the DSN with pgx.ParseConfig)")
+	}
+	if c.PollInterval < MinPollInterval || c.PollInterval > MaxPollInterval {
+		return bad("PollInterval", "(%v) must be between %v and %v", c.PollInterval, MinPollInterval, MaxPollInterval)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"NoLeaderAfter", c.NoLeaderAfter}, {"StaleMargin", c.StaleMargin},
+		{"SplitBrainGrace", c.SplitBrainGrace}, {"StaleNodeAfter", c.StaleNodeAfter},
+		{"FlapWindow", c.FlapWindow}, {"FenceAlertFor", c.FenceAlertFor},
+		{"CollectorDownAfter", c.CollectorDownAfter}, {"EvictAfter", c.EvictAfter},
+	} {
+		if err := positive(f.name, f.d); err != nil {
+			return err
+		}
+	}
+	if c.FlapMax < 0 {
+		return bad("FlapMax", "(%d) must be positive (zero means the default)", c.FlapMax)
+	}
+	if c.LockPressure < 0 || c.LockPressure > 2 {
+		return bad("LockPressure", "(%g) must be a fraction of the lock table between 0 and 2", c.LockPressure)
+	}
+	if c.RecentTerms < 0 || c.RecentTerms > MaxRecentTerms {
+		return bad("RecentTerms", "(%d) must be between 1 and %d (zero means the default)", c.RecentTerms, MaxRecentTerms)
+	}
+	return nil
+}

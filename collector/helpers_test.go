@@ -1,0 +1,284 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/migrations"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// wait is the deadline of every condition a test waits for.
+const wait = 10 * time.Second
+
+func testLogger() *slog.Logger {
+	if os.Getenv("PGLEADER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// migratedDB returns the DSN of a fresh, migrated database.
+func migratedDB(t testing.TB) string {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	migrate(t, dsn)
+	return dsn
+}
+
+func migrate(t testing.TB, dsn string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testConfig is a Config with thresholds short enough for tests.
+func testConfig(t testing.TB, dsn string) Config {
+	t.Helper()
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{ConnConfig: cc, PollInterval: 50 * time.Millisecond, Logger: testLogger()}
+}
+
+func newCollector(t testing.TB, cfg Config) *Collector {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run runs c until the test ends, and fails the test if Run errs or hangs.
+func run(t testing.TB, c *Collector) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			panic("collector Run did not return within 30s of cancel")
+		}
+	})
+}
+
+// recorder keeps every event of a subscription.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+	done   chan struct{}
+}
+
+func record(t testing.TB, c *Collector) *recorder {
+	t.Helper()
+	ch, cancel := c.Subscribe(100000)
+	r := &recorder{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ev := range ch {
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+func (r *recorder) all() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+func (r *recorder) find(match func(Event) bool) (Event, bool) {
+	for _, ev := range r.all() {
+		if match(ev) {
+			return ev, true
+		}
+	}
+	return Event{}, false
+}
+
+// waitEvent waits for an event that matches.
+func (r *recorder) waitEvent(t testing.TB, what string, match func(Event) bool) Event {
+	t.Helper()
+	var got Event
+	waitFor(t, what, wait, func() bool {
+		var ok bool
+		got, ok = r.find(match)
+		return ok
+	})
+	return got
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitSnap waits for a snapshot that satisfies cond and returns it.
+func waitSnap(t testing.TB, c *Collector, what string, cond func(*Snapshot) bool) *Snapshot {
+	t.Helper()
+	var s *Snapshot
+	waitFor(t, what, wait, func() bool {
+		s = c.Snapshot()
+		return s != nil && cond(s)
+	})
+	return s
+}
+
+// settle waits until the collector has made n more reads after the call.
+func settle(t testing.TB, c *Collector, n int) *Snapshot {
+	t.Helper()
+	start := uint64(0)
+	if s := c.Snapshot(); s != nil {
+		start = s.Health.Polls
+	}
+	return waitSnap(t, c, fmt.Sprintf("%d more reads", n), func(s *Snapshot) bool { return s.Health.Polls >= start+uint64(n) })
+}
+
+func alert(s *Snapshot, kind AlertKind, scope string) (Alert, bool) {
+	for _, a := range s.Alerts {
+		if a.Kind == kind && (scope == "" || a.Scope == scope) {
+			return a, true
+		}
+	}
+	return Alert{}, false
+}
+
+func scope(t testing.TB, s *Snapshot, name string) Scope {
+	t.Helper()
+	sc, ok := s.Scope(name)
+	if !ok {
+		t.Fatalf("snapshot %d has no scope %q", s.Seq, name)
+	}
+	return sc
+}
+
+func connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeConn(conn) })
+	return conn
+}
+
+func exec(t testing.TB, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func queryInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int64 {
+	t.Helper()
+	var v int64
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// fastElector returns the engine configuration the election tests use.
+func fastElector(dsn, id string, scopes ...string) election.Config {
+	return election.Config{
+		DSN: dsn, NodeID: id, Scopes: scopes,
+		HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
+		TrustWindow: 300 * time.Millisecond, SessionLease: 500 * time.Millisecond,
+		DrainTimeout: time.Second, ResignCooldown: 300 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// node is an in-process elector.
+type node struct {
+	*election.Elector
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+func startNode(t testing.TB, dsn, id string, scopes ...string) *node {
+	t.Helper()
+	e, err := election.New(fastElector(dsn, id, scopes...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &node{Elector: e, cancel: cancel, done: make(chan error, 1)}
+	go func() { n.done <- e.Run(ctx) }()
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+// stop drains the elector and waits for it.
+func (n *node) stop(t testing.TB) {
+	n.once.Do(func() {
+		n.cancel()
+		select {
+		case err := <-n.done:
+			if err != nil {
+				t.Errorf("elector %s: Run returned %v", n.NodeID(), err)
+			}
+		case <-time.After(30 * time.Second):
+			panic("elector Run did not return within 30s of cancel")
+		}
+	})
+}
+
+func (n *node) leads(scope string) bool {
+	_, err := n.Scope(scope).Require(context.Background())
+	return err == nil
+}
+
+// forgeHolder makes conn the holder of scope through the schema's own claim (the
+// connection keeps the lock like a leadership session), registering node first.
+func forgeHolder(t testing.TB, conn *pgx.Conn, scope, node string) int64 {
+	t.Helper()
+	exec(t, conn, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, heartbeat_interval_ms, trust_window_ms, session_lease_ms)
+	               VALUES ($1, 'forged-host', 1, 'test', ARRAY[$2], 100, 300, 500)
+	               ON CONFLICT (node_id) DO UPDATE SET scopes = array_append(pgleader.nodes.scopes, $2), last_seen = now(), stopped_at = NULL`, node, scope)
+	var ok bool
+	var epoch int64
+	if err := conn.QueryRow(context.Background(),
+		`SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'forged-host', 0, 100, 100, 300, 500)`,
+		scope, node).Scan(&ok, &epoch); err != nil || !ok {
+		t.Fatalf("forged claim of %s by %s: acquired=%v err=%v", scope, node, ok, err)
+	}
+	return epoch
+}

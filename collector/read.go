@@ -1,0 +1,459 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Connection roles, the suffix of each connection's application_name.
+const (
+	appListener = "pgleader-collector listen"
+	appReader   = "pgleader-collector read"
+	appEvict    = "pgleader-collector evict"
+)
+
+const (
+	// readStatementTimeout bounds every statement of a read on the server;
+	// readTimeout bounds a whole read on the client (a silent network).
+	readStatementTimeout = 5 * time.Second
+	readTimeout          = 10 * time.Second
+	connectTimeout       = 10 * time.Second
+	// auditBatch is the most audit rows one read takes; a read that hits it asks
+	// for another at once.
+	auditBatch = 1000
+	// firstAuditBatch is the most rows of the FenceAlertFor window the first read
+	// replays (the newest).
+	firstAuditBatch = 10000
+)
+
+// auditKinds are the audit rows that become events.
+var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted"}
+
+// dbRead is the raw result of one read: everything comes from one REPEATABLE READ
+// transaction, except the lock table, which is not transactional and is read by
+// the first statement, right when the transaction's snapshot is taken.
+type dbRead struct {
+	Now        time.Time // the database's now() (transaction start)
+	Capacity   int
+	Advisory   int
+	Waiting    int
+	MaxAuditID int64 // the newest audit id (the first read starts after it)
+	Scopes     []scopeRow
+	Nodes      []Node
+	Terms      []Term
+	Audit      []auditRow
+}
+
+// scopeRow is a scope name (from leader_state or from a candidate's scopes), its
+// leader_state row if any, its lock in pg_locks, and its latest term.
+type scopeRow struct {
+	Name          string
+	Recorded      bool // a leader_state row exists
+	LockKey       int64
+	Epoch         int64
+	Holder        string
+	HolderPID     int
+	AcquiredAt    time.Time
+	ReleasedAt    time.Time
+	LastHeartbeat time.Time
+	Timing        Timing
+	LockPIDs      []int // granted ExclusiveLock
+	OtherPIDs     []int // granted in another mode (ShareLock: a waiter's await_release, or a squatter)
+	Waiters       int
+	Latest        *Term // the newest term (by acquired_at)
+	Changes       int   // terms acquired within FlapWindow
+	MaxTermEpoch  int64 // highest epoch in pgleader.terms
+}
+
+// open reports whether leader_state records an open term.
+func (r scopeRow) open() bool { return r.Holder != "" && r.ReleasedAt.IsZero() }
+
+// auditRow is a row of pgleader.audit.
+type auditRow struct {
+	ID     int64
+	At     time.Time
+	Scope  string
+	Node   string
+	Epoch  int64
+	Kind   string
+	Detail auditDetail
+	// PrevHolder is the holder of the previous epoch (elected rows).
+	PrevHolder string
+}
+
+// auditDetail holds the fields of audit.detail the collector uses. Rows are
+// written by SQL functions (and, for evictions, by the collector); a row whose
+// detail does not decode keeps zero values rather than failing the read.
+type auditDetail struct {
+	PrevHolder   *string `json:"prev_holder"`
+	PrevEpoch    *int64  `json:"prev_epoch"`
+	Reason       string  `json:"reason"`
+	Successor    string  `json:"successor"`
+	CurrentEpoch *int64  `json:"current_epoch"`
+	Detail       *string `json:"detail"`
+	PID          int     `json:"pid"`
+	By           string  `json:"by"`
+}
+
+// The statements of one read. sqlScopes comes first: the first statement of a
+// REPEATABLE READ transaction takes its snapshot, and pg_locks is read in the same
+// statement, so the lock table and the rows describe (nearly) the same instant.
+const (
+	sqlBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+	// Every scope named in leader_state or by a not-stopped node (a candidate's
+	// scope may have no row yet: claims create it), its lock holders and waiters
+	// (one pass over pg_locks, grouped by key and hash-joined), its newest term
+	// and the index-only counts behind the flapping and epoch-regression checks.
+	// $1: FlapWindow in seconds.
+	sqlScopes = `
+WITH l AS MATERIALIZED (
+  SELECT l.pid, (l.classid::bigint << 32) | l.objid::bigint AS key, l.mode, l.granted
+    FROM pg_catalog.pg_locks l
+   WHERE l.locktype = 'advisory' AND l.objsubid = 1
+     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
+), lk AS (
+  SELECT l.key,
+         array_agg(l.pid ORDER BY l.pid) FILTER (WHERE l.granted AND l.mode = 'ExclusiveLock') AS excl,
+         array_agg(l.pid ORDER BY l.pid) FILTER (WHERE l.granted AND l.mode <> 'ExclusiveLock') AS other,
+         count(*) FILTER (WHERE NOT l.granted) AS waiting
+    FROM l GROUP BY l.key
+), names AS (
+  SELECT s.scope FROM pgleader.leader_state s
+  UNION
+  SELECT unnest(n.scopes) FROM pgleader.nodes n WHERE n.stopped_at IS NULL
+), sc AS (
+  SELECT nm.scope, s.scope IS NOT NULL AS recorded,
+         coalesce(s.lock_key, pgleader.lock_key(nm.scope)) AS lock_key, coalesce(s.epoch, 0) AS epoch,
+         s.holder, s.holder_pid, s.acquired_at, s.released_at, s.last_heartbeat,
+         s.heartbeat_interval_ms, s.heartbeat_timeout_ms, s.trust_window_ms, s.session_lease_ms
+    FROM names nm LEFT JOIN pgleader.leader_state s ON s.scope = nm.scope
+)
+SELECT sc.scope, sc.recorded, sc.lock_key, sc.epoch, sc.holder, sc.holder_pid,
+       sc.acquired_at, sc.released_at, sc.last_heartbeat,
+       sc.heartbeat_interval_ms, sc.heartbeat_timeout_ms, sc.trust_window_ms, sc.session_lease_ms,
+       coalesce(lk.excl, '{}'), coalesce(lk.other, '{}'), coalesce(lk.waiting, 0)::int,
+       t.id, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
+       (extract(epoch FROM t.handover_gap) * 1000000)::bigint,
+       (SELECT count(*) FROM pgleader.terms f
+         WHERE f.scope = sc.scope AND f.acquired_at > now() - make_interval(secs => $1))::int,
+       coalesce((SELECT max(m.epoch) FROM pgleader.terms m WHERE m.scope = sc.scope), 0)
+  FROM sc
+  LEFT JOIN lk ON lk.key = sc.lock_key
+  LEFT JOIN LATERAL (SELECT * FROM pgleader.terms t WHERE t.scope = sc.scope
+                      ORDER BY t.acquired_at DESC, t.id DESC LIMIT 1) t ON true
+ ORDER BY sc.scope`
+
+	// Database time, the lock table's nominal capacity, the advisory-lock
+	// footprint of this database, and the newest audit id (used by the first read).
+	sqlMeta = `
+SELECT now(),
+       current_setting('max_locks_per_transaction')::int
+         * (current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int),
+       count(*) FILTER (WHERE l.granted)::int, count(*) FILTER (WHERE NOT l.granted)::int,
+       (SELECT coalesce(max(a.id), 0) FROM pgleader.audit a)
+  FROM pg_catalog.pg_locks l
+ WHERE l.locktype = 'advisory'
+   AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())`
+
+	sqlNodes = `
+SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
+       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms
+  FROM pgleader.nodes ORDER BY node_id`
+
+	// $1: how many.
+	sqlTerms = `
+SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason,
+       (extract(epoch FROM handover_gap) * 1000000)::bigint
+  FROM pgleader.terms ORDER BY id DESC LIMIT $1`
+
+	// Later reads: every row after the last one seen, plus ids an earlier read
+	// found missing (a transaction still in flight then). $1 last id, $2 missing
+	// ids, $3 limit.
+	sqlAudit = `
+SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.epoch, 0), a.kind, a.detail,
+       ` + sqlPrevHolder + `
+  FROM pgleader.audit a WHERE a.id > $1 OR a.id = ANY ($2) ORDER BY a.id LIMIT $3`
+
+	// The first read: the event kinds of the last FenceAlertFor, newest first.
+	// $1 window in seconds, $2 kinds, $3 limit.
+	sqlAuditFirst = `
+SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.epoch, 0), a.kind, a.detail,
+       ` + sqlPrevHolder + `
+  FROM pgleader.audit a WHERE a.at > now() - make_interval(secs => $1) AND a.kind = ANY ($2)
+ ORDER BY a.id DESC LIMIT $3`
+
+	// The holder of the epoch before an elected row's: the claim records
+	// prev_holder only when it closed an open term (a clean release clears the
+	// holder), so it is looked up in terms (the (scope, epoch) unique index).
+	sqlPrevHolder = `CASE WHEN a.kind = 'elected' AND jsonb_typeof(a.detail->'prev_epoch') = 'number'
+         THEN (SELECT t.holder FROM pgleader.terms t
+                WHERE t.scope = a.scope AND t.epoch = (a.detail->>'prev_epoch')::bigint) END`
+)
+
+// connConfig returns a copy of the configured connection settings for one of the
+// collector's connections.
+func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnConfig {
+	cc := c.cfg.ConnConfig.Copy()
+	// Client-side keepalives: a listener blocked in WaitForNotification must fail,
+	// not hang, when the path to the server goes silent.
+	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
+		Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
+	cc.DialFunc = dialer.DialContext
+	cc.RuntimeParams["application_name"] = app
+	for k, v := range params {
+		cc.RuntimeParams[k] = v
+	}
+	return cc
+}
+
+// connect opens one of the collector's connections, bounded by connectTimeout.
+func (c *Collector) connect(ctx context.Context, app string, params map[string]string) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	return pgx.ConnectConfig(ctx, c.connConfig(app, params))
+}
+
+// connectReader opens a reader connection: read-only by default, statements
+// bounded on the server.
+func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error) {
+	conn, err := c.connect(ctx, appReader, map[string]string{
+		"statement_timeout":                   fmt.Sprint(readStatementTimeout.Milliseconds()),
+		"idle_in_transaction_session_timeout": fmt.Sprint(readTimeout.Milliseconds()),
+		"default_transaction_read_only":       "on",
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	version := conn.PgConn().ParameterStatus("server_version")
+	if version == "" {
+		ctx, cancel := context.WithTimeout(ctx, readTimeout)
+		defer cancel()
+		_ = conn.QueryRow(ctx, "SHOW server_version").Scan(&version)
+	}
+	return conn, version, nil
+}
+
+// readCursor says which audit rows a read takes.
+type readCursor struct {
+	first   bool    // no read succeeded yet: take the FenceAlertFor window
+	lastID  int64   // later reads: rows after this id
+	missing []int64 // and these
+}
+
+// read runs one read: a single round trip (a pipelined batch from BEGIN to
+// COMMIT). On an error the connection may be unusable; the caller closes it.
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor) (*dbRead, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(sqlBegin)
+	b.Queue(sqlScopes, cfg.FlapWindow.Seconds())
+	b.Queue(sqlMeta)
+	b.Queue(sqlNodes)
+	b.Queue(sqlTerms, cfg.RecentTerms)
+	if cur.first {
+		b.Queue(sqlAuditFirst, cfg.FenceAlertFor.Seconds(), auditKinds, firstAuditBatch)
+	} else {
+		missing := cur.missing
+		if missing == nil {
+			missing = []int64{}
+		}
+		b.Queue(sqlAudit, cur.lastID, missing, auditBatch)
+	}
+	b.Queue("COMMIT")
+	r := &dbRead{}
+	br := conn.SendBatch(ctx, b)
+	err := scanRead(br, r)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// The batch stops at the first error and leaves the transaction aborted.
+		if !conn.IsClosed() && conn.PgConn().TxStatus() != 'I' {
+			rctx, rcancel := context.WithTimeout(context.Background(), time.Second)
+			defer rcancel()
+			if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+				_ = conn.Close(rctx)
+			}
+		}
+		return nil, err
+	}
+	if cur.first {
+		slices.Reverse(r.Audit) // read newest first, used oldest first
+	}
+	return r, nil
+}
+
+func scanRead(br pgx.BatchResults, r *dbRead) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	rows, _ := br.Query()
+	var err error
+	r.Scopes, err = pgx.CollectRows(rows, scanScope)
+	if err != nil {
+		return fmt.Errorf("read scopes and locks: %w", err)
+	}
+	if err := br.QueryRow().Scan(&r.Now, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID); err != nil {
+		return fmt.Errorf("read time and lock table: %w", err)
+	}
+	rows, _ = br.Query()
+	if r.Nodes, err = pgx.CollectRows(rows, scanNode); err != nil {
+		return fmt.Errorf("read nodes: %w", err)
+	}
+	rows, _ = br.Query()
+	if r.Terms, err = pgx.CollectRows(rows, scanTerm); err != nil {
+		return fmt.Errorf("read terms: %w", err)
+	}
+	rows, _ = br.Query()
+	if r.Audit, err = pgx.CollectRows(rows, scanAudit); err != nil {
+		return fmt.Errorf("read audit: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func ms(p *int32) time.Duration {
+	if p == nil {
+		return 0
+	}
+	return time.Duration(*p) * time.Millisecond
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func tm(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}
+
+func num(p *int32) int {
+	if p == nil {
+		return 0
+	}
+	return int(*p)
+}
+
+func scanScope(row pgx.CollectableRow) (scopeRow, error) {
+	var (
+		s                        scopeRow
+		holder                   *string
+		holderPID                *int32
+		acq, rel, hb             *time.Time
+		ival, tout, trust, lease *int32
+		excl, other              []int32
+		tID, tEpoch              *int64
+		tHolder, tHost, tReason  *string
+		tPID                     *int32
+		tAcq, tRel               *time.Time
+		tGap                     *int64
+	)
+	if err := row.Scan(&s.Name, &s.Recorded, &s.LockKey, &s.Epoch, &holder, &holderPID, &acq, &rel, &hb,
+		&ival, &tout, &trust, &lease, &excl, &other, &s.Waiters,
+		&tID, &tEpoch, &tHolder, &tHost, &tPID, &tAcq, &tRel, &tReason, &tGap,
+		&s.Changes, &s.MaxTermEpoch); err != nil {
+		return s, err
+	}
+	s.Holder, s.HolderPID = str(holder), num(holderPID)
+	s.AcquiredAt, s.ReleasedAt, s.LastHeartbeat = tm(acq), tm(rel), tm(hb)
+	s.Timing = Timing{HeartbeatInterval: ms(ival), HeartbeatTimeout: ms(tout), TrustWindow: ms(trust), SessionLease: ms(lease)}
+	s.LockPIDs, s.OtherPIDs = ints(excl), ints(other)
+	if tID != nil {
+		t := Term{ID: *tID, Scope: s.Name, Epoch: *tEpoch, Holder: str(tHolder), Hostname: str(tHost),
+			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: str(tReason)}
+		if tGap != nil {
+			t.HandoverGap = time.Duration(*tGap) * time.Microsecond
+		}
+		s.Latest = &t
+	}
+	return s, nil
+}
+
+func ints(xs []int32) []int {
+	if len(xs) == 0 {
+		return nil
+	}
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = int(x)
+	}
+	return out
+}
+
+func scanNode(row pgx.CollectableRow) (Node, error) {
+	var (
+		n                  Node
+		stopped            *time.Time
+		backend            *int32
+		ival, trust, lease *int32
+	)
+	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
+		&n.Scopes, &n.Leads, &ival, &trust, &lease); err != nil {
+		return n, err
+	}
+	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)
+	n.Timing = Timing{HeartbeatInterval: ms(ival), TrustWindow: ms(trust), SessionLease: ms(lease)}
+	if n.Scopes == nil {
+		n.Scopes = []string{}
+	}
+	if n.Leads == nil {
+		n.Leads = []string{}
+	}
+	return n, nil
+}
+
+func scanTerm(row pgx.CollectableRow) (Term, error) {
+	var (
+		t      Term
+		host   *string
+		reason *string
+		pid    *int32
+		rel    *time.Time
+		gap    *int64
+	)
+	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap); err != nil {
+		return t, err
+	}
+	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), str(reason)
+	if gap != nil {
+		t.HandoverGap = time.Duration(*gap) * time.Microsecond
+	}
+	return t, nil
+}
+
+func scanAudit(row pgx.CollectableRow) (auditRow, error) {
+	var (
+		a      auditRow
+		detail []byte
+		prev   *string
+	)
+	if err := row.Scan(&a.ID, &a.At, &a.Scope, &a.Node, &a.Epoch, &a.Kind, &detail, &prev); err != nil {
+		return a, err
+	}
+	a.PrevHolder = str(prev)
+	_ = json.Unmarshal(detail, &a.Detail) // a malformed detail must not stop the collector
+	return a, nil
+}
+
+// isConnErr reports whether err means the connection is gone (as opposed to a
+// statement that failed on a healthy connection).
+func isConnErr(conn *pgx.Conn, err error) bool {
+	return err != nil && (conn == nil || conn.IsClosed() || errors.Is(err, net.ErrClosed))
+}

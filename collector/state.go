@@ -1,0 +1,801 @@
+package collector
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+const (
+	// missingWait is how long an audit id that a read skipped is looked for again:
+	// the transaction that took it was still in flight (it shows up later), or it
+	// rolled back (it never does). Audit rows are written at the end of short
+	// server-side functions, so a few seconds are plenty.
+	missingWait = 10 * time.Second
+	// maxMissing bounds the ids remembered as missing.
+	maxMissing = 1000
+	// defaultTrustWindow judges a holder row without timing (written by hand or by
+	// an old engine): the engine's default trust window.
+	defaultTrustWindow = 1500 * time.Millisecond
+	// maxFenceHits bounds the fence_rejected rows remembered per scope and node.
+	maxFenceHits = 10000
+)
+
+// state is what the collector remembers from one read to the next. Only touched
+// under Collector.stateMu.
+type state struct {
+	reads      uint64              // reads applied
+	snapSeq    uint64              // Seq of the last snapshot built
+	lastAudit  int64               // highest audit id seen
+	missing    map[int64]time.Time // audit ids a read skipped, and when
+	scopes     map[string]*scopeMem
+	nodes      map[string]nodeMem
+	pending    map[string]time.Time // conditions within their grace, by alert key: first seen
+	active     map[string]Alert     // alerts of the last snapshot, by key
+	fence      map[string][]fenceHit
+	fenceCount map[string]uint64
+	evicted    map[string]int64 // scope → epoch whose holder was evicted automatically
+	last       *Snapshot        // last good snapshot
+	lastOK     time.Time        // collector time of the last successful read
+	downSince  time.Time        // first failed read of the current outage
+	source     Source           // of the last snapshot
+}
+
+// scopeMem is what the collector remembers about one scope.
+type scopeMem struct {
+	leaderlessSince time.Time // collector time; zero while led
+	maxEpoch        int64     // highest epoch seen
+	lateEpoch       int64     // term whose late heartbeat was reported (0: none)
+	freeOpenSince   time.Time // DB time the open term's lock was first seen free
+}
+
+type nodeMem struct {
+	live      bool
+	startedAt time.Time
+}
+
+type fenceHit struct {
+	at           time.Time // audit.at (DB time)
+	epoch        int64
+	currentEpoch int64
+}
+
+// evictOrder asks for the eviction of a stale holder.
+type evictOrder struct {
+	scope  string
+	expect holderID
+}
+
+// holderID is the holder an eviction expects to find.
+type holderID struct {
+	epoch  int64
+	holder string
+	pid    int
+}
+
+func newState() *state {
+	return &state{
+		missing: map[int64]time.Time{}, scopes: map[string]*scopeMem{}, nodes: map[string]nodeMem{},
+		pending: map[string]time.Time{}, active: map[string]Alert{}, fence: map[string][]fenceHit{},
+		fenceCount: map[string]uint64{}, evicted: map[string]int64{},
+	}
+}
+
+// cursor returns what the next read must fetch from pgleader.audit.
+func (st *state) cursor() readCursor {
+	cur := readCursor{first: st.reads == 0, lastID: st.lastAudit}
+	for id := range st.missing {
+		cur.missing = append(cur.missing, id)
+	}
+	slices.Sort(cur.missing)
+	return cur
+}
+
+// finding is a check result before the grace and Since rules apply.
+type finding struct {
+	alert Alert
+	grace time.Duration // the condition must last this long (0: fires at once)
+	since time.Time     // when the condition began, if the check knows better than "now"
+}
+
+// apply turns one read into the next snapshot and the events between the last
+// snapshot and it. now is the collector's clock at the start of the read; every
+// age is computed in database time (r.Now), every duration the collector tracks
+// itself (leaderless, grace, Since) in collector time.
+func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapshot, []Event, []evictOrder) {
+	first := st.reads == 0
+	st.reads++
+	st.lastOK, st.downSince = now, time.Time{}
+	var evs []Event
+	evs = append(evs, st.sourceChange(h.Source, now)...)
+	evs = append(evs, st.auditEvents(cfg, r, now, first)...)
+
+	nodes, nodeEvs := st.applyNodes(cfg, r, now, first)
+	evs = append(evs, nodeEvs...)
+	byID := make(map[string]*Node, len(nodes))
+	for i := range nodes {
+		byID[nodes[i].ID] = &nodes[i]
+	}
+
+	var findings []finding
+	scopes := make([]Scope, 0, len(r.Scopes))
+	seen := map[string]bool{}
+	for _, row := range r.Scopes {
+		seen[row.Name] = true
+		m := st.scopes[row.Name]
+		isNew := m == nil
+		if isNew {
+			m = &scopeMem{}
+			st.scopes[row.Name] = m
+		}
+		sc := buildScope(r, row, nodes, byID)
+		st.trackLeaderless(&sc, row, m, r.Now, now, isNew)
+		findings = append(findings, st.checkScope(cfg, r, row, &sc, m, nodes, byID)...)
+		if ev, ok := heartbeatLate(&sc, m, now); ok {
+			evs = append(evs, ev)
+		}
+		scopes = append(scopes, sc)
+	}
+	for name := range st.scopes {
+		if !seen[name] {
+			delete(st.scopes, name)
+		}
+	}
+	findings = append(findings, checkNodes(cfg, nodes)...)
+	findings = append(findings, st.checkFence(cfg, r.Now)...)
+	if f, ok := checkLockPressure(cfg, r); ok {
+		findings = append(findings, f)
+	}
+
+	alerts := st.settle(findings, now)
+	var orders []evictOrder
+	for i := range scopes {
+		sc := &scopes[i]
+		for _, a := range alerts {
+			if a.Scope == sc.Name {
+				sc.Alerts = append(sc.Alerts, a)
+			}
+		}
+		sc.Verdict = verdict(sc, st.scopes[sc.Name].lateEpoch != 0)
+		if o, ok := st.evictOrder(cfg, sc, now); ok {
+			orders = append(orders, o)
+		}
+	}
+	evs = append(evs, st.alertChanges(alerts, now)...)
+
+	// What a node reports leading (nodes.leads) lags when it froze or lost its
+	// session; the snapshot shows what holds: the scopes whose open term and lock
+	// are its. The checks above used the reports.
+	leading := map[string][]string{}
+	for _, sc := range scopes {
+		if sc.HasLeader() {
+			leading[sc.Leader] = append(leading[sc.Leader], sc.Name)
+		}
+	}
+	for i := range nodes {
+		nodes[i].Reported = nodes[i].Leads
+		nodes[i].Leads = leading[nodes[i].ID]
+		if nodes[i].Leads == nil {
+			nodes[i].Leads = []string{}
+		}
+	}
+
+	terms := r.Terms
+	for i := range terms {
+		terms[i].HeldFor = heldFor(terms[i], r.Now)
+	}
+	if terms == nil {
+		terms = []Term{}
+	}
+	st.snapSeq++
+	snap := &Snapshot{
+		Seq: st.snapSeq, At: now, DBTime: r.Now, Scopes: scopes, Nodes: nodes, Terms: terms, Alerts: alerts,
+		Locks:         LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity},
+		FenceRejected: maps.Clone(st.fenceCount), Health: h,
+	}
+	st.last = snap
+	return snap, evs, orders
+}
+
+// down builds the snapshot re-published while the database cannot be read: the
+// last good one with the new health and, after CollectorDownAfter,
+// AlertCollectorDown. It returns nil before the first successful read.
+func (st *state) down(cfg *Config, now time.Time, h Health) (*Snapshot, []Event) {
+	if st.downSince.IsZero() {
+		st.downSince = now
+	}
+	evs := st.sourceChange(h.Source, now)
+	if st.last == nil {
+		return nil, evs
+	}
+	var alerts []Alert
+	for _, a := range st.last.Alerts {
+		if a.Kind != AlertCollectorDown {
+			alerts = append(alerts, a)
+		}
+	}
+	if quiet := now.Sub(st.lastOK); quiet >= cfg.CollectorDownAfter {
+		a := Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Since: st.downSince,
+			Summary: fmt.Sprintf("no successful read of %s for %s: %s", h.Database, fmtDur(quiet), oneLine(h.LastError)),
+			Hint:    "check that the database is up and reachable from the collector's host (credentials, network, max_connections); the state shown is the last good read",
+			Runbook: runbook(AlertCollectorDown)}
+		if prev, ok := st.active[a.Key()]; ok {
+			a.Since = prev.Since
+		}
+		alerts = append(alerts, a)
+	}
+	sortAlerts(alerts)
+	evs = append(evs, st.alertChanges(alerts, now)...)
+	snap := *st.last
+	st.snapSeq++
+	snap.Seq, snap.Alerts, snap.Health = st.snapSeq, alerts, h
+	return &snap, evs
+}
+
+func (st *state) sourceChange(src Source, now time.Time) []Event {
+	prev := st.source
+	st.source = src
+	if prev == "" || prev == src {
+		return nil
+	}
+	return []Event{{At: now, Kind: EventSourceChanged, Detail: string(prev) + " → " + string(src)}}
+}
+
+// auditEvents turns the audit rows of a read into events, in id order, each id
+// once. The first read replays the FenceAlertFor window and then continues after
+// the newest id of its snapshot. Later reads take every id after the highest seen;
+// an id skipped in between belongs to a transaction that was still in flight (ids
+// are taken before commit) or that rolled back: it is looked for again for
+// missingWait.
+func (st *state) auditEvents(cfg *Config, r *dbRead, now time.Time, first bool) []Event {
+	var evs []Event
+	for _, a := range r.Audit {
+		if !first {
+			if _, ok := st.missing[a.ID]; ok {
+				delete(st.missing, a.ID)
+			} else if a.ID <= st.lastAudit {
+				continue // never twice
+			} else {
+				for id := max(st.lastAudit+1, a.ID-maxMissing); id < a.ID; id++ {
+					st.missing[id] = now
+				}
+				st.lastAudit = a.ID
+			}
+		}
+		if a.Kind == "fence_rejected" {
+			st.noteFence(a)
+		}
+		if ev, ok := auditEvent(a); ok {
+			evs = append(evs, ev)
+		}
+	}
+	if first {
+		st.lastAudit = r.MaxAuditID
+	}
+	for id, t := range st.missing {
+		if now.Sub(t) > missingWait || len(st.missing) > maxMissing {
+			delete(st.missing, id)
+		}
+	}
+	return evs
+}
+
+func (st *state) noteFence(a auditRow) {
+	key := a.Scope + "\x00" + a.Node
+	h := fenceHit{at: a.At, epoch: a.Epoch}
+	if a.Detail.CurrentEpoch != nil {
+		h.currentEpoch = *a.Detail.CurrentEpoch
+	}
+	hits := append(st.fence[key], h)
+	if len(hits) > maxFenceHits {
+		hits = hits[len(hits)-maxFenceHits:]
+	}
+	st.fence[key] = hits
+	st.fenceCount[a.Scope]++
+}
+
+// auditEvent maps an audit row to its event (false for kinds without one).
+func auditEvent(a auditRow) (Event, bool) {
+	ev := Event{At: a.At, Scope: a.Scope, Node: a.Node, Epoch: a.Epoch, AuditID: a.ID}
+	d := a.Detail
+	switch a.Kind {
+	case "elected":
+		ev.Kind = EventElected
+		ev.PrevHolder = cmp.Or(str(d.PrevHolder), a.PrevHolder)
+		if d.PrevEpoch != nil && ev.PrevHolder != "" {
+			ev.Detail = fmt.Sprintf("after %s (epoch %d)", ev.PrevHolder, *d.PrevEpoch)
+		}
+	case "released":
+		ev.Kind, ev.Reason = EventReleased, d.Reason
+	case "term_closed_by_successor":
+		ev.Kind, ev.Reason = EventTermClosed, d.Reason
+		if d.Successor != "" {
+			ev.Detail = "closed by successor " + d.Successor
+		}
+	case "fence_rejected":
+		ev.Kind = EventFenceRejected
+		var parts []string
+		if d.CurrentEpoch != nil {
+			parts = append(parts, fmt.Sprintf("current epoch %d", *d.CurrentEpoch))
+		}
+		if s := str(d.Detail); s != "" {
+			parts = append(parts, s)
+		}
+		ev.Detail = strings.Join(parts, ": ")
+	case "evicted":
+		ev.Kind, ev.Reason = EventEvicted, d.Reason
+		ev.Detail = fmt.Sprintf("backend %d terminated by %s", d.PID, cmp.Or(d.By, "?"))
+	default:
+		return Event{}, false
+	}
+	return ev, true
+}
+
+// applyNodes derives Live and LastSeenAge, and the joined/left events (none on the
+// first read: it only learns the baseline).
+func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) ([]Node, []Event) {
+	nodes := r.Nodes
+	if nodes == nil {
+		nodes = []Node{}
+	}
+	var evs []Event
+	seen := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		seen[n.ID] = true
+		n.LastSeenAge = max(0, r.Now.Sub(n.LastSeen))
+		n.Live = n.StoppedAt.IsZero() && n.LastSeenAge <= cfg.StaleNodeAfter
+		prev, known := st.nodes[n.ID]
+		st.nodes[n.ID] = nodeMem{live: n.Live, startedAt: n.StartedAt}
+		if first {
+			continue
+		}
+		restarted := known && !n.StartedAt.Equal(prev.startedAt)
+		switch {
+		case n.Live && !known:
+			evs = append(evs, Event{At: n.StartedAt, Kind: EventNodeJoined, Node: n.ID, Reason: "registered"})
+		case n.Live && (!prev.live || restarted):
+			ev := Event{At: n.LastSeen, Kind: EventNodeJoined, Node: n.ID, Reason: "came back"}
+			if restarted {
+				ev.At, ev.Reason = n.StartedAt, "restarted"
+			}
+			evs = append(evs, ev)
+		case !n.Live && known && prev.live:
+			if !n.StoppedAt.IsZero() {
+				evs = append(evs, Event{At: n.StoppedAt, Kind: EventNodeLeft, Node: n.ID, Reason: "stopped"})
+			} else {
+				evs = append(evs, Event{At: now, Kind: EventNodeLeft, Node: n.ID, Reason: "stale",
+					Detail: "last seen " + fmtDur(n.LastSeenAge) + " ago"})
+			}
+		}
+	}
+	for id, prev := range st.nodes {
+		if !seen[id] {
+			if prev.live && !first {
+				evs = append(evs, Event{At: now, Kind: EventNodeLeft, Node: id, Reason: "removed"})
+			}
+			delete(st.nodes, id)
+		}
+	}
+	return nodes, evs
+}
+
+// buildScope fills the scope's fields from its row and the nodes.
+func buildScope(r *dbRead, row scopeRow, nodes []Node, byID map[string]*Node) Scope {
+	sc := Scope{Name: row.Name, LockKey: row.LockKey, Epoch: row.Epoch, HolderPID: row.HolderPID,
+		LockPIDs: row.LockPIDs, Waiters: row.Waiters, LastHeartbeat: row.LastHeartbeat,
+		ReleasedAt: row.ReleasedAt, Timing: row.Timing, Changes: row.Changes, Followers: []string{}}
+	if row.open() {
+		sc.Leader = row.Holder
+		sc.AcquiredAt = row.AcquiredAt
+		sc.Tenure = max(0, r.Now.Sub(row.AcquiredAt))
+		if n := byID[row.Holder]; n != nil {
+			sc.LeaderHost = n.Hostname
+		} else if row.Latest != nil && row.Latest.Holder == row.Holder {
+			sc.LeaderHost = row.Latest.Hostname
+		}
+	}
+	if !row.LastHeartbeat.IsZero() {
+		sc.HeartbeatAge = max(0, r.Now.Sub(row.LastHeartbeat))
+	}
+	if t := row.Latest; t != nil && t.Open() {
+		open := *t
+		open.HeldFor = heldFor(open, r.Now)
+		sc.OpenTerm = &open
+	}
+	for _, n := range nodes {
+		if n.Live && n.ID != sc.Leader && slices.Contains(n.Scopes, row.Name) {
+			sc.Followers = append(sc.Followers, n.ID)
+		}
+	}
+	return sc
+}
+
+func heldFor(t Term, dbNow time.Time) time.Duration {
+	if t.Open() {
+		return max(0, dbNow.Sub(t.AcquiredAt))
+	}
+	return max(0, t.ReleasedAt.Sub(t.AcquiredAt))
+}
+
+// trackLeaderless keeps the time since the scope last had a leader. A scope seen
+// for the first time without a leader takes that time from the database — since
+// its clean release, or since the dead holder's last heartbeat — so a collector
+// restarted during an outage does not restart the clock; a scope never led counts
+// from the moment the collector first saw it.
+func (st *state) trackLeaderless(sc *Scope, row scopeRow, m *scopeMem, dbNow, now time.Time, isNew bool) {
+	if sc.HasLeader() {
+		m.leaderlessSince = time.Time{}
+		return
+	}
+	if m.leaderlessSince.IsZero() {
+		m.leaderlessSince = now
+		if isNew {
+			var ref time.Time
+			switch {
+			case !row.ReleasedAt.IsZero():
+				ref = row.ReleasedAt
+			case row.open():
+				ref = row.LastHeartbeat
+			}
+			if !ref.IsZero() && dbNow.After(ref) {
+				m.leaderlessSince = now.Add(-dbNow.Sub(ref))
+			}
+		}
+	}
+	sc.LeaderlessFor = max(0, now.Sub(m.leaderlessSince))
+}
+
+// checkScope runs the per-scope checks. See the package doc for why each one stays
+// silent during resigns, kills and restarts of a healthy cluster.
+func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *scopeMem, nodes []Node, byID map[string]*Node) []finding {
+	var out []finding
+	split := func(node, summary, hint string, grace time.Duration) {
+		out = append(out, finding{grace: grace, alert: Alert{Kind: AlertSplitBrain, Severity: SeverityCritical,
+			Scope: row.Name, Node: node, Summary: summary, Hint: hint, Runbook: runbook(AlertSplitBrain)}})
+	}
+
+	// (e) The epoch went backwards: the database no longer fences the epochs
+	// between the current one and the highest granted. Immediate.
+	highest := max(m.maxEpoch, row.MaxTermEpoch)
+	if row.Recorded && row.Epoch < highest {
+		split("", fmt.Sprintf("epoch of %s went back to %d, but epoch %d was granted before", row.Name, row.Epoch, highest),
+			fmt.Sprintf("fencing is void for epochs up to %d: find who changed pgleader.leader_state (restored backup, manual edit) and set its epoch to at least %d", highest, highest),
+			0)
+	}
+	m.maxEpoch = max(m.maxEpoch, row.Epoch)
+
+	// (a) A term is open, but the lock is held by a session other than the
+	// holder's leadership backend (a squatter). A crash leaves the lock free with
+	// the term still open: that is no leader, not this.
+	if row.open() && len(row.LockPIDs) > 0 && slices.ContainsFunc(row.LockPIDs, func(p int) bool { return p != row.HolderPID }) {
+		split("", fmt.Sprintf("lock of %s is held by pid %s, but the open term (epoch %d of %s) belongs to pid %d",
+			row.Name, pids(row.LockPIDs), row.Epoch, row.Holder, row.HolderPID),
+			fmt.Sprintf("a session outside the holder's leadership backend holds the lock: identify it (SELECT pid, usename, application_name, client_addr FROM pg_stat_activity WHERE pid IN (%s)) and terminate it", pidList(row.LockPIDs)),
+			cfg.SplitBrainGrace)
+	}
+	// (b) More than one session holds the lock exclusively.
+	if len(row.LockPIDs) > 1 {
+		split("", fmt.Sprintf("%d sessions hold the lock of %s exclusively: pids %s", len(row.LockPIDs), row.Name, pids(row.LockPIDs)),
+			"PostgreSQL should never grant this: capture pg_locks and pg_stat_activity, then terminate all but the recorded holder's backend",
+			cfg.SplitBrainGrace)
+	}
+	if row.open() {
+		// (c) Another live node reports leading the scope from a heartbeat that
+		// ran after the current term began. Every heartbeat rewrites its node's
+		// leads from the terms it could confirm, so an entry left by a frozen or
+		// dead node (last_seen before the term) does not count.
+		for _, n := range nodes {
+			if n.Live && n.ID != row.Holder && slices.Contains(n.Leads, row.Name) && n.LastSeen.After(row.AcquiredAt) {
+				split(n.ID, fmt.Sprintf("%s and %s both report leading %s (%s seen %s after epoch %d began)",
+					row.Holder, n.ID, row.Name, n.ID, fmtDur(n.LastSeen.Sub(row.AcquiredAt)), row.Epoch),
+					fmt.Sprintf("node %s acts as leader without the term: stop it (or pg_terminate_backend(%d)) and check its version and configuration", n.ID, n.BackendPID),
+					cfg.SplitBrainGrace)
+			}
+		}
+		// (d) The term is open and nobody holds its lock, yet the holder keeps
+		// heartbeating and still lists the scope as led. A heartbeat that runs
+		// after the lock was seen free drops the scope (it confirms only locks
+		// its backend holds), so this is not a dead or frozen holder.
+		if len(row.LockPIDs) == 0 {
+			if m.freeOpenSince.IsZero() {
+				m.freeOpenSince = r.Now
+			}
+			if n := byID[row.Holder]; n != nil && n.StoppedAt.IsZero() && slices.Contains(n.Leads, row.Name) && n.LastSeen.After(m.freeOpenSince) {
+				split(n.ID, fmt.Sprintf("%s still reports leading %s (epoch %d) and heartbeats, but nobody holds the scope's lock",
+					n.ID, row.Name, row.Epoch),
+					fmt.Sprintf("node %s believes it leads without the lock: stop it and check its version; its fenced writes are still checked against epoch %d", n.ID, row.Epoch),
+					cfg.SplitBrainGrace)
+			}
+		} else {
+			m.freeOpenSince = time.Time{}
+		}
+	} else {
+		m.freeOpenSince = time.Time{}
+	}
+
+	// The lock is held, but the holder has not confirmed its term for longer
+	// than its own trust window: its gate is closed, so nobody acts, and the
+	// lock keeps the followers out. It must last the grace too: right after a
+	// stall of the whole host, one read can see a holder whose lease has expired
+	// before its backend has run to end itself.
+	if sc.HasLeader() && !row.LastHeartbeat.IsZero() {
+		w := cmp.Or(row.Timing.TrustWindow, defaultTrustWindow)
+		if sc.HeartbeatAge > w+cfg.StaleMargin {
+			lease := "unknown"
+			if row.Timing.SessionLease > 0 {
+				lease = fmtDur(row.Timing.SessionLease)
+			}
+			out = append(out, finding{grace: cfg.SplitBrainGrace, alert: Alert{Kind: AlertStaleLeader, Severity: SeverityCritical, Scope: row.Name, Node: row.Holder,
+				Summary: fmt.Sprintf("%s (pid %d) holds the lock of %s but its last heartbeat is %s old (trust window %s, session lease %s)",
+					row.Holder, row.HolderPID, row.Name, fmtDur(sc.HeartbeatAge), fmtDur(w), lease),
+				Hint:    fmt.Sprintf("the holder is frozen, cut off, or its leadership session runs a statement, and its lease did not end it: check the node, then evict it (SELECT pg_terminate_backend(%d))", row.HolderPID),
+				Runbook: runbook(AlertStaleLeader)}})
+		}
+	}
+
+	// No leader for NoLeaderAfter, while someone is meant to lead: a live
+	// candidate, or a term its dead holder never closed.
+	if !sc.HasLeader() && sc.LeaderlessFor >= cfg.NoLeaderAfter {
+		cands := 0
+		for _, n := range nodes {
+			if n.Live && slices.Contains(n.Scopes, row.Name) {
+				cands++
+			}
+		}
+		if cands > 0 || row.open() {
+			out = append(out, noLeader(row, sc, cands, m.leaderlessSince))
+		}
+	}
+
+	if row.Changes > cfg.FlapMax {
+		out = append(out, finding{alert: Alert{Kind: AlertFlapping, Severity: SeverityWarning, Scope: row.Name,
+			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d)", row.Changes, row.Name, fmtDur(cfg.FlapWindow), cfg.FlapMax),
+			Hint:    "leaders keep losing the scope: read the release reasons (pgleader history); heartbeat_timeout points at database latency, crashed at a crash loop, resigned at the application",
+			Runbook: runbook(AlertFlapping)}})
+	}
+	return out
+}
+
+func noLeader(row scopeRow, sc *Scope, cands int, since time.Time) finding {
+	var what, hint string
+	held := append(slices.Clone(row.LockPIDs), row.OtherPIDs...)
+	switch {
+	case len(held) > 0:
+		what = fmt.Sprintf("its lock is held outside a term by pid %s", pids(held))
+		hint = fmt.Sprintf("a session holds the scope's lock without being its leader: identify it (SELECT pid, usename, application_name FROM pg_stat_activity WHERE pid IN (%s)) and terminate it", pidList(held))
+	case cands == 0:
+		what = fmt.Sprintf("term %d of %s is still open and no live candidate is left", row.Epoch, row.Holder)
+		hint = "every candidate is gone: start a node for this scope (if the scope is retired, stop its nodes cleanly instead)"
+	case row.open():
+		what = fmt.Sprintf("term %d of %s is still open, its lock is free, %d live candidate(s) are not claiming", row.Epoch, row.Holder, cands)
+		hint = "candidates exist but none claims: check their logs and the database (connection limits, lock_timeout errors)"
+	default:
+		what = fmt.Sprintf("its lock is free and %d live candidate(s) are not claiming", cands)
+		hint = "candidates exist but none claims: check their logs and the database (connection limits, lock_timeout errors)"
+	}
+	return finding{since: since, alert: Alert{Kind: AlertNoLeader, Severity: SeverityCritical, Scope: row.Name,
+		Summary: fmt.Sprintf("%s has had no leader for %s: %s", row.Name, fmtDur(sc.LeaderlessFor), what),
+		Hint:    hint, Runbook: runbook(AlertNoLeader)}}
+}
+
+// heartbeatLate reports, once per term until it recovers, a leader whose
+// heartbeat is older than twice its interval.
+func heartbeatLate(sc *Scope, m *scopeMem, now time.Time) (Event, bool) {
+	iv := sc.Timing.HeartbeatInterval
+	if !sc.HasLeader() || iv <= 0 || sc.LastHeartbeat.IsZero() || sc.HeartbeatAge <= 2*iv {
+		m.lateEpoch = 0
+		return Event{}, false
+	}
+	if m.lateEpoch == sc.Epoch {
+		return Event{}, false
+	}
+	m.lateEpoch = sc.Epoch
+	return Event{At: now, Kind: EventHeartbeatLate, Scope: sc.Name, Node: sc.Leader, Epoch: sc.Epoch,
+		Detail: fmt.Sprintf("last heartbeat %s ago, interval %s", fmtDur(sc.HeartbeatAge), fmtDur(iv))}, true
+}
+
+func checkNodes(cfg *Config, nodes []Node) []finding {
+	var out []finding
+	for _, n := range nodes {
+		if n.StoppedAt.IsZero() && n.LastSeenAge > cfg.StaleNodeAfter {
+			out = append(out, finding{alert: Alert{Kind: AlertStaleNode, Severity: SeverityWarning, Node: n.ID,
+				Summary: fmt.Sprintf("node %s (%s, os pid %d) was last seen %s ago and did not stop cleanly", n.ID, n.Hostname, n.OSPID, fmtDur(n.LastSeenAge)),
+				Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, mark it stopped (UPDATE pgleader.nodes SET stopped_at = now() WHERE node_id = '%s')", n.Hostname, n.ID),
+				Runbook: runbook(AlertStaleNode)}})
+		}
+	}
+	return out
+}
+
+// checkFence raises one alert per scope and node with a fence_rejected row within
+// FenceAlertFor (database time), and forgets older rows.
+func (st *state) checkFence(cfg *Config, dbNow time.Time) []finding {
+	var out []finding
+	horizon := dbNow.Add(-cfg.FenceAlertFor)
+	for key, hits := range st.fence {
+		i := 0
+		for i < len(hits) && !hits[i].at.After(horizon) {
+			i++
+		}
+		hits = hits[i:]
+		if len(hits) == 0 {
+			delete(st.fence, key)
+			continue
+		}
+		st.fence[key] = hits
+		scope, node, _ := strings.Cut(key, "\x00")
+		last := hits[len(hits)-1]
+		current := ""
+		if last.currentEpoch != 0 {
+			current = fmt.Sprintf(", current %d", last.currentEpoch)
+		}
+		out = append(out, finding{alert: Alert{Kind: AlertFenceRejected, Severity: SeverityWarning, Scope: scope, Node: node,
+			Summary: fmt.Sprintf("the database refused %d fenced write(s) by %s on %s within %s; the last at epoch %d%s, %s ago",
+				len(hits), node, scope, fmtDur(cfg.FenceAlertFor), last.epoch, current, fmtDur(dbNow.Sub(last.at))),
+			Hint:    fmt.Sprintf("%s acted after losing leadership (a pause or a partition): the database write was refused, but check its side effects outside the database and why it kept acting", node),
+			Runbook: runbook(AlertFenceRejected)}})
+	}
+	return out
+}
+
+func checkLockPressure(cfg *Config, r *dbRead) (finding, bool) {
+	if r.Capacity <= 0 {
+		return finding{}, false
+	}
+	frac := float64(r.Advisory) / float64(r.Capacity)
+	if frac <= cfg.LockPressure {
+		return finding{}, false
+	}
+	return finding{alert: Alert{Kind: AlertLockPressure, Severity: SeverityWarning,
+		Summary: fmt.Sprintf("%d advisory locks use %.0f%% of the lock table's nominal %d entries (threshold %.0f%%)",
+			r.Advisory, frac*100, r.Capacity, cfg.LockPressure*100),
+		Hint:    "find who holds them (SELECT pid, count(*) FROM pg_locks WHERE locktype = 'advisory' GROUP BY pid ORDER BY 2 DESC); when the table is full every session of the server fails: raise max_locks_per_transaction if the use is legitimate",
+		Runbook: runbook(AlertLockPressure)}}, true
+}
+
+// settle applies the grace and Since rules to the findings and returns the active
+// alerts, sorted. A condition with a grace becomes an alert once it has been seen
+// in every read for that long; Since is when the condition began, kept from one
+// snapshot to the next.
+func (st *state) settle(findings []finding, now time.Time) []Alert {
+	pending := map[string]time.Time{}
+	seen := map[string]bool{}
+	alerts := []Alert{}
+	for _, f := range findings {
+		a := f.alert
+		key := a.Key()
+		if seen[key] {
+			continue // the first finding of a key wins (checks run most telling first)
+		}
+		seen[key] = true
+		a.Since = now
+		if !f.since.IsZero() {
+			a.Since = f.since
+		}
+		if f.grace > 0 {
+			start, ok := st.pending[key]
+			if !ok {
+				start = now
+			}
+			pending[key] = start
+			a.Since = start
+			if now.Sub(start) < f.grace {
+				continue
+			}
+		}
+		if prev, ok := st.active[key]; ok {
+			a.Since = prev.Since
+		}
+		alerts = append(alerts, a)
+	}
+	st.pending = pending
+	sortAlerts(alerts)
+	return alerts
+}
+
+// alertChanges returns the firing and resolved events between the last snapshot's
+// alerts and alerts, and remembers alerts.
+func (st *state) alertChanges(alerts []Alert, now time.Time) []Event {
+	var evs []Event
+	next := make(map[string]Alert, len(alerts))
+	for _, a := range alerts {
+		next[a.Key()] = a
+		if _, ok := st.active[a.Key()]; !ok {
+			evs = append(evs, Event{At: now, Kind: EventAlertFiring, Scope: a.Scope, Node: a.Node, Detail: a.Summary, Alert: &a})
+		}
+	}
+	var gone []Alert
+	for key, a := range st.active {
+		if _, ok := next[key]; !ok {
+			gone = append(gone, a)
+		}
+	}
+	sortAlerts(gone)
+	for _, a := range gone {
+		evs = append(evs, Event{At: now, Kind: EventAlertResolved, Scope: a.Scope, Node: a.Node, Detail: a.Summary, Alert: &a})
+	}
+	st.active = next
+	return evs
+}
+
+// evictOrder decides the automatic eviction of a stale holder: once per term,
+// EvictAfter after its stale-leader alert began, only while its own backend holds
+// the lock.
+func (st *state) evictOrder(cfg *Config, sc *Scope, now time.Time) (evictOrder, bool) {
+	if !cfg.EvictStale || st.evicted[sc.Name] == sc.Epoch || !slices.Contains(sc.LockPIDs, sc.HolderPID) {
+		return evictOrder{}, false
+	}
+	for _, a := range sc.Alerts {
+		if a.Kind == AlertStaleLeader && now.Sub(a.Since) >= cfg.EvictAfter {
+			st.evicted[sc.Name] = sc.Epoch
+			return evictOrder{scope: sc.Name, expect: holderID{epoch: sc.Epoch, holder: sc.Leader, pid: sc.HolderPID}}, true
+		}
+	}
+	return evictOrder{}, false
+}
+
+func verdict(sc *Scope, late bool) Verdict {
+	for _, a := range sc.Alerts {
+		if a.Kind == AlertSplitBrain {
+			return VerdictSplitBrain
+		}
+	}
+	switch {
+	case !sc.HasLeader():
+		return VerdictNoLeader
+	case len(sc.Alerts) > 0 || late:
+		return VerdictDegraded
+	}
+	return VerdictOK
+}
+
+func sortAlerts(as []Alert) {
+	rank := func(s Severity) int {
+		if s == SeverityCritical {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(as, func(a, b Alert) int {
+		return cmp.Or(cmp.Compare(rank(a.Severity), rank(b.Severity)), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Node, b.Node))
+	})
+}
+
+func runbook(k AlertKind) string { return "docs/runbooks.md#" + string(k) }
+
+// fmtDur prints a duration for a one-line summary: milliseconds below a second,
+// tenths of a second above.
+func fmtDur(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+func pids(ps []int) string {
+	if len(ps) == 1 {
+		return fmt.Sprint(ps[0])
+	}
+	return "[" + pidList(ps) + "]"
+}
+
+func pidList(ps []int) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return cmp.Or(s, "unknown error")
+}

@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// CollectorResult is what CollectorLatency measured.
+type CollectorResult struct {
+	// N leadership changes; CommitToEvent[i] is the time from the moment the
+	// i-th claim's commit returned to the client until the collector's Subscribe
+	// channel delivered its EventElected (same process, monotonic clock).
+	N             int
+	CommitToEvent []time.Duration
+	// PollFull is the median duration of a full read (Collector.Poll while Run
+	// runs: hand-off, read, checks, publication) over a database with Scopes
+	// scopes and Nodes nodes; PollP99 the nearest-rank 99th percentile.
+	PollFull time.Duration
+	PollP99  time.Duration
+	Scopes   int
+	Nodes    int
+}
+
+// Sizes of the forged cluster CollectorLatency reads.
+const (
+	forgedScopes = 100
+	forgedNodes  = 300
+	forgedPolls  = 30
+)
+
+// CollectorLatency measures the collector on dsn, a migrated database: first n
+// leadership changes made by SQL (pgleader.try_claim, then pgleader.release,
+// alternating two scopes and two node ids) timed from commit to event, then the
+// duration of full reads over 100 forged scopes (each held, with 10 terms) and 300
+// forged nodes, which it removes afterwards. logf receives progress lines (may be
+// nil).
+func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, ...any)) (CollectorResult, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if n < 1 {
+		return CollectorResult{}, fmt.Errorf("need at least one iteration (got %d)", n)
+	}
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return CollectorResult{}, err
+	}
+	c, err := collector.New(collector.Config{ConnConfig: cc, Logger: discard()})
+	if err != nil {
+		return CollectorResult{}, err
+	}
+	events, unsubscribe := c.Subscribe(4096)
+	defer unsubscribe()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	if err := waitLive(ctx, c); err != nil {
+		return CollectorResult{}, err
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return CollectorResult{}, err
+	}
+	defer conn.Close(context.Background())
+	res := CollectorResult{N: n}
+	for i := range n {
+		scope := fmt.Sprintf("bench-collector-%c", 'a'+i%2)
+		node := fmt.Sprintf("bench-collector-node-%d", i%2+1)
+		var acquired bool
+		var epoch int64
+		err := conn.QueryRow(ctx, "SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'bench', 0, 500, 500, 1500, 2000)",
+			scope, node).Scan(&acquired, &epoch)
+		committed := time.Now()
+		if err != nil {
+			return res, fmt.Errorf("claim %d: %w", i+1, err)
+		}
+		if !acquired {
+			return res, fmt.Errorf("claim %d: %s is held by someone else", i+1, scope)
+		}
+		if _, err := awaitEvent(ctx, events, func(e collector.Event) bool {
+			return e.Kind == collector.EventElected && e.Scope == scope && e.Epoch == epoch
+		}); err != nil {
+			return res, fmt.Errorf("iteration %d: %w", i+1, err)
+		}
+		res.CommitToEvent = append(res.CommitToEvent, time.Since(committed))
+		if _, err := conn.Exec(ctx, "SELECT pgleader.release($1, $2, $3, 'resigned')", scope, epoch, node); err != nil {
+			return res, fmt.Errorf("release %d: %w", i+1, err)
+		}
+		// Let the release's own read pass, so each claim meets an idle collector.
+		if _, err := awaitEvent(ctx, events, func(e collector.Event) bool {
+			return e.Kind == collector.EventReleased && e.Scope == scope && e.Epoch == epoch
+		}); err != nil {
+			return res, fmt.Errorf("iteration %d: %w", i+1, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		logf("collector %d/%d: %s epoch %d, commit → event %.2f ms", i+1, n, scope, epoch, ms(res.CommitToEvent[i].Nanoseconds()))
+	}
+
+	locks, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return res, err
+	}
+	defer locks.Close(context.Background())
+	defer unforge(conn)
+	if err := forge(ctx, locks); err != nil {
+		return res, fmt.Errorf("forge %d scopes and %d nodes: %w", forgedScopes, forgedNodes, err)
+	}
+	var durs []time.Duration
+	for range forgedPolls {
+		start := time.Now()
+		snap, err := c.Poll(ctx)
+		if err != nil {
+			return res, fmt.Errorf("poll: %w", err)
+		}
+		durs = append(durs, time.Since(start))
+		res.Scopes, res.Nodes = len(snap.Scopes), len(snap.Nodes)
+	}
+	slices.Sort(durs)
+	res.PollFull = durs[(len(durs)-1)/2]
+	res.PollP99 = durs[max(0, min(len(durs)-1, (99*len(durs)+99)/100-1))]
+	logf("collector: full read over %d scopes and %d nodes: median %.2f ms, p99 %.2f ms",
+		res.Scopes, res.Nodes, ms(res.PollFull.Nanoseconds()), ms(res.PollP99.Nanoseconds()))
+	return res, nil
+}
+
+// waitLive waits for the collector's first read with its listener up.
+func waitLive(ctx context.Context, c *collector.Collector) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if s := c.Snapshot(); s != nil && s.Health.Source == collector.SourceLive {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the collector did not read with LISTEN up within 30s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func awaitEvent(ctx context.Context, events <-chan collector.Event, match func(collector.Event) bool) (collector.Event, error) {
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return collector.Event{}, errors.New("collector stopped")
+			}
+			if match(e) {
+				return e, nil
+			}
+		case <-timeout.C:
+			return collector.Event{}, errors.New("no matching collector event within 10s")
+		case <-ctx.Done():
+			return collector.Event{}, ctx.Err()
+		}
+	}
+}
+
+// forge writes 100 held scopes with 10 terms each and 300 nodes (each a candidate
+// for three scopes); conn holds the scopes' locks and 300 more advisory locks, as
+// the nodes' guards would.
+func forge(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, fmt.Sprintf(`
+INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, leads,
+                            heartbeat_interval_ms, trust_window_ms, session_lease_ms)
+SELECT 'bench-forged-node-' || i, 'bench-host-' || i %% 10, 1000 + i, 'bench',
+       ARRAY['bench-forged-' || i %% %[1]d, 'bench-forged-' || (i + 1) %% %[1]d, 'bench-forged-' || (i + 2) %% %[1]d],
+       CASE WHEN i < %[1]d THEN ARRAY['bench-forged-' || i] ELSE '{}' END, 500, 1500, 2000
+  FROM generate_series(0, %[2]d - 1) i;
+INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder, holder_pid, acquired_at, last_heartbeat,
+                                   heartbeat_interval_ms, heartbeat_timeout_ms, trust_window_ms, session_lease_ms)
+SELECT 'bench-forged-' || i, pgleader.lock_key('bench-forged-' || i), 10, 'bench-forged-node-' || i,
+       pg_backend_pid(), now() - interval '1 min', now(), 500, 500, 1500, 2000
+  FROM generate_series(0, %[1]d - 1) i;
+INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason, handover_gap)
+SELECT 'bench-forged-' || i, e, 'bench-forged-node-' || (i + e) %% %[2]d, 'bench-host', 1,
+       now() - make_interval(mins => 11 - e),
+       CASE WHEN e < 10 THEN now() - make_interval(mins => 10 - e) END,
+       CASE WHEN e < 10 THEN 'resigned' END, interval '2 ms'
+  FROM generate_series(0, %[1]d - 1) i, generate_series(1, 10) e;
+SELECT count(pg_advisory_lock(pgleader.lock_key('bench-forged-' || i))) FROM generate_series(0, %[1]d - 1) i;
+SELECT count(pg_advisory_lock(7000000000 + i)) FROM generate_series(0, %[2]d - 1) i;`, forgedScopes, forgedNodes))
+	return err
+}
+
+// unforge removes the forged rows (best effort: the benchmark's figures are
+// already taken).
+func unforge(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, `
+DELETE FROM pgleader.terms WHERE scope LIKE 'bench-forged-%';
+DELETE FROM pgleader.leader_state WHERE scope LIKE 'bench-forged-%';
+DELETE FROM pgleader.nodes WHERE node_id LIKE 'bench-forged-node-%'`)
+}

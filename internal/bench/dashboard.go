@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DashboardResult is what DashboardLatency measured.
+type DashboardResult struct {
+	// CommitToScreen[i] is the time from the moment the i-th leadership change's
+	// commit returned to the client until the terminal showed the new leader in
+	// the scope's row: `pgleader top` in a real terminal (tmux), read back with
+	// capture-pane every PollEvery. It includes the collector (NOTIFY → read),
+	// the dashboard's render and the terminal, plus up to PollEvery of sampling.
+	CommitToScreen []time.Duration
+	PollEvery      time.Duration
+	Width, Height  int
+}
+
+// DashboardLatency runs `bin top` against dsn (a migrated database) in a detached
+// tmux session of 120×40 and changes the leader of one scope n times by SQL,
+// timing each change from commit to screen. It needs tmux.
+func DashboardLatency(ctx context.Context, bin, dsn string, n int, logf func(string, ...any)) (DashboardResult, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return DashboardResult{}, fmt.Errorf("the dashboard benchmark needs tmux (apt-get install -y tmux)")
+	}
+	res := DashboardResult{PollEvery: 2 * time.Millisecond, Width: 120, Height: 40}
+	session := fmt.Sprintf("pgleader-bench-%d", time.Now().UnixNano())
+	if out, err := exec.CommandContext(ctx, "tmux", "new-session", "-d", "-s", session,
+		"-x", fmt.Sprint(res.Width), "-y", fmt.Sprint(res.Height),
+		fmt.Sprintf("%s top --interval 1s --no-color --dsn '%s'", bin, dsn)).CombinedOutput(); err != nil {
+		return res, fmt.Errorf("tmux: %v: %s", err, out)
+	}
+	defer exec.Command("tmux", "kill-session", "-t", session).Run()
+	capture := func() (string, error) {
+		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+		return string(out), err
+	}
+	// The dashboard is up once its header is drawn.
+	if err := waitScreen(ctx, capture, 20*time.Second, func(s string) bool { return strings.Contains(s, "SCOPES") }); err != nil {
+		return res, fmt.Errorf("dashboard did not start: %w", err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close(context.Background())
+	const scope = "bench-screen"
+	for i := range n {
+		node := fmt.Sprintf("screen-%03d", i+1)
+		row := regexp.MustCompile(`(?m)^\S?\s*` + scope + `\s.*\s` + node + `\s`)
+		var acquired bool
+		var epoch int64
+		err := conn.QueryRow(ctx, "SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'bench', 0, 500, 500, 1500, 2000)",
+			scope, node).Scan(&acquired, &epoch)
+		committed := time.Now()
+		if err != nil || !acquired {
+			return res, fmt.Errorf("claim %d: acquired %v, %v", i+1, acquired, err)
+		}
+		if err := waitScreen(ctx, capture, 10*time.Second, row.MatchString); err != nil {
+			return res, fmt.Errorf("change %d never reached the screen: %w", i+1, err)
+		}
+		res.CommitToScreen = append(res.CommitToScreen, time.Since(committed))
+		logf("dashboard %d/%d: %s epoch %d on screen after %.1f ms", i+1, n, node, epoch, ms(res.CommitToScreen[i].Nanoseconds()))
+		if _, err := conn.Exec(ctx, "SELECT pgleader.release($1, $2, $3, 'resigned')", scope, epoch, node); err != nil {
+			return res, fmt.Errorf("release %d: %w", i+1, err)
+		}
+		// Spread the changes so each meets a settled dashboard (and a random
+		// phase of its poll and frame clocks).
+		time.Sleep(time.Duration(150+37*(i%7)) * time.Millisecond)
+	}
+	return res, nil
+}
+
+// waitScreen samples the terminal every 2ms until ok or d passes.
+func waitScreen(ctx context.Context, capture func() (string, error), d time.Duration, ok func(string) bool) error {
+	deadline := time.Now().Add(d)
+	for {
+		s, err := capture()
+		if err == nil && ok(s) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("screen after %v:\n%s", d, s)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Quantile returns the nearest-rank q-quantile (0 < q ≤ 1) of ds.
+func Quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.999999) - 1
+	return s[max(0, min(len(s)-1, i))]
+}
