@@ -177,6 +177,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 		defer stop()
 		info.MetricsURL = url
+		l.note("Prometheus metrics at %s", url)
 	}
 
 	// The nodes' events drive the failover measurements and the restarts.

@@ -68,6 +68,7 @@ type watch struct {
 	epoch              int64 // the faulted term
 	at                 int64 // mono ns of the fault
 	done               chan Failover
+	also               []*watch // the other scopes the faulted node led
 }
 
 func (l *lab) note(format string, args ...any) {
@@ -116,11 +117,18 @@ func (l *lab) leader(scope string) (*cluster.Node, int64, error) {
 	return n, epoch, nil
 }
 
-// expectTakeover registers a fault on scope's leader; observe reports the takeover.
+// expectTakeover registers a fault on scope's leader, and on the other scopes that
+// node leads (the fault strikes them too); observe reports each takeover. It
+// returns the watch of scope.
 func (l *lab) expectTakeover(fault, scope, from string, epoch, at int64) *watch {
 	w := &watch{fault: fault, scope: scope, from: from, epoch: epoch, at: at, done: make(chan Failover, 1)}
+	for _, s := range l.scopes {
+		if id, e := l.c.Leader(s); s != scope && id == from {
+			w.also = append(w.also, &watch{fault: fault, scope: s, from: from, epoch: e, at: at, done: make(chan Failover, 1)})
+		}
+	}
 	l.mu.Lock()
-	l.pending = append(l.pending, w)
+	l.pending = append(append(l.pending, w), w.also...)
 	l.mu.Unlock()
 	return w
 }
@@ -181,6 +189,9 @@ func (l *lab) restartDead(after time.Duration) {
 func (l *lab) setAt(w *watch, at int64) {
 	l.mu.Lock()
 	w.at = at
+	for _, o := range w.also {
+		o.at = at
+	}
 	l.mu.Unlock()
 }
 

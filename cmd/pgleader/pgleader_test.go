@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -182,12 +183,12 @@ func TestMigrate(t *testing.T) {
 	t.Run("Twice", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		r := pgleader(t, nil, "migrate", "--dsn", dsn)
-		if r.code != 0 || r.stdout != "pgleader schema: version 0 → 1 (applied 001_schema.sql)\n" {
+		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied 001_schema.sql, 002_audit_and_leads.sql, 003_publication.sql)\n", migrations.Latest) {
 			t.Fatalf("first: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		// The second run takes the database from DATABASE_URL.
 		r = pgleader(t, []string{"DATABASE_URL=" + dsn}, "migrate")
-		if r.code != 0 || r.stdout != "pgleader schema: already at version 1\n" {
+		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: already at version %d\n", migrations.Latest) {
 			t.Fatalf("second: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		var v int
@@ -203,7 +204,7 @@ func TestMigrate(t *testing.T) {
 		}
 		r := pgleader(t, []string{"PGHOST=" + u.Hostname(), "PGPORT=" + u.Port(), "PGUSER=" + u.User.Username(),
 			"PGDATABASE=" + strings.TrimPrefix(u.Path, "/"), "PGSSLMODE=disable"}, "migrate")
-		if r.code != 0 || !strings.HasPrefix(r.stdout, "pgleader schema: version 0 → 1") {
+		if r.code != 0 || !strings.HasPrefix(r.stdout, fmt.Sprintf("pgleader schema: version 0 → %d", migrations.Latest)) {
 			t.Fatalf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 	})
@@ -222,9 +223,9 @@ func TestMigrate(t *testing.T) {
 			switch {
 			case r.code != 0:
 				t.Errorf("process %d: exit %d, stderr %s", i, r.code, r.stderr)
-			case strings.HasPrefix(r.stdout, "pgleader schema: version 0 → 1"):
+			case strings.HasPrefix(r.stdout, fmt.Sprintf("pgleader schema: version 0 → %d", migrations.Latest)):
 				applied++
-			case r.stdout != "pgleader schema: already at version 1\n":
+			case r.stdout != fmt.Sprintf("pgleader schema: already at version %d\n", migrations.Latest):
 				t.Errorf("process %d: stdout %q", i, r.stdout)
 			}
 		}
