@@ -32,6 +32,7 @@ bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/benc
 	$(BIN) bench failover -n 50 --json docs/bench-failover.json
 	$(BIN) bench collector -n 200 --json docs/bench-collector.json
 	$(BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
+	$(BIN) bench demo -n 5 --json docs/bench-demo.json
 	$(GO) test -run '^$$' -bench 'BenchmarkScrape|BenchmarkView|BenchmarkPoll' -benchtime 2s ./exporter/ ./tui/ ./collector/ | tee docs/bench-go.txt
 
 bench-quick: deps build ## a short failover benchmark run (n=10)

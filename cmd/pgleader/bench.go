@@ -21,7 +21,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure pgleader on this machine",
 	}
-	cmd.AddCommand(a.benchFailoverCommand(), a.benchCollectorCommand(), a.benchDashboardCommand())
+	cmd.AddCommand(a.benchFailoverCommand(), a.benchCollectorCommand(), a.benchDashboardCommand(), a.benchDemoCommand())
 	return cmd
 }
 
@@ -192,6 +192,46 @@ it migrates that database and uses scopes named bench-*.`,
 	f.StringSliceVar(&scenarios, "scenarios", bench.AllScenarios, "scenarios to run, comma-separated")
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to `FILE`")
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--session-lease 3s\" (default: the engine's defaults)")
+	return cmd
+}
+
+func (a *app) benchDemoCommand() *cobra.Command {
+	var (
+		n        int
+		jsonPath string
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Measure `pgleader demo`: start → leaders on the dashboard, q → shell back (tmux)",
+		Long: `demo launches ` + "`pgleader demo`" + ` -n times in a detached tmux session (120×40), times
+the start until the dashboard shows every scope OK (throwaway PostgreSQL started,
+nodes elected) and the quit from pressing q until the shell runs again, and checks
+that no node process is left. Targets: < 10 s and < 2 s. Needs tmux.`,
+		Example: `  pgleader bench demo -n 5 --json docs/bench-demo.json`,
+		Args:    cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if n < 1 {
+				return cli.BadInput("-n must be ≥ 1 (got %d)", n)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			res, err := bench.DemoTiming(ctx, bin, n, func(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) })
+			if err != nil {
+				return err
+			}
+			if len(res.Leftovers) > 0 {
+				return fmt.Errorf("left behind after quitting: %s", strings.Join(res.Leftovers, "; "))
+			}
+			return a.writeFigures(jsonPath, figures("demo start → leaders on screen", res.ToLeaders),
+				figures("demo q → shell back", res.ToShell))
+		}),
+	}
+	cmd.Flags().IntVarP(&n, "iterations", "n", 5, "demo runs")
+	cmd.Flags().StringVar(&jsonPath, "json", "", "also write the figures as JSON to `FILE`")
 	return cmd
 }
 

@@ -107,3 +107,59 @@ func Quantile(ds []time.Duration, q float64) time.Duration {
 	i := int(q*float64(len(s))+0.999999) - 1
 	return s[max(0, min(len(s)-1, i))]
 }
+
+// DemoResult is what DemoTiming measured.
+type DemoResult struct {
+	// ToLeaders[i]: from launching `pgleader demo` until the dashboard shows every
+	// scope OK (a throwaway PostgreSQL started, nodes elected). ToShell[i]: from
+	// pressing q until the shell runs the next command.
+	ToLeaders, ToShell []time.Duration
+	// Leftovers lists node processes or scratch directories found after an exit
+	// (none expected).
+	Leftovers []string
+}
+
+// DemoTiming runs `bin demo` n times in a tmux session (120×40) and times start
+// and quit. It needs tmux; it uses its own throwaway PostgreSQL each time.
+func DemoTiming(ctx context.Context, bin string, n int, logf func(string, ...any)) (DemoResult, error) {
+	var res DemoResult
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return res, fmt.Errorf("the demo benchmark needs tmux (apt-get install -y tmux)")
+	}
+	for i := range n {
+		session := fmt.Sprintf("pgleader-bench-demo-%d", time.Now().UnixNano())
+		start := time.Now()
+		if out, err := exec.CommandContext(ctx, "tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+			bin+" demo --listen off; echo DEMO-EXITED-$?; sleep 30").CombinedOutput(); err != nil {
+			return res, fmt.Errorf("tmux: %v: %s", err, out)
+		}
+		capture := func() (string, error) {
+			out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).Output()
+			return string(out), err
+		}
+		ok := regexp.MustCompile(`✔ OK billing\s+✔ OK reports`)
+		err := waitScreen(ctx, capture, 30*time.Second, ok.MatchString)
+		if err == nil {
+			res.ToLeaders = append(res.ToLeaders, time.Since(start))
+			time.Sleep(time.Second)
+			quit := time.Now()
+			err = exec.Command("tmux", "send-keys", "-t", session, "q").Run()
+			if err == nil {
+				err = waitScreen(ctx, capture, 10*time.Second, func(s string) bool { return strings.Contains(s, "DEMO-EXITED-") })
+			}
+			res.ToShell = append(res.ToShell, time.Since(quit))
+			if s, _ := capture(); err == nil && !strings.Contains(s, "DEMO-EXITED-0") {
+				err = fmt.Errorf("demo exited non-zero:\n%s", s)
+			}
+		}
+		_ = exec.Command("tmux", "kill-session", "-t", session).Run()
+		if err != nil {
+			return res, err
+		}
+		if out, _ := exec.Command("pgrep", "-f", bin+" node").Output(); len(strings.TrimSpace(string(out))) > 0 {
+			res.Leftovers = append(res.Leftovers, "node processes: "+strings.Join(strings.Fields(string(out)), ","))
+		}
+		logf("demo %d/%d: leaders on screen after %v, shell back %v after q", i+1, n, res.ToLeaders[i], res.ToShell[i])
+	}
+	return res, nil
+}
