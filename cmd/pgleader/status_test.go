@@ -92,6 +92,19 @@ func TestStatusAndHistory(t *testing.T) {
 	if r.code != 0 || len(strings.Split(strings.TrimSpace(r.stdout), "\n")) != 3 {
 		t.Fatalf("history tsv --since: exit %d\n%s", r.code, r.stdout)
 	}
+	// The dashboard's one-frame mode, for scripts and bug reports.
+	r = pgleader(t, nil, "top", "--once", "--width", "100", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "✖ NO LEADER billing") || strings.Contains(r.stdout, "\x1b[") {
+		t.Fatalf("top --once: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = pgleader(t, nil, "top", "--once", "-o", "json", "--dsn", dsn)
+	var frame map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &frame); r.code != 0 || err != nil {
+		t.Fatalf("top --once -o json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if r := pgleader(t, nil, "top", "--dsn", dsn); r.code != 2 || !strings.Contains(r.stderr, "needs a terminal") {
+		t.Errorf("top without a terminal: exit %d, %q", r.code, r.stderr)
+	}
 	for _, bad := range [][]string{{"status", "-o", "yaml"}, {"history", "--limit", "0"}, {"status", "--interval", "1ms", "--watch"}} {
 		if r := pgleader(t, nil, append(bad, "--dsn", dsn)...); r.code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", bad, r.code, r.stderr)
