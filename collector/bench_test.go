@@ -64,7 +64,7 @@ func BenchmarkPoll(b *testing.B) {
 	})
 	b.Run("QueryOnly", func(b *testing.B) {
 		c.stateMu.Lock()
-		cur := c.st.cursor()
+		cur := c.st.cursor(planPoll, false)
 		c.stateMu.Unlock()
 		for b.Loop() {
 			if _, err := read(ctx, conn, &c.cfg, cur); err != nil {

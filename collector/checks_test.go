@@ -477,7 +477,7 @@ func TestCollectorDown(t *testing.T) {
 	run(t, c)
 	good := waitSnap(t, c, "live", func(s *Snapshot) bool {
 		sc, ok := s.Scope("s")
-		return ok && sc.HasLeader() && s.Health.Source == SourceLive
+		return ok && sc.HasLeader() && live(s)
 	})
 
 	if err := srv.Stop("immediate"); err != nil {
@@ -503,7 +503,7 @@ func TestCollectorDown(t *testing.T) {
 	}
 	s = waitSnap(t, c, "live again", func(s *Snapshot) bool {
 		_, down := alert(s, AlertCollectorDown, "")
-		return !down && s.Health.Source == SourceLive
+		return !down && live(s)
 	})
 	if s.DBTime.Before(good.DBTime) || s.Health.Reconnects == 0 {
 		t.Fatalf("after recovery: db time %v (before %v), health %+v", s.DBTime, good.DBTime, s.Health)

@@ -59,6 +59,22 @@ type Collector struct {
 	listening     atomic.Bool
 	notifications atomic.Uint64
 	reconnects    atomic.Uint64
+
+	// The source of changes between polls (source.go).
+	feed          atomic.Int32  // feedKind, decided by Run
+	streamUp      atomic.Bool   // a logical stream is open (Health.Source logical)
+	auditByStream atomic.Bool   // temporary slot: the stream delivers the audit rows
+	catchUpReq    atomic.Uint64 // reads of the audit table asked for after a decode error
+	catchUpDone   atomic.Uint64 // the last of them a read served (under readMu)
+	lastChange    atomic.Int64  // unix ns of the stream's last transaction
+	streamTxs     atomic.Uint64
+	decodeErrors  atomic.Uint64
+	fatal         error // why the source cannot run (written by Run's feed goroutine before it cancels)
+
+	// Under stateMu.
+	slotName string
+	slotLag  int64 // -1: unknown or not a permanent slot
+	lagAt    time.Time
 }
 
 type pollResult struct {
@@ -80,6 +96,7 @@ func New(cfg Config) (*Collector, error) {
 		intervalCh: make(chan struct{}, 1),
 		pollReq:    make(chan chan pollResult),
 		loopDone:   make(chan struct{}),
+		slotLag:    -1,
 	}
 	c.interval.Store(int64(cfg.PollInterval))
 	return c, nil
@@ -129,13 +146,16 @@ func (c *Collector) SetPollInterval(d time.Duration) {
 // PollInterval returns the current poll interval.
 func (c *Collector) PollInterval() time.Duration { return time.Duration(c.interval.Load()) }
 
-// Run watches the database until ctx ends, then returns nil. It keeps a listener
-// connection (LISTEN leader_change) and a reader connection, and re-opens each with
+// Run watches the database until ctx ends, then returns nil. It keeps a reader
+// connection and the source of Config.Source — a listener connection (LISTEN
+// leader_change) or a logical replication stream — and re-opens each with
 // backoff (100ms doubling to 5s) for as long as it runs; while reads fail it
-// re-publishes the last good snapshot with Health.Source = disconnected. Run
-// returns only after every goroutine it started has stopped, and closes the
-// channels of Updates and Subscribe. A Collector runs once: a second call returns
-// ErrClosed.
+// re-publishes the last good snapshot with Health.Source = disconnected. With
+// Config.Source = SourceModeLogical and a database that cannot serve the logical
+// source, Run returns an error wrapping ErrLogicalUnavailable that says why and
+// how to fix it. Run returns only after every goroutine it started has stopped,
+// and closes the channels of Updates and Subscribe. A Collector runs once: a
+// second call returns ErrClosed.
 func (c *Collector) Run(ctx context.Context) error {
 	c.runMu.Lock()
 	if c.started {
@@ -151,15 +171,15 @@ func (c *Collector) Run(ctx context.Context) error {
 		c.runMu.Unlock()
 	}()
 
-	c.log.Info("collector starting", "database", c.database, "poll_interval", c.PollInterval())
+	c.log.Info("collector starting", "database", c.database, "poll_interval", c.PollInterval(), "source", c.cfg.Source)
 	ctx, cancel := context.WithCancel(ctx)
 	var tasks sync.WaitGroup
-	tasks.Go(func() { c.listen(ctx) })
+	tasks.Go(func() { c.follow(ctx, cancel) })
 	c.loop(ctx, &tasks)
 	cancel()
 	tasks.Wait()
 	c.log.Info("collector stopped", "database", c.database)
-	return nil
+	return c.fatal // logged by the caller
 }
 
 // Poll makes one full read and returns its snapshot. While Run runs, the read is
@@ -297,9 +317,13 @@ func (c *Collector) cycle(ctx context.Context, rd *reader, now time.Time, force 
 		fresh = true
 	}
 	src := SourcePolling
-	if c.listening.Load() {
+	switch {
+	case c.streamUp.Load():
+		src = SourceLogical
+	case c.listening.Load():
 		src = SourceLive
 	}
+	c.measureSlotLag(ctx, rd.conn, now)
 	snap, orders, err := c.readAndApply(ctx, rd.conn, now, src, true)
 	if err != nil && !fresh && ctx.Err() == nil && isConnErr(rd.conn, err) {
 		// The connection died while idle (a restarted server, a terminated
@@ -370,12 +394,18 @@ func (c *Collector) publishDown(now time.Time) {
 func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time.Time, src Source, evict bool) (*Snapshot, []evictOrder, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
+	catchUp := c.catchUpReq.Load()
+	asked := catchUp > c.catchUpDone.Load()
+	plan := c.auditPlan(asked)
 	c.stateMu.Lock()
-	cur := c.st.cursor()
+	cur := c.st.cursor(plan, asked)
 	c.stateMu.Unlock()
 	r, err := read(ctx, conn, &c.cfg, cur)
 	if err != nil {
 		return nil, nil, fmt.Errorf("collector: read %s: %w", c.database, err)
+	}
+	if !cur.skip {
+		c.catchUpDone.Store(max(c.catchUpDone.Load(), catchUp))
 	}
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
@@ -390,8 +420,8 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	}
 	c.logEvents(evs)
 	c.hub.publish(snap, evs)
-	if len(r.Audit) >= auditBatch {
-		c.Refresh() // more audit rows are waiting
+	if len(r.Audit) >= auditBatch || c.st.behind {
+		c.Refresh() // more audit rows are waiting, or a change the stream saw is not visible yet
 	}
 	return snap, orders, nil
 }
@@ -403,7 +433,16 @@ func (c *Collector) healthLocked(src Source) Health {
 		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt,
 		Polls: c.polls, PollErrors: c.pollErrors, Notifications: c.notifications.Load(),
 		Reconnects: c.reconnects.Load(), DroppedEvents: c.hub.dropped.Load(),
+		Slot: c.slotName, SlotLagBytes: c.slotLag, LastChange: unixNano(c.lastChange.Load()),
+		Transactions: c.streamTxs.Load(), DecodeErrors: c.decodeErrors.Load(),
 	}
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // noteError records a failed read or connection for Health.
@@ -414,11 +453,12 @@ func (c *Collector) noteError(err error, at time.Time) {
 	c.lastErr, c.lastErrAt = err.Error(), at
 }
 
-// noteListenError records a listener failure for Health (not a poll error).
-func (c *Collector) noteListenError(err error) {
+// noteSourceError records a failure of the listener or the stream for Health
+// (not a poll error); what names which.
+func (c *Collector) noteSourceError(what string, err error) {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	c.lastErr, c.lastErrAt = "listener: "+err.Error(), time.Now()
+	c.lastErr, c.lastErrAt = what+": "+err.Error(), time.Now()
 }
 
 // logEvents logs the transitions worth a line: source changes and alerts.
@@ -459,7 +499,7 @@ func (c *Collector) listen(ctx context.Context) {
 				return
 			}
 			failures++
-			c.noteListenError(err)
+			c.noteSourceError("listener", err)
 			if failures == 1 {
 				c.log.Warn("collector cannot LISTEN; polling only until it can", "database", c.database, "err", err)
 				c.Refresh() // read anyway (at start-up: the first read)
@@ -482,7 +522,7 @@ func (c *Collector) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		c.noteListenError(err)
+		c.noteSourceError("listener", err)
 		c.log.Warn("collector lost its LISTEN connection; polling until it is back", "database", c.database, "err", err)
 		c.Refresh() // publish the polling source now
 		failures = 1

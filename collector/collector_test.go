@@ -64,7 +64,9 @@ func TestSnapshot(t *testing.T) {
 	dsn := migratedDB(t)
 	n1 := startNode(t, dsn, "n1", "s")
 	n2 := startNode(t, dsn, "n2", "s")
-	c := newCollector(t, testConfig(t, dsn))
+	cfg := testConfig(t, dsn)
+	cfg.Source = SourceModeNotify
+	c := newCollector(t, cfg)
 	run(t, c)
 	s := waitSnap(t, c, "a leader of s", func(s *Snapshot) bool {
 		sc, ok := s.Scope("s")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/collector/logical"
 )
 
 // Defaults of Config. They are exported so that the exporter's alert rules and the
@@ -37,6 +39,25 @@ const MaxRecentTerms = 10000
 
 // ErrInvalidConfig is wrapped by the errors of Config.Validate and New.
 var ErrInvalidConfig = errors.New("collector: invalid configuration")
+
+// SourceMode selects how Run learns of changes between polls (Config.Source).
+// Health.Source says what it got.
+type SourceMode string
+
+// Source modes.
+const (
+	// SourceModeAuto, the default: the logical replication source when the
+	// database offers it (logical.Available: wal_level = logical, a role with
+	// REPLICATION, WAL senders and slots allowed), else LISTEN/NOTIFY. The choice
+	// is logged once, with the reason when it falls back.
+	SourceModeAuto SourceMode = "auto"
+	// SourceModeLogical: the logical replication source; Run returns an error
+	// wrapping ErrLogicalUnavailable, with the reason and the fix, when the
+	// database cannot serve it.
+	SourceModeLogical SourceMode = "logical"
+	// SourceModeNotify: LISTEN leader_change plus the poll.
+	SourceModeNotify SourceMode = "notify"
+)
 
 // Config configures a Collector. A zero duration, count or fraction means its
 // default (the Default* constants); DefaultConfig returns them filled in. Only
@@ -115,6 +136,31 @@ type Config struct {
 	EvictStale bool
 	EvictAfter time.Duration
 
+	// Source selects how Run learns of changes between polls: SourceModeAuto
+	// (default), SourceModeLogical or SourceModeNotify. The logical source
+	// streams the committed changes of leader_state, terms and audit (package
+	// collector/logical): events arrive milliseconds after their commit, in
+	// commit order, each with its commit LSN, and none is lost between two polls.
+	// The poll goes on either way: locks, nodes and heartbeat ages are not in the
+	// stream.
+	Source SourceMode
+
+	// Slot names a permanent replication slot for the logical source (lower-case
+	// letters, digits and underscores, at most 63 bytes); empty (the default)
+	// selects a temporary slot, which the server drops with the connection. A
+	// collector restarted on its permanent slot delivers the events committed
+	// while it was away, but the server keeps all WAL the slot has not confirmed,
+	// whether or not anyone reads it: a permanent slot whose collector is gone
+	// fills the disk. Watch Health.SlotLagBytes (pgleader_collector_slot_lag_bytes)
+	// and drop abandoned slots (`pgleader slots drop NAME`). One collector per
+	// slot. Not allowed with SourceModeNotify.
+	Slot string
+
+	// StatusInterval is how often the logical source reports its position to
+	// the server; zero means logical.DefaultStatusInterval (10s). At most half
+	// of the server's wal_sender_timeout (checked when the stream opens).
+	StatusInterval time.Duration
+
 	// Logger receives one line per transition (source changes, alerts firing and
 	// resolving, evictions, connection loss). Default slog.Default().
 	Logger *slog.Logger
@@ -153,6 +199,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Source == "" {
+		c.Source = SourceModeAuto
 	}
 }
 
@@ -196,6 +245,21 @@ func (c *Config) Validate() error {
 	}
 	if c.RecentTerms < 0 || c.RecentTerms > MaxRecentTerms {
 		return bad("RecentTerms", "(%d) must be between 1 and %d (zero means the default)", c.RecentTerms, MaxRecentTerms)
+	}
+	switch c.Source {
+	case SourceModeAuto, SourceModeLogical, SourceModeNotify:
+	default:
+		return bad("Source", "(%q) must be %q, %q or %q", c.Source, SourceModeAuto, SourceModeLogical, SourceModeNotify)
+	}
+	if c.Slot != "" && c.Source == SourceModeNotify {
+		return bad("Slot", "(%q) needs the logical source: set Source to %q or %q, or leave Slot empty", c.Slot, SourceModeAuto, SourceModeLogical)
+	}
+	if err := positive("StatusInterval", c.StatusInterval); err != nil {
+		return err
+	}
+	lc := logical.Config{ConnConfig: &c.ConnConfig.Config, Slot: c.Slot, StatusInterval: c.StatusInterval}
+	if err := lc.Validate(); err != nil {
+		return bad("Slot", "(%q): %v", c.Slot, err)
 	}
 	return nil
 }

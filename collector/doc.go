@@ -4,10 +4,19 @@
 // refused fenced writes, lock-table pressure, and the collector's own outage. The
 // exporter and the dashboard render its output; nothing here talks to nodes.
 //
-//	c, err := collector.New(collector.Config{ConnConfig: cfg})
+//	c, err := collector.New(collector.Config{ConnConfig: cfg}) // Source: auto
 //	go c.Run(ctx)
 //	snaps, stop := c.Updates()        // latest wins
 //	events, unsub := c.Subscribe(256) // ordered, never blocks the collector
+//
+// Between polls, Run learns of changes from one of two sources (Config.Source):
+// LISTEN/NOTIFY, or the committed changes of leader_state, terms and audit
+// streamed by logical replication (package collector/logical). The default, auto,
+// takes the stream when the database offers it (logical.Available: wal_level =
+// logical, a role with REPLICATION) and logs once why it falls back to LISTEN
+// otherwise; SourceModeLogical makes Run fail with the reason and the fix
+// instead. Either way the poll goes on: locks, nodes and heartbeat ages are in
+// no stream.
 //
 // # Reading: LISTEN first, then read, then notifications
 //
@@ -49,8 +58,64 @@
 //
 // When reads fail the collector keeps the last good snapshot and re-publishes it
 // with Health.Source = disconnected, the error, and after Config.CollectorDownAfter
-// AlertCollectorDown; when only the listener is down, reads go on with
-// Source = polling. Both connections reconnect with backoff, 100 ms doubling to 5 s.
+// AlertCollectorDown; when only the listener (or the stream) is down, reads go on
+// with Source = polling. Every connection reconnects with backoff, 100 ms doubling
+// to 5 s.
+//
+// # The logical source
+//
+// The stream (Health.Source = logical) replaces the listener. Its transactions
+// are data, not hints: the changes arrive in commit order, milliseconds after the
+// commit, and none falls between two polls.
+//
+// Events come from the stream's audit INSERTs, in commit order, each with its
+// commit LSN (Event.LSN), mapped by the same function as the audit poll's rows.
+// Both paths pass every row through one gate, so that no row becomes an event
+// twice: a row is new if its id is above the highest id admitted or is one of the
+// ids skipped below it (a transaction in flight, or rolled back), remembered for
+// 10 s of database time. A transaction's events are published to the subscribers
+// before its end is acknowledged to the server (Stream.Ack).
+//
+// Which path reads the audit rows depends on the slot. A temporary slot (the
+// default) decodes only what commits after its creation, so after every opening
+// one read takes the audit rows committed while no stream was open, before the
+// stream's first transaction is handled (events stay in order); while the stream
+// runs, reads leave the audit table to it; when it ends, reads take the audit rows
+// again from the gate. A permanent slot (Config.Slot) keeps on the server what the
+// collector has not acknowledged, across disconnections and restarts, so its
+// stream is the only path: events that committed while the collector was away
+// arrive when it is back, in commit order, and wait in the slot while its stream
+// is down. Its first read takes the FenceAlertFor window for the fence_rejected
+// alerts only: replaying the window as events would repeat what an earlier run
+// delivered. Within a run, a reopened stream drops what was acknowledged already
+// (logical.Config.ResumeAfter); across runs the slot's confirmed position does
+// (Close waits until the server has it), so only a crash between an event and
+// the next status update (10 s, Config.StatusInterval) can repeat events: they
+// are at least once across crashes, exactly once otherwise.
+//
+// The stream asks for reads, coalesced like notifications: for every transaction
+// with an audit or terms row, and for leader_state changes other than heartbeats.
+// Every heartbeat rewrites last_heartbeat of each led scope, every interval; with
+// the default replica identity pgoutput sends no old row for it, so the stream
+// compares epoch, holder, holder_pid, released_at and lock_key with what it last
+// saw of the scope and ignores the change when they are equal. The walsender
+// decodes a transaction once its commit is in WAL, which can be an instant before
+// other sessions see it: a read that shows a scope older than the stream saw it
+// (lower epoch, or open where the stream saw it released) within the last second
+// reads again.
+//
+// A message the stream cannot decode is logged and counted (Health.DecodeErrors);
+// the stream drops the rest of that transaction and goes on, and a read of the
+// audit table makes up for it: the rows of the dropped transaction are above the
+// gate or among the missing ids (on a permanent slot, only missing ids above the
+// first one the run admitted: lower ones may be rows an earlier run delivered).
+//
+// A permanent slot retains WAL for as long as it exists, read or not. Health
+// reports how far it trails (SlotLagBytes, measured on the reader at most once a
+// second; the exporter's pgleader_collector_slot_lag_bytes and the alert
+// PgleaderSlotLagging); `pgleader slots drop NAME` removes the slot of a retired
+// collector. Run waits (up to 2 s) until the server has released the slot before
+// it returns, so that the slot can be opened again, or dropped, at once.
 //
 // # The checks, and why a healthy cluster does not trip them
 //

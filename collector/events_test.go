@@ -11,6 +11,7 @@ func TestEvents(t *testing.T) {
 	t.Run("ElectedThroughListen", func(t *testing.T) {
 		dsn := migratedDB(t)
 		cfg := testConfig(t, dsn)
+		cfg.Source = SourceModeNotify
 		cfg.PollInterval = MaxPollInterval // only notifications (and the read after LISTEN) read
 		c := newCollector(t, cfg)
 		rec := record(t, c)
@@ -118,7 +119,7 @@ func TestEvents(t *testing.T) {
 		if n := len(slices.DeleteFunc(evs, func(e Event) bool { return e.Kind != EventElected })); int64(n) != elected || n < 7 {
 			t.Fatalf("%d elected events, %d elected audit rows (at least 7: one claim and six after resigns)", n, elected)
 		}
-		s := waitSnap(t, c, "live again", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
+		s := waitSnap(t, c, "live again", live)
 		if s.Health.Reconnects == 0 {
 			t.Fatalf("health %+v: no reconnect counted", s.Health)
 		}
@@ -155,7 +156,9 @@ func TestEvents(t *testing.T) {
 
 	t.Run("ListenerCutMeansPolling", func(t *testing.T) {
 		dsn := migratedDB(t)
-		c := newCollector(t, testConfig(t, dsn))
+		cfg := testConfig(t, dsn)
+		cfg.Source = SourceModeNotify
+		c := newCollector(t, cfg)
 		rec := record(t, c)
 		run(t, c)
 		waitSnap(t, c, "live", func(s *Snapshot) bool { return s.Health.Source == SourceLive })

@@ -47,14 +47,21 @@ func migrate(t testing.TB, dsn string) {
 	}
 }
 
-// testConfig is a Config with thresholds short enough for tests.
+// testConfig is a Config with thresholds short enough for tests. Its source is
+// LISTEN/NOTIFY, which most tests were written against;
+// PGLEADER_TEST_SOURCE=auto|logical runs them on the logical source (tests that
+// check LISTEN itself then fail on Health.Source).
 func testConfig(t testing.TB, dsn string) Config {
 	t.Helper()
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{ConnConfig: cc, PollInterval: 50 * time.Millisecond, Logger: testLogger()}
+	src := SourceModeNotify
+	if s := os.Getenv("PGLEADER_TEST_SOURCE"); s != "" {
+		src = SourceMode(s)
+	}
+	return Config{ConnConfig: cc, PollInterval: 50 * time.Millisecond, Logger: testLogger(), Source: src}
 }
 
 func newCollector(t testing.TB, cfg Config) *Collector {
@@ -166,6 +173,12 @@ func settle(t testing.TB, c *Collector, n int) *Snapshot {
 		start = s.Health.Polls
 	}
 	return waitSnap(t, c, fmt.Sprintf("%d more reads", n), func(s *Snapshot) bool { return s.Health.Polls >= start+uint64(n) })
+}
+
+// live reports whether s was read with the collector's source of changes up
+// (LISTEN or the logical stream).
+func live(s *Snapshot) bool {
+	return s.Health.Source == SourceLive || s.Health.Source == SourceLogical
 }
 
 func alert(s *Snapshot, kind AlertKind, scope string) (Alert, bool) {

@@ -49,6 +49,10 @@ type dbRead struct {
 	Nodes      []Node
 	Terms      []Term
 	Audit      []auditRow
+	// InFlight are ids just below MaxAuditID that the snapshot does not show
+	// (first read with events only): transactions still in flight.
+	InFlight []int64
+	Cursor   readCursor // how Audit was read
 }
 
 // scopeRow is a scope name (from leader_state or from a candidate's scopes), its
@@ -182,6 +186,14 @@ SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.ep
        ` + sqlPrevHolder + `
   FROM pgleader.audit a WHERE a.id > $1 OR a.id = ANY ($2) ORDER BY a.id LIMIT $3`
 
+	// The first read: the ids among the maxGap below the newest that this
+	// snapshot does not show (a transaction in flight holds them, or rolled back).
+	sqlAuditInFlight = `
+WITH m AS (SELECT coalesce(max(id), 0) AS id FROM pgleader.audit)
+SELECT coalesce(array_agg(g.id ORDER BY g.id), '{}')
+  FROM m, generate_series(greatest(m.id - $1, 1), m.id - 1) g(id)
+ WHERE NOT EXISTS (SELECT 1 FROM pgleader.audit a WHERE a.id = g.id)`
+
 	// The first read: the event kinds of the last FenceAlertFor, newest first.
 	// $1 window in seconds, $2 kinds, $3 limit.
 	sqlAuditFirst = `
@@ -241,9 +253,11 @@ func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error
 	return conn, version, nil
 }
 
-// readCursor says which audit rows a read takes.
+// readCursor says which audit rows a read takes (state.cursor).
 type readCursor struct {
-	first   bool    // no read succeeded yet: take the FenceAlertFor window
+	skip    bool    // none
+	first   bool    // the first read of the audit table: the FenceAlertFor window
+	events  bool    // first: its rows are events (else only fence_rejected alerts)
 	lastID  int64   // later reads: rows after this id
 	missing []int64 // and these
 }
@@ -259,9 +273,14 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor) (*db
 	b.Queue(sqlMeta)
 	b.Queue(sqlNodes)
 	b.Queue(sqlTerms, cfg.RecentTerms)
-	if cur.first {
+	switch {
+	case cur.skip:
+	case cur.first:
 		b.Queue(sqlAuditFirst, cfg.FenceAlertFor.Seconds(), auditKinds, firstAuditBatch)
-	} else {
+		if cur.events {
+			b.Queue(sqlAuditInFlight, maxGap)
+		}
+	default:
 		missing := cur.missing
 		if missing == nil {
 			missing = []int64{}
@@ -269,7 +288,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor) (*db
 		b.Queue(sqlAudit, cur.lastID, missing, auditBatch)
 	}
 	b.Queue("COMMIT")
-	r := &dbRead{}
+	r := &dbRead{Cursor: cur}
 	br := conn.SendBatch(ctx, b)
 	err := scanRead(br, r)
 	if cerr := br.Close(); err == nil {
@@ -313,9 +332,16 @@ func scanRead(br pgx.BatchResults, r *dbRead) error {
 	if r.Terms, err = pgx.CollectRows(rows, scanTerm); err != nil {
 		return fmt.Errorf("read terms: %w", err)
 	}
-	rows, _ = br.Query()
-	if r.Audit, err = pgx.CollectRows(rows, scanAudit); err != nil {
-		return fmt.Errorf("read audit: %w", err)
+	if !r.Cursor.skip {
+		rows, _ = br.Query()
+		if r.Audit, err = pgx.CollectRows(rows, scanAudit); err != nil {
+			return fmt.Errorf("read audit: %w", err)
+		}
+	}
+	if r.Cursor.first && r.Cursor.events {
+		if err := br.QueryRow().Scan(&r.InFlight); err != nil {
+			return fmt.Errorf("read audit ids in flight: %w", err)
+		}
 	}
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("commit: %w", err)

@@ -17,6 +17,13 @@ const (
 	missingWait = 10 * time.Second
 	// maxMissing bounds the ids remembered as missing.
 	maxMissing = 1000
+	// maxGap: a row more than this above the highest id admitted marks only the
+	// maxGap ids below it as missing. Transactions in flight at any moment hold
+	// far fewer audit ids.
+	maxGap = 100
+	// termsKept is how many of a scope's newest terms the state remembers to name
+	// the previous holder of an elected row that comes from the logical source.
+	termsKept = 4
 	// defaultTrustWindow judges a holder row without timing (written by hand or by
 	// an old engine): the engine's default trust window.
 	defaultTrustWindow = 1500 * time.Millisecond
@@ -27,21 +34,26 @@ const (
 // state is what the collector remembers from one read to the next. Only touched
 // under Collector.stateMu.
 type state struct {
-	reads      uint64              // reads applied
-	snapSeq    uint64              // Seq of the last snapshot built
-	lastAudit  int64               // highest audit id seen
-	missing    map[int64]time.Time // audit ids a read skipped, and when
-	scopes     map[string]*scopeMem
-	nodes      map[string]nodeMem
-	pending    map[string]time.Time // conditions within their grace, by alert key: first seen
-	active     map[string]Alert     // alerts of the last snapshot, by key
-	fence      map[string][]fenceHit
-	fenceCount map[string]uint64
-	evicted    map[string]int64 // scope → epoch whose holder was evicted automatically
-	last       *Snapshot        // last good snapshot
-	lastOK     time.Time        // collector time of the last successful read
-	downSince  time.Time        // first failed read of the current outage
-	source     Source           // of the last snapshot
+	reads        uint64                // reads applied
+	snapSeq      uint64                // Seq of the last snapshot built
+	auditStarted bool                  // the first read of the audit table was made
+	lastAudit    int64                 // highest audit id admitted
+	firstAudit   int64                 // the first id admitted (0: none yet)
+	missing      map[int64]time.Time   // audit ids skipped below it, and when (database time)
+	terms        map[string][]termRef  // newest terms per scope (previous holders of elected rows)
+	streamSeen   map[string]streamMark // leader_state per scope as the logical stream last saw it
+	behind       bool                  // the last read missed a change the stream saw (read again)
+	scopes       map[string]*scopeMem
+	nodes        map[string]nodeMem
+	pending      map[string]time.Time // conditions within their grace, by alert key: first seen
+	active       map[string]Alert     // alerts of the last snapshot, by key
+	fence        map[string][]fenceHit
+	fenceCount   map[string]uint64
+	evicted      map[string]int64 // scope → epoch whose holder was evicted automatically
+	last         *Snapshot        // last good snapshot
+	lastOK       time.Time        // collector time of the last successful read
+	downSince    time.Time        // first failed read of the current outage
+	source       Source           // of the last snapshot
 }
 
 // scopeMem is what the collector remembers about one scope.
@@ -58,6 +70,7 @@ type nodeMem struct {
 }
 
 type fenceHit struct {
+	id           int64     // audit id
 	at           time.Time // audit.at (DB time)
 	epoch        int64
 	currentEpoch int64
@@ -80,17 +93,124 @@ func newState() *state {
 	return &state{
 		missing: map[int64]time.Time{}, scopes: map[string]*scopeMem{}, nodes: map[string]nodeMem{},
 		pending: map[string]time.Time{}, active: map[string]Alert{}, fence: map[string][]fenceHit{},
-		fenceCount: map[string]uint64{}, evicted: map[string]int64{},
+		fenceCount: map[string]uint64{}, evicted: map[string]int64{}, terms: map[string][]termRef{},
+		streamSeen: map[string]streamMark{},
 	}
 }
 
-// cursor returns what the next read must fetch from pgleader.audit.
-func (st *state) cursor() readCursor {
-	cur := readCursor{first: st.reads == 0, lastID: st.lastAudit}
-	for id := range st.missing {
-		cur.missing = append(cur.missing, id)
+// scopeVersion orders the states of a scope's leader_state row: a claim raises
+// the epoch, a release closes the term.
+type scopeVersion struct {
+	epoch    int64
+	released bool // no open term
+}
+
+func (v scopeVersion) before(w scopeVersion) bool {
+	return v.epoch < w.epoch || v.epoch == w.epoch && !v.released && w.released
+}
+
+// streamMark is a scope's leader_state as the stream saw it, and when
+// (collector time).
+type streamMark struct {
+	v  scopeVersion
+	at time.Time
+}
+
+// visibleWait bounds how long a read that shows a scope older than the stream saw
+// it is taken for one made too early (see noteStreamVersion).
+const visibleWait = time.Second
+
+// noteStreamVersion records a scope's leader_state from the logical stream (nil:
+// the row was deleted or the table truncated: forget). The walsender decodes a
+// transaction once its commit is flushed to WAL, which can be an instant before
+// the transaction becomes visible to other sessions, so the read the stream asks
+// for can miss it: a read that shows an older version than the stream saw within
+// visibleWait asks for another read.
+func (st *state) noteStreamVersion(scope string, v *scopeVersion, now time.Time) {
+	if v == nil {
+		if scope == "" {
+			clear(st.streamSeen)
+		}
+		delete(st.streamSeen, scope)
+		return
 	}
-	slices.Sort(cur.missing)
+	st.streamSeen[scope] = streamMark{v: *v, at: now}
+}
+
+// checkBehind reports whether a read missed a change the stream saw.
+func (st *state) checkBehind(r *dbRead, now time.Time) bool {
+	behind := false
+	read := make(map[string]scopeVersion, len(r.Scopes))
+	for _, row := range r.Scopes {
+		if row.Recorded {
+			read[row.Name] = scopeVersion{epoch: row.Epoch, released: !row.open()}
+		}
+	}
+	for scope, m := range st.streamSeen {
+		if now.Sub(m.at) >= visibleWait {
+			delete(st.streamSeen, scope) // the read shows what it shows
+			continue
+		}
+		if v, ok := read[scope]; !ok || v.before(m.v) {
+			behind = true
+		}
+	}
+	return behind
+}
+
+// termRef is a term the state remembers: its epoch and holder.
+type termRef struct {
+	epoch  int64
+	holder string
+}
+
+// auditPlan is how the next read takes pgleader.audit; the collector chooses it
+// from its source (see the package doc).
+type auditPlan uint8
+
+const (
+	// planPoll: the rows after the highest id admitted and the missing ids; the
+	// first read replays the FenceAlertFor window as events.
+	planPoll auditPlan = iota
+	// planSkip: none (a temporary slot's stream delivers them).
+	planSkip
+	// planSlot: a permanent slot's stream delivers every row. The first read
+	// takes the window for the fence_rejected alerts only (the slot replays what
+	// an earlier run did not deliver; the rest was delivered); later reads take
+	// the rows above the highest id only when a catch-up is asked for.
+	planSlot
+)
+
+// cursor returns what the next read must fetch from pgleader.audit.
+func (st *state) cursor(plan auditPlan, catchUp bool) readCursor {
+	cur := readCursor{lastID: st.lastAudit}
+	switch plan {
+	case planSkip:
+		cur.skip = true
+	case planSlot:
+		switch {
+		case !st.auditStarted:
+			cur.first = true
+		case catchUp && st.lastAudit > 0:
+			// The rows of a transaction the stream dropped are above the highest
+			// id or among the missing ones. Not those below the first id this run
+			// admitted: they may be rows an earlier run delivered.
+			for id := range st.missing {
+				if id > st.firstAudit {
+					cur.missing = append(cur.missing, id)
+				}
+			}
+			slices.Sort(cur.missing)
+		default:
+			cur.skip = true
+		}
+	default:
+		cur.first, cur.events = !st.auditStarted, true
+		for id := range st.missing {
+			cur.missing = append(cur.missing, id)
+		}
+		slices.Sort(cur.missing)
+	}
 	return cur
 }
 
@@ -111,7 +231,9 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	st.lastOK, st.downSince = now, time.Time{}
 	var evs []Event
 	evs = append(evs, st.sourceChange(h.Source, now)...)
-	evs = append(evs, st.auditEvents(cfg, r, now, first)...)
+	evs = append(evs, st.pollAudit(r)...)
+	st.noteTerms(r)
+	st.behind = st.checkBehind(r, now)
 
 	nodes, nodeEvs := st.applyNodes(cfg, r, now, first)
 	evs = append(evs, nodeEvs...)
@@ -244,48 +366,124 @@ func (st *state) sourceChange(src Source, now time.Time) []Event {
 	return []Event{{At: now, Kind: EventSourceChanged, Detail: string(prev) + " → " + string(src)}}
 }
 
-// auditEvents turns the audit rows of a read into events, in id order, each id
-// once. The first read replays the FenceAlertFor window and then continues after
-// the newest id of its snapshot. Later reads take every id after the highest seen;
-// an id skipped in between belongs to a transaction that was still in flight (ids
-// are taken before commit) or that rolled back: it is looked for again for
-// missingWait.
-func (st *state) auditEvents(cfg *Config, r *dbRead, now time.Time, first bool) []Event {
+// pollAudit turns the audit rows of a read into events, in id order. The first
+// read replays the FenceAlertFor window (as events, or on a permanent slot for
+// the fence_rejected alerts only) and then continues after the newest id of its
+// snapshot; the ids just below it that the snapshot did not show belong to
+// transactions still in flight and are looked for like any skipped id. Later
+// reads pass every row through admitAudit.
+func (st *state) pollAudit(r *dbRead) []Event {
+	cur := r.Cursor
+	if cur.skip {
+		return nil
+	}
 	var evs []Event
-	for _, a := range r.Audit {
-		if !first {
-			if _, ok := st.missing[a.ID]; ok {
-				delete(st.missing, a.ID)
-			} else if a.ID <= st.lastAudit {
-				continue // never twice
-			} else {
-				for id := max(st.lastAudit+1, a.ID-maxMissing); id < a.ID; id++ {
-					st.missing[id] = now
-				}
-				st.lastAudit = a.ID
+	if cur.first {
+		for _, a := range r.Audit {
+			if ev, ok := st.auditRowEvent(a); ok && cur.events {
+				evs = append(evs, ev)
 			}
 		}
-		if a.Kind == "fence_rejected" {
-			st.noteFence(a)
+		st.auditStarted = true
+		if cur.events {
+			st.lastAudit = max(st.lastAudit, r.MaxAuditID)
+			for _, id := range r.InFlight {
+				if id <= st.lastAudit {
+					st.missing[id] = r.Now
+				}
+			}
 		}
-		if ev, ok := auditEvent(a); ok {
+		return evs
+	}
+	for _, a := range r.Audit {
+		if !st.admitAudit(a.ID, r.Now) {
+			continue // never twice
+		}
+		if ev, ok := st.auditRowEvent(a); ok {
 			evs = append(evs, ev)
 		}
 	}
-	if first {
-		st.lastAudit = r.MaxAuditID
-	}
-	for id, t := range st.missing {
-		if now.Sub(t) > missingWait || len(st.missing) > maxMissing {
-			delete(st.missing, id)
-		}
-	}
+	st.expireMissing(r.Now)
 	return evs
 }
 
+// streamAudit turns the audit rows of one transaction from the logical source
+// into events, in the transaction's order, each with the commit LSN.
+func (st *state) streamAudit(rows []auditRow, commitTime time.Time, lsn uint64) []Event {
+	var evs []Event
+	for _, a := range rows {
+		if !st.admitAudit(a.ID, commitTime) {
+			continue // read by the poll already
+		}
+		if a.Kind == "elected" && a.Detail.PrevEpoch != nil {
+			a.PrevHolder = st.termHolder(a.Scope, *a.Detail.PrevEpoch)
+		}
+		if ev, ok := st.auditRowEvent(a); ok {
+			ev.LSN = lsn
+			evs = append(evs, ev)
+		}
+	}
+	st.expireMissing(commitTime)
+	return evs
+}
+
+// admitAudit is the gate every audit row passes, whichever path brought it, so
+// that no row becomes an event twice: a row is new if its id is above the
+// highest admitted or is one of the ids skipped below it. An id skipped belongs
+// to a transaction still in flight (ids are taken before commit) or rolled
+// back: it is remembered as missing, with dbNow (the database time of the path:
+// a read's now(), a transaction's commit time), for missingWait.
+func (st *state) admitAudit(id int64, dbNow time.Time) bool {
+	if _, ok := st.missing[id]; ok {
+		delete(st.missing, id)
+		return true
+	}
+	if id <= st.lastAudit {
+		return false
+	}
+	for gap := max(st.lastAudit+1, id-maxGap); gap < id; gap++ {
+		st.missing[gap] = dbNow
+	}
+	if st.firstAudit == 0 {
+		st.firstAudit = id
+	}
+	st.lastAudit = id
+	return true
+}
+
+// expireMissing forgets the missing ids older than missingWait (database time),
+// and the lowest ones beyond maxMissing.
+func (st *state) expireMissing(dbNow time.Time) {
+	for id, t := range st.missing {
+		if dbNow.Sub(t) > missingWait {
+			delete(st.missing, id)
+		}
+	}
+	if n := len(st.missing) - maxMissing; n > 0 {
+		ids := slices.Sorted(maps.Keys(st.missing))
+		for _, id := range ids[:n] {
+			delete(st.missing, id)
+		}
+	}
+}
+
+// auditRowEvent records a fence_rejected row for its alert and returns the
+// row's event.
+func (st *state) auditRowEvent(a auditRow) (Event, bool) {
+	if a.Kind == "fence_rejected" {
+		st.noteFence(a)
+	}
+	return auditEvent(a)
+}
+
+// noteFence records a fence_rejected row, once per id (the first read of a
+// permanent slot's collector learns rows its stream may deliver again).
 func (st *state) noteFence(a auditRow) {
 	key := a.Scope + "\x00" + a.Node
-	h := fenceHit{at: a.At, epoch: a.Epoch}
+	if slices.ContainsFunc(st.fence[key], func(h fenceHit) bool { return h.id == a.ID }) {
+		return
+	}
+	h := fenceHit{id: a.ID, at: a.At, epoch: a.Epoch}
 	if a.Detail.CurrentEpoch != nil {
 		h.currentEpoch = *a.Detail.CurrentEpoch
 	}
@@ -295,6 +493,43 @@ func (st *state) noteFence(a auditRow) {
 	}
 	st.fence[key] = hits
 	st.fenceCount[a.Scope]++
+}
+
+// noteTerm remembers a term's holder (from a read or from the logical source).
+func (st *state) noteTerm(scope string, epoch int64, holder string) {
+	ts := st.terms[scope]
+	for i := range ts {
+		if ts[i].epoch == epoch {
+			ts[i].holder = holder
+			return
+		}
+	}
+	ts = append(ts, termRef{epoch, holder})
+	slices.SortFunc(ts, func(a, b termRef) int { return cmp.Compare(b.epoch, a.epoch) })
+	st.terms[scope] = ts[:min(len(ts), termsKept)]
+}
+
+// noteTerms remembers the terms of a read (termsKept per scope; scopes are few
+// and never dropped by pgleader, so the map is not pruned).
+func (st *state) noteTerms(r *dbRead) {
+	for _, row := range r.Scopes {
+		if t := row.Latest; t != nil {
+			st.noteTerm(t.Scope, t.Epoch, t.Holder)
+		}
+	}
+	for _, t := range r.Terms {
+		st.noteTerm(t.Scope, t.Epoch, t.Holder)
+	}
+}
+
+// termHolder returns the remembered holder of a scope's epoch ("" if unknown).
+func (st *state) termHolder(scope string, epoch int64) string {
+	for _, t := range st.terms[scope] {
+		if t.epoch == epoch {
+			return t.holder
+		}
+	}
+	return ""
 }
 
 // auditEvent maps an audit row to its event (false for kinds without one).

@@ -279,18 +279,18 @@ func TestApplyAuditOnce(t *testing.T) {
 	st.lastAudit = 2 // as if the first read's snapshot ended at id 2
 	w.audit = []auditRow{row(3), row(5)}
 	_, evs = step(st, cfg, w, time.Millisecond)
-	if got := ids(evs); !slices.Equal(got, []int64{3, 5}) || !slices.Equal(st.cursor().missing, []int64{4}) {
-		t.Fatalf("gap: %v, missing %v", got, st.cursor().missing)
+	if got := ids(evs); !slices.Equal(got, []int64{3, 5}) || !slices.Equal(st.cursor(planPoll, false).missing, []int64{4}) {
+		t.Fatalf("gap: %v, missing %v", got, st.cursor(planPoll, false).missing)
 	}
 	w.audit = []auditRow{row(3), row(4), row(5), row(6)} // 3 and 5 again must not repeat
 	_, evs = step(st, cfg, w, time.Millisecond)
-	if got := ids(evs); !slices.Equal(got, []int64{4, 6}) || len(st.cursor().missing) != 0 {
-		t.Fatalf("late row: %v, missing %v", got, st.cursor().missing)
+	if got := ids(evs); !slices.Equal(got, []int64{4, 6}) || len(st.cursor(planPoll, false).missing) != 0 {
+		t.Fatalf("late row: %v, missing %v", got, st.cursor(planPoll, false).missing)
 	}
 	w.audit = []auditRow{row(8)}
 	step(st, cfg, w, time.Millisecond)
 	step(st, cfg, w, missingWait+time.Second)
-	if len(st.cursor().missing) != 0 {
+	if len(st.cursor(planPoll, false).missing) != 0 {
 		t.Fatalf("id 7 (rolled back) still looked for after %v", missingWait)
 	}
 }

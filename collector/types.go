@@ -230,6 +230,24 @@ type Health struct {
 	Reconnects    uint64        `json:"reconnects"`
 	// DroppedEvents counts events a slow subscriber missed (all subscribers).
 	DroppedEvents uint64 `json:"dropped_events"`
+
+	// The logical replication source (Config.Source); zero values otherwise.
+
+	// Slot is the replication slot: the permanent one of Config.Slot (also
+	// while its stream is down), or the temporary one of the open stream.
+	Slot string `json:"slot,omitempty"`
+	// SlotLagBytes is how far a permanent slot's confirmed position trails the
+	// server's WAL (pg_current_wal_lsn() - confirmed_flush_lsn): the WAL the
+	// server keeps for it. -1 when unknown or not a permanent slot.
+	SlotLagBytes int64 `json:"slot_lag_bytes"`
+	// LastChange is when the stream last received a transaction (collector
+	// time; heartbeats count), zero before the first.
+	LastChange time.Time `json:"last_change,omitzero"`
+	// Transactions counts the transactions the stream received; DecodeErrors the
+	// replication messages it could not decode (each is logged, and the audit
+	// table is read to make up for the transaction it dropped).
+	Transactions uint64 `json:"transactions"`
+	DecodeErrors uint64 `json:"decode_errors"`
 }
 
 // Snapshot is an immutable picture of the cluster. Never modify one: the collector

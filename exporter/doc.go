@@ -45,6 +45,9 @@
 //	pgleader_collector_notifications_total            counter leader_change notifications received
 //	pgleader_collector_reconnects_total               counter
 //	pgleader_collector_dropped_events_total           counter events slow subscribers missed
+//	pgleader_collector_slot_lag_bytes                 gauge   WAL a permanent slot retains (absent without one)
+//	pgleader_collector_last_change_age_seconds        gauge   age of the logical stream's last transaction (absent without)
+//	pgleader_collector_decode_errors_total            counter logical replication messages not decoded
 //	pgleader_exporter_scrape_duration_seconds         gauge   time this collection took
 //	pgleader_exporter_scrape_success                  gauge   1 when a snapshot was available
 //

@@ -95,6 +95,9 @@ var (
 	collectorNotifs    = desc("pgleader_collector_notifications_total", "leader_change notifications the collector received.")
 	collectorReconnect = desc("pgleader_collector_reconnects_total", "Times the collector reconnected to the database.")
 	collectorDropped   = desc("pgleader_collector_dropped_events_total", "Collector events slow subscribers missed.")
+	collectorSlotLag   = desc("pgleader_collector_slot_lag_bytes", "WAL the server keeps for the collector's permanent replication slot: pg_current_wal_lsn() - confirmed_flush_lsn; absent without a permanent slot.")
+	collectorChangeAge = desc("pgleader_collector_last_change_age_seconds", "Age at the scrape of the last transaction the collector's logical replication source received (heartbeats included); absent without the logical source.")
+	collectorDecodeErr = desc("pgleader_collector_decode_errors_total", "Logical replication messages the collector could not decode.")
 	scrapeDuration     = desc("pgleader_exporter_scrape_duration_seconds", "Time the exporter took to build this scrape's metrics.")
 	scrapeSuccess      = desc("pgleader_exporter_scrape_success", "1 when the exporter had a collector snapshot to render, else 0.")
 )
@@ -107,6 +110,7 @@ var allDescs = []*prometheus.Desc{
 	advisoryLocks, advisoryWaiters, lockTableCapacity,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorReconnect, collectorDropped,
+	collectorSlotLag, collectorChangeAge, collectorDecodeErr,
 	scrapeDuration, scrapeSuccess,
 }
 
@@ -253,6 +257,14 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 	counter(ch, collectorNotifs, float64(h.Notifications))
 	counter(ch, collectorReconnect, float64(h.Reconnects))
 	counter(ch, collectorDropped, float64(h.DroppedEvents))
+	if h.Slot != "" && h.SlotLagBytes >= 0 {
+		// Only a permanent slot reports a lag (a temporary one ends with its stream).
+		gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
+	}
+	if !h.LastChange.IsZero() {
+		gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
+	}
+	counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
 }
 
 func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {

@@ -97,6 +97,7 @@ pgleader_collector_poll_errors_total 1
 pgleader_collector_notifications_total 30
 pgleader_collector_reconnects_total 1
 pgleader_collector_dropped_events_total 0
+pgleader_collector_decode_errors_total 0
 pgleader_exporter_scrape_success 1
 `
 
@@ -162,6 +163,7 @@ pgleader_collector_poll_errors_total 1
 pgleader_collector_notifications_total 30
 pgleader_collector_reconnects_total 1
 pgleader_collector_dropped_events_total 0
+pgleader_collector_decode_errors_total 0
 pgleader_exporter_scrape_success 1
 `,
 		},
@@ -218,6 +220,38 @@ pgleader_exporter_scrape_success 1
 				"pgleader_collector_up 1", "pgleader_collector_up 0",
 				"pgleader_collector_source 2", "pgleader_collector_source 0",
 			).Replace(ledClusterMetrics),
+		},
+		{
+			// A permanent slot: its lag and the age of the stream's last change.
+			name: "LogicalPermanentSlot",
+			snap: func() *collector.Snapshot {
+				s := ledCluster()
+				s.Health.Source = collector.SourceLogical
+				s.Health.Slot, s.Health.SlotLagBytes = "pgleader_collector_1", 300<<20
+				s.Health.LastChange, s.Health.Transactions, s.Health.DecodeErrors = t0.Add(-500*time.Millisecond), 900, 2
+				return s
+			},
+			now: t0.Add(2 * time.Second),
+			want: strings.NewReplacer(
+				"pgleader_collector_source 2", "pgleader_collector_source 3",
+				"pgleader_collector_decode_errors_total 0\n", `pgleader_collector_decode_errors_total 2
+pgleader_collector_slot_lag_bytes 3.145728e+08
+pgleader_collector_last_change_age_seconds 2.5
+`,
+			).Replace(ledClusterMetrics),
+		},
+		{
+			// A temporary slot has no lag worth a metric (it ends with its stream);
+			// before the first change there is no age.
+			name: "LogicalTemporarySlot",
+			snap: func() *collector.Snapshot {
+				s := ledCluster()
+				s.Health.Source = collector.SourceLogical
+				s.Health.Slot, s.Health.SlotLagBytes = "pgleader_tmp_0123456789ab", -1
+				return s
+			},
+			now:  t0.Add(2 * time.Second),
+			want: strings.NewReplacer("pgleader_collector_source 2", "pgleader_collector_source 3").Replace(ledClusterMetrics),
 		},
 		{
 			name: "NilSnapshot",

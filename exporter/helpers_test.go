@@ -42,8 +42,9 @@ func synthetic(scopes, nodes int) *collector.Snapshot {
 		Locks:         collector.LockStats{Advisory: scopes * 3, Capacity: 6400},
 		FenceRejected: map[string]uint64{},
 		Health: collector.Health{
-			Source: collector.SourceLive, Database: "app @ db:5432", LastPoll: t0,
-			PollDuration: 3 * time.Millisecond, Polls: 1000, Notifications: 200,
+			Source: collector.SourceLogical, Database: "app @ db:5432", LastPoll: t0,
+			PollDuration: 3 * time.Millisecond, Polls: 1000, Transactions: 5000,
+			Slot: "pgleader_collector_1", SlotLagBytes: 1 << 20, LastChange: t0.Add(-200 * time.Millisecond),
 		},
 	}
 	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, HeartbeatTimeout: 500 * time.Millisecond,
@@ -112,6 +113,9 @@ var metricInfo = map[string][2]string{
 	"pgleader_collector_notifications_total":            {"counter", "leader_change notifications the collector received."},
 	"pgleader_collector_reconnects_total":               {"counter", "Times the collector reconnected to the database."},
 	"pgleader_collector_dropped_events_total":           {"counter", "Collector events slow subscribers missed."},
+	"pgleader_collector_slot_lag_bytes":                 {"gauge", "WAL the server keeps for the collector's permanent replication slot: pg_current_wal_lsn() - confirmed_flush_lsn; absent without a permanent slot."},
+	"pgleader_collector_last_change_age_seconds":        {"gauge", "Age at the scrape of the last transaction the collector's logical replication source received (heartbeats included); absent without the logical source."},
+	"pgleader_collector_decode_errors_total":            {"counter", "Logical replication messages the collector could not decode."},
 	"pgleader_exporter_scrape_duration_seconds":         {"gauge", "Time the exporter took to build this scrape's metrics."},
 	"pgleader_exporter_scrape_success":                  {"gauge", "1 when the exporter had a collector snapshot to render, else 0."},
 }

@@ -27,12 +27,13 @@ func (a *app) exporterCommand() *cobra.Command {
 		listen     string
 		interval   time.Duration
 		evictStale bool
+		source     sourceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Serve Prometheus metrics of every scope, node and check (collector + /metrics)",
-		Long: `exporter runs the collector against the database (LISTEN leader_change plus a poll
-every --interval) and serves:
+		Long: `exporter runs the collector against the database (logical replication or LISTEN
+leader_change, see --source, plus a poll every --interval) and serves:
 
   /metrics  pgleader_scope_* (epoch, has_leader, leader, heartbeat age, tenure,
             leaderless time, split brain, stale leader, …), pgleader_node_*,
@@ -46,7 +47,9 @@ with runbooks ship in exporter/rules/pgleader.rules.yml and docs/runbooks.md.
 
 --evict-stale terminates a zombie leader's session (lock held, heartbeat older
 than its trust window plus a margin) after a safe delay, audited. It needs the
-pg_signal_backend role (or superuser, or the leader's own role).`,
+pg_signal_backend role (or superuser, or the leader's own role).
+
+` + sourceHelp,
 		Example: `  pgleader exporter --dsn postgres://monitor@db:5432/app
   pgleader exporter --listen 127.0.0.1:9817 --interval 2s`,
 		Args: cobra.NoArgs,
@@ -64,7 +67,7 @@ pg_signal_backend role (or superuser, or the leader's own role).`,
 			if err != nil {
 				return cli.BadInput("--listen %s: %v", listen, err)
 			}
-			col, err := newCollector(t, interval, evictStale, a.log)
+			col, err := newCollector(t, interval, evictStale, a.log, source)
 			if err != nil {
 				ln.Close()
 				return err
@@ -91,15 +94,24 @@ pg_signal_backend role (or superuser, or the leader's own role).`,
 			go func() { serveErr <- hs.Serve(ln) }()
 			a.log.Info("exporter listening", "metrics", "http://"+ln.Addr().String()+"/metrics",
 				"database", redacted(t), "interval", interval)
+			var runErr error
+			ran := false
 			select {
 			case <-ctx.Done():
 			case err = <-serveErr:
+			case runErr = <-done: // the collector cannot run (e.g. --source logical without it)
+				ran = true
 			}
 			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer scancel()
 			_ = hs.Shutdown(sctx)
 			cancel()
-			<-done
+			if !ran {
+				runErr = <-done
+			}
+			if runErr != nil {
+				return collectorError(runErr)
+			}
 			if errors.Is(err, http.ErrServerClosed) {
 				err = nil
 			}
@@ -110,6 +122,7 @@ pg_signal_backend role (or superuser, or the leader's own role).`,
 	f.StringVar(&listen, "listen", exporter.DefaultListen, "`ADDR` to serve /metrics, /healthz and /readyz on")
 	f.DurationVar(&interval, "interval", time.Second, "collector poll interval")
 	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited)")
+	source.register(cmd)
 	return cmd
 }
 

@@ -26,6 +26,7 @@ func (a *app) statusCommand() *cobra.Command {
 		output   string
 		watch    bool
 		interval time.Duration
+		source   sourceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -46,7 +47,10 @@ Exit codes, for scripts and health checks:
   3  some scope has no leader or is degraded
   4  some scope has a split brain
 
-With --watch it redraws every --interval until Ctrl-C (exit code of the last frame).`,
+With --watch it redraws every --interval until Ctrl-C (exit code of the last frame),
+and on every change the collector learns of in between. With --watch:
+
+` + sourceHelp,
 		Example: `  pgleader status
   pgleader status --scope billing -o json
   pgleader status --watch --interval 1s
@@ -68,7 +72,7 @@ With --watch it redraws every --interval until Ctrl-C (exit code of the last fra
 			if err != nil {
 				return err
 			}
-			c, err := newCollector(t, interval, false, a.log)
+			c, err := newCollector(t, interval, false, a.log, source)
 			if err != nil {
 				return err
 			}
@@ -87,6 +91,7 @@ With --watch it redraws every --interval until Ctrl-C (exit code of the last fra
 	f.StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
 	f.BoolVarP(&watch, "watch", "w", false, "redraw every --interval until Ctrl-C")
 	f.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
+	source.register(cmd)
 	return cmd
 }
 
@@ -105,11 +110,14 @@ func (a *app) watchStatus(ctx context.Context, c *collector.Collector, scopes []
 			return statusExit(worst)
 		case err := <-done:
 			if err != nil {
-				return err
+				return collectorError(err)
 			}
 			return statusExit(worst)
 		case snap, ok := <-updates:
-			if !ok {
+			if !ok { // Run returned
+				if err := <-done; err != nil {
+					return collectorError(err)
+				}
 				return statusExit(worst)
 			}
 			if tty && output == cli.FormatTable {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/election"
@@ -31,8 +34,46 @@ func (a *app) checkedTarget(ctx context.Context) (cli.Target, error) {
 }
 
 // newCollector builds the collector of the commands that watch the database.
-func newCollector(t cli.Target, interval time.Duration, evictStale bool, log *slog.Logger) (*collector.Collector, error) {
+func newCollector(t cli.Target, interval time.Duration, evictStale bool, log *slog.Logger, src sourceFlags) (*collector.Collector, error) {
 	cfg := collector.DefaultConfig()
 	cfg.ConnConfig, cfg.PollInterval, cfg.Logger, cfg.EvictStale = t.Config, interval, log, evictStale
-	return collector.New(cfg)
+	cfg.Source, cfg.Slot = collector.SourceMode(src.source), src.slot
+	c, err := collector.New(cfg)
+	if errors.Is(err, collector.ErrInvalidConfig) {
+		return nil, cli.BadInput("%v", err)
+	}
+	return c, err
+}
+
+// sourceHelp is the paragraph of --source and --slot in the commands' help.
+const sourceHelp = `--source chooses how changes reach the collector between polls: auto (the
+default) streams them through logical replication when the database allows it
+(wal_level = logical and a role with REPLICATION), else uses LISTEN/NOTIFY;
+logical insists, and fails with the fix when it cannot; notify never streams.
+--slot NAME streams through a permanent replication slot, so a restarted
+collector delivers the events committed while it was down. The server keeps
+WAL for that slot until it is read or dropped: drop the slot of a collector you
+retire (pgleader slots drop NAME) and alert on pgleader_collector_slot_lag_bytes.`
+
+// sourceFlags are --source and --slot.
+type sourceFlags struct {
+	source string
+	slot   string
+}
+
+func (s *sourceFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&s.source, "source", string(collector.SourceModeAuto),
+		"`MODE` of learning of changes between polls: auto (logical replication when the database allows it, else LISTEN/NOTIFY), logical or notify")
+	f.StringVar(&s.slot, "slot", "",
+		"permanent logical replication slot `NAME` (default: a temporary one); WARNING: the server retains WAL for it until it is read or dropped, so an abandoned slot fills the disk (pgleader slots drop NAME)")
+}
+
+// collectorError gives the error a collector's Run returned its exit code: a
+// logical source the database cannot serve is bad input (the message has the fix).
+func collectorError(err error) error {
+	if errors.Is(err, collector.ErrLogicalUnavailable) {
+		return cli.BadInput("%v", err)
+	}
+	return err
 }

@@ -23,6 +23,7 @@ func (a *app) topCommand() *cobra.Command {
 		output       string
 		width        int
 		noColor      bool
+		source       sourceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "top",
@@ -37,7 +38,9 @@ It is read-only unless --allow-actions: then x terminates the selected scope's
 leader session (the leader steps down; audited), after a y/N confirmation.
 
 --once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
-and bug reports. NO_COLOR=1 or --no-color renders without colours.`,
+and bug reports. NO_COLOR=1 or --no-color renders without colours.
+
+` + sourceHelp,
 		Example: `  pgleader top --dsn postgres://ops@db:5432/app
   pgleader top --once -o text > frame.txt
   pgleader top --allow-actions`,
@@ -58,7 +61,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.`,
 			if err != nil {
 				return err
 			}
-			col, err := newCollector(t, interval, evictStale, quietLogger())
+			col, err := newCollector(t, interval, evictStale, quietLogger(), source)
 			if err != nil {
 				return err
 			}
@@ -73,15 +76,25 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.`,
 				return tui.RenderOnce(a.stdout, snap, nil, output, width)
 			}
 			runCtx, cancel := context.WithCancel(ctx)
+			uiCtx, stopUI := context.WithCancel(ctx)
 			done := make(chan error, 1)
-			go func() { done <- col.Run(runCtx) }()
+			go func() {
+				err := col.Run(runCtx)
+				if err != nil {
+					stopUI() // e.g. --source logical on a database without it
+				}
+				done <- err
+			}()
 			opts := tui.Options{Database: redacted(t), NoColor: noColor}
 			if allowActions {
 				opts.Actions = col
 			}
-			err = tui.Run(ctx, col, opts)
+			err = tui.Run(uiCtx, col, opts)
 			cancel()
-			<-done
+			stopUI()
+			if rerr := <-done; rerr != nil {
+				return collectorError(rerr)
+			}
 			return err
 		}),
 	}
@@ -93,6 +106,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.`,
 	f.StringVarP(&output, "output", "o", "text", "with --once: text or json")
 	f.IntVar(&width, "width", 0, "with --once -o text: frame width (default: the terminal's, else 120)")
 	f.BoolVar(&noColor, "no-color", false, "no colours (also: NO_COLOR=1)")
+	source.register(cmd)
 	return cmd
 }
 

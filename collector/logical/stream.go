@@ -286,9 +286,10 @@ func (s *Stream) LastChange() time.Time {
 	return time.Unix(0, ns)
 }
 
-// Close stops the stream: it sends a last status update with the acked position
-// and closes the connection (which drops a temporary slot). ctx bounds the wait;
-// past it the connection is cut. Close returns when the stream's goroutine has
+// Close stops the stream: it sends a last status update with the acked position,
+// ends the replication (the server answers once it has read the update) and
+// closes the connection (which drops a temporary slot). ctx bounds the wait;
+// past it the connection is cut, and the server may not have read the update. Close returns when the stream's goroutine has
 // ended; calling it again does nothing.
 func (s *Stream) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
@@ -314,8 +315,16 @@ func (s *Stream) run(ctx context.Context) {
 	defer close(s.done)
 	err := s.loop(ctx)
 	if ctx.Err() != nil {
-		// Close: report the final position (best effort; the connection closes next).
-		_ = s.sendStatus()
+		// Close: report the final position, then end the COPY and wait for the
+		// server's answer, so that it has processed the report before the
+		// connection closes. Closing a socket that still has unread data (the
+		// server streams until it reads the CopyDone) resets the connection, and
+		// the server drops what it had not read yet: the report, and with it the
+		// last acknowledgements, which a permanent slot would then send again to
+		// the next stream. Close's ctx bounds the wait (it cuts the connection).
+		if s.sendStatus() == nil {
+			_, _ = pglogrepl.SendStandbyCopyDone(context.Background(), s.conn)
+		}
 		err = fmt.Errorf("logical: %w", ErrClosed)
 	} else {
 		// The caller logs the error Next returns; this is the trace for debugging.

@@ -14,11 +14,17 @@ import (
 
 // CollectorResult is what CollectorLatency measured.
 type CollectorResult struct {
+	// Source is the collector's Health.Source while it measured: live
+	// (LISTEN/NOTIFY) or logical.
+	Source collector.Source
 	// N leadership changes; CommitToEvent[i] is the time from the moment the
 	// i-th claim's commit returned to the client until the collector's Subscribe
 	// channel delivered its EventElected (same process, monotonic clock).
+	// EventP50 and EventP99 are its median and nearest-rank 99th percentile.
 	N             int
 	CommitToEvent []time.Duration
+	EventP50      time.Duration
+	EventP99      time.Duration
 	// PollFull is the median duration of a full read (Collector.Poll while Run
 	// runs: hand-off, read, checks, publication) over a database with Scopes
 	// scopes and Nodes nodes; PollP99 the nearest-rank 99th percentile.
@@ -35,13 +41,21 @@ const (
 	forgedPolls  = 30
 )
 
-// CollectorLatency measures the collector on dsn, a migrated database: first n
+// CollectorLatency measures the collector on dsn, a migrated database, with its
+// LISTEN/NOTIFY source: see CollectorSourceLatency.
+func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, ...any)) (CollectorResult, error) {
+	return CollectorSourceLatency(ctx, dsn, collector.SourceModeNotify, n, logf)
+}
+
+// CollectorSourceLatency measures the collector on dsn, a migrated database, with
+// the given source (collector.Config.Source; the logical one needs wal_level =
+// logical and a role with REPLICATION, and uses a temporary slot): first n
 // leadership changes made by SQL (pgleader.try_claim, then pgleader.release,
 // alternating two scopes and two node ids) timed from commit to event, then the
 // duration of full reads over 100 forged scopes (each held, with 10 terms) and 300
 // forged nodes, which it removes afterwards. logf receives progress lines (may be
 // nil).
-func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, ...any)) (CollectorResult, error) {
+func CollectorSourceLatency(ctx context.Context, dsn string, source collector.SourceMode, n int, logf func(string, ...any)) (CollectorResult, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -52,17 +66,19 @@ func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, 
 	if err != nil {
 		return CollectorResult{}, err
 	}
-	c, err := collector.New(collector.Config{ConnConfig: cc, Logger: discard()})
+	c, err := collector.New(collector.Config{ConnConfig: cc, Logger: discard(), Source: source})
 	if err != nil {
 		return CollectorResult{}, err
 	}
 	events, unsubscribe := c.Subscribe(4096)
 	defer unsubscribe()
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	defer func() { stop(); <-done }()
-	if err := waitLive(ctx, c); err != nil {
+	var runErr error
+	finished := make(chan struct{})
+	go func() { runErr = c.Run(runCtx); close(finished) }()
+	defer func() { stop(); <-finished }()
+	src, err := waitLive(ctx, c, finished, &runErr)
+	if err != nil {
 		return CollectorResult{}, err
 	}
 
@@ -71,7 +87,7 @@ func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, 
 		return CollectorResult{}, err
 	}
 	defer conn.Close(context.Background())
-	res := CollectorResult{N: n}
+	res := CollectorResult{Source: src, N: n}
 	for i := range n {
 		scope := fmt.Sprintf("bench-collector-%c", 'a'+i%2)
 		node := fmt.Sprintf("bench-collector-node-%d", i%2+1)
@@ -102,8 +118,11 @@ func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, 
 			return res, fmt.Errorf("iteration %d: %w", i+1, err)
 		}
 		time.Sleep(10 * time.Millisecond)
-		logf("collector %d/%d: %s epoch %d, commit → event %.2f ms", i+1, n, scope, epoch, ms(res.CommitToEvent[i].Nanoseconds()))
+		logf("collector (%s) %d/%d: %s epoch %d, commit → event %.2f ms", src, i+1, n, scope, epoch, ms(res.CommitToEvent[i].Nanoseconds()))
 	}
+	res.EventP50, res.EventP99 = percentiles(slices.Clone(res.CommitToEvent))
+	logf("collector (%s): commit → event over %d changes: p50 %.2f ms, p99 %.2f ms",
+		src, n, ms(res.EventP50.Nanoseconds()), ms(res.EventP99.Nanoseconds()))
 
 	locks, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -124,27 +143,37 @@ func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, 
 		durs = append(durs, time.Since(start))
 		res.Scopes, res.Nodes = len(snap.Scopes), len(snap.Nodes)
 	}
-	slices.Sort(durs)
-	res.PollFull = durs[(len(durs)-1)/2]
-	res.PollP99 = durs[max(0, min(len(durs)-1, (99*len(durs)+99)/100-1))]
+	res.PollFull, res.PollP99 = percentiles(durs)
 	logf("collector: full read over %d scopes and %d nodes: median %.2f ms, p99 %.2f ms",
 		res.Scopes, res.Nodes, ms(res.PollFull.Nanoseconds()), ms(res.PollP99.Nanoseconds()))
 	return res, nil
 }
 
-// waitLive waits for the collector's first read with its listener up.
-func waitLive(ctx context.Context, c *collector.Collector) error {
+// percentiles returns the median and the nearest-rank 99th percentile of ds
+// (which it sorts).
+func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(ds)
+	return ds[(len(ds)-1)/2], ds[max(0, min(len(ds)-1, (99*len(ds)+99)/100-1))]
+}
+
+// waitLive waits for the collector's first read with its source of changes up
+// (LISTEN or the logical stream) and returns that source. finished is closed
+// when Run returned, with runErr: a logical source the database cannot serve
+// ends Run at once.
+func waitLive(ctx context.Context, c *collector.Collector, finished <-chan struct{}, runErr *error) (collector.Source, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if s := c.Snapshot(); s != nil && s.Health.Source == collector.SourceLive {
-			return nil
+		if s := c.Snapshot(); s != nil && (s.Health.Source == collector.SourceLive || s.Health.Source == collector.SourceLogical) {
+			return s.Health.Source, nil
 		}
 		if time.Now().After(deadline) {
-			return errors.New("the collector did not read with LISTEN up within 30s")
+			return "", errors.New("the collector did not read with its source of changes (LISTEN or the logical stream) up within 30s")
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
+		case <-finished:
+			return "", fmt.Errorf("the collector stopped: %v", *runErr)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
