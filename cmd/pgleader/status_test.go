@@ -189,3 +189,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestSlots: list shows a permanent slot and warns that it retains WAL; drop
+// removes it; dropping a missing slot is bad input.
+func TestSlots(t *testing.T) {
+	dsn := migratedDSN(t)
+	conn := connect(t, dsn)
+	if _, err := conn.Exec(context.Background(), "SELECT pg_create_logical_replication_slot('pgl_test_slot', 'pgoutput')"); err != nil {
+		t.Fatal(err)
+	}
+	r := pgleader(t, nil, "slots", "list", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "pgl_test_slot") || !strings.Contains(r.stderr, "inactive permanent slot pgl_test_slot retains") {
+		t.Fatalf("slots list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = pgleader(t, nil, "slots", "drop", "pgl_test_slot", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "dropped") {
+		t.Fatalf("slots drop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'pgl_test_slot'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("slot still there: %d, %v", n, err)
+	}
+	if r := pgleader(t, nil, "slots", "drop", "pgl_test_slot", "--dsn", dsn); r.code != 2 {
+		t.Errorf("dropping a missing slot: exit %d, %q", r.code, r.stderr)
+	}
+}
