@@ -6,7 +6,10 @@
 //	pgleader migrate --dsn "$DATABASE_URL"
 //	DATABASE_URL=postgres://… go run ./examples/scheduler   # start it 2–3 times
 //
-// Stop a replica with Ctrl-C: it drains and hands over to another at once.
+// Stop a replica with Ctrl-C: it drains and hands over to another at once. With
+// METRICS_ADDR=127.0.0.1:9100 it serves its own election metrics (pgleader_is_leader,
+// pgleader_epoch, acquisitions, losses, heartbeat latency, gate refusals) on
+// /metrics, registered on the service's registry through exporter.ElectionMetrics.
 package main
 
 import (
@@ -14,14 +17,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/exporter"
 )
 
 func main() {
@@ -37,13 +44,27 @@ func run() error {
 	dsn := os.Getenv("DATABASE_URL")
 	host, _ := os.Hostname()
 
+	// The service's own registry; the election's metrics join it in two steps:
+	// the observer goes into the Config, the elector is attached once it exists.
+	reg := prometheus.NewRegistry()
+	metrics, err := exporter.NewElectionMetrics(reg)
+	if err != nil {
+		return err
+	}
 	e, err := election.New(election.Config{
-		DSN:    dsn,
-		NodeID: fmt.Sprintf("scheduler-%s-%d", host, os.Getpid()),
-		Scopes: []string{"nightly-report"},
+		DSN:      dsn,
+		NodeID:   fmt.Sprintf("scheduler-%s-%d", host, os.Getpid()),
+		Scopes:   []string{"nightly-report"},
+		Observer: metrics,
 	})
 	if err != nil {
 		return err
+	}
+	metrics.Attach(e)
+	if addr := os.Getenv("METRICS_ADDR"); addr != "" {
+		srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.ListenAndServe() }()
+		defer srv.Close()
 	}
 	if err := e.Check(ctx); err != nil {
 		return err // e.g. "… has no pgleader schema: run `pgleader migrate`"
