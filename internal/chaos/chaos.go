@@ -103,7 +103,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		verdict := "PASS"
 		switch {
 		case r.Skipped != "":
-			verdict = "SKIP (" + r.Skipped + ")"
+			verdict = "skipped: " + r.Skipped
 		case !r.OK():
 			verdict = "FAIL"
 		}

@@ -15,7 +15,7 @@ func WriteTable(w io.Writer, rs []Result) {
 	fmt.Fprintln(tw, "scenario\tverdict\tfaults\ttakeovers\tfailover p50/max\tdetect p50/max\tleaderless\toverlap\tstale rej/acc\tack/rej/unk\ttrans/min")
 	for _, r := range rs {
 		if r.Skipped != "" {
-			fmt.Fprintf(tw, "%s\tSKIP\t\t\t\t\t\t\t\t\t\t(%s)\n", r.Scenario, r.Skipped)
+			fmt.Fprintf(tw, "%s\tSKIP\t\t\t\t\t\t\t\t\t\tskipped: %s\n", r.Scenario, r.Skipped)
 			continue
 		}
 		f := r.Report.Figures

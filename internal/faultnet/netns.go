@@ -38,7 +38,7 @@ const (
 // the words a verdict shows ("needs CAP_NET_ADMIN …").
 func NamespaceSupport() string {
 	if os.Geteuid() != 0 {
-		return "needs CAP_NET_ADMIN: run as root"
+		return "needs CAP_NET_ADMIN (run as root)"
 	}
 	for _, tool := range []string{"ip", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
