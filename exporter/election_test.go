@@ -3,6 +3,7 @@ package exporter_test
 import (
 	"context"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"log/slog"
 	"slices"
 	"testing"
@@ -146,11 +147,7 @@ func TestElectionMetricsObserve(t *testing.T) {
 	})
 
 	t.Run("Lint", func(t *testing.T) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		problems, err := lintFamilies(mfs)
+		problems, err := testutil.GatherAndLint(reg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package exporter_test
 
 import (
 	"errors"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -267,16 +268,16 @@ pgleader_exporter_scrape_success 0
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			exp := exporter.New(staticSource{tt.snap()}, exporter.Options{Now: func() time.Time { return tt.now }})
-			if err := collectAndCompare(exp, exposition(t, tt.want), deterministic()...); err != nil {
+			if err := testutil.CollectAndCompare(exp, strings.NewReader(exposition(t, tt.want)), deterministic()...); err != nil {
 				t.Error(err)
 			}
-			if n := collectAndCount(exp, "pgleader_exporter_scrape_duration_seconds"); n != 1 {
+			if n := testutil.CollectAndCount(exp, "pgleader_exporter_scrape_duration_seconds"); n != 1 {
 				t.Errorf("%d scrape duration samples, want 1", n)
 			}
-			if n := collectAndCount(exp); tt.snap() == nil && n != 3 {
+			if n := testutil.CollectAndCount(exp); tt.snap() == nil && n != 3 {
 				t.Errorf("%d samples without a snapshot, want 3 (collector_up and the scrape metrics)", n)
 			}
-			problems, err := collectAndLint(exp)
+			problems, err := testutil.CollectAndLint(exp)
 			if err != nil {
 				t.Fatal(err)
 			}
