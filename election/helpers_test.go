@@ -204,3 +204,10 @@ func exec(t testing.TB, dsn, sql string, args ...any) {
 func migrationsUp(cfg *pgx.ConnConfig) (migrations.Result, error) {
 	return migrations.Up(context.Background(), cfg, nil)
 }
+
+func queryString(t testing.TB, dsn, sql string, args ...any) string {
+	t.Helper()
+	var s string
+	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error { return c.QueryRow(ctx, sql, args...).Scan(&s) })
+	return s
+}

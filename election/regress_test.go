@@ -246,3 +246,46 @@ func TestSubscribeAfterStop(t *testing.T) {
 		t.Fatal("subscription after Run returned is never closed")
 	}
 }
+
+// An operator asks the leader to resign through the database
+// (pgleader.request_resign): its next heartbeat sees the mark, it drains and
+// releases as "resigned", and the other node takes over. Only scope x moves; a
+// request for an epoch that is not current is refused and changes nothing.
+func TestResignRequestedThroughTheDatabase(t *testing.T) {
+	dsn := migratedDB(t)
+	rec := &recorder{}
+	cfgA := fastConfig(dsn, "a", "x", "y")
+	cfgA.Observer = rec
+	a := startNode(t, cfgA)
+	waitFor(t, "a leads both", 5*time.Second, func() bool { return a.leads("x") && a.leads("y") })
+	cfgB := fastConfig(dsn, "b", "x", "y")
+	cfgB.Observer = rec
+	b := startNode(t, cfgB)
+	epoch := queryInt(t, dsn, "SELECT epoch FROM pgleader.leader_state WHERE scope = 'x'")
+
+	if ok := queryInt(t, dsn, "SELECT pgleader.request_resign('x', $1, 'test')::int", epoch+7); ok != 0 {
+		t.Fatal("a request for an epoch that is not current was accepted")
+	}
+	if ok := queryInt(t, dsn, "SELECT pgleader.request_resign('x', $1, 'test')::int", epoch); ok != 1 {
+		t.Fatal("the request for the current term was refused")
+	}
+	waitFor(t, "b leads x", 5*time.Second, func() bool { return b.leads("x") })
+	if reason := queryString(t, dsn, "SELECT release_reason FROM pgleader.terms WHERE scope = 'x' AND epoch = $1", epoch); reason != "resigned" {
+		t.Fatalf("term %d of x ended %q, want resigned", epoch, reason)
+	}
+	if got := queryInt(t, dsn, "SELECT epoch FROM pgleader.leader_state WHERE scope = 'x'"); got != epoch+1 {
+		t.Fatalf("x epoch %d, want %d", got, epoch+1)
+	}
+	if !a.leads("y") {
+		t.Fatal("a resigned y too: only x was asked")
+	}
+	if n := queryInt(t, dsn, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'x'"); n != 1 {
+		t.Fatalf("%d resign_requested audit rows, want 1", n)
+	}
+	// The mark names the old epoch: b's term is not affected by it.
+	time.Sleep(4 * cfgB.HeartbeatInterval)
+	if !b.leads("x") {
+		t.Fatal("b lost x: the old request outlived its term")
+	}
+	assertNoOverlap(t, rec, "x")
+}

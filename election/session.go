@@ -292,20 +292,22 @@ func (s *session) heartbeat() {
 	guardErr := make(chan error, 1)
 	go func() { guardErr <- s.guardBeat(ctx) }()
 	ok := make(map[string]bool, len(scopes))
+	resign := map[string]bool{} // led scopes an operator asked to hand over (request_resign)
 	type observation struct {
 		scope  string
 		epoch  int64
 		holder *string
 	}
 	var seen []observation
-	rows, err := s.lead.Query(ctx, "SELECT scope, led, ok, epoch, holder FROM pgleader.heartbeat($1, $2, $3, $4, $5)",
+	rows, err := s.lead.Query(ctx, "SELECT scope, led, ok, epoch, holder, resign FROM pgleader.heartbeat($1, $2, $3, $4, $5)",
 		e.cfg.NodeID, scopes, epochs, follow, settled)
 	if err == nil {
 		var o observation
-		var isLed, good bool
-		_, err = pgx.ForEachRow(rows, []any{&o.scope, &isLed, &good, &o.epoch, &o.holder}, func() error {
+		var isLed, good, wantResign bool
+		_, err = pgx.ForEachRow(rows, []any{&o.scope, &isLed, &good, &o.epoch, &o.holder, &wantResign}, func() error {
 			if isLed {
 				ok[o.scope] = good
+				resign[o.scope] = wantResign
 			} else {
 				seen = append(seen, o)
 			}
@@ -350,6 +352,9 @@ func (s *session) heartbeat() {
 	for _, t := range terms {
 		if ok[t.scope.name] {
 			t.confirm(start, latency)
+			if resign[t.scope.name] {
+				t.requestResign()
+			}
 		} else if s.removeTerm(t) {
 			// Still ours when the answer came: not a term released meanwhile.
 			t.end("evicted", false)

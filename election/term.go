@@ -22,7 +22,8 @@ type term struct {
 	ctx    context.Context // cancelled when the term ends
 	cancel context.CancelFunc
 
-	resign chan resignRequest // Resign → the campaign leading this term
+	resign    chan resignRequest // Resign → the campaign leading this term
+	resigning atomic.Bool        // a resignation requested through the database is under way
 
 	mu        sync.Mutex
 	allowOpen bool
@@ -40,6 +41,33 @@ func newTerm(sc *Scope, epoch int64, sess *session, claimStart int64) *term {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &term{scope: sc, epoch: epoch, sess: sess, ctx: ctx, cancel: cancel, lastHB: claimStart,
 		resign: make(chan resignRequest)}
+}
+
+// requestResign hands the term over as Scope.Resign would, because an operator asked
+// for it through the database (pgleader.request_resign). Heartbeats keep reporting
+// the request until the term ends; only the first starts the resignation. The
+// goroutine ends with the term at the latest.
+func (t *term) requestResign() {
+	if !t.resigning.CompareAndSwap(false, true) {
+		return
+	}
+	t.scope.e.log.Info("resign requested through the database", "scope", t.scope.name, "epoch", t.epoch,
+		"node", t.scope.e.cfg.NodeID)
+	go func() {
+		req := resignRequest{reply: make(chan error, 1)}
+		select {
+		case t.resign <- req:
+		case <-t.ctx.Done():
+			return
+		}
+		select {
+		case err := <-req.reply:
+			if err != nil {
+				t.scope.e.log.Warn("requested resignation failed", "scope", t.scope.name, "epoch", t.epoch, "err", err)
+			}
+		case <-t.ctx.Done():
+		}
+	}()
 }
 
 func (t *term) emit(ev Event) {

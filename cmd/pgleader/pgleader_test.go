@@ -183,7 +183,7 @@ func TestMigrate(t *testing.T) {
 	t.Run("Twice", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		r := pgleader(t, nil, "migrate", "--dsn", dsn)
-		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied 001_schema.sql, 002_audit_and_leads.sql, 003_publication.sql)\n", migrations.Latest) {
+		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied 001_schema.sql, 002_audit_and_leads.sql, 003_publication.sql, 004_resign_request.sql)\n", migrations.Latest) {
 			t.Fatalf("first: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		// The second run takes the database from DATABASE_URL.

@@ -214,3 +214,35 @@ func TestSlots(t *testing.T) {
 		t.Errorf("dropping a missing slot: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestResignCommand: `pgleader resign` hands the scope over gracefully; a stale
+// --epoch is refused with exit 3.
+func TestResignCommand(t *testing.T) {
+	dsn := migratedDSN(t)
+	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"jobs"},
+		NodeArgs: []string{"--log-level", "warn"}})
+	defer c.Close()
+	for _, id := range []string{"r1", "r2"} {
+		if _, err := c.Start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first string
+	waitFor(t, "a leader", func() bool {
+		first, _ = c.Leader("jobs")
+		_, _ = c.Poll()
+		return first != ""
+	})
+	r := pgleader(t, nil, "resign", "jobs", "--epoch", "1", "--dsn", dsn)
+	if r.code != 0 || !strings.Contains(r.stdout, "asked "+first+" to resign jobs (epoch 1)") {
+		t.Fatalf("resign: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	waitFor(t, "the handover", func() bool {
+		r := pgleader(t, nil, "history", "--dsn", dsn, "--scope", "jobs", "-o", "tsv")
+		return strings.Contains(r.stdout, "\t1\t"+first+"\t") && strings.Contains(r.stdout, "\tresigned\t") &&
+			strings.Contains(r.stdout, "jobs\t2\t")
+	})
+	if r := pgleader(t, nil, "resign", "jobs", "--epoch", "1", "--dsn", dsn); r.code != 3 || !strings.Contains(r.stderr, "epoch 1 is not the open term (current epoch 2)") {
+		t.Fatalf("stale epoch: exit %d, %q", r.code, r.stderr)
+	}
+}
