@@ -84,7 +84,7 @@ into pgleader.demo_actions every D.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.scopes, "scope", nil, "scope `NAME` to campaign for; repeat for several (required; 1–200 bytes of UTF-8)")
 	fl.StringVar(&f.id, "id", "", "node `ID`, unique among live candidates (default <hostname>-<pid>-<6 random hex>)")
-	fl.StringVar(&f.versionTag, "version-tag", "", "`VERSION` of the service, recorded in pgleader.nodes (default none)")
+	fl.StringVar(&f.versionTag, "version-tag", buildVersion(), "`VERSION` of the service, recorded in pgleader.nodes (shown by status and top)")
 	fl.DurationVar(&f.interval, "heartbeat-interval", def.HeartbeatInterval, "how often the leader confirms its terms")
 	fl.DurationVar(&f.timeout, "heartbeat-timeout", def.HeartbeatTimeout, "a heartbeat slower than this closes the gate and abandons the session")
 	fl.DurationVar(&f.trust, "trust-window", def.TrustWindow, "how long after a successful heartbeat started the gate stays open")
