@@ -117,6 +117,18 @@
 // collector. Run waits (up to 2 s) until the server has released the slot before
 // it returns, so that the slot can be opened again, or dropped, at once.
 //
+// # Operator actions
+//
+// Two actions end a leadership, each re-checked against the latest snapshot so
+// that it never hits a holder the operator did not see. Resign asks the holder
+// through the database (pgleader.request_resign) to hand over gracefully at its
+// next heartbeat: it drains in-flight work and releases as resigned; it needs
+// only the pgleader tables, and a live holder. Evict terminates the holder's
+// leadership backend: the lock is freed at once, in-flight work is cut off, and
+// it needs the right to signal that backend; it is the action for a zombie that
+// no longer heartbeats. Both are audited and show up as events
+// (EventResignRequested, EventEvicted).
+//
 // # The checks, and why a healthy cluster does not trip them
 //
 // The timing of a holder is in its leader_state row: heartbeat interval I, trust

@@ -14,12 +14,13 @@ import (
 var (
 	// ErrClosed: Run was called on a collector that has run already.
 	ErrClosed = errors.New("collector: already run (a Collector runs once)")
-	// ErrUnknownScope: Evict names a scope the database does not know.
+	// ErrUnknownScope: Evict or Resign names a scope the database does not know.
 	ErrUnknownScope = errors.New("collector: unknown scope")
-	// ErrNoHolder: the scope has no holder whose backend holds its lock.
-	ErrNoHolder = errors.New("collector: scope has no holder to evict")
+	// ErrNoHolder: the scope has no holder to evict (whose backend holds its
+	// lock) or to ask to resign (an open term).
+	ErrNoHolder = errors.New("collector: scope has no holder")
 	// ErrHolderChanged: the holder or epoch is no longer the one the caller saw;
-	// nothing was terminated.
+	// nothing was terminated (Evict) or marked (Resign).
 	ErrHolderChanged = errors.New("collector: holder changed")
 	// ErrEvictForbidden: the collector's role may not terminate the holder's
 	// backend.

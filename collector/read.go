@@ -17,6 +17,7 @@ const (
 	appListener = "pgleader-collector listen"
 	appReader   = "pgleader-collector read"
 	appEvict    = "pgleader-collector evict"
+	appResign   = "pgleader-collector resign"
 )
 
 const (
@@ -34,7 +35,7 @@ const (
 )
 
 // auditKinds are the audit rows that become events.
-var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted"}
+var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted", "resign_requested"}
 
 // dbRead is the raw result of one read: everything comes from one REPEATABLE READ
 // transaction, except the lock table, which is not transactional and is read by

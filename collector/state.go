@@ -563,6 +563,9 @@ func auditEvent(a auditRow) (Event, bool) {
 	case "evicted":
 		ev.Kind, ev.Reason = EventEvicted, d.Reason
 		ev.Detail = fmt.Sprintf("backend %d terminated by %s", d.PID, cmp.Or(d.By, "?"))
+	case "resign_requested":
+		ev.Kind = EventResignRequested
+		ev.Detail = "requested by " + cmp.Or(d.By, "?")
 	default:
 		return Event{}, false
 	}

@@ -306,6 +306,11 @@ const (
 	EventHeartbeatLate EventKind = "heartbeat_late" // a leader's heartbeat is older than its interval × 2
 	EventEvicted       EventKind = "evicted"        // a holder's leadership backend was terminated through Evict (Reason; audit kind evicted)
 	EventEvictFailed   EventKind = "evict_failed"   // an automatic eviction (Config.EvictStale) failed (Node, Epoch; Reason: the error)
+	// EventResignRequested: someone asked the holder (Node) of Epoch to resign
+	// through the database (pgleader.request_resign, e.g. Collector.Resign;
+	// audit kind resign_requested; Detail: who asked). The handover follows as
+	// released (reason resigned) and elected.
+	EventResignRequested EventKind = "resign_requested"
 )
 
 // Event is one entry of the collector's ordered event stream.

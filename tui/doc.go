@@ -4,9 +4,10 @@
 // The dashboard renders nothing but collector output: it reads immutable
 // [collector.Snapshot]s and the ordered [collector.Event] stream through the
 // [Feed] interface, which *collector.Collector satisfies, and never talks to
-// PostgreSQL or to the nodes itself. Operator actions (evicting a leader) and
-// the demo's fault keys come in through two optional interfaces, [Actions] and
-// [Faults]; without them the dashboard is strictly read-only.
+// PostgreSQL or to the nodes itself. Operator actions (asking a leader to resign,
+// evicting one) and the demo's fault keys come in through two optional
+// interfaces, [Actions] and [Faults]; without them the dashboard is strictly
+// read-only.
 //
 // Layout, top to bottom: a header with one verdict per scope (glyph + word, so
 // it reads without colour), the alert banner, then the panes — scopes, nodes,

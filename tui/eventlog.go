@@ -220,6 +220,13 @@ func eventLine(e collector.Event) (string, tone) {
 			what += " at epoch " + strconv.FormatInt(e.Epoch, 10)
 		}
 		t = toneWarn
+	case collector.EventResignRequested:
+		kind = "↷ resign asked"
+		what = e.Node + " asked to resign " + e.Scope
+		if e.Epoch != 0 {
+			what += " at epoch " + strconv.FormatInt(e.Epoch, 10)
+		}
+		t = toneWarn
 	case collector.EventEvictFailed:
 		kind = "✖ evict failed"
 		what = e.Node + " on " + e.Scope

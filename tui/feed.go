@@ -27,11 +27,17 @@ type Feed interface {
 }
 
 // Actions are operator actions, enabled only with --allow-actions; a nil
-// Actions makes the dashboard read-only. The dashboard asks y/N before each.
+// Actions makes the dashboard read-only. The dashboard asks y/N before each;
+// *collector.Collector satisfies it.
 type Actions interface {
 	// Evict terminates the backend of the scope holder's leadership session, so
-	// that a follower takes over. It is also the "step down" action.
+	// that a follower takes over at once; in-flight work is cut off. It is the
+	// action for a leader that no longer heartbeats (key x).
 	Evict(ctx context.Context, scope, reason string) error
+	// Resign asks the scope's holder through the database to hand over
+	// gracefully: it drains in-flight work, releases, and a follower takes over
+	// within about one heartbeat interval (key R).
+	Resign(ctx context.Context, scope, reason string) error
 }
 
 // Faults are the demo's fault keys (nil outside `pgleader demo`). A fault acts

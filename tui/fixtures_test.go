@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,10 +91,13 @@ func (f *fakeFeed) push(s *collector.Snapshot) {
 
 type evictCall struct{ scope, reason string }
 
+// fakeActions records the actions asked of it: Evict calls in calls, Resign
+// calls in resigns.
 type fakeActions struct {
-	mu    sync.Mutex
-	calls []evictCall
-	err   error
+	mu      sync.Mutex
+	calls   []evictCall
+	resigns []evictCall
+	err     error
 }
 
 func (a *fakeActions) Evict(_ context.Context, scope, reason string) error {
@@ -101,6 +105,20 @@ func (a *fakeActions) Evict(_ context.Context, scope, reason string) error {
 	defer a.mu.Unlock()
 	a.calls = append(a.calls, evictCall{scope, reason})
 	return a.err
+}
+
+func (a *fakeActions) Resign(_ context.Context, scope, reason string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.resigns = append(a.resigns, evictCall{scope, reason})
+	return a.err
+}
+
+// resignCalls returns the Resign calls so far.
+func (a *fakeActions) resignCalls() []evictCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.resigns)
 }
 
 type faultCall struct{ key, scope string }

@@ -24,6 +24,7 @@ func TestGolden(t *testing.T) {
 		{name: "help", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"?"}},
 		{name: "detail", snaps: []*collector.Snapshot{troubleSnapshot()}, keys: []string{"enter"}},
 		{name: "evict_confirm", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"x"}},
+		{name: "resign_confirm", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"R"}},
 	}
 	for _, tc := range cases {
 		sizes := tc.sizes

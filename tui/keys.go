@@ -18,8 +18,8 @@ type keyMap struct {
 	// feed
 	Pause, Slower, Faster, Refresh key.Binding
 	// actions
-	Evict key.Binding
-	Quit  key.Binding
+	Evict, Resign key.Binding
+	Quit          key.Binding
 
 	// Faults are the demo's fault keys (empty outside the demo).
 	Faults []key.Binding
@@ -49,10 +49,12 @@ func newKeyMap(actions bool) keyMap {
 		Faster:  key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "shorter poll interval")),
 		Refresh: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh now")),
 
-		Evict: key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "evict/step down the leader")),
-		Quit:  key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Evict:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "evict: terminate leader's session")),
+		Resign: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "resign the leader gracefully")),
+		Quit:   key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 	}
 	k.Evict.SetEnabled(actions)
+	k.Resign.SetEnabled(actions)
 	return k
 }
 
@@ -69,7 +71,7 @@ func (k keyMap) groups() []helpGroup {
 		{"updates", []key.Binding{k.Pause, k.Slower, k.Faster, k.Refresh}},
 	}
 	if k.Evict.Enabled() {
-		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Evict}})
+		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Resign, k.Evict}})
 	}
 	if len(k.Faults) > 0 {
 		g = append(g, helpGroup{"demo faults (selected scope)", k.Faults})
@@ -88,7 +90,9 @@ func (k keyMap) ShortHelp() []key.Binding {
 		key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pause")),
 	}
 	if k.Evict.Enabled() {
-		short = append(short, key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "evict")))
+		short = append(short,
+			key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "resign")),
+			key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "evict")))
 	}
 	short = append(short, k.Faults...)
 	short = append(short,
@@ -113,7 +117,7 @@ func (k keyMap) reserved(s string) bool {
 	all := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
 		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Pause, k.Slower, k.Faster,
 		k.Refresh, k.Quit,
-		key.NewBinding(key.WithKeys("x", "y", "n", "Y", "N"))} // x even when read-only; y/n answer prompts
+		key.NewBinding(key.WithKeys("x", "R", "y", "n", "Y", "N"))} // x and R even when read-only; y/n answer prompts
 	for _, b := range all {
 		for _, ks := range b.Keys() {
 			if ks == s {

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"unicode"
+
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -29,5 +31,10 @@ func press(s string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	}
 	r := []rune(s)[0]
+	if r >= 'A' && r <= 'Z' {
+		// As the terminal decoder reports a shifted letter: the unshifted code,
+		// the shifted one, shift, and the text typed.
+		return tea.KeyPressMsg{Code: unicode.ToLower(r), ShiftedCode: r, Mod: tea.ModShift, Text: s}
+	}
 	return tea.KeyPressMsg{Code: r, Text: s}
 }

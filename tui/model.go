@@ -67,10 +67,44 @@ type (
 	}
 )
 
-// confirmation is an open y/N question.
+// actionKind is the operator action a confirmation asks about.
+type actionKind int
+
+const (
+	actionEvict  actionKind = iota // x: terminate the leader's session (Actions.Evict)
+	actionResign                   // R: a graceful resign through the database (Actions.Resign)
+)
+
+// verb names the action in messages ("evict", "resign").
+func (k actionKind) verb() string {
+	if k == actionResign {
+		return "resign"
+	}
+	return "evict"
+}
+
+// gerund is the verb's -ing form ("evicting", "resigning").
+func (k actionKind) gerund() string {
+	if k == actionResign {
+		return "resigning"
+	}
+	return "evicting"
+}
+
+// key is the key that asks for the action.
+func (k actionKind) key() string {
+	if k == actionResign {
+		return "R"
+	}
+	return "x"
+}
+
+// confirmation is an open y/N question about an action on a scope's leader.
 type confirmation struct {
+	kind          actionKind
 	scope, leader string
 	pid           int
+	epoch         int64
 }
 
 // Model is the dashboard, a tea.Model. Build it with [New]; [Run] runs it.
@@ -383,8 +417,10 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus("refresh requested", toneNone)
 		feed := m.feed
 		return func() tea.Msg { feed.Refresh(); return nil }
-	case k == "x":
-		return m.askEvict()
+	case k == actionEvict.key():
+		return m.ask(actionEvict)
+	case k == actionResign.key():
+		return m.ask(actionResign)
 	case m.detail != "":
 		m.detailKey(msg)
 	case key.Matches(msg, m.keys.Filter):
@@ -623,9 +659,10 @@ func (m *Model) stepInterval(dir int) {
 	m.setStatus("poll interval "+fmtInterval(next), toneNone)
 }
 
-func (m *Model) askEvict() tea.Cmd {
+// ask opens the y/N question for an action on the selected scope's leader.
+func (m *Model) ask(kind actionKind) tea.Cmd {
 	if m.opts.Actions == nil {
-		m.setStatus("read-only: start with --allow-actions to evict a leader", toneWarn)
+		m.setStatus(fmt.Sprintf("read-only: start with --allow-actions to %s a leader", kind.verb()), toneWarn)
 		return nil
 	}
 	scope := m.selectedScope()
@@ -635,22 +672,23 @@ func (m *Model) askEvict() tea.Cmd {
 	}
 	sc, ok := m.snap.Scope(scope)
 	if !ok || sc.Leader == "" {
-		m.setStatus(fmt.Sprintf("scope %s has no leader to evict", scope), toneWarn)
+		m.setStatus(fmt.Sprintf("scope %s has no leader to %s", scope, kind.verb()), toneWarn)
 		return nil
 	}
-	m.confirm = &confirmation{scope: scope, leader: sc.Leader, pid: sc.HolderPID}
+	m.confirm = &confirmation{kind: kind, scope: scope, leader: sc.Leader, pid: sc.HolderPID, epoch: sc.Epoch}
 	return nil
 }
 
+// answerConfirm runs the confirmed action on y (or Y); any other key cancels.
 func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 	c := m.confirm
 	m.confirm = nil
 	if s := msg.String(); s != "y" && s != "Y" {
-		m.setStatus(fmt.Sprintf("evict %s cancelled", c.scope), toneNone)
+		m.setStatus(fmt.Sprintf("%s %s cancelled", c.kind.verb(), c.scope), toneNone)
 		return nil
 	}
-	// Evict acts on whoever leads the scope when it runs: refuse if that is no
-	// longer the leader the operator agreed to evict.
+	// Both actions act on whoever leads the scope when they run: refuse if that
+	// is no longer the leader the operator agreed to act on.
 	latest := m.snap
 	if m.pending != nil {
 		latest = m.pending
@@ -660,11 +698,25 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 		if ok && sc.Leader != "" {
 			now = sc.Leader
 		}
-		m.setStatus(fmt.Sprintf("not evicting: %s is now led by %s, not %s; press x again", c.scope, now, c.leader), toneWarn)
+		m.setStatus(fmt.Sprintf("not %s: %s is now led by %s, not %s; press %s again",
+			c.kind.gerund(), c.scope, now, c.leader, c.kind.key()), toneWarn)
 		return nil
 	}
-	m.setStatus(fmt.Sprintf("evicting %s of %s…", c.leader, c.scope), toneWarn)
 	actions, ctx := m.opts.Actions, m.ctx
+	if c.kind == actionResign {
+		m.setStatus(fmt.Sprintf("asking %s to resign %s…", c.leader, c.scope), toneWarn)
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+			defer cancel()
+			err := actions.Resign(ctx, c.scope, "operator resign from pgleader top")
+			detail := fmt.Sprintf("asked %s, leader of %s (epoch %d), to resign: it hands over at its next heartbeat", c.leader, c.scope, c.epoch)
+			if err != nil {
+				detail = fmt.Sprintf("resign %s of %s", c.leader, c.scope)
+			}
+			return localEventMsg{kind: eventAction, scope: c.scope, detail: detail, err: err}
+		}
+	}
+	m.setStatus(fmt.Sprintf("evicting %s of %s…", c.leader, c.scope), toneWarn)
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()

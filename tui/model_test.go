@@ -334,8 +334,8 @@ func TestEvictGuards(t *testing.T) {
 			t.Fatal("x without Actions must explain read-only mode")
 		}
 		keys(m, "?")
-		if strings.Contains(screen(m), "evict/step down") {
-			t.Error("help lists evict in read-only mode")
+		if s := screen(m); strings.Contains(s, "evict: terminate") || strings.Contains(s, "resign the leader") {
+			t.Error("help lists the actions in read-only mode")
 		}
 	})
 	t.Run("NoLeader", func(t *testing.T) {
@@ -354,6 +354,118 @@ func TestEvictGuards(t *testing.T) {
 		runCmd(t, m, keys(m, "y"))
 		if len(b.actions.calls) != 1 || b.actions.calls[0].scope != "reports" {
 			t.Fatalf("calls %v", b.actions.calls)
+		}
+	})
+}
+
+func TestResignConfirm(t *testing.T) {
+	m, b := setup(t, healthySnapshot())
+
+	keys(m, "R")
+	s := screen(m)
+	if m.confirm == nil || m.confirm.kind != actionResign || !strings.Contains(s, "Resign the leader of billing?") ||
+		!strings.Contains(s, "Asks node-a through the database to hand billing over") || !strings.Contains(s, "y resign") {
+		t.Fatalf("R does not ask for confirmation of a resign:\n%s", s)
+	}
+	if strings.Contains(s, "Evict") || strings.Contains(s, "Terminates") {
+		t.Fatalf("the resign question reads like an eviction:\n%s", s)
+	}
+	if cmd := keys(m, "N"); cmd != nil {
+		t.Fatal("N returned a command")
+	}
+	if m.confirm != nil || len(b.actions.resignCalls()) != 0 || !strings.Contains(screen(m), "resign billing cancelled") {
+		t.Fatalf("N: confirm=%v calls=%v", m.confirm, b.actions.resignCalls())
+	}
+
+	keys(m, "down", "R") // reports, led by node-b
+	runCmd(t, m, keys(m, "y"))
+	if want := []evictCall{{"reports", "operator resign from pgleader top"}}; !slices.Equal(b.actions.resignCalls(), want) {
+		t.Fatalf("Resign calls %v, want %v", b.actions.resignCalls(), want)
+	}
+	if len(b.actions.calls) != 0 {
+		t.Fatalf("a resign evicted: %v", b.actions.calls)
+	}
+	last := m.events.entries[len(m.events.entries)-1]
+	if last.ev.Kind != eventAction || !strings.Contains(last.line, "asked node-b, leader of reports (epoch 7), to resign") {
+		t.Fatalf("log entry %+v", last)
+	}
+
+	// An error reaches the log and the status line.
+	b.actions.err = errors.New("collector: holder changed: reports is now held by node-c")
+	keys(m, "R")
+	runCmd(t, m, keys(m, "Y"))
+	if s := screen(m); !strings.Contains(s, "holder changed") {
+		t.Errorf("the resign error is not shown:\n%s", s)
+	}
+	if last := m.events.entries[len(m.events.entries)-1]; !strings.Contains(last.line, "resign node-b of reports: error:") || last.tone != toneBad {
+		t.Errorf("log entry %+v", last)
+	}
+}
+
+func TestResignGuards(t *testing.T) {
+	t.Run("LeaderChangedWhileAsking", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "R")
+		next := healthySnapshot()
+		next.Seq = 101
+		next.Scopes[0].Leader = "node-c"
+		m.Update(snapshotMsg{next})
+		if cmd := keys(m, "y"); cmd != nil || len(b.actions.resignCalls()) != 0 {
+			t.Fatal("asked a leader the operator did not confirm to resign")
+		}
+		if !strings.Contains(screen(m), "not resigning: billing is now led by node-c, not node-a; press R again") {
+			t.Fatalf("no explanation:\n%s", screen(m))
+		}
+	})
+	t.Run("ReadOnly", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
+		keys(m, "R")
+		if m.confirm != nil || !strings.Contains(screen(m), "read-only: start with --allow-actions to resign a leader") {
+			t.Fatal("R without Actions must explain read-only mode")
+		}
+		if strings.Contains(screen(m), "R resign") {
+			t.Error("the footer offers R in read-only mode")
+		}
+	})
+	t.Run("NoLeader", func(t *testing.T) {
+		m, b := setup(t, troubleSnapshot())
+		keys(m, "down", "R") // reports has no leader
+		if m.confirm != nil || !strings.Contains(screen(m), "reports has no leader to resign") {
+			t.Fatal("R on a leaderless scope must say so")
+		}
+		if len(b.actions.resignCalls()) != 0 {
+			t.Fatal("Resign called")
+		}
+	})
+	t.Run("FromDetail", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "down", "enter", "R")
+		runCmd(t, m, keys(m, "y"))
+		if calls := b.actions.resignCalls(); len(calls) != 1 || calls[0].scope != "reports" {
+			t.Fatalf("calls %v", calls)
+		}
+	})
+	t.Run("NotRefresh", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		if cmd := keys(m, "R"); cmd != nil {
+			t.Fatal("R returned a command before the answer")
+		}
+		b.feed.mu.Lock()
+		refreshes := b.feed.refreshes
+		b.feed.mu.Unlock()
+		if m.confirm == nil || refreshes != 0 {
+			t.Fatalf("R: confirm=%v refreshes=%d", m.confirm, refreshes)
+		}
+	})
+	t.Run("Help", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot())
+		if s := screen(m); !strings.Contains(s, "R resign") || !strings.Contains(s, "x evict") {
+			t.Errorf("footer lacks the actions:\n%s", s)
+		}
+		keys(m, "?")
+		typed(m, "gracefully")
+		if s := screen(m); !strings.Contains(s, "R resign the leader gracefully") {
+			t.Fatalf("help search 'gracefully':\n%s", s)
 		}
 	})
 }
@@ -470,7 +582,7 @@ func TestHelpSearch(t *testing.T) {
 		t.Fatal("? does not open help")
 	}
 	s := screen(m)
-	for _, want := range []string{"navigate", "page up", "evict/step down", "kill -9 leader", "SPLIT BRAIN"} {
+	for _, want := range []string{"navigate", "page up", "evict: terminate leader's session", "resign the leader gracefully", "kill -9 leader", "SPLIT BRAIN"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -610,7 +722,7 @@ func TestFrameFits(t *testing.T) {
 	}
 	for name, snap := range snaps {
 		for _, sz := range [][2]int{{60, 16}, {80, 24}, {100, 34}, {120, 40}, {160, 48}, {250, 70}} {
-			for i, ks := range [][]string{nil, {"?"}, {"enter"}, {"x"}, {"tab", "tab"}, {"space"}, {"/", "a"}, {"tab", "tab", "tab", "up"}} {
+			for i, ks := range [][]string{nil, {"?"}, {"enter"}, {"x"}, {"R"}, {"tab", "tab"}, {"space"}, {"/", "a"}, {"tab", "tab", "tab", "up"}} {
 				m, _ := setup(t, snap, func(o *Options) { o.NoColor = i%2 == 0 })
 				for _, e := range sampleEvents() {
 					m.events.add(e)
@@ -707,6 +819,9 @@ func TestEventLines(t *testing.T) {
 			"  03:12:00.000  ‼ fence rejected database refused a write by node-a on billing at stale epoch 41", toneBad},
 		{collector.Event{At: t0, Kind: collector.EventEvicted, Scope: "billing", Node: "node-a", Epoch: 42, Reason: "operator"},
 			"  03:12:00.000  ⏏ evicted        node-a evicted from billing at epoch 42: operator", toneWarn},
+		{collector.Event{At: t0, Kind: collector.EventResignRequested, Scope: "billing", Node: "node-a", Epoch: 42,
+			Detail: "requested by collector: operator resign from pgleader top"},
+			"  03:12:00.000  ↷ resign asked   node-a asked to resign billing at epoch 42: requested by collector: operator resign from pgleader top", toneWarn},
 		{collector.Event{At: t0, Kind: collector.EventSourceChanged, Detail: "live → polling"},
 			"  03:12:00.000  ◐ source         live → polling", toneWarn},
 		{collector.Event{At: t0, Kind: eventFault, Scope: "billing", Detail: "SIGSTOP node-a", Reason: "error: no such process"},

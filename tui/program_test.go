@@ -102,3 +102,54 @@ func TestRunRecoversPanic(t *testing.T) {
 		t.Fatalf("unsubscribed %d times", feed.unsubs)
 	}
 }
+
+// TestResignKeyFromTerminal types shift+r and y on the program's input, through
+// Bubble Tea's own key decoder: shift+r arrives as "R" (not r, refresh) and
+// asks for the resign, which y confirms.
+func TestResignKeyFromTerminal(t *testing.T) {
+	if got := (tea.KeyPressMsg{Code: 'r', ShiftedCode: 'R', Mod: tea.ModShift, Text: "R"}).String(); got != "R" {
+		t.Fatalf("shift+r is %q", got)
+	}
+	feed := newFakeFeed(healthySnapshot())
+	actions := &fakeActions{}
+	r, w := io.Pipe()
+	t.Cleanup(func() { w.Close() })
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), feed, Options{NoColor: true, Now: fixedNow, Actions: actions},
+			tea.WithInput(r), tea.WithOutput(io.Discard), tea.WithWindowSize(120, 40), tea.WithoutSignalHandler())
+	}()
+	if _, err := w.Write([]byte("R")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // two keys in one read would still be two keys; keep it like a person
+	if _, err := w.Write([]byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(actions.resignCalls()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("shift+r, y did not ask for a resign")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := w.Write([]byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("q did not quit")
+	}
+	if calls := actions.resignCalls(); len(calls) != 1 || calls[0].scope != "billing" {
+		t.Fatalf("Resign calls %v", calls)
+	}
+	feed.mu.Lock()
+	defer feed.mu.Unlock()
+	if feed.refreshes != 0 {
+		t.Fatalf("shift+r refreshed %d times", feed.refreshes)
+	}
+}

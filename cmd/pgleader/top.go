@@ -34,8 +34,14 @@ do first, the scopes and nodes, a timeline of terms with their failover gaps, an
 live event log. Enter on a scope shows its detail. ? lists every key (type to
 search it); q quits.
 
-It is read-only unless --allow-actions: then x terminates the selected scope's
-leader session (the leader steps down; audited), after a y/N confirmation.
+It is read-only unless --allow-actions, which enables two actions on the selected
+scope's leader, each after a y/N confirmation and audited:
+  R  resign gracefully through the database: the leader drains in-flight work,
+     releases, and a follower takes over, usually within one heartbeat interval
+     (needs only the pgleader tables; the leader must be alive to see it);
+  x  evict: terminate the leader's session; a follower takes over at once and
+     in-flight work is cut off (for a zombie that no longer heartbeats; needs
+     pg_signal_backend or the leader's role).
 
 --once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
 and bug reports. NO_COLOR=1 or --no-color renders without colours.
@@ -100,7 +106,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 	}
 	f := cmd.Flags()
 	f.DurationVar(&interval, "interval", time.Second, "poll interval (+/- change it live)")
-	f.BoolVar(&allowActions, "allow-actions", false, "enable x: terminate the selected scope's leader session (asks y/N)")
+	f.BoolVar(&allowActions, "allow-actions", false, "enable R (graceful resign through the database) and x (evict: terminate the leader's session); each asks y/N")
 	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited; needs pg_signal_backend)")
 	f.BoolVar(&once, "once", false, "print one frame and exit")
 	f.StringVarP(&output, "output", "o", "text", "with --once: text or json")

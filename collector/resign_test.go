@@ -1,0 +1,181 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestResign(t *testing.T) {
+	// Two electors on s: Resign marks the leader's term, its engine hands over at
+	// its next heartbeat, and the follower leads under the next epoch.
+	t.Run("HandsOver", func(t *testing.T) {
+		dsn := migratedDB(t)
+		c := newCollector(t, testConfig(t, dsn))
+		rec := record(t, c)
+		run(t, c)
+		n1 := startNode(t, dsn, "n1", "s")
+		waitFor(t, "n1 leading s", wait, func() bool { return n1.leads("s") })
+		n2 := startNode(t, dsn, "n2", "s")
+		s := waitSnap(t, c, "n1 leading s with n2 waiting", func(s *Snapshot) bool {
+			sc, ok := s.Scope("s")
+			return ok && sc.Leader == "n1" && sc.HasLeader() && sc.Waiters == 1 && slices.Contains(sc.Followers, "n2")
+		})
+		epoch := scope(t, s, "s").Epoch
+
+		if err := c.Resign(context.Background(), "s", "test handover"); err != nil {
+			t.Fatal(err)
+		}
+		waitSnap(t, c, "n2 leading s", func(s *Snapshot) bool {
+			sc, ok := s.Scope("s")
+			return ok && sc.Leader == "n2" && sc.HasLeader()
+		})
+		if !n2.leads("s") || n1.leads("s") {
+			t.Fatalf("after the handover: n1 leads %v, n2 leads %v", n1.leads("s"), n2.leads("s"))
+		}
+		admin := connect(t, dsn)
+		if got := queryInt(t, admin, "SELECT epoch FROM pgleader.leader_state WHERE scope = 's'"); got != epoch+1 {
+			t.Fatalf("s at epoch %d, want %d", got, epoch+1)
+		}
+		var reason string
+		if err := admin.QueryRow(context.Background(),
+			"SELECT coalesce(release_reason, '') FROM pgleader.terms WHERE scope = 's' AND epoch = $1", epoch).Scan(&reason); err != nil {
+			t.Fatal(err)
+		}
+		if reason != "resigned" {
+			t.Fatalf("term %d of s ended %q, want resigned", epoch, reason)
+		}
+		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 's'
+		                            AND node_id = 'n1' AND epoch = $1 AND detail->>'by' = 'collector: test handover'`, epoch); n != 1 {
+			t.Fatalf("%d resign_requested audit rows, want 1", n)
+		}
+
+		ev := rec.waitEvent(t, "resign_requested", func(e Event) bool { return e.Kind == EventResignRequested })
+		if ev.Scope != "s" || ev.Node != "n1" || ev.Epoch != epoch || ev.AuditID == 0 ||
+			ev.Detail != "requested by collector: test handover" {
+			t.Fatalf("resign_requested event %+v", ev)
+		}
+		rel := rec.waitEvent(t, "released", func(e Event) bool { return e.Kind == EventReleased && e.Epoch == epoch })
+		if rel.Scope != "s" || rel.Node != "n1" || rel.Reason != "resigned" || rel.AuditID < ev.AuditID {
+			t.Fatalf("released event %+v after %+v", rel, ev)
+		}
+		el := rec.waitEvent(t, "elected n2", func(e Event) bool { return e.Kind == EventElected && e.Epoch == epoch+1 })
+		if el.Scope != "s" || el.Node != "n2" {
+			t.Fatalf("elected event %+v", el)
+		}
+		// The mark named n1's term: n2's is not affected by it.
+		time.Sleep(5 * fastElector(dsn, "n2").HeartbeatInterval)
+		if !n2.leads("s") {
+			t.Fatal("n2 lost s: the request outlived the term it named")
+		}
+	})
+
+	t.Run("Refused", func(t *testing.T) {
+		dsn := migratedDB(t)
+		c := newCollector(t, testConfig(t, dsn))
+		ctx := context.Background()
+		admin := connect(t, dsn)
+		requests := func() int64 {
+			return queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested'")
+		}
+		if err := c.Resign(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
+			t.Fatalf("unknown scope: %v", err)
+		}
+		holder := connect(t, dsn)
+		forgeHolder(t, holder, "m", "someone")
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The caller saw epoch 1; epoch 2 began since: nothing is marked.
+		exec(t, holder, "SELECT pgleader.release('m', 1, 'someone', 'resigned')")
+		forgeHolder(t, holder, "m", "someone")
+		err := c.Resign(ctx, "m", "test")
+		if !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "epoch 2, not epoch 1") {
+			t.Fatalf("changed term: %v", err)
+		}
+		if n := requests(); n != 0 {
+			t.Fatalf("a refused request wrote %d audit rows", n)
+		}
+		// The term the caller saw ended and none began.
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		exec(t, holder, "SELECT pgleader.release('m', 2, 'someone', 'resigned')")
+		if err := c.Resign(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "no term is open") {
+			t.Fatalf("ended term: %v", err)
+		}
+		// No leader in the latest snapshot.
+		if _, err := c.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Resign(ctx, "m", "test"); !errors.Is(err, ErrNoHolder) {
+			t.Fatalf("no leader: %v", err)
+		}
+		// No snapshot at all: the database says there is no open term.
+		fresh := newCollector(t, testConfig(t, dsn))
+		if err := fresh.Resign(ctx, "m", "test"); !errors.Is(err, ErrNoHolder) {
+			t.Fatalf("no leader, no snapshot: %v", err)
+		}
+		if n := requests(); n != 0 {
+			t.Fatalf("refused requests wrote %d audit rows", n)
+		}
+		// Without a snapshot, whichever term is open is marked.
+		forgeHolder(t, holder, "m", "someone")
+		if err := fresh.Resign(ctx, "m", "no snapshot"); err != nil {
+			t.Fatal(err)
+		}
+		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'm'
+		                            AND epoch = 3 AND detail->>'by' = 'collector: no snapshot'`); n != 1 {
+			t.Fatalf("%d audit rows for the request", n)
+		}
+	})
+
+	// Resign needs the pgleader tables, not the right to signal backends that
+	// Evict needs.
+	t.Run("NoSignalPrivilege", func(t *testing.T) {
+		dsn := migratedDB(t)
+		admin := connect(t, dsn)
+		role := fmt.Sprintf("collector_resign_%d", time.Now().UnixNano()%1e9)
+		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN;
+			GRANT USAGE ON SCHEMA pgleader TO %[1]s;
+			GRANT SELECT ON ALL TABLES IN SCHEMA pgleader TO %[1]s;
+			GRANT UPDATE ON pgleader.leader_state TO %[1]s;
+			GRANT INSERT ON pgleader.audit TO %[1]s;
+			GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgleader TO %[1]s`, role))
+		t.Cleanup(func() {
+			exec(t, admin, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role))
+		})
+		holder := connect(t, dsn)
+		forgeHolder(t, holder, "m", "someone")
+		cfg := testConfig(t, dsn)
+		cfg.ConnConfig.User = role
+		c := newCollector(t, cfg)
+		if err := c.Evict(context.Background(), "m", "test"); !errors.Is(err, ErrEvictForbidden) {
+			t.Fatalf("Evict as %s: %v, want ErrEvictForbidden", role, err)
+		}
+		if err := c.Resign(context.Background(), "m", "test"); err != nil {
+			t.Fatalf("Resign as %s: %v", role, err)
+		}
+		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'm'"); n != 1 {
+			t.Fatalf("%d resign_requested audit rows, want 1", n)
+		}
+	})
+}
+
+func TestAuditEventResignRequested(t *testing.T) {
+	at := time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)
+	ev, ok := auditEvent(auditRow{ID: 7, At: at, Scope: "s", Node: "n1", Epoch: 4, Kind: "resign_requested",
+		Detail: auditDetail{By: "collector: operator"}})
+	want := Event{At: at, Kind: EventResignRequested, Scope: "s", Node: "n1", Epoch: 4, AuditID: 7,
+		Detail: "requested by collector: operator"}
+	if !ok || ev != want {
+		t.Fatalf("auditEvent: %+v %v, want %+v", ev, ok, want)
+	}
+	if !slices.Contains(auditKinds, "resign_requested") {
+		t.Fatal("the first read does not replay resign_requested rows")
+	}
+}
