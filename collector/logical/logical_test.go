@@ -484,7 +484,8 @@ func TestMigrationIdempotent(t *testing.T) {
 	// A hand-made publication missing a table is completed; a second run changes nothing.
 	b.exec(t, "DROP PUBLICATION pgleader_events")
 	b.exec(t, "CREATE PUBLICATION pgleader_events FOR TABLE pgleader.audit")
-	b.exec(t, "DELETE FROM pgleader.goose_db_version WHERE version_id = 3")
+	// Forget 003 and every later file: they are re-applied over what they made.
+	b.exec(t, "DELETE FROM pgleader.goose_db_version WHERE version_id >= 3")
 	for range 2 {
 		xcfg, _ := pgx.ParseConfig(b.dsn)
 		if _, err := migrations.Up(context.Background(), xcfg, nil); err != nil {
@@ -497,8 +498,8 @@ func TestMigrationIdempotent(t *testing.T) {
 		}
 	}
 	v, err := migrations.Version(context.Background(), b.admin)
-	if err != nil || v != 3 {
-		t.Fatalf("schema version %d, %v", v, err)
+	if err != nil || v != migrations.Latest {
+		t.Fatalf("schema version %d, %v; want %d", v, err, migrations.Latest)
 	}
 }
 
