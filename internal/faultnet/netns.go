@@ -50,6 +50,11 @@ func NamespaceSupport() string {
 		return "needs CAP_NET_ADMIN: " + err.Error()
 	}
 	defer run("ip", "netns", "del", probe)
+	// Both ends inside the probe namespace: deleting it removes them.
+	veth := fmt.Sprintf("plp%d", os.Getpid()%100000)
+	if err := run("ip", "-n", probe, "link", "add", veth, "type", "veth", "peer", "name", veth+"b"); err != nil {
+		return "needs veth support in the kernel: " + err.Error()
+	}
 	if err := run("ip", "netns", "exec", probe, "nft", "add", "table", "inet", chaosTable); err != nil {
 		return "needs nftables in the kernel: " + err.Error()
 	}
