@@ -132,6 +132,7 @@ func TestExporterServes(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "exporter", "--dsn", dsn, "--listen", addr, "--interval", "200ms")
 	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphan if the test binary dies
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
