@@ -81,11 +81,19 @@ func TestStatusAndHistory(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &terms); err != nil || r.code != 0 {
 		t.Fatalf("history json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
-	if len(terms) != 2 || terms[0].Epoch != 2 || terms[0].Holder != other || terms[1].Holder != leader || terms[1].EndedBy != "crashed" {
+	// A killed holder's term is closed by its successor as "crashed" when the
+	// successor found the dead process's guard gone, "lost_connection" when the
+	// guard's backend had not exited yet (the reason is observational: a race).
+	if len(terms) != 2 {
+		t.Fatalf("history: %+v", terms)
+	}
+	ended := terms[1].EndedBy
+	if terms[0].Epoch != 2 || terms[0].Holder != other || terms[1].Holder != leader ||
+		(ended != "crashed" && ended != "lost_connection") {
 		t.Fatalf("history: %+v", terms)
 	}
 	r = pgleader(t, nil, "history", "--dsn", dsn)
-	if r.code != 0 || !strings.Contains(r.stdout, "crashed") || !strings.Contains(r.stdout, "GAP BEFORE") {
+	if r.code != 0 || !strings.Contains(r.stdout, ended) || !strings.Contains(r.stdout, "GAP BEFORE") {
 		t.Fatalf("history table: exit %d\n%s", r.code, r.stdout)
 	}
 	r = pgleader(t, nil, "history", "--dsn", dsn, "--since", "1h", "-o", "tsv")
