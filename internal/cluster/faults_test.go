@@ -210,9 +210,25 @@ func TestFrozenLeader(t *testing.T) {
 	wait(t, c, "old leader following the new one", func(r eventlog.Record) bool {
 		return r.Node == old.ID && r.Event == "leader_observed" && r.Epoch >= next.Epoch
 	})
+	// A write acknowledged after the thaw under the old epoch is fine only if it
+	// committed before the successor's claim (the freeze fell between its commit
+	// and the acknowledgement); one that committed later is a fencing failure.
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
 	for _, r := range c.Events() {
 		if r.Node == old.ID && r.Event == "action_ok" && r.MonoNS > t1 && r.Epoch == epoch {
-			t.Errorf("write %s acknowledged under epoch %d after the thaw", r.RequestID, epoch)
+			var late bool
+			if err := conn.QueryRow(ctx, `SELECT a.at >= t.acquired_at FROM pgleader.demo_actions a, pgleader.terms t
+				WHERE a.request_id = $1 AND t.scope = a.scope AND t.epoch = $2`, r.RequestID, epoch+1).Scan(&late); err != nil {
+				t.Fatalf("write %s: %v", r.RequestID, err)
+			}
+			if late {
+				t.Errorf("write %s under epoch %d committed after epoch %d was claimed", r.RequestID, epoch, epoch+1)
+			}
 		}
 	}
 	checkHistory(t, c, dsn)
