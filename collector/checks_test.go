@@ -153,7 +153,8 @@ func TestSplitBrain(t *testing.T) {
 			a.Since.Add(cfg.SplitBrainGrace).After(s.At) {
 			t.Fatalf("scope %+v alert %+v (snapshot at %v)", sc, a, s.At)
 		}
-		if ev, ok := rec.find(func(e Event) bool { return e.Kind == EventAlertFiring && e.Alert.Kind == AlertSplitBrain }); !ok || ev.Scope != "q" {
+		// The event reaches the recorder's goroutine a moment after the snapshot.
+		if ev := rec.waitEvent(t, "split_brain firing", func(e Event) bool { return e.Kind == EventAlertFiring && e.Alert.Kind == AlertSplitBrain }); ev.Scope != "q" {
 			t.Fatalf("firing event %+v", ev)
 		}
 	})
@@ -212,7 +213,7 @@ func TestStaleLeader(t *testing.T) {
 			sc.Verdict != VerdictDegraded || !sc.HasLeader() || sc.HeartbeatAge < 10*time.Second {
 			t.Fatalf("alert %+v scope %+v", a, sc)
 		}
-		if ev, ok := rec.find(func(e Event) bool { return e.Kind == EventHeartbeatLate }); !ok || ev.Scope != "z" || ev.Node != "zombie" {
+		if ev := rec.waitEvent(t, "heartbeat_late", func(e Event) bool { return e.Kind == EventHeartbeatLate }); ev.Scope != "z" || ev.Node != "zombie" {
 			t.Fatalf("heartbeat_late event %+v", ev)
 		}
 		settle(t, c, 3)
