@@ -52,6 +52,8 @@ CREATE FUNCTION pgleader.heartbeat(p_node text, p_scopes text[], p_epochs bigint
                                               p_settled text[] DEFAULT '{}')
 RETURNS TABLE (scope text, led boolean, ok boolean, epoch bigint, holder text, resign boolean)
 LANGUAGE plpgsql AS $$
+DECLARE
+  v_leads text[];
 BEGIN
   -- A lost heartbeat costs nothing: skip the WAL flush wait.
   PERFORM set_config('synchronous_commit', 'off', true);
@@ -87,13 +89,12 @@ BEGIN
    WHERE s.scope = ANY (p_follow);
   -- nodes.leads is what this heartbeat confirmed (the rows it stamped with now()),
   -- so a node that lost a scope stops claiming it at its next heartbeat.
-  UPDATE pgleader.nodes n SET leads = coalesce((
-      SELECT array_agg(s.scope ORDER BY s.scope) FROM pgleader.leader_state s
-       WHERE s.scope = ANY (p_scopes) AND s.holder = p_node AND s.released_at IS NULL
-         AND s.last_heartbeat = now()), '{}')
-   WHERE n.node_id = p_node AND n.leads IS DISTINCT FROM coalesce((
-      SELECT array_agg(s.scope ORDER BY s.scope) FROM pgleader.leader_state s
-       WHERE s.scope = ANY (p_scopes) AND s.holder = p_node AND s.released_at IS NULL
-         AND s.last_heartbeat = now()), '{}');
+  -- Computed once; the row is written only when it changed.
+  SELECT coalesce(array_agg(s.scope ORDER BY s.scope), '{}') INTO v_leads
+    FROM pgleader.leader_state s
+   WHERE s.scope = ANY (p_scopes) AND s.holder = p_node AND s.released_at IS NULL
+     AND s.last_heartbeat = now();
+  UPDATE pgleader.nodes n SET leads = v_leads
+   WHERE n.node_id = p_node AND n.leads IS DISTINCT FROM v_leads;
 END $$;
 -- +goose StatementEnd
