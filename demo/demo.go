@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgleader/pgleader/collector"
@@ -152,7 +153,7 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	// The collector and the exporter, in-process.
 	ccfg := collector.DefaultConfig()
-	ccfg.ConnConfig, err = pgxConfig(dsn)
+	ccfg.ConnConfig, err = pgx.ParseConfig(dsn)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/checker"
 	"github.com/pgleader/pgleader/collector"
@@ -229,7 +228,6 @@ func logRecords(w io.Writer, rs []eventlog.Record) {
 	}
 }
 
-func pgxConfig(dsn string) (*pgx.ConnConfig, error) { return pgx.ParseConfig(dsn) }
 
 // logAlerts prints the collector's alerts as they fire and resolve (headless).
 func logAlerts(ctx context.Context, w io.Writer, evs <-chan collector.Event) {
