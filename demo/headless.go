@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/pgleader/pgleader/checker"
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/chaos"
@@ -227,7 +226,6 @@ func logRecords(w io.Writer, rs []eventlog.Record) {
 		}
 	}
 }
-
 
 // logAlerts prints the collector's alerts as they fire and resolve (headless).
 func logAlerts(ctx context.Context, w io.Writer, evs <-chan collector.Event) {
