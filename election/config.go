@@ -65,7 +65,8 @@ type Config struct {
 	// election so another node takes over. Default 2×HeartbeatInterval.
 	ResignCooldown time.Duration
 
-	// MaxScopes caps len(Scopes). Default 64. See Validate for why a cap exists.
+	// MaxScopes caps len(Scopes). Default 10,000. The real limit is the server's
+	// lock table, which Check (and Run) enforce: see LockTableCapacity.
 	MaxScopes int
 
 	// Standalone makes every scope permanently led by this node without any
@@ -104,7 +105,7 @@ func (c *Config) applyDefaults() {
 	def(&c.DrainTimeout, 5*time.Second)
 	def(&c.ResignCooldown, 2*c.HeartbeatInterval)
 	if c.MaxScopes == 0 {
-		c.MaxScopes = 64
+		c.MaxScopes = 10000
 	}
 	if c.SubscriberBuffer == 0 {
 		c.SubscriberBuffer = 1024
@@ -127,12 +128,11 @@ const minSafetyGap = 100 * time.Millisecond
 // Timing must satisfy I + T < W < L with L − W ≥ 100ms (see the package doc for why
 // each inequality is needed).
 //
-// MaxScopes exists because advisory locks live in PostgreSQL's shared lock table,
-// which the whole server shares: it is sized as max_locks_per_transaction ×
-// (max_connections + max_prepared_transactions) entries (6,400 with defaults) and in
-// practice runs out at about 12.8k locks with defaults (measured), after which every
-// session of the database fails, not only pgleader's. A node holds one lock per led
-// scope and one waiting lock per followed scope.
+// MaxScopes is a sanity cap on the configuration; the limit that matters is the
+// server's: advisory locks live in PostgreSQL's shared lock table, which the whole
+// server shares and which, once full, fails every session of the database, not
+// only pgleader's. A node holds one lock per scope it leads (followers hold none),
+// and Check refuses a scope count above half of the table (see LockTableCapacity).
 func (c *Config) Validate() error {
 	c.applyDefaults()
 	bad := func(field, format string, args ...any) error {
@@ -148,7 +148,7 @@ func (c *Config) Validate() error {
 		return bad("Scopes", "at least one scope is required")
 	}
 	if len(c.Scopes) > c.MaxScopes {
-		return bad("Scopes", "%d scopes exceed MaxScopes (%d): each scope holds an advisory lock (or a waiting one) in PostgreSQL's lock table, which the whole database shares (≈12.8k entries by default); exhausting it breaks every session of the database",
+		return bad("Scopes", "%d scopes exceed MaxScopes (%d): raise MaxScopes (the server's lock table is checked at start as well)",
 			len(c.Scopes), c.MaxScopes)
 	}
 	seen := map[string]bool{}

@@ -21,47 +21,89 @@
 // cancelled when the trust window ends or leadership is lost; Fence makes a write in
 // the caller's transaction conditional on the epoch still being current at commit.
 //
-// # Moving parts (per node)
+// # Moving parts (per node): three connections, whatever the number of scopes
 //
 //   - The leadership session: one dedicated, non-pooled connection. It holds the
-//     session advisory lock of every scope this node leads, runs the claim, heartbeat
-//     and release functions of the schema and nothing else — a long statement on it
-//     would keep the locks alive after the process died. It is opened with
-//     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot fire
-//     before L, and client_connection_check_interval.
-//   - The guard session: a second dedicated connection holding the node's guard lock,
-//     a random advisory key published with every claim. While the node leads any
-//     scope it has the same idle_session_timeout L and is pinged concurrently with
-//     each heartbeat; a node that leads nothing leaves it idle without a lease. The
-//     guard is held for as long as any gate of this node may be open; see "No
-//     overlap" below.
+//     session advisory lock of every scope this node leads, and the node's beacon:
+//     a random advisory key published in pgleader.nodes.beacon_key and held for the
+//     session's whole life. It runs the batched claim, heartbeat and release
+//     functions of the schema and nothing else — a long statement on it would keep
+//     the locks alive after the process died. It is opened with
+//     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot
+//     fire before L, and client_connection_check_interval.
+//   - The guard session: holds the node's guard lock, a random advisory key
+//     published with every claim, and LISTENs on leader_change. While the node leads
+//     any scope it has the same idle_session_timeout L and is pinged with every
+//     heartbeat (and in between, should a long batch delay one);
+//     a node that leads nothing leaves it idle without a lease. The guard is held
+//     for as long as any gate of this node may be open; see "No overlap" below.
+//   - The watch session: blocked in pgleader.await_release on the beacon of one
+//     peer, the next live node in node_id order (pgleader.ring_next; every
+//     heartbeat re-reads it). Every node watches exactly one peer, so the nodes form
+//     a ring and every leadership session is watched by one node. The watch session
+//     also serves a new term's waits for its predecessors' guards (those come first:
+//     the peer wait is interrupted with a cancel request and resumed after).
 //   - Load on the server: a follower sends one statement per heartbeat interval (its
-//     pgleader.nodes heartbeat); a leader two, sent concurrently on its two sessions
-//     (the batched heartbeat of all its scopes, and the guard ping); a waiting
-//     follower's blocked await_release costs nothing.
-//   - One waiter connection per scope the node does not lead: it sits in
-//     pgleader.await_release (pg_advisory_lock_shared + unlock), which costs the server
-//     nothing and returns within a millisecond of the holder releasing the lock or
-//     dying. The node then claims through its leadership session with
-//     pgleader.try_claim (pg_try_advisory_lock + claim in one round trip). Waiters
-//     need no NOTIFY: every way leadership ends frees the lock.
+//     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
+//     round trip, and the guard ping); the blocked watch statement costs nothing.
+//     Claims and releases go in batches (one round trip, one commit, for up to 100
+//     scopes): a node that dies leading a thousand scopes costs its successor ten.
 //   - A watcher on the leadership and on the guard connection polls its socket for
 //     the peer's close (POLLRDHUP, Linux) between and during statements, so a
-//     terminated backend is noticed at once, not at the next heartbeat. (Waiter
-//     connections need none: a failed wait simply returns an error.) On other
+//     terminated backend is noticed at once, not at the next heartbeat. On other
 //     systems there is no watcher and heartbeats are the detector.
+//
+// Followers hold no lock and no connection per scope: advisory locks live in the
+// server's shared lock table (LockTableCapacity), and a waiting lock per followed
+// scope per node is what used to exhaust both the table and max_connections.
+//
+// # How a follower learns that leadership ended
+//
+// A scope's leadership ends in one of these ways; each frees the scope's lock and is
+// announced to the followers within milliseconds, without a connection per scope:
+//
+//	crash (kill -9)      the leader's backends see the sockets close and exit; the
+//	                     scope locks and the beacon are freed together. The ring
+//	                     watcher's await_release returns; it claims the scopes it
+//	                     campaigns for and, in the same transaction, NOTIFYs
+//	                     node_lost, on which every other node claims the scopes it
+//	                     saw that node lead.
+//	freeze, partition    the server ends the leadership session after L idle
+//	                     (idle_session_timeout; keepalives if the path is silent):
+//	                     then as a crash. The frozen node's gates closed L − W
+//	                     before (its trust window is W).
+//	terminated session   (pg_terminate_backend, a pooler, a restart) as a crash for
+//	                     the scope locks and the beacon; the live process notices
+//	                     through its socket watcher, closes its gates and drops its
+//	                     guard, which its successor waits for (below).
+//	resign, drain,       the leader closes its gate, then releases in the database:
+//	shutdown             the release NOTIFYs released, on which every follower
+//	                     claims the scope; a shutdown also frees the beacon.
+//	evicted              a heartbeat finds the term no longer this node's: the node
+//	                     closes the gate and gives the lock back (release).
+//
+// Notifications are hints: anyone may NOTIFY anything, and one sent while a
+// listener is disconnected is lost. What is decided is decided by the locks and the
+// claim function; a follower's heartbeat (every I) reports each followed scope that
+// has no live holder, and the follower claims it then, so a lost wake-up (a watcher
+// that died with its peer, a notification missed across a reconnection) costs at
+// most one heartbeat interval. A foreign session squatting a scope's key is
+// likewise retried at every heartbeat.
 //
 // # States of a scope
 //
-//	follower ──lock free──▶ claiming ──try_claim won──▶ pending ──predecessor safe──▶ leader
-//	   ▲                        │ lost race                                   │
-//	   └────────────────────────┘◀── lost / resigned / drained ───────────────┘
+//	follower ──claim queued──▶ claiming ──won──▶ pending ──predecessor safe──▶ leader
+//	   ▲                          │ lost / busy                                   │
+//	   └──────────────────────────┘◀──────── lost / resigned / drained ───────────┘
 //
-// follower: waiting in await_release. claiming: try_claim on the leadership session.
-// pending: this node holds the lock and the new epoch, but its gate stays closed until
-// the predecessor can no longer trust its own (below). leader: the gate opens and
-// closes with the trust window; the term ends when the session is lost, a heartbeat is
-// rejected, the scope is resigned, or Run's context is cancelled (drain).
+// follower: waiting, at no cost, for a claim to be queued by a wake-up above (or at
+// session start). claiming: the scope is in a claim batch (pgleader.claim_batch:
+// pg_try_advisory_lock, then the claim, for every scope of the batch in one
+// transaction). pending: this node holds the lock and the new epoch, but its gate
+// stays closed until the predecessor can no longer trust its own (below). leader:
+// the gate opens and closes with the trust window; the term ends when the session
+// is lost, a heartbeat is rejected, the scope is resigned, or Run's context is
+// cancelled (drain).
 //
 // # The gate and the timing inequalities
 //
@@ -100,21 +142,21 @@
 // The predecessor's guard lock is that proof. A node holds its guard while any of its
 // gates may be open and releases it only after closing them all; the guard session
 // dies with the process (kill -9 closes its socket), and with a frozen process (while
-// the node leads, it is pinged with the heartbeats and has the same
+// the node leads, it is pinged with every heartbeat and has the same
 // idle_session_timeout L; the lease is armed right after a won claim, before the gate
 // can open). When a claim finds the previous term not closed cleanly, it reports
 // the guards to wait on: the predecessor's, and those of earlier holders carried
 // forward in leader_state.unresolved_guards (a successor may die while it waits out
 // its predecessor; the next one inherits that debt). Only guards still held are
-// kept, since a released guard is final. The successor then waits, in pgleader.await_release on its
-// waiter connection, until
+// kept, since a released guard is final. The successor then waits, in
+// pgleader.await_release on its watch connection, until
 //
 //	every such guard is free                   (process dead, frozen ≥ L, or gates closed), or
 //	W_max + margin after its claim returned    (their trust has expired),
 //
 // whichever comes first. The second bound holds because the predecessor's last
 // successful heartbeat started before the server executed it, which was before its
-// lock was released, which was before the successor's try_claim ran, which was before
+// lock was released, which was before the successor's claim batch took it, which was before
 // the claim returned: trust_until_pred < claim_returned + W_pred; the same holds for
 // every earlier holder in the chain, whose lock was released earlier still. W_max is
 // the largest of their trust windows and ours. The margin (W/50, at least 10 ms)

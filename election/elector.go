@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,7 @@ type Elector struct {
 	scopes map[string]*Scope
 	order  []*Scope
 	broker *broker
+	ring   *ring
 
 	runOnce sync.Once
 	stopped chan struct{} // closed when Run returns
@@ -45,6 +47,7 @@ func New(cfg Config) (*Elector, error) {
 	}
 	e := &Elector{cfg: cfg, log: cfg.Logger, osPid: os.Getpid(), scopes: map[string]*Scope{},
 		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}
+	e.ring = newRing(e)
 	if !cfg.Standalone {
 		base, err := pgx.ParseConfig(cfg.DSN)
 		if err != nil {
@@ -62,7 +65,7 @@ func New(cfg Config) (*Elector, error) {
 			return nil, &ConfigError{Field: "LockKeys", Rule: fmt.Sprintf("scopes %q and %q share lock key %d", other, name, key)}
 		}
 		keys[key] = name
-		s := &Scope{e: e, name: name, key: key}
+		s := &Scope{e: e, name: name, key: key, sig: make(chan struct{}, 1)}
 		e.scopes[name] = s
 		e.order = append(e.order, s)
 	}
@@ -119,7 +122,55 @@ func (e *Elector) Check(ctx context.Context) error {
 	if e.cfg.Standalone {
 		return nil
 	}
-	return CheckDatabase(ctx, e.base)
+	if err := CheckDatabase(ctx, e.base); err != nil {
+		return err
+	}
+	return e.checkLockTable(ctx)
+}
+
+// LockTableCapacity is the size of PostgreSQL's shared lock table:
+// max_locks_per_transaction × (max_connections + max_prepared_transactions)
+// entries, shared by every session of the server. Exhausting it fails every
+// session ("out of shared memory"), so pgleader allows the scopes of one node to
+// use at most half of it (the collector's lock_pressure alert fires at half too).
+type LockTableCapacity struct {
+	MaxLocksPerTransaction  int
+	MaxConnections          int
+	MaxPreparedTransactions int
+}
+
+// Entries is the table's size.
+func (c LockTableCapacity) Entries() int {
+	return c.MaxLocksPerTransaction * (c.MaxConnections + c.MaxPreparedTransactions)
+}
+
+// MaxScopes is the most scopes one node may campaign for on this server.
+func (c LockTableCapacity) MaxScopes() int { return c.Entries() / 2 }
+
+// Check reports why n scopes are too many for this server, or nil.
+func (c LockTableCapacity) Check(n int) error {
+	if n <= c.MaxScopes() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d scopes exceed what this server's lock table can hold for pgleader: max_locks_per_transaction (%d) × (max_connections (%d) + max_prepared_transactions (%d)) = %d entries, shared by every session of the server, of which pgleader may use half (%d scopes, one lock each while led); raise max_locks_per_transaction (needs a restart) or campaign for fewer scopes per node",
+		ErrTooManyScopes, n, c.MaxLocksPerTransaction, c.MaxConnections, c.MaxPreparedTransactions, c.Entries(), c.MaxScopes())
+}
+
+func (e *Elector) checkLockTable(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, e.base)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, unwrapConnectErr(err))
+	}
+	defer conn.Close(context.Background())
+	var c LockTableCapacity
+	if err := conn.QueryRow(cctx, `SELECT current_setting('max_locks_per_transaction')::int,
+	        current_setting('max_connections')::int, current_setting('max_prepared_transactions')::int`).
+		Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
+		return fmt.Errorf("%w: read lock table settings: %v", ErrUnreachable, err)
+	}
+	return c.Check(len(e.cfg.Scopes))
 }
 
 // CheckDatabase is Check for a connection configuration.
@@ -199,6 +250,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
 	var sessions sync.WaitGroup
 	sessions.Go(func() { e.sessionLoop(sessCtx) })
+	sessions.Go(func() { e.ring.loop(sessCtx) })
 
 	var campaigns sync.WaitGroup
 	for _, s := range e.order {
@@ -262,19 +314,7 @@ func (e *Elector) sessionLoop(ctx context.Context) {
 		failures = 0
 		e.setSession(s)
 		e.log.Info("leadership session up", "node", e.cfg.NodeID, "backend_pid", s.lead.PgConn().PID(), "guard_key", s.guardKey)
-		tick := time.NewTicker(e.cfg.HeartbeatInterval)
-	beat:
-		for {
-			select {
-			case <-ctx.Done():
-				break beat
-			case <-s.lost:
-				break beat
-			case <-tick.C:
-				s.heartbeat()
-			}
-		}
-		tick.Stop()
+		s.serve(ctx)
 		e.clearSession(s)
 		s.close()
 		if ctx.Err() == nil {
@@ -296,6 +336,42 @@ func (e *Elector) clearSession(s *session) {
 	if e.sess == s {
 		e.sess = nil
 		e.sessReady = make(chan struct{})
+	}
+}
+
+// currentSession returns the live session, or nil.
+func (e *Elector) currentSession() *session {
+	e.sessMu.Lock()
+	defer e.sessMu.Unlock()
+	if e.sess == nil || e.sess.isLost() {
+		return nil
+	}
+	return e.sess
+}
+
+// onNotification handles a leader_change payload. Anyone can NOTIFY anything, so a
+// payload is only a hint to claim (the lock and the claim function decide): a
+// released scope, or the scopes of a node whose leadership session was lost.
+func (e *Elector) onNotification(payload string) {
+	var n struct {
+		Scope  string `json:"scope"`
+		Holder string `json:"holder"`
+		Event  string `json:"event"`
+	}
+	if json.Unmarshal([]byte(payload), &n) != nil {
+		return
+	}
+	switch n.Event {
+	case "released":
+		if sc := e.scopes[n.Scope]; sc != nil {
+			if sess := e.currentSession(); sess != nil {
+				sess.requestClaims([]*Scope{sc}, "")
+			}
+		}
+	case "node_lost":
+		if n.Holder != e.cfg.NodeID {
+			e.claimScopesOf(n.Holder, false)
+		}
 	}
 }
 

@@ -22,6 +22,9 @@ var (
 	ErrUnsupportedServer = errors.New("pgleader: unsupported PostgreSQL version")
 	// ErrSchemaMissing: the pgleader schema is absent or older than this build needs.
 	ErrSchemaMissing = errors.New("pgleader: schema missing or outdated")
+	// ErrTooManyScopes: more scopes than the server's lock table can hold safely
+	// (see LockTableCapacity).
+	ErrTooManyScopes = errors.New("pgleader: too many scopes for this server")
 	// ErrUnknownScope: the scope is not one of Config.Scopes.
 	ErrUnknownScope = errors.New("pgleader: unknown scope")
 	// ErrClosed: Run has returned; the elector cannot be used again.

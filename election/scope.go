@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/monotime"
@@ -28,8 +27,14 @@ type Scope struct {
 	obsMu          sync.Mutex // observations come from the campaign and from heartbeats
 	observedHolder string
 	observedEpoch  int64
-	freeBeats      int                // consecutive heartbeats that saw no live holder
-	cancelWait     context.CancelFunc // interrupts the follower's current wait
+
+	// Claims are made in batches by the session (batch.go); the campaign takes
+	// their outcomes while it waits as a follower.
+	cmu       sync.Mutex
+	following bool          // the campaign waits as a follower and takes claim outcomes
+	queued    bool          // a claim of this scope is queued or in flight
+	outcome   *claimOutcome // the last outcome, not yet taken by the campaign
+	sig       chan struct{} // cap 1: an outcome arrived
 }
 
 type resignRequest struct {
@@ -133,155 +138,147 @@ func (s *Scope) Resign(ctx context.Context) error {
 	}
 }
 
-// waiter owns the connection on which a follower waits for the scope's lock (and a
-// new leader for its predecessor's guard).
-type waiter struct {
-	e    *Elector
-	conn *pgx.Conn
+// queueClaim marks a claim of the scope as queued in sess's batch; false when the
+// campaign is not waiting as a follower or a claim is queued or won already.
+func (s *Scope) queueClaim(sess *session) bool {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if !s.following || s.queued || (s.outcome != nil && s.outcome.r.acquired && s.outcome.sess == sess) {
+		return false
+	}
+	s.queued = true
+	return true
 }
 
-// awaitRelease waits until no session holds key exclusively (true) or timeout
-// passes (false); timeout 0 waits without limit. Cancelling ctx drops the
-// connection (pgx closes a connection whose query was interrupted).
-func (w *waiter) awaitRelease(ctx context.Context, key int64, timeout time.Duration) (bool, error) {
-	if w.conn == nil || w.conn.IsClosed() {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		conn, err := pgx.ConnectConfig(cctx, w.e.connConfig("waiter", false))
-		cancel()
-		if err != nil {
-			return false, fmt.Errorf("%w: waiter connection: %v", ErrUnreachable, err)
-		}
-		w.conn = conn
+// deliver hands the outcome of a batched claim to the campaign.
+func (s *Scope) deliver(o claimOutcome) {
+	s.cmu.Lock()
+	s.queued = false
+	s.outcome = &o
+	s.cmu.Unlock()
+	select {
+	case s.sig <- struct{}{}:
+	default:
 	}
-	// Whole milliseconds, rounded up: a wait that bounds a predecessor's trust must
-	// never end early.
-	ms := int64((timeout + time.Millisecond - 1) / time.Millisecond)
-	var free bool
-	err := w.conn.QueryRow(ctx, "SELECT pgleader.await_release($1, $2)", key, ms).Scan(&free)
-	if err != nil {
-		w.close()
-		return false, err
-	}
-	return free, nil
 }
 
-func (w *waiter) close() {
-	if w.conn != nil {
-		w.conn.Close(context.Background())
-		w.conn = nil
-	}
+func (s *Scope) takeOutcome() *claimOutcome {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	o := s.outcome
+	s.outcome = nil
+	return o
+}
+
+func (s *Scope) setFollowing(f bool) {
+	s.cmu.Lock()
+	s.following = f
+	s.cmu.Unlock()
+}
+
+// observed returns the holder this node last saw leading the scope ("" if none).
+func (s *Scope) observed() string {
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
+	return s.observedHolder
+}
+
+// knownEpoch returns the epoch this node last saw (0 if none): heartbeats report a
+// followed scope only when the epoch on record differs, or it has no live holder.
+func (s *Scope) knownEpoch() int64 {
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
+	return s.observedEpoch
 }
 
 // campaign is the scope's state machine (see the package doc): it runs until ctx
-// ends, and when ctx ends while leading it drains and releases.
+// ends, and when ctx ends while leading it drains and releases. As a follower it
+// holds no connection and sends nothing: it waits for the outcome of a claim that a
+// wake-up (a release or a lost peer announced, a heartbeat that found the scope
+// without a live holder, the watch of its ring peer) queued for it.
 func (s *Scope) campaign(ctx context.Context) {
 	e := s.e
-	w := &waiter{e: e}
-	defer w.close()
+	defer s.settle()
 	failures := 0
-	quickWakes := 0
 	for ctx.Err() == nil {
 		sess := e.awaitSession(ctx)
 		if sess == nil {
 			return
 		}
-		r, err := sess.tryClaim(s)
-		if err != nil {
-			failures++
-			if isLockTimeout(err) {
-				// The previous term's fenced writers still hold the scope's row (they
-				// end at the latest L after their client went idle): retry soon.
-				if failures%10 == 1 {
-					e.log.Info("claim waits for the previous term's fenced transactions", "scope", s.name, "node", e.cfg.NodeID, "attempt", failures)
+		s.setFollowing(true)
+		sess.requestClaims([]*Scope{s}, "")
+		retry := time.NewTimer(time.Hour)
+		retry.Stop()
+	follow:
+		for {
+			select {
+			case <-ctx.Done():
+				retry.Stop()
+				return
+			case <-sess.lost:
+				break follow
+			case <-retry.C:
+				sess.requestClaims([]*Scope{s}, "")
+			case <-s.sig:
+				o := s.takeOutcome()
+				if o == nil || o.sess != sess {
+					continue // a lost session's outcome: its locks went with it
 				}
-				sleepCtx(ctx, min(backoff(failures), e.cfg.HeartbeatInterval/5))
-				continue
-			}
-			e.log.Warn("claim failed", "scope", s.name, "node", e.cfg.NodeID, "err", err)
-			sleepCtx(ctx, backoff(failures))
-			continue
-		}
-		if !r.acquired {
-			// Wait for the lock to be freed. If the holder on record could not be
-			// confirmed (its claim is still in flight), look again after one
-			// heartbeat interval so followers learn who leads.
-			wait := time.Duration(0)
-			if r.holder == nil || r.epoch == nil {
-				wait = e.cfg.HeartbeatInterval
-			} else {
-				s.observe(*r.holder, *r.epoch)
-			}
-			began := monotime.Now()
-			if _, err := s.followerWait(ctx, sess, w, wait); err != nil {
-				if ctx.Err() != nil {
-					return
+				switch {
+				case o.err != nil:
+					failures++
+					if !errors.Is(o.err, errSessionLost) {
+						e.log.Warn("claim failed", "scope", s.name, "node", e.cfg.NodeID, "err", o.err)
+					}
+					retry.Reset(backoff(failures))
+				case o.r.busy:
+					// The previous term's fenced writers still hold the scope's row (they
+					// end at the latest L after their client went idle): retry soon.
+					failures++
+					if failures%10 == 1 {
+						e.log.Info("claim waits for the previous term's fenced transactions", "scope", s.name, "node", e.cfg.NodeID, "attempt", failures)
+					}
+					retry.Reset(min(backoff(failures), e.cfg.HeartbeatInterval/5))
+				case o.r.acquired:
+					failures = 0
+					retry.Stop()
+					s.setFollowing(false)
+					reason := s.lead(ctx, sess, o.r)
+					if reason == "resigned" {
+						sleepCtx(ctx, e.cfg.ResignCooldown)
+					}
+					break follow
+				default:
+					failures = 0
+					if o.r.holder != nil && o.r.epoch != nil && *o.r.holder != e.cfg.NodeID {
+						s.observe(*o.r.holder, *o.r.epoch)
+					}
 				}
-				failures++
-				e.log.Warn("waiting for the scope lock failed", "scope", s.name, "node", e.cfg.NodeID, "err", err)
-				sleepCtx(ctx, backoff(failures))
-				continue
 			}
-			failures = 0
-			// A lock that is free at once but cannot be taken is held in a mode we
-			// do not wait on (a foreign shared lock: squatting) or changes hands in
-			// a race we lost; back off instead of spinning.
-			if monotime.Since(began) < time.Millisecond {
-				quickWakes++
-				if quickWakes > 3 {
-					sleepCtx(ctx, backoff(quickWakes-3))
-				}
-			} else {
-				quickWakes = 0
-			}
-			continue
 		}
-		failures, quickWakes = 0, 0
-		reason := s.lead(ctx, sess, w, r)
-		if reason == "resigned" {
-			sleepCtx(ctx, e.cfg.ResignCooldown)
-		}
+		retry.Stop()
 	}
 }
 
-// followerWait waits for the scope's lock to be freed, interrupted when the session
-// is lost or when heartbeats keep finding the scope without a live holder while this
-// wait has not ended (its connection may have gone silent).
-func (s *Scope) followerWait(ctx context.Context, sess *session, w *waiter, timeout time.Duration) (bool, error) {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(sess.ctx, cancel)
-	defer stop()
-	s.obsMu.Lock()
-	s.cancelWait, s.freeBeats = cancel, 0
-	s.obsMu.Unlock()
-	defer func() {
-		s.obsMu.Lock()
-		s.cancelWait = nil
-		s.obsMu.Unlock()
-	}()
-	return w.awaitRelease(wctx, s.key, timeout)
-}
-
-// noteFree records a heartbeat that found no live holder; the second in a row
-// interrupts a wait that should have ended (normally it ends within a millisecond
-// of the holder's release, long before a heartbeat could notice).
-func (s *Scope) noteFree() {
-	s.obsMu.Lock()
-	defer s.obsMu.Unlock()
-	s.freeBeats++
-	if s.freeBeats >= 2 && s.cancelWait != nil {
-		s.e.log.Warn("waiting for a free scope's lock did not end: reconnecting the waiter",
-			"scope", s.name, "node", s.e.cfg.NodeID)
-		s.cancelWait()
-		s.cancelWait = nil
+// settle ends the campaign's part in claims: no new claim is queued for the scope,
+// and a claim still in flight is waited for; if it was won, the term is released at
+// once (the gate never opens: the campaign is over).
+func (s *Scope) settle() {
+	s.cmu.Lock()
+	s.following = false
+	for s.queued {
+		s.cmu.Unlock()
+		<-s.sig
+		s.cmu.Lock()
 	}
-}
-
-// noteHeld records a heartbeat that found a live holder.
-func (s *Scope) noteHeld() {
-	s.obsMu.Lock()
-	s.freeBeats = 0
-	s.obsMu.Unlock()
+	o := s.outcome
+	s.outcome = nil
+	s.cmu.Unlock()
+	if o != nil && o.err == nil && o.r.acquired && !o.sess.isLost() {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		s.lead(done, o.sess, o.r)
+	}
 }
 
 // observe records that holder leads the scope with epoch and reports it once per
@@ -301,7 +298,7 @@ func (s *Scope) observe(holder string, epoch int64) {
 }
 
 // lead runs one term from a won claim to its end and returns the end's reason.
-func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResult) string {
+func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) string {
 	e := s.e
 	t := newTerm(s, *r.epoch, sess, r.start)
 	if !sess.addTerm(t) {
@@ -316,13 +313,15 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 	// Lease the guard before the gate can open, so that a freeze from here on
 	// frees the guard together with the scope locks.
 	gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
-	err := sess.guardBeat(gctx)
+	err := sess.armGuard(gctx)
 	cancel()
 	if err != nil {
-		sess.lose("lost_connection")
+		sess.lose("lost_connection", fmt.Errorf("arm the guard lease for %s: %w", s.name, err))
 	}
 
-	s.awaitPredecessors(t, sess, w, r)
+	if ctx.Err() == nil { // a term won while the campaign ends never opens its gate
+		s.awaitPredecessors(t, sess, r)
+	}
 
 	elected := false
 	if ctx.Err() == nil {
@@ -343,8 +342,8 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 		reason = t.reason
 		if !sess.isLost() {
 			// Evicted while the session lives: make sure the lock is not kept.
-			if _, err := sess.release(s, t.epoch, reason); err != nil {
-				sess.lose("lost_connection")
+			if _, _, err := sess.releaseTerm(s, t.epoch, reason); err != nil {
+				sess.lose("lost_connection", err)
 			}
 		}
 	case req := <-t.resign:
@@ -367,7 +366,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, w *waiter, r claimResul
 // returned, whichever comes first (see "No overlap" in the package doc). Guards of
 // this very session are skipped: its earlier terms closed their gates before this
 // claim was sent.
-func (s *Scope) awaitPredecessors(t *term, sess *session, w *waiter, r claimResult) {
+func (s *Scope) awaitPredecessors(t *term, sess *session, r claimResult) {
 	e := s.e
 	var keys []int64
 	for _, k := range r.waitGuards {
@@ -388,13 +387,7 @@ func (s *Scope) awaitPredecessors(t *term, sess *session, w *waiter, r claimResu
 	deadline := r.done + int64(trust+safetyMargin(trust))
 	waitedOut := blind
 	for _, k := range keys {
-		left := time.Duration(deadline - monotime.Now())
-		if left <= 0 {
-			waitedOut = true
-			break
-		}
-		free, err := w.awaitRelease(t.ctx, k, left)
-		if err != nil || !free {
+		if !e.ring.awaitFree(t.ctx, k, deadline) {
 			waitedOut = true // cannot see the guard, or it outlived the bound
 			break
 		}
@@ -419,17 +412,20 @@ func (s *Scope) release(t *term, reason string) error {
 	// idle_in_transaction_session_timeout); past a generous bound the session is
 	// dropped instead, which frees the lock all the same.
 	giveUp := monotime.Now() + int64(e.cfg.DrainTimeout+2*e.cfg.SessionLease)
-	ok, err := t.sess.release(s, t.epoch, reason)
-	for isLockTimeout(err) && monotime.Now() < giveUp {
+	ok, busy, err := t.sess.releaseTerm(s, t.epoch, reason)
+	for err == nil && busy && monotime.Now() < giveUp {
 		sleepCtx(t.ctx, e.cfg.HeartbeatTimeout/5)
-		ok, err = t.sess.release(s, t.epoch, reason)
+		ok, busy, err = t.sess.releaseTerm(s, t.epoch, reason)
+	}
+	if err == nil && busy {
+		err = fmt.Errorf("its fenced transactions still hold the scope's row after %v", e.cfg.DrainTimeout+2*e.cfg.SessionLease)
 	}
 	switch {
 	case err != nil:
 		t.end("lost_connection", false)
 		// The lock may still be held on a session we cannot use: drop the session
 		// so the server frees it now rather than after the lease.
-		t.sess.lose("lost_connection")
+		t.sess.lose("lost_connection", err)
 		return fmt.Errorf("release %s: %w", s.name, err)
 	case !ok:
 		t.end("evicted", false)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,25 +21,34 @@ import (
 var errSessionLost = errors.New("leadership session lost")
 
 // session is one incarnation of a node's leadership: the leadership connection (the
-// scopes' advisory locks, claims, heartbeats, releases) and the guard connection
-// (the guard lock). They are lost together: when either breaks, every term of the
-// session ends, its gates close, and only then are the connections dropped, which
-// frees the guard (see "No overlap" in the package doc).
+// scopes' advisory locks and the node's beacon; claims, heartbeats, releases) and the
+// guard connection (the guard lock, and LISTEN leader_change). They are lost
+// together: when either breaks, every term of the session ends, its gates close, and
+// only then are the connections dropped, which frees the guard (see "No overlap" in
+// the package doc).
 type session struct {
-	e        *Elector
-	lead     *pgx.Conn
-	guard    *pgx.Conn
-	guardKey int64
-	watches  []*sockWatch // under termsMu
+	e         *Elector
+	lead      *pgx.Conn
+	guard     *pgx.Conn
+	guardKey  int64
+	beaconKey int64
+	watches   []*sockWatch // under termsMu
 
 	mu sync.Mutex // serialises statements on lead
 
-	guardMu    sync.Mutex // serialises statements on guard
-	guardLease bool       // idle_session_timeout armed on the guard session
+	// The guard connection belongs to guardLoop, which waits for notifications on
+	// it and runs guardReqs in between; guardWake interrupts the wait.
+	guardReqs  chan guardReq
+	guardWake  atomic.Pointer[context.CancelFunc]
+	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
+	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
+
+	batch batchQueue // claims and releases waiting for the next round trip
 
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
 
+	loops      sync.WaitGroup // guardLoop
 	lostOnce   sync.Once
 	lost       chan struct{}
 	lostReason string
@@ -85,17 +95,18 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	defer cancel()
 	lead, err := pgx.ConnectConfig(cctx, e.connConfig("leadership", true))
 	if err != nil {
-		return nil, fmt.Errorf("%w: leadership session: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: leadership session: %w", ErrUnreachable, err)
 	}
 	// The guard gets its lease (idle_session_timeout) only while the node leads
 	// something; a follower's guard costs the server no statements at all.
 	guard, err := pgx.ConnectConfig(cctx, e.connConfig("guard", false))
 	if err != nil {
 		lead.Close(context.Background())
-		return nil, fmt.Errorf("%w: guard session: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: guard session: %w", ErrUnreachable, err)
 	}
-	s := &session{e: e, lead: lead, guard: guard, guardKey: randomKey(),
-		terms: map[*term]struct{}{}, lost: make(chan struct{})}
+	s := &session{e: e, lead: lead, guard: guard, guardKey: randomKey(), beaconKey: randomKey(),
+		terms: map[*term]struct{}{}, lost: make(chan struct{}), guardReqs: make(chan guardReq, 16)}
+	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	fail := func(err error) (*session, error) {
 		s.cancel()
@@ -103,30 +114,40 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		guard.Close(context.Background())
 		return nil, err
 	}
+	// LISTEN before anything can be missed: a release announced after this point
+	// reaches the node; one announced before it is found by the first claim.
 	if _, err := guard.Exec(cctx, "SELECT pg_advisory_lock($1)", s.guardKey); err != nil {
 		return fail(fmt.Errorf("take guard lock: %w", err))
+	}
+	if _, err := guard.Exec(cctx, "LISTEN leader_change"); err != nil {
+		return fail(fmt.Errorf("listen on the guard session: %w", err))
+	}
+	if _, err := lead.Exec(cctx, "SELECT pg_advisory_lock($1)", s.beaconKey); err != nil {
+		return fail(fmt.Errorf("take beacon lock: %w", err))
 	}
 	c := e.cfg
 	if _, err := lead.Exec(cctx, `
 		INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, backend_pid, scopes,
-		       heartbeat_interval_ms, trust_window_ms, session_lease_ms)
-		VALUES ($1, $2, $3, $4, pg_backend_pid(), $5, $6, $7, $8)
+		       heartbeat_interval_ms, trust_window_ms, session_lease_ms, beacon_key, guard_key)
+		VALUES ($1, $2, $3, $4, pg_backend_pid(), $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname,
 		       os_pid = EXCLUDED.os_pid, version = EXCLUDED.version,
 		       backend_pid = EXCLUDED.backend_pid, scopes = EXCLUDED.scopes,
 		       heartbeat_interval_ms = EXCLUDED.heartbeat_interval_ms,
 		       trust_window_ms = EXCLUDED.trust_window_ms,
 		       session_lease_ms = EXCLUDED.session_lease_ms,
+		       beacon_key = EXCLUDED.beacon_key, guard_key = EXCLUDED.guard_key,
 		       last_seen = now(), stopped_at = NULL, leads = '{}'`,
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
-		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds()); err != nil {
+		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
+		s.beaconKey, s.guardKey); err != nil {
 		return fail(fmt.Errorf("register node: %w", err))
 	}
 	if err := s.warm(cctx); err != nil {
 		return fail(fmt.Errorf("warm up leadership session: %w", err))
 	}
 	for _, conn := range []*pgx.Conn{lead, guard} {
-		w := watchSocket(conn.PgConn().Conn(), func() { s.lose("lost_connection") })
+		w := watchSocket(conn.PgConn().Conn(), func() { s.lose("lost_connection", errors.New("the server closed the connection")) })
 		s.termsMu.Lock()
 		s.watches = append(s.watches, w)
 		s.termsMu.Unlock()
@@ -134,16 +155,19 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 			w.stop()
 		}
 	}
+	s.loops.Go(s.guardLoop)
 	return s, nil
 }
 
-// warm runs the claim, heartbeat and release functions once on a private scratch
-// scope inside a transaction that is rolled back. PL/pgSQL plans each statement on
-// its first execution in a session (measured: a cold claim takes ≈8 ms, a warm one
+// warm runs the claim, heartbeat and release functions on a private scratch scope
+// inside a transaction that is rolled back. PL/pgSQL plans each statement on its
+// first execution in a session (measured: a cold claim takes ≈8 ms, a warm one
 // ≈1.5 ms); without this, the first claim of a session — the one on the failover
-// path — would pay for it. The rollback leaves no rows, audit or notification; the
-// scratch lock is a session lock, released by release() and not restored by the
-// rollback.
+// path — would pay for it. The scratch scope is claimed twice, so that the second
+// claim takes the path of a successor closing a term its holder left open, which
+// is the path of a crash failover. The rollback leaves no rows, audit or
+// notification; the scratch lock is a session lock (taken twice: locks stack),
+// released by the two releases and not restored by the rollback.
 func (s *session) warm(ctx context.Context) error {
 	c := s.e.cfg
 	key := randomKey()
@@ -153,23 +177,32 @@ func (s *session) warm(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	var acquired bool
-	var epoch *int64
-	if err := tx.QueryRow(ctx, "SELECT acquired, epoch FROM pgleader.try_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-		scope, key, c.NodeID, c.Hostname, s.guardKey, c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
-		c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds()).Scan(&acquired, &epoch); err != nil {
+	var epoch int64
+	for i := range 2 {
+		rows, err := tx.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
+			c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+			c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), []string{scope}, []int64{key}, nil)
+		if err != nil {
+			return err
+		}
+		got, err := scanClaims(rows)
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || !got[0].acquired || got[0].epoch == nil || (i == 1 && deref(got[0].prevClosed) != false) {
+			return fmt.Errorf("scratch scope %s: claim %d not as expected", scope, i+1)
+		}
+		epoch = *got[0].epoch
+	}
+	if _, err := tx.Exec(ctx, heartbeatSQL, c.NodeID, []string{scope}, []int64{epoch},
+		[]string{scope}, []int64{0}, []string{scope}); err != nil {
 		return err
 	}
-	if !acquired || epoch == nil {
-		return fmt.Errorf("scratch scope %s not acquired", scope)
-	}
-	if _, err := tx.Exec(ctx, "SELECT * FROM pgleader.heartbeat($1, $2, $3, $4)",
-		c.NodeID, []string{scope}, []int64{*epoch}, []string{scope}); err != nil {
-		return err
-	}
-	var ok bool
-	if err := tx.QueryRow(ctx, "SELECT pgleader.release($1, $2, $3, 'resigned')", scope, *epoch, c.NodeID).Scan(&ok); err != nil || !ok {
-		return fmt.Errorf("release scratch scope: ok=%v err=%v", ok, err)
+	for i := range 2 {
+		rel, err := s.releaseRows(ctx, tx, []releaseReq{{scope: scope, epoch: epoch, reason: "resigned"}})
+		if err != nil || len(rel) != 1 || rel[0].ok != (i == 0) {
+			return fmt.Errorf("release scratch scope: %v err=%v", rel, err)
+		}
 	}
 	return tx.Rollback(ctx)
 }
@@ -185,7 +218,7 @@ func (s *session) isLost() bool {
 
 // lose ends the session: first every term (gates closed), then the connections
 // (which frees the guard lock and, if the server still has them, the scope locks).
-func (s *session) lose(reason string) {
+func (s *session) lose(reason string, cause error) {
 	s.lostOnce.Do(func() {
 		s.lostReason = reason
 		close(s.lost)
@@ -212,17 +245,17 @@ func (s *session) lose(reason string) {
 		if reason == "closed" {
 			level = slog.LevelInfo
 		}
-		s.e.log.Log(context.Background(), level, "leadership session ended", "node", s.e.cfg.NodeID, "reason", reason, "scopes_ended", len(terms))
+		s.e.log.Log(context.Background(), level, "leadership session ended", "node", s.e.cfg.NodeID, "reason", reason,
+			"cause", cause, "scopes_ended", len(terms))
 	})
 }
 
 // close releases the connections' resources after lose, from the session's owner.
 func (s *session) close() {
-	s.lose("closed")
+	s.lose("closed", nil)
+	s.loops.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.guardMu.Lock()
-	defer s.guardMu.Unlock()
 	s.lead.Close(context.Background())
 	s.guard.Close(context.Background())
 }
@@ -252,8 +285,13 @@ func (s *session) stmtCtx(d time.Duration) (context.Context, context.CancelFunc)
 	return context.WithTimeout(context.Background(), d)
 }
 
+const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
+
 // heartbeat confirms every term of the session in one round trip on the leadership
-// session, pings the guard session concurrently, and extends or ends the terms.
+// session, pings the guard session concurrently, and extends or ends the terms. For
+// the scopes it follows it learns of new leaders and of scopes left without a live
+// holder (which it claims: the fallback when no wake-up reached this node), and it
+// learns which peer to watch.
 func (s *session) heartbeat() {
 	e := s.e
 	s.termsMu.Lock()
@@ -273,9 +311,11 @@ func (s *session) heartbeat() {
 	}
 	s.termsMu.Unlock()
 	var follow []string
+	var known []int64
 	for _, sc := range e.order {
 		if !led[sc] {
 			follow = append(follow, sc.name)
+			known = append(known, sc.knownEpoch())
 		}
 	}
 
@@ -299,17 +339,23 @@ func (s *session) heartbeat() {
 		holder *string
 	}
 	var seen []observation
-	rows, err := s.lead.Query(ctx, "SELECT scope, led, ok, epoch, holder, resign FROM pgleader.heartbeat($1, $2, $3, $4, $5)",
-		e.cfg.NodeID, scopes, epochs, follow, settled)
+	var peer *ringPeer
+	rows, err := s.lead.Query(ctx, heartbeatSQL, e.cfg.NodeID, scopes, epochs, follow, known, settled)
 	if err == nil {
-		var o observation
-		var isLed, good, wantResign bool
-		_, err = pgx.ForEachRow(rows, []any{&o.scope, &isLed, &good, &o.epoch, &o.holder, &wantResign}, func() error {
-			if isLed {
-				ok[o.scope] = good
-				resign[o.scope] = wantResign
-			} else {
-				seen = append(seen, o)
+		var kind string
+		var scope *string
+		var good, wantResign bool
+		var epoch *int64
+		var holder *string
+		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign}, func() error {
+			switch {
+			case kind == "led" && scope != nil:
+				ok[*scope] = good
+				resign[*scope] = wantResign
+			case kind == "follow" && scope != nil && epoch != nil:
+				seen = append(seen, observation{*scope, *epoch, holder})
+			case kind == "ring" && holder != nil && epoch != nil:
+				peer = &ringPeer{node: *holder, beacon: *epoch}
 			}
 			return nil
 		})
@@ -335,19 +381,26 @@ func (s *session) heartbeat() {
 			e.emit(Event{Kind: EventHeartbeatFailed, Reason: err.Error(), Latency: latency})
 		}
 		e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
-		s.lose(reason)
+		s.lose(reason, err)
 		return
 	}
+	e.ring.setPeer(peer)
+	var free []*Scope
 	for _, o := range seen {
 		sc := e.scopes[o.scope]
-		if o.holder == nil {
-			sc.noteFree()
+		if sc == nil {
 			continue
 		}
-		sc.noteHeld()
+		if o.holder == nil {
+			free = append(free, sc)
+			continue
+		}
 		if *o.holder != e.cfg.NodeID {
 			sc.observe(*o.holder, o.epoch)
 		}
+	}
+	if len(free) > 0 {
+		s.requestClaims(free, "")
 	}
 	for _, t := range terms {
 		if ok[t.scope.name] {
@@ -362,125 +415,150 @@ func (s *session) heartbeat() {
 	}
 }
 
-// guardBeat keeps the guard session's lease in step with leadership: while the node
-// leads any scope the guard has idle_session_timeout = L and is pinged with every
-// heartbeat, so it expires together with the leadership session if the process
-// freezes; otherwise the lease is disarmed and the guard left alone.
+// guardReq is a statement for guardLoop to run on the guard connection.
+type guardReq struct {
+	ctx   context.Context
+	run   func(ctx context.Context) error
+	reply chan error
+}
+
+// guardDo runs fn on the guard connection, in guardLoop, interrupting its wait for
+// notifications.
+func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) error) error {
+	req := guardReq{ctx: ctx, run: fn, reply: make(chan error, 1)}
+	select {
+	case s.guardReqs <- req:
+	case <-s.lost:
+		return errSessionLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Sent first, then woken: guardLoop publishes its wake-up before it looks for
+	// requests, so either it sees this request or this call interrupts its wait.
+	if wake := s.guardWake.Load(); wake != nil {
+		(*wake)()
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-s.lost:
+		return errSessionLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// guardLoop owns the guard connection: it waits for leader_change notifications and
+// runs guardDo requests (lease arming, the heartbeat's ping) in between. While the
+// lease is armed and no heartbeat has pinged the guard for an interval (the
+// leadership session is busy with a long batch), it pings the guard itself: the
+// guard must never expire while the process runs, and must never expire before
+// the trust of the last heartbeat has (the heartbeat's own ping, sent after the
+// heartbeat started, sees to that: see "No overlap" in the package doc). A broken
+// guard connection loses the session.
+func (s *session) guardLoop() {
+	T := s.e.cfg.HeartbeatTimeout
+	for !s.isLost() {
+		wctx, wake := context.WithCancel(s.ctx)
+		if s.guardLease {
+			wctx, wake = context.WithDeadline(s.ctx, s.guardPing)
+		}
+		s.guardWake.Store(&wake)
+		select {
+		case req := <-s.guardReqs:
+			wake()
+			err := req.ctx.Err()
+			if err == nil {
+				err = req.run(req.ctx)
+			}
+			req.reply <- err
+			continue
+		default:
+		}
+		if s.guardLease && !time.Now().Before(s.guardPing) {
+			wake()
+			ctx, cancel := s.stmtCtx(T)
+			err := s.pingGuard(ctx)
+			cancel()
+			if err != nil {
+				s.lose("lost_connection", fmt.Errorf("guard session: %w", err))
+				return
+			}
+			continue
+		}
+		n, err := s.guard.WaitForNotification(wctx)
+		interrupted := wctx.Err() != nil
+		wake()
+		if n != nil {
+			s.e.onNotification(n.Payload)
+		}
+		if err != nil && !interrupted {
+			s.lose("lost_connection", fmt.Errorf("guard session: %w", err))
+			return
+		}
+	}
+}
+
+// guardBeat keeps the guard session's lease in step with leadership, at every
+// heartbeat: while the node leads any scope the guard has idle_session_timeout = L
+// and is pinged with every heartbeat, so it expires together with the leadership
+// session if the process freezes; otherwise the lease is disarmed and the guard left
+// alone, costing the server nothing.
 //
-// Whether the node leads is read here, under guardMu, not taken from the caller: a
+// Whether the node leads is read in guardLoop, not taken from the caller: a
 // heartbeat's snapshot of the terms may predate a claim whose lead() has already
 // armed the lease (addTerm happens before that arming), and must not disarm it.
 func (s *session) guardBeat(ctx context.Context) error {
-	s.guardMu.Lock()
-	defer s.guardMu.Unlock()
-	s.termsMu.Lock()
-	leading := len(s.terms) > 0
-	s.termsMu.Unlock()
-	switch {
-	case leading && s.guardLease:
-		return s.guard.Ping(ctx)
-	case leading == s.guardLease:
-		return nil
-	}
-	lease := "0"
-	if leading {
-		lease = strconv.FormatInt(s.e.cfg.SessionLease.Milliseconds(), 10)
-	}
-	// No arguments: pgx sends it with the simple protocol, one round trip. With an
-	// argument its first use in a session costs a prepare round trip as well, and
-	// arming happens inside a heartbeat's deadline: with 60–70 ms of round-trip
-	// latency two trips come close to a 150 ms T (the suspected cause of one lost
-	// lead right after an election in the latency-low chaos scenario).
-	if _, err := s.guard.Exec(ctx, "SELECT set_config('idle_session_timeout', '"+lease+"', false)"); err != nil {
+	return s.guardDo(ctx, func(ctx context.Context) error {
+		s.termsMu.Lock()
+		leading := len(s.terms) > 0
+		s.termsMu.Unlock()
+		switch {
+		case leading && s.guardLease:
+			return s.pingGuard(ctx)
+		case leading == s.guardLease:
+			return nil
+		}
+		return s.setGuardLease(ctx, leading)
+	})
+}
+
+// armGuard makes sure the guard's lease is armed, without a ping when it already
+// is: before a new term's gate may open (lead), and speculatively alongside a claim
+// by a node that leads nothing, so that a won claim does not wait for it. A lease
+// armed for a claim that was lost is disarmed by the next heartbeat.
+func (s *session) armGuard(ctx context.Context) error {
+	return s.guardDo(ctx, func(ctx context.Context) error {
+		if s.guardLease {
+			return nil
+		}
+		return s.setGuardLease(ctx, true)
+	})
+}
+
+// pingGuard resets the guard's idle timer (guardLoop only).
+func (s *session) pingGuard(ctx context.Context) error {
+	if err := s.guard.Ping(ctx); err != nil {
 		return err
 	}
-	s.guardLease = leading
+	s.guardPing = time.Now().Add(s.e.cfg.HeartbeatInterval)
 	return nil
 }
 
-// claimResult is one row of pgleader.try_claim.
-type claimResult struct {
-	acquired      bool
-	epoch         *int64
-	holder        *string
-	prevHolder    *string
-	prevEpoch     *int64
-	prevClosed    *bool
-	prevGuardKey  *int64
-	prevGuardHeld *bool
-	prevTrustMS   *int32
-	prevReason    *string
-	waitGuards    []int64 // guards whose holders may still trust a gate
-	start, done   int64   // monotonic, around the round trip
-}
-
-func (s *session) tryClaim(sc *Scope) (claimResult, error) {
-	e := s.e
-	c := e.cfg
-	ctx, cancel := s.stmtCtx(c.HeartbeatTimeout)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isLost() {
-		return claimResult{}, errSessionLost
+func (s *session) setGuardLease(ctx context.Context, on bool) error {
+	lease := "0"
+	if on {
+		lease = strconv.FormatInt(s.e.cfg.SessionLease.Milliseconds(), 10)
 	}
-	var r claimResult
-	r.start = monotime.Now()
-	err := s.lead.QueryRow(ctx, `SELECT acquired, epoch, holder, prev_holder, prev_epoch, prev_closed,
-	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
-	   FROM pgleader.try_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		sc.name, sc.key, c.NodeID, c.Hostname, s.guardKey,
-		c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
-		c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
-	).Scan(&r.acquired, &r.epoch, &r.holder, &r.prevHolder, &r.prevEpoch, &r.prevClosed,
-		&r.prevGuardKey, &r.prevGuardHeld, &r.prevTrustMS, &r.prevReason, &r.waitGuards)
-	r.done = monotime.Now()
-	if err != nil {
-		s.reconcileLocked(sc.key, err)
+	// No arguments: pgx sends it with the simple protocol, one round trip (with an
+	// argument its first use costs a prepare round trip too, inside a heartbeat's
+	// deadline).
+	if _, err := s.guard.Exec(ctx, "SELECT set_config('idle_session_timeout', '"+lease+"', false)"); err != nil {
+		return err
 	}
-	return r, err
-}
-
-// reconcileLocked makes sure a failed claim or release left no advisory lock on key
-// behind: try_claim gives the lock back in its exception handler, but a cancelled
-// statement or a commit-time error escapes that handler, and a lock kept that way
-// would stack under the next claim and outlive its release. Called with s.mu held.
-func (s *session) reconcileLocked(key int64, cause error) {
-	if isLockTimeout(cause) {
-		return // raised inside try_claim's handler (which unlocked) or by release's row wait
-	}
-	if s.lead.IsClosed() {
-		go s.lose("lost_connection")
-		return
-	}
-	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
-	defer cancel()
-	if _, err := s.lead.Exec(ctx, "SELECT pgleader.unlock_held($1)", key); err != nil {
-		s.e.log.Warn("cannot reconcile advisory lock after a failed statement; dropping the session",
-			"node", s.e.cfg.NodeID, "key", key, "cause", cause, "err", err)
-		go s.lose("lost_connection")
-	}
-}
-
-// release closes a term cleanly in the database and unlocks its scope. Its row lock
-// waits at most T/5 for the term's own fenced writers (then 55P03, for the caller to
-// retry), so other scopes' heartbeats are never held up for long.
-func (s *session) release(sc *Scope, epoch int64, reason string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isLost() {
-		return false, errSessionLost
-	}
-	T := s.e.cfg.HeartbeatTimeout
-	ctx, cancel := s.stmtCtx(T)
-	defer cancel()
-	var ok bool
-	err := s.lead.QueryRow(ctx, "SELECT pgleader.release($1, $2, $3, $4, $5)",
-		sc.name, epoch, s.e.cfg.NodeID, reason, max(T.Milliseconds()/5, 1)).Scan(&ok)
-	if err != nil {
-		s.reconcileLocked(sc.key, err)
-	}
-	return ok, err
+	s.guardLease = on
+	s.guardPing = time.Now().Add(s.e.cfg.HeartbeatInterval)
+	return nil
 }
 
 // markStopped records a clean shutdown in pgleader.nodes.

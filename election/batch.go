@@ -1,0 +1,372 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// maxBatch bounds the scopes of one claim or release round trip, so that a round
+// trip stays well inside the heartbeat timeout and the heartbeats of led scopes,
+// which queue behind it on the leadership session, are not delayed for long.
+const maxBatch = 100
+
+// batchTimeout bounds a claim or release round trip. It is looser than the
+// heartbeat timeout: a round trip that misses it drops the leadership session (pgx
+// closes a connection whose statement was cut), which ends every term of the node,
+// so a batch slowed by a busy server must not trip it; a connection that is really
+// gone is noticed by the socket watcher at once.
+func (s *session) batchTimeout() time.Duration { return 4 * s.e.cfg.HeartbeatTimeout }
+
+// batchQueue collects claims and releases for the leadership session. Requests that
+// arrive while a round trip is in flight go together in the next one (group
+// commit): one death that frees a thousand scopes costs a handful of round trips,
+// and a single claim is sent at once.
+type batchQueue struct {
+	mu       sync.Mutex
+	claims   []*Scope
+	announce []string
+	releases []releaseReq
+	kick     chan struct{}
+}
+
+func (q *batchQueue) init() { q.kick = make(chan struct{}, 1) }
+
+func (q *batchQueue) poke() {
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// claimResult is one row of pgleader.claim_batch.
+type claimResult struct {
+	scope         string
+	acquired      bool
+	busy          bool // the row is locked by the previous term's fenced writers: retry soon
+	epoch         *int64
+	holder        *string
+	prevHolder    *string
+	prevEpoch     *int64
+	prevClosed    *bool
+	prevGuardKey  *int64
+	prevGuardHeld *bool
+	prevTrustMS   *int32
+	prevReason    *string
+	waitGuards    []int64 // guards whose holders may still trust a gate
+	start, done   int64   // monotonic, around the round trip
+}
+
+// claimOutcome is what a scope's campaign learns from a batch that included it.
+type claimOutcome struct {
+	sess *session
+	r    claimResult
+	err  error
+}
+
+const claimBatchSQL = `SELECT scope, acquired, busy, epoch, holder, prev_holder, prev_epoch, prev_closed,
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
+	   FROM pgleader.claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
+func scanClaims(rows pgx.Rows) ([]claimResult, error) {
+	var out []claimResult
+	var r claimResult
+	_, err := pgx.ForEachRow(rows, []any{&r.scope, &r.acquired, &r.busy, &r.epoch, &r.holder,
+		&r.prevHolder, &r.prevEpoch, &r.prevClosed, &r.prevGuardKey, &r.prevGuardHeld,
+		&r.prevTrustMS, &r.prevReason, &r.waitGuards}, func() error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// requestClaims queues a claim of each scope whose campaign is waiting as a
+// follower (others are skipped: they lead, cool down after a resignation, or have
+// a claim queued already) and, when announce is not empty, a node_lost
+// announcement for that node. The outcome reaches each scope's campaign.
+func (s *session) requestClaims(scopes []*Scope, announce string) {
+	q := &s.batch
+	q.mu.Lock()
+	for _, sc := range scopes {
+		if sc.queueClaim(s) {
+			q.claims = append(q.claims, sc)
+		}
+	}
+	if announce != "" {
+		q.announce = append(q.announce, announce)
+	}
+	q.mu.Unlock()
+	q.poke()
+}
+
+// releaseReq is one term to release in a batch.
+type releaseReq struct {
+	scope  string
+	epoch  int64
+	reason string
+	reply  chan releaseResult
+}
+
+// releaseResult is one row of pgleader.release_batch.
+type releaseResult struct {
+	ok, busy bool
+	err      error
+}
+
+// releaseTerm releases one term through the next batch and waits for its result.
+// busy: the term's own fenced writers still hold its row; the lock is kept and the
+// caller retries.
+func (s *session) releaseTerm(sc *Scope, epoch int64, reason string) (ok, busy bool, err error) {
+	req := releaseReq{scope: sc.name, epoch: epoch, reason: reason, reply: make(chan releaseResult, 1)}
+	q := &s.batch
+	q.mu.Lock()
+	if s.isLost() {
+		q.mu.Unlock()
+		return false, false, errSessionLost
+	}
+	q.releases = append(q.releases, req)
+	q.mu.Unlock()
+	q.poke()
+	select {
+	case r := <-req.reply:
+		return r.ok, r.busy, r.err
+	case <-s.lost:
+		return false, false, errSessionLost
+	}
+}
+
+// serve runs the leadership session until it is lost or ctx ends: a heartbeat every
+// interval, and the queued releases and claims in between, releases first (they
+// free scopes for others), each round trip at most maxBatch scopes. One goroutine
+// does both, so a burst of claims never starves the heartbeat: it runs between two
+// batches as soon as it is due. When the session ends it answers every request
+// still queued.
+func (s *session) serve(ctx context.Context) {
+	defer s.failQueued()
+	tick := time.NewTicker(s.e.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.lost:
+			return
+		case <-tick.C:
+			s.heartbeat()
+		case <-s.batch.kick:
+			for ctx.Err() == nil && !s.isLost() && s.runNext() {
+				select {
+				case <-tick.C:
+					s.heartbeat()
+				default:
+				}
+			}
+		}
+	}
+}
+
+// runNext runs one round trip of queued work; false when the queue is empty.
+func (s *session) runNext() bool {
+	q := &s.batch
+	q.mu.Lock()
+	rel := q.releases[:min(len(q.releases), maxBatch)]
+	q.releases = q.releases[len(rel):]
+	var claims []*Scope
+	var announce string
+	if len(rel) == 0 {
+		claims = q.claims[:min(len(q.claims), maxBatch)]
+		q.claims = q.claims[len(claims):]
+		if len(q.announce) > 0 {
+			announce, q.announce = q.announce[0], q.announce[1:]
+		}
+	}
+	q.mu.Unlock()
+	switch {
+	case len(rel) > 0:
+		s.runReleases(rel)
+	case len(claims) > 0 || announce != "":
+		s.runClaims(claims, announce)
+	default:
+		return false
+	}
+	return true
+}
+
+// failQueued answers every queued request of a lost session.
+func (s *session) failQueued() {
+	q := &s.batch
+	q.mu.Lock()
+	claims, rel := q.claims, q.releases
+	q.claims, q.releases, q.announce = nil, nil, nil
+	q.mu.Unlock()
+	for _, sc := range claims {
+		sc.deliver(claimOutcome{sess: s, err: errSessionLost})
+	}
+	for _, r := range rel {
+		r.reply <- releaseResult{err: errSessionLost}
+	}
+}
+
+func (s *session) runClaims(scopes []*Scope, announce string) {
+	e := s.e
+	c := e.cfg
+	names := make([]string, len(scopes))
+	keys := make([]int64, len(scopes))
+	for i, sc := range scopes {
+		names[i], keys[i] = sc.name, sc.key
+	}
+	var ann *string
+	if announce != "" {
+		ann = &announce
+	}
+	ctx, cancel := s.stmtCtx(s.batchTimeout())
+	defer cancel()
+	if len(scopes) > 0 {
+		s.termsMu.Lock()
+		leading := len(s.terms) > 0
+		s.termsMu.Unlock()
+		if !leading {
+			go func() { // lead() waits for it if the claim is won
+				actx, cancel := s.stmtCtx(c.HeartbeatTimeout)
+				defer cancel()
+				if err := s.armGuard(actx); err != nil && s.guard.IsClosed() {
+					s.lose("lost_connection", fmt.Errorf("arm the guard lease: %w", err)) // the statement was cut: the guard is gone
+				}
+			}()
+		}
+	}
+	s.mu.Lock()
+	var got []claimResult
+	err := errSessionLost
+	start := monotime.Now()
+	if !s.isLost() {
+		var rows pgx.Rows
+		rows, err = s.lead.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
+			c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+			c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, ann)
+		if err == nil {
+			got, err = scanClaims(rows)
+		}
+		if err != nil {
+			s.reconcileLocked(keys, err)
+		}
+	}
+	done := monotime.Now()
+	s.mu.Unlock()
+	if err != nil {
+		if !errors.Is(err, errSessionLost) {
+			e.log.Warn("claim failed", "node", c.NodeID, "scopes", len(scopes), "err", err)
+		}
+		for _, sc := range scopes {
+			sc.deliver(claimOutcome{sess: s, err: err})
+		}
+		return
+	}
+	e.log.Debug("claim batch", "node", c.NodeID, "scopes", len(scopes), "announce", announce,
+		"start_mono_ns", start, "took", time.Duration(done-start))
+	byName := make(map[string]claimResult, len(got))
+	for _, r := range got {
+		r.start, r.done = start, done
+		byName[r.scope] = r
+	}
+	for _, sc := range scopes {
+		r, ok := byName[sc.name]
+		if !ok {
+			sc.deliver(claimOutcome{sess: s, err: fmt.Errorf("claim of %s: no row returned", sc.name)})
+			continue
+		}
+		sc.deliver(claimOutcome{sess: s, r: r})
+	}
+}
+
+// reconcileLocked makes sure a failed claim batch left no advisory lock behind:
+// claim_batch gives its locks back in its exception handler, but a cancelled
+// statement or a commit-time error escapes that handler, and a lock kept that way
+// would stack under the next claim and outlive its release. A connection that is
+// gone took its locks with it. Called with s.mu held.
+func (s *session) reconcileLocked(keys []int64, cause error) {
+	if s.lead.IsClosed() {
+		go s.lose("lost_connection", cause)
+		return
+	}
+	var pe *pgconn.PgError
+	if !errors.As(cause, &pe) {
+		go s.lose("lost_connection", cause)
+		return
+	}
+	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
+	defer cancel()
+	if _, err := s.lead.Exec(ctx, "SELECT pgleader.unlock_held_many($1)", keys); err != nil {
+		s.e.log.Warn("cannot reconcile advisory locks after a failed claim; dropping the session",
+			"node", s.e.cfg.NodeID, "keys", len(keys), "cause", cause, "err", err)
+		go s.lose("lost_connection", err)
+	}
+}
+
+const releaseBatchSQL = "SELECT scope, ok, busy FROM pgleader.release_batch($1, $2, $3, $4)"
+
+// releaseRows runs release_batch for reqs on q (the leadership session or a
+// transaction on it) and returns one result per request, in order.
+func (s *session) releaseRows(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, reqs []releaseReq) ([]releaseResult, error) {
+	names := make([]string, len(reqs))
+	epochs := make([]int64, len(reqs))
+	reasons := make([]string, len(reqs))
+	for i, r := range reqs {
+		names[i], epochs[i], reasons[i] = r.scope, r.epoch, r.reason
+	}
+	rows, err := q.Query(ctx, releaseBatchSQL, s.e.cfg.NodeID, names, epochs, reasons)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]releaseResult{}
+	var scope string
+	var res releaseResult
+	if _, err := pgx.ForEachRow(rows, []any{&scope, &res.ok, &res.busy}, func() error {
+		byName[scope] = res
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]releaseResult, len(reqs))
+	for i, r := range reqs {
+		got, ok := byName[r.scope]
+		if !ok {
+			got.err = fmt.Errorf("release of %s: no row returned", r.scope)
+		}
+		out[i] = got
+	}
+	return out, nil
+}
+
+func (s *session) runReleases(reqs []releaseReq) {
+	ctx, cancel := s.stmtCtx(s.batchTimeout())
+	defer cancel()
+	s.mu.Lock()
+	var res []releaseResult
+	err := errSessionLost
+	if !s.isLost() {
+		res, err = s.releaseRows(ctx, s.lead, reqs)
+		if err != nil {
+			// A failed release may have left locks on a session we can no longer
+			// trust: drop it, which frees them now rather than after the lease.
+			go s.lose("lost_connection", fmt.Errorf("release batch: %w", err))
+		}
+	}
+	s.mu.Unlock()
+	for i, r := range reqs {
+		if err != nil {
+			r.reply <- releaseResult{err: err}
+			continue
+		}
+		r.reply <- res[i]
+	}
+}

@@ -1,0 +1,319 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// ringPeer is the node this node watches: the next live node in node_id order.
+type ringPeer struct {
+	node   string
+	beacon int64 // advisory key its leadership session holds while it lives
+}
+
+// guardWait is a wait for one guard key, shared by every new term that waits on it
+// (a node that led many scopes is the predecessor of many terms at once).
+type guardWait struct {
+	key      int64
+	deadline int64         // the latest deadline among the waiters (monotonic)
+	done     chan struct{} // closed when served
+	free     bool          // set before done is closed
+}
+
+// ring owns the node's third connection, the watch connection. It blocks on the
+// beacon of one peer (the ring successor): the statement returns within a
+// millisecond of that peer's leadership session ending, however it ended, and the
+// node then claims the peer's scopes and announces the loss to every node (see
+// "How a follower learns" in the package doc). It also serves a new term's waits
+// for its predecessors' guards, which take precedence: the peer wait is interrupted
+// (a cancel request) and resumed after.
+type ring struct {
+	e *Elector
+
+	mu   sync.Mutex
+	peer *ringPeer // from the last heartbeat (or ring_next); nil: alone, or unknown
+
+	conn      atomic.Pointer[pgx.Conn]
+	waiting   atomic.Pointer[ringPeer] // the peer wait in flight, if any
+	cancelled atomic.Bool              // a cancel request was sent for the wait in flight
+	waits     map[int64]*guardWait     // under mu: guard waits not yet served
+	changed   chan struct{}            // peer changed or a guard wait arrived
+}
+
+func newRing(e *Elector) *ring {
+	return &ring{e: e, waits: map[int64]*guardWait{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *ring) signal() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// interrupt cuts a peer wait in flight so the loop looks at its inputs again. The
+// cancel request is harmless if it arrives late: a cancelled statement is simply
+// run again, and a cancel that finds the backend idle is ignored by the server.
+func (r *ring) interrupt() {
+	r.signal()
+	if r.waiting.Load() == nil || !r.cancelled.CompareAndSwap(false, true) {
+		return // nothing to cut, or a cancel request is on its way already
+	}
+	if c := r.conn.Load(); c != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = c.PgConn().CancelRequest(ctx)
+		}()
+	}
+}
+
+// setPeer records the peer a heartbeat reported and, if it changed, re-aims the
+// wait.
+func (r *ring) setPeer(p *ringPeer) {
+	r.mu.Lock()
+	same := (r.peer == nil && p == nil) || (r.peer != nil && p != nil && *r.peer == *p)
+	r.peer = p
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	if w := r.waiting.Load(); w != nil && p != nil && *w == *p {
+		return
+	}
+	r.interrupt()
+}
+
+func (r *ring) currentPeer() *ringPeer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peer
+}
+
+// awaitFree waits until no session holds key exclusively (true), or until the
+// monotonic deadline (false), whichever comes first; false too when ctx ends.
+// Concurrent waits for the same key share one statement.
+func (r *ring) awaitFree(ctx context.Context, key int64, deadline int64) bool {
+	left := time.Duration(deadline - monotime.Now())
+	if left <= 0 {
+		return false
+	}
+	r.mu.Lock()
+	w := r.waits[key]
+	if w == nil {
+		w = &guardWait{key: key, deadline: deadline, done: make(chan struct{})}
+		r.waits[key] = w
+	} else if deadline > w.deadline {
+		w.deadline = deadline
+	}
+	r.mu.Unlock()
+	r.interrupt()
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return w.free
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// nextWait takes a guard wait to serve, if any.
+func (r *ring) nextWait() *guardWait {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, w := range r.waits {
+		delete(r.waits, k)
+		return w
+	}
+	return nil
+}
+
+// loop runs until ctx ends; it owns the watch connection.
+func (r *ring) loop(ctx context.Context) {
+	e := r.e
+	failures := 0
+	defer func() {
+		if c := r.conn.Swap(nil); c != nil {
+			c.Close(context.Background())
+		}
+	}()
+	for ctx.Err() == nil {
+		conn := r.conn.Load()
+		if conn == nil || conn.IsClosed() {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			c, err := pgx.ConnectConfig(cctx, e.connConfig("watch", false))
+			cancel()
+			if err != nil {
+				failures++
+				if ctx.Err() == nil {
+					e.log.Warn("cannot open the watch connection", "node", e.cfg.NodeID, "err", err, "attempt", failures)
+				}
+				r.serveExpired()
+				sleepCtx(ctx, backoff(failures))
+				continue
+			}
+			r.conn.Store(c)
+			conn = c
+			// Learn the peer at once rather than at the next heartbeat.
+			if p, err := r.fetchPeer(ctx, conn); err == nil {
+				r.mu.Lock()
+				r.peer = p
+				r.mu.Unlock()
+			}
+		}
+		if w := r.nextWait(); w != nil {
+			r.serveGuard(ctx, conn, w)
+			continue
+		}
+		p := r.currentPeer()
+		if p == nil {
+			select {
+			case <-r.changed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		r.cancelled.Store(false)
+		r.waiting.Store(p)
+		if r.hasWaits() { // arrived after nextWait looked: serve it first
+			r.waiting.Store(nil)
+			continue
+		}
+		free, err := await(ctx, conn, p.beacon, 0)
+		r.waiting.Store(nil)
+		switch {
+		case err != nil && isCancel(err):
+			continue // interrupted: a guard wait, or a new peer
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			e.log.Warn("watching a peer failed", "node", e.cfg.NodeID, "peer", p.node, "err", err)
+			if c := r.conn.Swap(nil); c != nil {
+				c.Close(context.Background())
+			}
+			sleepCtx(ctx, backoff(failures))
+			continue
+		}
+		failures = 0
+		if !free {
+			continue
+		}
+		// The peer's leadership session is gone: its scope locks are free now.
+		e.log.Info("peer lost", "node", e.cfg.NodeID, "peer", p.node, "mono_ns", monotime.Now())
+		e.claimScopesOf(p.node, true)
+		next, err := r.fetchPeer(ctx, conn)
+		r.mu.Lock()
+		if r.peer != nil && *r.peer == *p {
+			r.peer = nil
+			if err == nil {
+				r.peer = next
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *ring) hasWaits() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waits) > 0
+}
+
+// serveGuard waits for a guard on conn; a cancel aimed at a peer wait is retried.
+func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait) {
+	defer close(w.done)
+	for {
+		r.mu.Lock()
+		deadline := w.deadline
+		r.mu.Unlock()
+		left := time.Duration(deadline - monotime.Now())
+		if left <= 0 {
+			return
+		}
+		free, err := await(ctx, conn, w.key, left)
+		switch {
+		case err != nil && isCancel(err):
+			continue
+		case err != nil:
+			if c := r.conn.Swap(nil); c != nil {
+				c.Close(context.Background())
+			}
+			return
+		}
+		w.free = free
+		return
+	}
+}
+
+// serveExpired answers guard waits while there is no connection: each caller
+// waits out its deadline itself.
+func (r *ring) serveExpired() {
+	for w := r.nextWait(); w != nil; w = r.nextWait() {
+		close(w.done)
+	}
+}
+
+func (r *ring) fetchPeer(ctx context.Context, conn *pgx.Conn) (*ringPeer, error) {
+	var p ringPeer
+	err := conn.QueryRow(ctx, "SELECT node_id, beacon_key FROM pgleader.ring_next($1)", r.e.cfg.NodeID).Scan(&p.node, &p.beacon)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// await waits on conn until no session holds key exclusively (true) or timeout
+// passes (false); timeout 0 waits without limit.
+func await(ctx context.Context, conn *pgx.Conn, key int64, timeout time.Duration) (bool, error) {
+	// Whole milliseconds, rounded up: a wait that bounds a predecessor's trust must
+	// never end early.
+	ms := int64((timeout + time.Millisecond - 1) / time.Millisecond)
+	var free bool
+	if err := conn.QueryRow(ctx, "SELECT pgleader.await_release($1, $2)", key, ms).Scan(&free); err != nil {
+		return false, fmt.Errorf("await release of %d: %w", key, err)
+	}
+	return free, nil
+}
+
+func isCancel(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014"
+}
+
+// claimScopesOf claims every scope this node follows whose holder was node (or is
+// unknown), in one round trip; announce adds the node_lost notification that tells
+// the other nodes (the ring watcher of node announces, the others only claim).
+func (e *Elector) claimScopesOf(node string, announce bool) {
+	sess := e.currentSession()
+	if sess == nil {
+		return
+	}
+	var scopes []*Scope
+	for _, sc := range e.order {
+		if h := sc.observed(); h == node || h == "" {
+			scopes = append(scopes, sc)
+		}
+	}
+	ann := ""
+	if announce {
+		ann = node
+	}
+	sess.requestClaims(scopes, ann)
+}
