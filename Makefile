@@ -6,6 +6,9 @@ PKGS    := ./...
 # Packages run one at a time (-p 1): the process-level fault tests measure takeovers
 # on 2 cores and must not compete with another package's tests for them.
 TEST_TIMEOUT ?= 12m
+# `make bench`'s scale run: modest, about half a minute (the command's own default is
+# 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
+SCALE_ARGS ?= --nodes 5 --scopes 200
 
 .PHONY: help build test lint bench bench-quick chaos demo clean deps
 
@@ -30,6 +33,7 @@ lint: ## gofmt + go vet + staticcheck
 
 bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
 	$(BIN) bench failover -n 50 --json docs/bench-failover.json
+	$(BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
 	$(BIN) bench collector -n 200 --json docs/bench-collector.json
 	$(BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
 	$(BIN) bench demo -n 5 --json docs/bench-demo.json

@@ -22,7 +22,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure pgleader on this machine",
 	}
-	cmd.AddCommand(a.benchFailoverCommand(), a.benchCollectorCommand(), a.benchDashboardCommand(), a.benchDemoCommand())
+	cmd.AddCommand(a.benchFailoverCommand(), a.benchScaleCommand(), a.benchCollectorCommand(), a.benchDashboardCommand(),
+		a.benchDemoCommand(), a.benchHolderCommand())
 	return cmd
 }
 
@@ -44,11 +45,7 @@ func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 	for _, f := range fs {
 		fmt.Fprintf(a.stdout, "%-40s n=%-4d p50 %8.2f ms   p99 %8.2f ms   max %8.2f ms\n", f.Name, f.N, f.P50MS, f.P99MS, f.MaxMS)
 	}
-	if jsonPath == "" {
-		return nil
-	}
-	b, _ := json.MarshalIndent(fs, "", "  ")
-	return os.WriteFile(jsonPath, append(b, '\n'), 0o644)
+	return writeJSON(jsonPath, fs)
 }
 
 // latencyCommand is the shape of the benchmarks that time leadership changes made
@@ -140,11 +137,14 @@ func (a *app) benchFailoverCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "failover",
-		Short: "Measure crash, graceful and frozen-leader failover, the gate check and idle load",
+		Short: "Measure crash, graceful and frozen-leader failover against the physical limit, the gate check and idle load",
 		Long: `failover runs real ` + "`pgleader node`" + ` processes (this binary) on this host and
 applies faults to the leader, timing each takeover from the moment the fault was
 sent to the successor's gate opening, as both record them on CLOCK_MONOTONIC:
 
+  limit     kill -9 of a holder process     → a bare follower's pg_advisory_lock
+                                              returns: the physical limit, on the
+                                              same server in the same run
   crash     kill -9 of the leader           → a follower's gate open
   graceful  SIGTERM of the leader (drain)   → a follower's gate open; and the gap
                                               between the old gate closing and the new opening
@@ -156,7 +156,11 @@ sent to the successor's gate opening, as both record them on CLOCK_MONOTONIC:
   load      transactions per node per heartbeat interval on an idle cluster
 
 Every iteration restarts the faulted node and waits until all nodes follow the
-leader again. The frozen scenario takes about one session lease (2s by default)
+leader again. The limit runs whenever a failover scenario does: one sample before
+each crash iteration (same machine load), else first, beside an idle cluster.
+Every failover figure is printed beside it, as p50 and p99 ratios; the target is
+crash p99 ≤ 2× limit p99 (one scope, 3 nodes), reported PASS or MISS (a miss does
+not fail the command). The frozen scenario takes about one session lease (2s by default)
 per iteration. Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL
 (as the postgres OS user when run as root) and removes it afterwards; with one,
 it migrates that database and uses scopes named bench-*.`,
@@ -186,11 +190,8 @@ it migrates that database and uses scopes named bench-*.`,
 				fmt.Fprintln(a.stdout)
 				rep.WriteTable(a.stdout)
 				fmt.Fprintf(a.stdout, "\n(%s in %v)\n", strings.Join(scenarios, ", "), time.Since(began).Round(time.Second))
-				if jsonPath != "" {
-					b, _ := json.MarshalIndent(rep, "", "  ")
-					if werr := os.WriteFile(jsonPath, append(b, '\n'), 0o644); werr != nil {
-						return werr
-					}
+				if werr := writeJSON(jsonPath, rep); werr != nil {
+					return werr
 				}
 			}
 			return err
@@ -203,6 +204,104 @@ it migrates that database and uses scopes named bench-*.`,
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to `FILE`")
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--session-lease 3s\" (default: the engine's defaults)")
 	return cmd
+}
+
+func (a *app) benchScaleCommand() *cobra.Command {
+	var (
+		nodes, scopes, n int
+		idle, timeout    time.Duration
+		jsonPath         string
+		nodeArgs         string
+	)
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "Measure N nodes × M scopes: election time, connections, idle cost, takeover of a killed leader",
+		Long: `scale runs --nodes ` + "`pgleader node`" + ` processes (this binary) on this host, each
+campaigning for the same --scopes scopes, and measures:
+
+  - the time from starting the first node until every scope is led (gate open);
+  - server connections per node (pg_stat_activity, by application_name
+    "pgleader <role> <node>");
+  - transactions per node per heartbeat interval, CPU (utime+stime) and RSS of
+    every node over an idle window (--idle-window);
+  - the physical limit, -n samples on the same server (see bench failover);
+  - kill -9 of the node leading the most scopes → each of its scopes' successor
+    gate opening: p50, p99, max, beside the limit, and whether every scope was
+    led again.
+
+The engine caps the scopes a node may campaign for (MaxScopes): if --scopes
+exceeds it, the nodes refuse to start and the command prints their error. Without
+--dsn or DATABASE_URL it starts a throwaway PostgreSQL and removes it afterwards.`,
+		Example: `  pgleader bench scale
+  pgleader bench scale --nodes 3 --scopes 50 --json docs/bench-scale.json`,
+		Args: cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if nodes < 2 || scopes < 1 || n < 0 {
+				return cli.BadInput("--nodes must be ≥ 2, --scopes ≥ 1 and -n ≥ 0 (got %d, %d and %d)", nodes, scopes, n)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			h, done, err := a.newHarness(ctx, "bench", false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			began := time.Now()
+			rep, err := bench.RunScale(ctx, bench.ScaleOptions{Bin: h.bin, DSN: h.dsn, Dir: h.dir, Nodes: nodes, Scopes: scopes,
+				LimitN: n, IdleWindow: idle, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Timeout: timeout})
+			if rep != nil {
+				fmt.Fprintln(a.stdout)
+				rep.WriteTable(a.stdout)
+				fmt.Fprintf(a.stdout, "\n(scale in %v)\n", time.Since(began).Round(time.Second))
+				if werr := writeJSON(jsonPath, rep); werr != nil {
+					return werr
+				}
+			}
+			return err
+		}),
+	}
+	f := cmd.Flags()
+	f.IntVar(&nodes, "nodes", 5, "node processes")
+	f.IntVar(&scopes, "scopes", 1000, "scopes every node campaigns for")
+	f.IntVarP(&n, "iterations", "n", 20, "physical-limit samples (0: none)")
+	f.DurationVar(&idle, "idle-window", 10*time.Second, "window of the idle load, CPU and memory figures")
+	f.DurationVar(&timeout, "timeout", 2*time.Minute, "limit of each phase (all led, settled, all led again)")
+	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to `FILE`")
+	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--heartbeat-interval 1s\" (default: the engine's defaults)")
+	return cmd
+}
+
+// benchHolderCommand is the holder process of the physical limit: bench failover
+// and bench scale start it, wait for its ready line and kill it.
+func (a *app) benchHolderCommand() *cobra.Command {
+	var key int64
+	cmd := &cobra.Command{
+		Use:    "holder --key K",
+		Short:  "Hold pg_advisory_lock(K) until killed (the physical limit's holder)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			t, err := a.resolve()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.Hold(ctx, t.Config, key, a.stdout)
+		}),
+	}
+	cmd.Flags().Int64Var(&key, "key", 0, "advisory lock `K` to hold")
+	_ = cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+// writeJSON writes v as indented JSON to path (nothing when path is empty).
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func (a *app) benchDemoCommand() *cobra.Command {

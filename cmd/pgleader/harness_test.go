@@ -41,12 +41,23 @@ func TestBenchFailoverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rep struct {
-		Stats []struct {
-			Name  string  `json:"name"`
+		Limit *struct {
 			N     int     `json:"n"`
 			MinMS float64 `json:"min_ms"`
-			MaxMS float64 `json:"max_ms"`
+		} `json:"limit"`
+		Stats []struct {
+			Name    string  `json:"name"`
+			N       int     `json:"n"`
+			MinMS   float64 `json:"min_ms"`
+			MaxMS   float64 `json:"max_ms"`
+			VsLimit *struct {
+				P50Ratio float64 `json:"p50_ratio"`
+				P99Ratio float64 `json:"p99_ratio"`
+			} `json:"vs_limit"`
 		} `json:"stats"`
+		Targets []struct {
+			Verdict string `json:"verdict"`
+		} `json:"targets"`
 		Gate []struct {
 			NsPerOp float64 `json:"ns_per_op"`
 		} `json:"gate"`
@@ -61,9 +72,56 @@ func TestBenchFailoverRuns(t *testing.T) {
 		if s.N != 2 || s.MinMS <= 0 || s.MaxMS < s.MinMS {
 			t.Errorf("implausible %s: %+v", s.Name, s)
 		}
+		if failover := s.Name == "crash failover" || s.Name == "graceful handover"; failover != (s.VsLimit != nil) ||
+			(s.VsLimit != nil && (s.VsLimit.P50Ratio <= 0 || s.VsLimit.P99Ratio <= 0)) {
+			t.Errorf("%s beside the limit: %+v", s.Name, s.VsLimit)
+		}
+	}
+	// The physical limit runs whenever a failover scenario does.
+	if rep.Limit == nil || rep.Limit.N != 2 || rep.Limit.MinMS <= 0 || len(rep.Targets) != 1 {
+		t.Errorf("limit %+v, targets %+v", rep.Limit, rep.Targets)
+	}
+	if !strings.Contains(r.stdout, "physical limit") || !strings.Contains(r.stdout, "target crash p99 ≤ 2× limit p99") {
+		t.Errorf("table lacks the limit:\n%s", r.stdout)
 	}
 	if r := pgleader(t, nil, "bench", "failover", "--scenarios", "nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown scenario") {
 		t.Errorf("bad scenario: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestBenchScaleRuns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "scale.json")
+	r := pgleader(t, nil, "bench", "scale", "--nodes", "2", "--scopes", "5", "-n", "2", "--idle-window", "500ms", "--json", out)
+	if r.code != 0 {
+		t.Fatalf("bench scale exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Led     int `json:"led"`
+		PerNode []struct {
+			Connections int `json:"connections"`
+		} `json:"per_node"`
+		Limit *struct {
+			N int `json:"n"`
+		} `json:"limit"`
+		Takeover *struct {
+			N int `json:"n"`
+		} `json:"takeover"`
+		KilledLed int  `json:"killed_led"`
+		AllReLed  bool `json:"all_re_led"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Led != 5 || len(rep.PerNode) != 2 || rep.PerNode[0].Connections <= 0 || rep.Limit == nil || rep.Limit.N != 2 ||
+		rep.Takeover == nil || rep.Takeover.N != rep.KilledLed || !rep.AllReLed {
+		t.Fatalf("report:\n%s", b)
+	}
+	if r := pgleader(t, nil, "bench", "scale", "--nodes", "1"); r.code != 2 || !strings.Contains(r.stderr, "--nodes must be ≥ 2") {
+		t.Errorf("one node: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

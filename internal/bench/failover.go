@@ -1,7 +1,11 @@
 // Package bench measures pgleader's failover: real `pgleader node` processes on one
 // host (internal/cluster), faults applied with signals, and every figure taken from
 // the nodes' CLOCK_MONOTONIC event timestamps against the moment the fault was sent.
+// Every failover figure carries its baseline from the same run on the same server,
+// the physical limit (limit.go), and is reported as a ratio to it as well.
 //
+//	limit     kill -9 of a holder process      → a bare follower's pg_advisory_lock
+//	                                              returns (what PostgreSQL allows)
 //	crash     kill -9 of the leader            → a follower's gate_open
 //	graceful  SIGTERM of the leader (drain)    → a follower's gate_open, and the gap
 //	                                              old gate_closed → new gate_open
@@ -15,6 +19,12 @@
 //
 // Each fault iteration restarts the faulted node and waits until it follows again,
 // so every iteration starts from the same state: one leader, n−1 waiting followers.
+// The limit is sampled once before each crash iteration, in that same state, so both
+// see the same machine load; without crash it runs first, beside an idle cluster.
+//
+// Scale (scale.go) runs N nodes × M scopes: time until every scope is led,
+// connections, idle load, memory and CPU per node, and the per-scope takeovers after
+// a kill -9 of the busiest leader.
 package bench
 
 import (
@@ -45,14 +55,21 @@ type Options struct {
 	Dir       string        // scratch directory (events files, logs)
 	N         int           // iterations per fault scenario
 	Nodes     int           // candidates (≥ 2)
-	Scenarios []string      // subset of crash, graceful, frozen, gate, load
+	Scenarios []string      // subset of AllScenarios; limit runs whenever a failover scenario does
 	NodeArgs  []string      // extra node flags (timing); empty: defaults
 	Progress  io.Writer     // per-iteration progress lines (may be nil)
 	Timeout   time.Duration // per iteration
 }
 
 // AllScenarios lists the scenarios in the order they run.
-var AllScenarios = []string{"crash", "graceful", "frozen", "terminate", "gate", "load"}
+var AllScenarios = []string{"limit", "crash", "graceful", "frozen", "terminate", "gate", "load"}
+
+// faultScenarios are the failover scenarios, reported beside the physical limit.
+var faultScenarios = []string{"crash", "graceful", "frozen", "terminate"}
+
+// CrashTarget is the ratio crash failover's p99 must stay within, to the physical
+// limit's p99 of the same run (one scope, 3 nodes).
+const CrashTarget = 2.0
 
 // Stat summarises samples.
 type Stat struct {
@@ -64,6 +81,10 @@ type Stat struct {
 	P99MS    float64   `json:"p99_ms"`
 	MaxMS    float64   `json:"max_ms"`
 	Samples  []float64 `json:"samples_ms"`
+	// VsLimit: a failover figure beside the same run's physical limit.
+	VsLimit *VsLimit `json:"vs_limit,omitempty"`
+
+	failover bool // a failover figure (not a gap or a detection time)
 }
 
 // GateStat is the gate-check micro-benchmark.
@@ -86,9 +107,12 @@ type Load struct {
 type Report struct {
 	Machine map[string]string `json:"machine"`
 	Timing  map[string]string `json:"timing"`
-	Stats   []Stat            `json:"stats"`
-	Gate    []GateStat        `json:"gate,omitempty"`
-	Load    *Load             `json:"load,omitempty"`
+	// Limit is the physical limit of crash failover, measured in this run.
+	Limit   *Stat      `json:"limit,omitempty"`
+	Stats   []Stat     `json:"stats"`
+	Targets []Target   `json:"targets,omitempty"`
+	Gate    []GateStat `json:"gate,omitempty"`
+	Load    *Load      `json:"load,omitempty"`
 }
 
 // Run runs the selected scenarios.
@@ -102,23 +126,36 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	cfg := election.DefaultConfig()
-	rep := &Report{Machine: machine(ctx, o.DSN), Timing: map[string]string{
-		"heartbeat_interval": cfg.HeartbeatInterval.String(), "heartbeat_timeout": cfg.HeartbeatTimeout.String(),
-		"trust_window": cfg.TrustWindow.String(), "session_lease": cfg.SessionLease.String(),
-		"node_args": strings.Join(o.NodeArgs, " "),
-	}}
-	for _, sc := range o.Scenarios {
+	rep := &Report{Machine: machine(ctx, o.DSN), Timing: timing(o.NodeArgs)}
+	defer rep.compareWithLimit(o.Nodes)
+	scenarios := o.Scenarios
+	if !slices.Contains(scenarios, "limit") && slices.ContainsFunc(scenarios, isFault) {
+		scenarios = append([]string{"limit"}, scenarios...)
+	}
+	// With crash, the limit is sampled between its iterations instead.
+	var probe *limitProbe
+	if slices.Contains(scenarios, "limit") && slices.Contains(scenarios, "crash") {
+		var err error
+		if probe, err = newLimitProbe(ctx, o.Bin, o.DSN, o.Timeout); err != nil {
+			return rep, fmt.Errorf("limit: %w", err)
+		}
+		defer probe.close()
+	}
+	for _, sc := range scenarios {
 		var err error
 		switch sc {
+		case "limit":
+			if probe == nil {
+				err = o.limit(ctx, rep)
+			}
 		case "crash":
-			err = o.faults(ctx, rep, "crash")
+			err = o.faults(ctx, rep, "crash", probe)
 		case "graceful":
-			err = o.faults(ctx, rep, "graceful")
+			err = o.faults(ctx, rep, "graceful", nil)
 		case "frozen":
-			err = o.faults(ctx, rep, "frozen")
+			err = o.faults(ctx, rep, "frozen", nil)
 		case "terminate":
-			err = o.faults(ctx, rep, "terminate")
+			err = o.faults(ctx, rep, "terminate", nil)
 		case "gate":
 			rep.Gate, err = gateBench(ctx, o.DSN)
 		case "load":
@@ -138,8 +175,67 @@ func (o Options) cluster(scope string) *cluster.Cluster {
 		NodeArgs: append([]string{"--log-level", "warn"}, o.NodeArgs...)})
 }
 
+func isFault(scenario string) bool { return slices.Contains(faultScenarios, scenario) }
+
+// limit takes N physical-limit samples beside an idle cluster of the same size
+// (a leader and waiting followers on a scope of their own), so the machine carries
+// the load it carries during the faults.
+func (o Options) limit(ctx context.Context, rep *Report) error {
+	scope := "bench-limit-" + time.Now().Format("150405.000")
+	c := o.cluster(scope)
+	defer c.Close()
+	for i := range o.Nodes {
+		if _, err := c.Start(fmt.Sprintf("limit-%d", i+1)); err != nil {
+			return err
+		}
+	}
+	if _, _, err := o.steady(ctx, c, scope); err != nil {
+		return err
+	}
+	xs, err := limitSamples(ctx, o.Bin, o.DSN, o.N, o.Timeout, o.Progress)
+	if err != nil {
+		return err
+	}
+	rep.setLimit(xs)
+	return nil
+}
+
+func (r *Report) setLimit(samples []float64) {
+	s := summarize(limitStatName, limitWhat+" (same server, this run)", samples)
+	r.Limit = &s
+}
+
+// compareWithLimit sets every failover figure beside the limit and checks the
+// crash target.
+func (r *Report) compareWithLimit(nodes int) {
+	if r.Limit == nil {
+		return
+	}
+	for i, s := range r.Stats {
+		if s.failover {
+			r.Stats[i].VsLimit = vsLimit(s, r.Limit)
+		}
+	}
+	for _, s := range r.Stats {
+		if s.Name != crashStatName || s.VsLimit == nil {
+			continue
+		}
+		t := Target{Name: fmt.Sprintf("crash p99 ≤ %g× limit p99", CrashTarget), Stat: s.Name,
+			Ratio: s.VsLimit.P99Ratio, Max: CrashTarget, Met: s.VsLimit.P99Ratio <= CrashTarget}
+		t.Verdict = verdict(t.Met)
+		if nodes != 3 {
+			t.Note = fmt.Sprintf("the target is stated for 3 nodes; this run had %d", nodes)
+		}
+		r.Targets = append(r.Targets, t)
+	}
+}
+
+const crashStatName = "crash failover"
+
 // faults runs N iterations of one fault against a fresh cluster on its own scope.
-func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
+// With a probe, one physical-limit sample is taken before each iteration, once the
+// cluster has settled.
+func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *limitProbe) error {
 	scope := "bench-" + kind + "-" + time.Now().Format("150405.000")
 	c := o.cluster(scope)
 	defer c.Close()
@@ -150,7 +246,10 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 			return err
 		}
 	}
-	var main, gap, detect []float64
+	var main, gap, detect, limit []float64
+	if probe != nil {
+		defer func() { rep.setLimit(limit) }()
+	}
 	var admin *pgx.Conn
 	if kind == "terminate" {
 		var err error
@@ -163,6 +262,14 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 		leader, epoch, err := o.steady(ctx, c, scope)
 		if err != nil {
 			return fmt.Errorf("iteration %d: %w", i+1, err)
+		}
+		if probe != nil {
+			x, err := probe.sample(ctx)
+			if err != nil {
+				return fmt.Errorf("iteration %d: limit sample: %w", i+1, err)
+			}
+			limit = append(limit, x)
+			fmt.Fprintf(o.Progress, "limit %d/%d: holder killed → follower granted after %.2f ms\n", i+1, o.N, x)
 		}
 		n := c.Node(leader)
 		var t0 int64
@@ -231,12 +338,14 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string) error {
 		}
 	}
 	names := map[string][2]string{
-		"crash":     {"crash failover", "kill -9 of the leader → a follower's gate open"},
+		"crash":     {crashStatName, "kill -9 of the leader → a follower's gate open"},
 		"graceful":  {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
 		"frozen":    {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
 		"terminate": {"terminated-session failover", "pg_terminate_backend of the leader's session → a follower's gate open"},
 	}
-	rep.Stats = append(rep.Stats, summarize(names[kind][0], names[kind][1], main))
+	figure := summarize(names[kind][0], names[kind][1], main)
+	figure.failover = true
+	rep.Stats = append(rep.Stats, figure)
 	switch kind {
 	case "graceful":
 		rep.Stats = append(rep.Stats, summarize("graceful gap", "old gate closed → new gate open", gap))
@@ -381,7 +490,7 @@ func gateBench(ctx context.Context, dsn string) ([]GateStat, error) {
 }
 
 // load counts the transactions an idle cluster commits per node per heartbeat
-// interval (pg_stat_database.xact_commit over a window).
+// interval.
 func (o Options) load(ctx context.Context) (*Load, error) {
 	scope := "bench-load"
 	c := o.cluster(scope)
@@ -394,7 +503,20 @@ func (o Options) load(ctx context.Context) (*Load, error) {
 	if _, _, err := o.steady(ctx, c, scope); err != nil {
 		return nil, err
 	}
-	conn, err := pgx.Connect(ctx, o.DSN)
+	l, err := idleLoad(ctx, o.DSN, o.Nodes, heartbeatInterval(o.NodeArgs), 10*time.Second, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	l.Note = fmt.Sprintf("transactions committed by the cluster: each node's heartbeat, plus the leader's guard ping (an empty query, which PostgreSQL counts as a transaction too): %.2f expected for %d nodes; waiting followers are blocked in await_release and commit nothing",
+		float64(o.Nodes+1)/float64(o.Nodes), o.Nodes)
+	return l, nil
+}
+
+// idleLoad counts the transactions the database commits over window
+// (pg_stat_database.xact_commit) while nodes idle, and divides them per node and
+// per heartbeat interval. The caller has let the nodes settle.
+func idleLoad(ctx context.Context, dsn string, nodes int, interval, window time.Duration, progress io.Writer) (*Load, error) {
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -411,22 +533,58 @@ func (o Options) load(ctx context.Context) (*Load, error) {
 	if err != nil {
 		return nil, err
 	}
-	const window = 10 * time.Second
-	fmt.Fprintf(o.Progress, "load: measuring %v with %d idle nodes\n", window, o.Nodes)
+	fmt.Fprintf(progress, "load: measuring %v with %d idle nodes\n", window, nodes)
 	time.Sleep(window)
 	// Backends flush their counters at most once a second: wait for the tail.
-	time.Sleep(1500 * time.Millisecond)
+	const tail = 1500 * time.Millisecond
+	time.Sleep(tail)
 	b, err := read()
 	if err != nil {
 		return nil, err
 	}
-	cfg := election.DefaultConfig()
-	intervals := (window + 1500*time.Millisecond).Seconds() / cfg.HeartbeatInterval.Seconds()
+	intervals := (window + tail).Seconds() / interval.Seconds()
 	tx := b - a - 2 // our own two reads
-	return &Load{Nodes: o.Nodes, Seconds: (window + 1500*time.Millisecond).Seconds(), Transactions: tx,
-		PerNodePerInterval: float64(tx) / float64(o.Nodes) / intervals,
-		Note: fmt.Sprintf("transactions committed by the cluster: each node's heartbeat, plus the leader's guard ping (an empty query, which PostgreSQL counts as a transaction too): %.2f expected for %d nodes; waiting followers are blocked in await_release and commit nothing",
-			float64(o.Nodes+1)/float64(o.Nodes), o.Nodes)}, nil
+	return &Load{Nodes: nodes, Seconds: (window + tail).Seconds(), Transactions: tx,
+		PerNodePerInterval: float64(tx) / float64(nodes) / intervals}, nil
+}
+
+// nodeConfig is the engine's default configuration with the timing flags of
+// nodeArgs applied (what the nodes run with).
+func nodeConfig(nodeArgs []string) election.Config {
+	cfg := election.DefaultConfig()
+	flags := map[string]*time.Duration{"heartbeat-interval": &cfg.HeartbeatInterval,
+		"heartbeat-timeout": &cfg.HeartbeatTimeout, "trust-window": &cfg.TrustWindow, "session-lease": &cfg.SessionLease}
+	for i, a := range nodeArgs {
+		name, val, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		d, ok := flags[name]
+		if !ok || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !inline {
+			if i+1 >= len(nodeArgs) {
+				continue
+			}
+			val = nodeArgs[i+1]
+		}
+		if v, err := time.ParseDuration(val); err == nil {
+			*d = v
+		}
+	}
+	return cfg
+}
+
+func heartbeatInterval(nodeArgs []string) time.Duration {
+	return nodeConfig(nodeArgs).HeartbeatInterval
+}
+
+// timing is the report's timing block.
+func timing(nodeArgs []string) map[string]string {
+	cfg := nodeConfig(nodeArgs)
+	return map[string]string{
+		"heartbeat_interval": cfg.HeartbeatInterval.String(), "heartbeat_timeout": cfg.HeartbeatTimeout.String(),
+		"trust_window": cfg.TrustWindow.String(), "session_lease": cfg.SessionLease.String(),
+		"node_args": strings.Join(nodeArgs, " "),
+	}
 }
 
 func machine(ctx context.Context, dsn string) map[string]string {

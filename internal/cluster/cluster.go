@@ -296,24 +296,48 @@ func (c *Cluster) WaitFor(ctx context.Context, match func(eventlog.Record) bool)
 func (c *Cluster) Leader(scope string) (string, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	open := map[string]int64{}
+	var l Leadership
 	for _, r := range c.events {
-		if r.Scope != scope && r.Event != ProcessExit {
-			continue
-		}
-		switch r.Event {
-		case "gate_open":
-			open[r.Node] = r.Epoch
-		case "gate_closed", "lost", "resigned":
-			delete(open, r.Node)
-		}
-		if r.Event == ProcessExit {
-			delete(open, r.Node)
+		if r.Scope == scope || r.Event == ProcessExit {
+			l.Apply(r)
 		}
 	}
+	return l.Leader(scope)
+}
+
+// Leadership folds event records, in mono_ns order, into the open gates of every
+// scope: the one way the harnesses tell who leads. A caller that follows many
+// scopes feeds it Poll's fresh records instead of rescanning Events.
+type Leadership struct {
+	open map[string]map[string]int64 // scope → node → epoch of its open gate
+}
+
+// Apply folds one record in.
+func (l *Leadership) Apply(r eventlog.Record) {
+	if l.open == nil {
+		l.open = map[string]map[string]int64{}
+	}
+	switch r.Event {
+	case "gate_open":
+		if l.open[r.Scope] == nil {
+			l.open[r.Scope] = map[string]int64{}
+		}
+		l.open[r.Scope][r.Node] = r.Epoch
+	case "gate_closed", "lost", "resigned":
+		delete(l.open[r.Scope], r.Node)
+	case ProcessExit: // a dead process's gates are all closed
+		for _, nodes := range l.open {
+			delete(nodes, r.Node)
+		}
+	}
+}
+
+// Leader returns the node with the highest-epoch open gate for scope ("" if none)
+// and that epoch.
+func (l *Leadership) Leader(scope string) (string, int64) {
 	var node string
 	var epoch int64
-	for n, e := range open {
+	for n, e := range l.open[scope] {
 		if e > epoch {
 			node, epoch = n, e
 		}
