@@ -16,7 +16,7 @@ import (
 // maxBatch bounds the scopes of one claim or release round trip, so that a round
 // trip stays well inside the heartbeat timeout and the heartbeats of led scopes,
 // which queue behind it on the leadership session, are not delayed for long.
-const maxBatch = 100
+const maxBatch = 250
 
 // batchTimeout bounds a claim or release round trip. It is looser than the
 // heartbeat timeout: a round trip that misses it drops the leadership session (pgx
@@ -183,7 +183,11 @@ func (s *session) runNext() bool {
 	if len(rel) == 0 {
 		claims = q.claims[:min(len(q.claims), maxBatch)]
 		q.claims = q.claims[len(claims):]
-		if len(q.announce) > 0 {
+		// A lost peer is announced with the last claim batch queued: the other
+		// nodes then find the scopes this node claimed already taken (their
+		// claims are cheap, and do not compete with this node's), and claim at
+		// once the ones it does not campaign for.
+		if len(q.announce) > 0 && len(q.claims) == 0 {
 			announce, q.announce = q.announce[0], q.announce[1:]
 		}
 	}

@@ -46,7 +46,7 @@
 //   - Load on the server: a follower sends one statement per heartbeat interval (its
 //     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
 //     round trip, and the guard ping); the blocked watch statement costs nothing.
-//     Claims and releases go in batches (one round trip, one commit, for up to 100
+//     Claims and releases go in batches (one round trip, one commit, for up to 250
 //     scopes): a node that dies leading a thousand scopes costs its successor ten.
 //   - A watcher on the leadership and on the guard connection polls its socket for
 //     the peer's close (POLLRDHUP, Linux) between and during statements, so a

@@ -459,9 +459,12 @@ func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) erro
 func (s *session) guardLoop() {
 	T := s.e.cfg.HeartbeatTimeout
 	for !s.isLost() {
-		wctx, wake := context.WithCancel(s.ctx)
+		var wctx context.Context
+		var wake context.CancelFunc
 		if s.guardLease {
 			wctx, wake = context.WithDeadline(s.ctx, s.guardPing)
+		} else {
+			wctx, wake = context.WithCancel(s.ctx)
 		}
 		s.guardWake.Store(&wake)
 		select {

@@ -48,6 +48,18 @@ LANGUAGE sql STABLE AS $$
 $$;
 -- +goose StatementEnd
 
+-- lock_map: every exclusive advisory lock of this database as a jsonb object whose
+-- keys are 'pid:key', for lookups (?) in O(log n). pg_lock_status() is estimated at
+-- one row, so a join against it becomes a nested loop over the whole lock table for
+-- every probing row: at a thousand scopes that is a million comparisons per call.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.lock_map() RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT coalesce(jsonb_object_agg(l.pid::text || ':' || l.key::text, true), '{}')
+    FROM pgleader.advisory_locks() l WHERE l.mode = 'ExclusiveLock'
+$$;
+-- +goose StatementEnd
+
 -- claim_batch: take the advisory lock of each scope without waiting and claim every
 -- scope won, as pgleader.claim does for one (S1: each epoch bumps by one, committed
 -- with synchronous_commit = on; S2 by construction: this very call took the locks on
@@ -76,7 +88,9 @@ RETURNS TABLE (scope text, acquired boolean, busy boolean, epoch bigint, holder 
 LANGUAGE plpgsql AS $$
 DECLARE
   v_taken   bigint[] := '{}';  -- keys this batch locked
-  v_held    bigint[];          -- guards of interest held at the start of the batch
+  v_cands   bigint[];          -- guards of the holders on record and of the unresolved chain
+  v_held    bigint[];          -- those held at the start of the batch
+  v_locks   jsonb;             -- 'pid:key' of every exclusive advisory lock, for lookups
   v_locked  text[];            -- won scopes whose rows are ours
   v_busy    bigint[];
   v_bad     text;
@@ -91,12 +105,15 @@ BEGIN
   -- Read before any lock of the batch is taken: a guard seen held here and
   -- released meanwhile is waited on for nothing; a guard seen free stays free
   -- (guard keys are random per session, never taken again).
+  -- (Two steps: pg_lock_status is estimated at one row, and a join against it
+  -- degenerates into a nested loop over the whole lock table.)
+  SELECT coalesce(array_agg(DISTINCT g) FILTER (WHERE g IS NOT NULL), '{}') INTO v_cands
+    FROM (SELECT s.holder_guard_key AS g FROM pgleader.leader_state s WHERE s.scope = ANY (p_scopes)
+          UNION ALL
+          SELECT unnest(s.unresolved_guards) FROM pgleader.leader_state s WHERE s.scope = ANY (p_scopes)) c;
   SELECT coalesce(array_agg(DISTINCT l.key), '{}') INTO v_held
     FROM pgleader.advisory_locks() l
-   WHERE l.mode = 'ExclusiveLock'
-     AND l.key IN (SELECT s.holder_guard_key FROM pgleader.leader_state s WHERE s.scope = ANY (p_scopes)
-                   UNION ALL
-                   SELECT unnest(s.unresolved_guards) FROM pgleader.leader_state s WHERE s.scope = ANY (p_scopes));
+   WHERE l.mode = 'ExclusiveLock' AND l.key = ANY (v_cands);
   BEGIN
     SELECT coalesce(array_agg(u.k), '{}') INTO v_taken
       FROM unnest(p_keys) AS u(k) WHERE pg_try_advisory_lock(u.k);
@@ -204,17 +221,16 @@ BEGIN
 
     -- Scopes held elsewhere: the epoch on record, and the holder while its backend
     -- holds the lock (NULL while the record is stale or a claim is in flight).
+    v_locks := pgleader.lock_map();
     RETURN QUERY
-      WITH locks AS MATERIALIZED (
-        SELECT l.pid, l.key FROM pgleader.advisory_locks() l WHERE l.mode = 'ExclusiveLock')
       SELECT u.s, false, false, s.epoch,
-             CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL AND lk.pid IS NOT NULL
+             CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL
+                   AND v_locks ? (s.holder_pid::text || ':' || s.lock_key::text)
                   THEN s.holder END,
              NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
              NULL::text, NULL::bigint[]
         FROM unnest(p_scopes, p_keys) AS u(s, k)
         LEFT JOIN pgleader.leader_state s ON s.scope = u.s
-        LEFT JOIN locks lk ON lk.pid = s.holder_pid AND lk.key = s.lock_key -- a join, hashed: not a probe per scope
        WHERE u.k <> ALL (v_taken) AND u.k <> ALL (v_busy);
     IF p_announce IS NOT NULL THEN
       PERFORM pg_notify('leader_change', json_build_object(
@@ -326,14 +342,14 @@ RETURNS TABLE (kind text, scope text, ok boolean, epoch bigint, holder text, res
 LANGUAGE plpgsql AS $$
 DECLARE
   v_leads text[];
+  v_locks jsonb := pgleader.lock_map(); -- one read of pg_locks, looked up by 'pid:key'
+  v_me    text := pg_backend_pid()::text || ':';
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
   UPDATE pgleader.nodes n SET last_seen = now(), backend_pid = pg_backend_pid()
    WHERE n.node_id = p_node;
   RETURN QUERY
-  WITH locks AS MATERIALIZED (
-    SELECT l.pid, l.key FROM pgleader.advisory_locks() l WHERE l.mode = 'ExclusiveLock'
-  ), want AS (
+  WITH want AS (
     SELECT w.scope, w.epoch FROM unnest(p_scopes, p_epochs) AS w(scope, epoch)
   ), upd AS (
     UPDATE pgleader.leader_state s SET last_heartbeat = now(),
@@ -342,15 +358,15 @@ BEGIN
       FROM want
      WHERE s.scope = want.scope AND s.epoch = want.epoch AND s.holder = p_node
        AND s.released_at IS NULL
-       AND s.lock_key IN (SELECT locks.key FROM locks WHERE locks.pid = pg_backend_pid())
+       AND v_locks ? (v_me || s.lock_key::text)
     RETURNING s.scope, s.resign_requested_epoch = want.epoch AS resign
   ), follow AS (
     SELECT s.scope, s.epoch, f.known,
-           CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL AND lk.pid IS NOT NULL
+           CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL
+                 AND v_locks ? (s.holder_pid::text || ':' || s.lock_key::text)
                 THEN s.holder END AS live
       FROM unnest(p_follow, p_known) AS f(scope, known)
       JOIN pgleader.leader_state s ON s.scope = f.scope
-      LEFT JOIN locks lk ON lk.pid = s.holder_pid AND lk.key = s.lock_key
   )
   SELECT 'led'::text, want.scope, upd.scope IS NOT NULL, want.epoch, p_node, coalesce(upd.resign, false)
     FROM want LEFT JOIN upd ON upd.scope = want.scope
@@ -362,7 +378,7 @@ BEGIN
   (SELECT 'ring'::text, NULL::text, true, n.beacon_key, n.node_id, false
      FROM pgleader.nodes n
     WHERE n.node_id <> p_node AND n.stopped_at IS NULL AND n.beacon_key IS NOT NULL
-      AND EXISTS (SELECT 1 FROM locks WHERE locks.key = n.beacon_key)
+      AND v_locks ? (n.backend_pid::text || ':' || n.beacon_key::text)
     ORDER BY n.node_id <= p_node, n.node_id
     LIMIT 1);
   SELECT coalesce(array_agg(s.scope ORDER BY s.scope), '{}') INTO v_leads
