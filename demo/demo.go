@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,7 +50,7 @@ type Options struct {
 	DSN      string        // empty: a throwaway PostgreSQL
 	Nodes    int           // node processes (default 3)
 	Scopes   []string      // scopes every node campaigns for (default billing, reports)
-	Work     time.Duration // fenced write interval of a leader (default 200ms)
+	Work     time.Duration // fenced write interval of a leader, per scope (default WorkInterval)
 	Restart  time.Duration // delay before a dead node is started again (default 3s)
 	Duration time.Duration // 0: until ctx ends (or q)
 	Listen   string        // exporter address; "" = 127.0.0.1:9817, or a free port if taken; "off" = none
@@ -80,7 +81,7 @@ func (o *Options) defaults() {
 		o.Scopes = []string{"billing", "reports"}
 	}
 	if o.Work == 0 {
-		o.Work = 200 * time.Millisecond
+		o.Work = WorkInterval(len(o.Scopes))
 	}
 	if o.Restart == 0 {
 		o.Restart = 3 * time.Second
@@ -88,6 +89,36 @@ func (o *Options) defaults() {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+}
+
+// WorkInterval is the default fenced-write interval of a leader, per scope:
+// 200ms, stretched beyond 10 scopes so that all of them together write about 50
+// times a second (every 20s each at 1,000 scopes). The writes are there to show
+// fencing at work; 5,000 a second would drown the heartbeats of a laptop's
+// PostgreSQL and make every scope flap.
+func WorkInterval(scopes int) time.Duration {
+	return max(200*time.Millisecond, time.Duration(scopes)*time.Second/50)
+}
+
+// NumberedScopes returns n scope names, scope-0001 … scope-n, zero-padded to
+// at least four digits so that they sort in number order (`pgleader demo
+// --scopes N`).
+func NumberedScopes(n int) []string {
+	width := max(4, len(strconv.Itoa(n)))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("scope-%0*d", width, i+1)
+	}
+	return out
+}
+
+// scopeList names the scopes in a message, the first and last only when
+// there are many.
+func scopeList(scopes []string) string {
+	if len(scopes) <= 6 {
+		return fmt.Sprint(scopes)
+	}
+	return fmt.Sprintf("%d: [%s %s … %s]", len(scopes), scopes[0], scopes[1], scopes[len(scopes)-1])
 }
 
 // Run runs the demo until ctx ends, Duration passes or the dashboard quits.
@@ -109,7 +140,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if o.DSN == "" {
 		fmt.Fprintln(out, "demo: starting a throwaway PostgreSQL …")
 	} else {
-		fmt.Fprintln(out, "demo: using the database of --dsn: it creates the pgleader schema there if missing and writes to pgleader.leader_state, nodes, terms, audit and demo_actions (scopes: "+fmt.Sprint(o.Scopes)+")")
+		fmt.Fprintln(out, "demo: using the database of --dsn: it creates the pgleader schema there if missing and writes to pgleader.leader_state, nodes, terms, audit and demo_actions (scopes "+scopeList(o.Scopes)+")")
 	}
 	began := time.Now()
 	dsn, srv, closeDB, err := cluster.Database(ctx, o.DSN, nil)
@@ -212,7 +243,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if info.MetricsURL != "" {
 		fmt.Fprintf(out, "demo: Prometheus metrics at %s\n", info.MetricsURL)
 	}
-	fmt.Fprintf(out, "demo: %d nodes, scopes %v, scratch %s (ready in %s)\n", o.Nodes, o.Scopes, dir,
+	fmt.Fprintf(out, "demo: %d nodes, scopes %s, scratch %s (ready in %s)\n", o.Nodes, scopeList(o.Scopes), dir,
 		time.Since(began).Round(time.Millisecond))
 	if o.Ready != nil {
 		o.Ready(info)

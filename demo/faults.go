@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,6 +44,7 @@ type lab struct {
 	notes  chan string // messages for the event log (failover times)
 
 	mu       sync.Mutex
+	lead     cluster.Leadership // who leads each scope, from the records observe saw
 	proxies  map[string]*faultnet.Proxy
 	frozen   map[string]bool      // node id → SIGSTOPped
 	hung     map[string]bool      // node id → database link hung
@@ -69,7 +72,20 @@ type watch struct {
 	at                 int64 // mono ns of the fault
 	done               chan Failover
 	also               []*watch // the other scopes the faulted node led
+	strike             *strike
 }
+
+// strike is one fault and the takeovers it awaits, one per scope it struck.
+// The event log gets a line per takeover when they are few, else one line once
+// all are done: a node leading 300 scopes must not bury the log.
+type strike struct {
+	fault string
+	n     int // watches registered
+	took  []Failover
+}
+
+// noteEach is the most takeovers of one fault noted one by one.
+const noteEach = 3
 
 func (l *lab) note(format string, args ...any) {
 	select {
@@ -106,7 +122,9 @@ func (l *lab) startNode(id string) (*cluster.Node, error) {
 
 // leader returns the node leading scope according to the nodes' own events.
 func (l *lab) leader(scope string) (*cluster.Node, int64, error) {
-	id, epoch := l.c.Leader(scope)
+	l.mu.Lock()
+	id, epoch := l.lead.Leader(scope)
+	l.mu.Unlock()
 	if id == "" {
 		return nil, 0, fmt.Errorf("%s has no leader right now", scope)
 	}
@@ -121,15 +139,23 @@ func (l *lab) leader(scope string) (*cluster.Node, int64, error) {
 // node leads (the fault strikes them too); observe reports each takeover. It
 // returns the watch of scope.
 func (l *lab) expectTakeover(fault, scope, from string, epoch, at int64) *watch {
-	w := &watch{fault: fault, scope: scope, from: from, epoch: epoch, at: at, done: make(chan Failover, 1)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := &strike{fault: fault}
+	w := l.watchLocked(st, scope, from, epoch, at)
 	for _, s := range l.scopes {
-		if id, e := l.c.Leader(s); s != scope && id == from {
-			w.also = append(w.also, &watch{fault: fault, scope: s, from: from, epoch: e, at: at, done: make(chan Failover, 1)})
+		if id, e := l.lead.Leader(s); s != scope && id == from {
+			w.also = append(w.also, l.watchLocked(st, s, from, e, at))
 		}
 	}
-	l.mu.Lock()
-	l.pending = append(append(l.pending, w), w.also...)
-	l.mu.Unlock()
+	return w
+}
+
+// watchLocked registers the takeover of one term struck by st. l.mu is held.
+func (l *lab) watchLocked(st *strike, scope, from string, epoch, at int64) *watch {
+	w := &watch{fault: st.fault, scope: scope, from: from, epoch: epoch, at: at, done: make(chan Failover, 1), strike: st}
+	st.n++
+	l.pending = append(l.pending, w)
 	return w
 }
 
@@ -139,6 +165,7 @@ func (l *lab) observe(rs []eventlog.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rs {
+		l.lead.Apply(r)
 		switch r.Event {
 		case "gate_open":
 			keep := l.pending[:0]
@@ -148,8 +175,7 @@ func (l *lab) observe(rs []eventlog.Record) {
 						Duration: time.Duration(r.MonoNS - w.at)}
 					l.failover = append(l.failover, f)
 					w.done <- f
-					l.note("failover %s: %s → %s (epoch %d) %s after %s", f.Scope, f.From, f.To, f.Epoch,
-						cli.Duration(f.Duration), f.Fault)
+					l.noteTakeover(w.strike, f)
 					continue
 				}
 				keep = append(keep, w)
@@ -161,6 +187,33 @@ func (l *lab) observe(rs []eventlog.Record) {
 			}
 		}
 	}
+}
+
+// noteTakeover puts a takeover in the event log: on its own line while the
+// fault struck at most noteEach scopes, else as one line once all are done.
+func (l *lab) noteTakeover(st *strike, f Failover) {
+	if st.n <= noteEach {
+		l.note("failover %s: %s → %s (epoch %d) %s after %s", f.Scope, f.From, f.To, f.Epoch,
+			cli.Duration(f.Duration), f.Fault)
+		return
+	}
+	st.took = append(st.took, f)
+	if len(st.took) < st.n {
+		return
+	}
+	ds := make([]time.Duration, len(st.took))
+	to := map[string]int{}
+	for i, t := range st.took {
+		ds[i] = t.Duration
+		to[t.To]++
+	}
+	slices.Sort(ds)
+	var succ []string
+	for _, id := range slices.Sorted(maps.Keys(to)) {
+		succ = append(succ, fmt.Sprintf("%s ×%d", id, to[id]))
+	}
+	l.note("failover of %d scopes after %s: median %s, max %s (to %s)", len(ds), st.fault,
+		cli.Duration(ds[len(ds)/2]), cli.Duration(ds[len(ds)-1]), strings.Join(succ, ", "))
 }
 
 // restartDead starts again the nodes that died more than after ago.
@@ -321,9 +374,12 @@ func (l *lab) restartPG(ctx context.Context) (string, error) {
 		return "", errors.New("restart needs the demo's own PostgreSQL (not available with --dsn)")
 	}
 	t0 := monotime.Now()
+	st := &strike{fault: "PostgreSQL restart"} // every led scope, once
 	for _, s := range l.scopes {
 		if n, epoch, err := l.leader(s); err == nil {
-			l.expectTakeover("PostgreSQL restart", s, n.ID, epoch, t0)
+			l.mu.Lock()
+			l.watchLocked(st, s, n.ID, epoch, t0)
+			l.mu.Unlock()
 		}
 	}
 	if err := l.srv.Restart(ctx, "fast"); err != nil {
@@ -355,11 +411,13 @@ func (l *lab) removeNode() (string, error) {
 		return "", errors.New("one node left: keep it")
 	}
 	leads := map[string]bool{}
+	l.mu.Lock()
 	for _, s := range l.scopes {
-		if id, _ := l.c.Leader(s); id != "" {
+		if id, _ := l.lead.Leader(s); id != "" {
 			leads[id] = true
 		}
 	}
+	l.mu.Unlock()
 	slices.SortFunc(running, func(a, b *cluster.Node) int { return nodeNum(b.ID) - nodeNum(a.ID) })
 	victim := running[0]
 	for _, n := range running {

@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -221,12 +220,15 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 		}
 	}
 
+	led := map[string]bool{} // of one node: a repeated series is a scrape error
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		gauge(ch, nodeUp, b2f(n.Live), n.ID)
 		gauge(ch, nodeLastSeenAge, n.LastSeenAge.Seconds(), n.ID)
-		for j, scope := range n.Leads {
-			if !slices.Contains(n.Leads[:j], scope) { // a repeated series is a scrape error
+		clear(led)
+		for _, scope := range n.Leads {
+			if !led[scope] {
+				led[scope] = true
 				gauge(ch, nodeLeader, 1, n.ID, scope)
 			}
 		}

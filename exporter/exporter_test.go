@@ -2,13 +2,15 @@ package exporter_test
 
 import (
 	"errors"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
@@ -360,19 +362,24 @@ func TestHandler(t *testing.T) {
 	})
 }
 
-// BenchmarkScrape measures a whole /metrics request (collect + encode) for a
-// cluster of 100 scopes and 300 nodes.
+// BenchmarkScrape measures a whole /metrics request (collect + encode): for
+// many nodes with few scopes each (100 scopes, 300 nodes), and for few nodes
+// running many scopes each (1,000 scopes, 10 nodes).
 func BenchmarkScrape(b *testing.B) {
-	h := exporter.Handler(newRegistry(b, synthetic(100, 300), t0), nil)
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	var size int
-	for b.Loop() {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatalf("status %d", rec.Code)
-		}
-		size = rec.Body.Len()
+	for _, c := range []struct{ scopes, nodes int }{{100, 300}, {1000, 10}} {
+		b.Run(fmt.Sprintf("%d_scopes_%d_nodes", c.scopes, c.nodes), func(b *testing.B) {
+			h := exporter.Handler(newRegistry(b, synthetic(c.scopes, c.nodes), t0), nil)
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			var size int
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+				size = rec.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/scrape")
+		})
 	}
-	b.ReportMetric(float64(size), "bytes/scrape")
 }

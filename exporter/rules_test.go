@@ -2,6 +2,7 @@ package exporter_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -49,26 +50,34 @@ func TestRulesUnitTests(t *testing.T) {
 }
 
 // TestMetricsCheck lints the exporter's whole /metrics page with promtool, for a
-// snapshot that makes every metric appear (alerts firing included).
+// snapshot that makes every metric appear (alerts firing included): a small
+// cluster, and 1,000 scopes over 10 nodes.
 func TestMetricsCheck(t *testing.T) {
 	t.Parallel()
 	tool := promtool(t)
-	snap := synthetic(5, 4)
-	snap.Alerts = []collector.Alert{
-		{Kind: collector.AlertSplitBrain, Severity: collector.SeverityCritical, Scope: snap.Scopes[0].Name},
-		{Kind: collector.AlertStaleLeader, Severity: collector.SeverityCritical, Scope: snap.Scopes[1].Name},
-		{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: snap.Nodes[3].ID},
+	for _, size := range []struct{ scopes, nodes int }{{5, 4}, {1000, 10}} {
+		t.Run(fmt.Sprintf("%d_scopes_%d_nodes", size.scopes, size.nodes), func(t *testing.T) {
+			snap := synthetic(size.scopes, size.nodes)
+			snap.Alerts = []collector.Alert{
+				{Kind: collector.AlertSplitBrain, Severity: collector.SeverityCritical, Scope: snap.Scopes[0].Name},
+				{Kind: collector.AlertStaleLeader, Severity: collector.SeverityCritical, Scope: snap.Scopes[1].Name},
+				{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: snap.Nodes[3].ID},
+			}
+			rec := httptest.NewRecorder()
+			exporter.Handler(newRegistry(t, snap, t0), nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("/metrics: %d", rec.Code)
+			}
+			body := rec.Body.Bytes()
+			for name := range metricInfo {
+				if !bytes.Contains(body, []byte("\n"+name)) {
+					t.Errorf("%s missing from /metrics", name)
+				}
+			}
+			if got, want := bytes.Count(body, []byte("\npgleader_scope_epoch{")), size.scopes; got != want {
+				t.Errorf("%d pgleader_scope_epoch series, want %d", got, want)
+			}
+			run(t, body, tool, "check", "metrics")
+		})
 	}
-	rec := httptest.NewRecorder()
-	exporter.Handler(newRegistry(t, snap, t0), nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("/metrics: %d", rec.Code)
-	}
-	body := rec.Body.Bytes()
-	for name := range metricInfo {
-		if !bytes.Contains(body, []byte("\n"+name)) {
-			t.Errorf("%s missing from /metrics", name)
-		}
-	}
-	run(t, body, tool, "check", "metrics")
 }

@@ -16,6 +16,13 @@
 // is compact: the terms pane takes the nodes pane's place while it has the
 // focus (tab). Enter on a scope opens its detail view; ? lists every key.
 //
+// At scale (hundreds or thousands of scopes) nothing lists every scope: the
+// header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the
+// scopes in trouble, as many as fit; the tables draw only their visible rows
+// and page (PgUp/PgDn, Home/End); / filters by substring and p keeps the
+// problems. The per-snapshot work (sorting, cells) is done once per snapshot
+// or filter change, never per frame.
+//
 // Data handling rules, for the 3 a.m. reader:
 //
 //   - The last good snapshot always stays on screen. When the collector reports

@@ -285,34 +285,55 @@ func sampleEvents() []collector.Event {
 	}
 }
 
-// bigSnapshot has n scopes over k nodes, for the benchmark.
+// bigSnapshot has nScopes scopes over nNodes nodes, three candidates per
+// scope; every 17th scope is degraded and every 17th (another) has no leader.
 func bigSnapshot(nScopes, nNodes int) *collector.Snapshot {
+	return bigCluster{scopes: nScopes, nodes: nNodes, candidates: 3, troubled: true}.snapshot()
+}
+
+// bigCluster describes a synthetic snapshot for benchmarks and the tests at
+// scale.
+type bigCluster struct {
+	scopes, nodes int
+	candidates    int  // nodes campaigning for each scope, the leader included (capped at nodes)
+	troubled      bool // every 17th scope degraded, every 17th (another) without a leader
+}
+
+func (c bigCluster) snapshot() *collector.Snapshot {
 	s := &collector.Snapshot{Seq: 1, At: t0, DBTime: t0, Health: health(), FenceRejected: map[string]uint64{}}
-	for i := 0; i < nNodes; i++ {
+	for i := 0; i < c.nodes; i++ {
 		s.Nodes = append(s.Nodes, node(fmt.Sprintf("node-%03d", i), fmt.Sprintf("host-%02d", i%40), 20000+i, nil))
 	}
-	for i := 0; i < nScopes; i++ {
-		name := fmt.Sprintf("scope-%03d", i)
-		li := i % nNodes
+	digits := max(3, len(itoa(c.scopes))) // scope-0000 … scope-0999 for a thousand
+	cands := min(c.candidates, c.nodes)
+	for i := 0; i < c.scopes; i++ {
+		name := fmt.Sprintf("scope-%0*d", digits, i)
+		li := i % c.nodes
 		leader := s.Nodes[li].ID
 		ot := openTerm(name, int64(i+1), leader, s.Nodes[li].Hostname, 1000+i, time.Duration(i+1)*7*time.Second, 300*time.Millisecond)
-		sc := ledScope(name, int64(i+1), leader, 1000+i, []string{s.Nodes[(li+1)%nNodes].ID, s.Nodes[(li+2)%nNodes].ID}, ot)
+		var followers []string
+		for k := 1; k < cands; k++ {
+			followers = append(followers, s.Nodes[(li+k)%c.nodes].ID)
+		}
+		sc := ledScope(name, int64(i+1), leader, 1000+i, followers, ot)
 		sc.HeartbeatAge = time.Duration(i%9) * 200 * time.Millisecond
-		switch i % 17 {
-		case 3:
-			sc.Verdict = collector.VerdictDegraded
-		case 11:
-			sc.Verdict = collector.VerdictNoLeader
-			sc.Leader, sc.LockPIDs, sc.OpenTerm = "", nil, nil
+		if c.troubled {
+			switch i % 17 {
+			case 3:
+				sc.Verdict = collector.VerdictDegraded
+			case 11:
+				sc.Verdict = collector.VerdictNoLeader
+				sc.Leader, sc.LockPIDs, sc.OpenTerm = "", nil, nil
+			}
 		}
 		s.Scopes = append(s.Scopes, sc)
-		s.Nodes[li].Leads = append(s.Nodes[li].Leads, name)
-		for k := 0; k < 3; k++ {
-			n := &s.Nodes[(li+k)%nNodes]
-			n.Scopes = append(n.Scopes, name)
-		}
-		if ot != nil && sc.Leader != "" {
+		if sc.Leader != "" {
+			s.Nodes[li].Leads = append(s.Nodes[li].Leads, name)
 			s.Terms = append(s.Terms, *ot)
+		}
+		for k := 0; k < cands; k++ {
+			n := &s.Nodes[(li+k)%c.nodes]
+			n.Scopes = append(n.Scopes, name)
 		}
 	}
 	return s

@@ -16,18 +16,35 @@ const ellipsis = "…"
 // textWidth is the display width of s (ANSI aware), with an ASCII fast path:
 // most cells are plain ASCII and this runs for every visible cell.
 func textWidth(s string) int {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 || c < 0x20 {
-			return ansi.StringWidth(s)
-		}
+	if plainASCII(s) {
+		return len(s)
 	}
-	return len(s)
+	return ansi.StringWidth(s)
 }
 
-// truncate cuts s to at most w columns, marking the cut with "…".
+// plainASCII reports whether s is printable ASCII: one column per byte, no
+// escape codes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// truncate cuts s to at most w columns, marking the cut with "…". Plain ASCII
+// is cut by bytes: ansi.Truncate measures the whole string, and a cell may
+// hold a long list (a node's roles at a thousand scopes).
 func truncate(s string, w int) string {
 	if w <= 0 {
 		return ""
+	}
+	if plainASCII(s) {
+		if len(s) <= w {
+			return s
+		}
+		return s[:w-1] + ellipsis
 	}
 	if textWidth(s) <= w {
 		return s

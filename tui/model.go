@@ -147,6 +147,8 @@ type Model struct {
 	nodeAlerts   map[string]int
 	lastSeq      uint64
 	rowsValid    bool
+	verdicts     []int               // the header's scope order (verdictOrder)
+	verdictsOf   *collector.Snapshot // the snapshot verdicts was sorted for
 
 	helpOpen   bool
 	helpQuery  string
@@ -462,16 +464,15 @@ func (m *Model) navigate(msg tea.KeyPressMsg) {
 		return
 	}
 	t := m.focusedTable()
-	page := max(1, m.pageSize())
 	switch {
 	case key.Matches(msg, m.keys.Up):
 		t.move(-1)
 	case key.Matches(msg, m.keys.Down):
 		t.move(1)
 	case key.Matches(msg, m.keys.PageUp):
-		t.move(-page)
+		t.scrollPages(-1, m.pageSize())
 	case key.Matches(msg, m.keys.PageDown):
-		t.move(page)
+		t.scrollPages(1, m.pageSize())
 	case key.Matches(msg, m.keys.Top):
 		t.setCursor(0)
 	case key.Matches(msg, m.keys.Bottom):

@@ -327,29 +327,55 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 }
 
 // rolesText is a node's roles, leaderships first: "billing:L reports:F".
+// When that list is wider than the ROLES column it gives way to a count and
+// the scopes led, "leads 100 of 1000: scope-0000 scope-0010 …", built only as
+// far as the column shows: a node of a thousand scopes costs what one of ten
+// does.
 func rolesText(n *collector.Node) string {
 	if len(n.Scopes) == 0 && len(n.Leads) == 0 {
 		return "—"
 	}
+	limit := nodeColumns[ndRoles].max
 	var b strings.Builder
-	leads := map[string]bool{}
+	item := func(s, role string) bool {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+		b.WriteString(role)
+		return b.Len() <= limit
+	}
+	leads := make(map[string]bool, min(len(n.Leads), limit))
+	fits := true
 	for _, s := range n.Leads {
 		leads[s] = true
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		if fits = item(s, ":L"); !fits {
+			break
 		}
-		b.WriteString(s)
-		b.WriteString(":L")
 	}
 	for _, s := range n.Scopes {
-		if leads[s] {
-			continue
+		if !fits {
+			break
 		}
-		if b.Len() > 0 {
+		if !leads[s] {
+			fits = item(s, ":F")
+		}
+	}
+	if fits {
+		return b.String()
+	}
+	b.Reset()
+	b.WriteString("leads " + strconv.Itoa(len(n.Leads)) + " of " + strconv.Itoa(max(len(n.Scopes), len(n.Leads))))
+	for i, s := range n.Leads {
+		if b.Len() > limit {
+			break
+		}
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
 			b.WriteByte(' ')
 		}
 		b.WriteString(s)
-		b.WriteString(":F")
 	}
 	return b.String()
 }

@@ -38,6 +38,7 @@ type table struct {
 	cursor int    // index into rows
 	key    string // key of the row under the cursor
 	offset int    // first visible row
+	height int    // rows shown by the last render: a page for PgUp/PgDn
 
 	sortCol  int // column index carrying the sort marker (-1 none)
 	sortDesc bool
@@ -85,6 +86,18 @@ func (t *table) setCursor(i int) {
 
 // move moves the cursor by n rows.
 func (t *table) move(n int) { t.setCursor(t.cursor + n) }
+
+// scrollPages moves the window and the cursor by n pages, a page being the
+// rows the last render showed (fallback before the first): the next rows
+// come into view whole, the cursor keeps its place in the window.
+func (t *table) scrollPages(n, fallback int) {
+	page := t.height
+	if page <= 0 {
+		page = max(1, fallback)
+	}
+	t.offset = max(0, min(t.offset+n*page, len(t.rows)-page))
+	t.move(n * page)
+}
 
 // selected returns the key under the cursor ("" when empty).
 func (t *table) selected() string {
@@ -212,6 +225,7 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 	if height <= 0 {
 		return lines
 	}
+	t.height = height
 	// Keep the cursor inside the window.
 	if t.cursor < t.offset {
 		t.offset = t.cursor

@@ -144,14 +144,37 @@ func fmtAgo(d time.Duration) string {
 	return fmtDur(d) + " ago"
 }
 
-// verdictLine lists every scope's verdict, worst first; when they do not fit,
-// the healthy ones collapse into a count and the rest into "+N more".
+// verdictListMax is the most scopes the header names one by one; beyond it
+// a row of names no longer reads at a glance, and the header counts instead.
+const verdictListMax = 16
+
+// verdictLine is the header's verdict line. With up to verdictListMax scopes
+// that fit the width it lists every scope's verdict, worst first ("‼ SPLIT
+// BRAIN billing   ✔ OK reports"). Otherwise it counts the scopes per verdict
+// and names only the scopes in trouble (not OK), worst first, as many as fit:
+// "998 ✔ OK · 2 ✖ NO LEADER │ ✖ scope-0011  ✖ scope-0500".
 func (m *Model) verdictLine(w int) string {
 	st := m.bodyStyles()
 	scs := m.snap.Scopes
 	if len(scs) == 0 {
 		return st.render(toneMuted, fitLine("no scopes yet (pgleader.leader_state is empty)", w))
 	}
+	order := m.verdictOrder()
+	if len(scs) <= verdictListMax {
+		if line, ok := m.verdictList(st, order, w); ok {
+			return line
+		}
+	}
+	return m.verdictCounts(st, order, w)
+}
+
+// verdictOrder returns the indexes of the snapshot's scopes, worst verdict
+// first, then by name. It is sorted once per snapshot.
+func (m *Model) verdictOrder() []int {
+	if m.verdictsOf == m.snap {
+		return m.verdicts
+	}
+	scs := m.snap.Scopes
 	order := make([]int, len(scs))
 	for i := range order {
 		order[i] = i
@@ -160,76 +183,115 @@ func (m *Model) verdictLine(w int) string {
 		if d := verdictRank(scs[a].Verdict) - verdictRank(scs[b].Verdict); d != 0 {
 			return d
 		}
+		if d := strings.Compare(string(scs[a].Verdict), string(scs[b].Verdict)); d != 0 {
+			return d // unknown verdicts share a rank: keep each together
+		}
 		return strings.Compare(scs[a].Name, scs[b].Name)
 	})
-	item := func(sc *collector.Scope) (string, int) {
-		label, t := verdictLabel(sc.Verdict)
-		plain := label + " " + sc.Name
-		return st.render(t, label) + " " + sc.Name, textWidth(plain)
-	}
+	m.verdicts, m.verdictsOf = order, m.snap
+	return order
+}
+
+// verdictList is every scope's verdict and name on one line; ok is false
+// when they do not fit in w columns.
+func (m *Model) verdictList(st *styles, order []int, w int) (string, bool) {
 	const gap = "   "
-	// Try every scope on its own.
 	var b strings.Builder
 	used := 0
-	all := true
 	for _, i := range order {
-		s, n := item(&scs[i])
+		sc := &m.snap.Scopes[i]
+		label, t := verdictLabel(sc.Verdict)
+		n := textWidth(label) + 1 + textWidth(sc.Name)
 		if used > 0 {
 			n += len(gap)
+			b.WriteString(gap)
 		}
 		if used+n > w {
-			all = false
-			break
+			return "", false
 		}
-		if used > 0 {
-			b.WriteString(gap)
-		}
-		b.WriteString(s)
+		b.WriteString(st.render(t, label) + " " + sc.Name)
 		used += n
 	}
-	if all {
+	return fitLine(b.String(), w), true
+}
+
+// verdictCounts is "998 ✔ OK · 2 ✖ NO LEADER", then the scopes not OK by
+// name, worst first, as many as fit before "+N more".
+func (m *Model) verdictCounts(st *styles, order []int, w int) string {
+	scs := m.snap.Scopes
+	type count struct {
+		v collector.Verdict
+		n int
+	}
+	var counts []count // worst first, as order is
+	trouble := 0
+	for _, i := range order {
+		v := scs[i].Verdict
+		if len(counts) == 0 || counts[len(counts)-1].v != v {
+			counts = append(counts, count{v: v})
+		}
+		counts[len(counts)-1].n++
+		if v != collector.VerdictOK {
+			trouble++
+		}
+	}
+	// OK first: the size of the healthy part, then what is wrong.
+	if last := counts[len(counts)-1]; last.v == collector.VerdictOK {
+		counts = append([]count{last}, counts[:len(counts)-1]...)
+	}
+	var b strings.Builder
+	used := 0
+	for k, c := range counts {
+		label, t := verdictLabel(c.v)
+		text := itoa(c.n) + " " + label
+		if k > 0 {
+			b.WriteString(st.render(toneMuted, " · "))
+			used += 3
+		}
+		b.WriteString(st.render(t, text))
+		used += textWidth(text)
+	}
+	if trouble == 0 {
 		return fitLine(b.String(), w)
 	}
-	// Problems one by one, healthy ones as a count.
-	b.Reset()
-	used = 0
-	ok := 0
-	var bad []int
-	for _, i := range order {
-		if scs[i].Verdict == collector.VerdictOK {
-			ok++
-		} else {
-			bad = append(bad, i)
-		}
-	}
-	okText := ""
-	if ok > 0 {
-		okText = gap + st.render(toneOK, fmt.Sprintf("✔ %d OK", ok))
-	}
-	reserve := textWidth(ansi.Strip(okText)) + len(gap) + len("+999 more")
-	shown := 0
-	for _, i := range bad {
-		s, n := item(&scs[i])
-		if used > 0 {
+
+	// The names, each with its verdict's glyph, while they fit with room
+	// left for "+N more".
+	const sep, gap = " │ ", "  "
+	more := func(n int) string { return "+" + itoa(n) + " more" }
+	room := w - used - textWidth(sep)
+	var names strings.Builder
+	shown, nw := 0, 0
+	for _, i := range order[:trouble] {
+		sc := &scs[i]
+		label, t := verdictLabel(sc.Verdict)
+		glyph, _, _ := strings.Cut(label, " ")
+		n := textWidth(glyph) + 1 + textWidth(sc.Name)
+		if shown > 0 {
 			n += len(gap)
 		}
-		if used+n > w-reserve {
+		reserve := 0
+		if shown+1 < trouble {
+			reserve = len(gap) + len(more(trouble-shown-1))
+		}
+		if nw+n+reserve > room {
 			break
 		}
-		if used > 0 {
-			b.WriteString(gap)
+		if shown > 0 {
+			names.WriteString(gap)
 		}
-		b.WriteString(s)
-		used += n
+		names.WriteString(st.render(t, glyph) + " " + sc.Name)
+		nw += n
 		shown++
 	}
-	if more := len(bad) - shown; more > 0 {
-		if used > 0 {
-			b.WriteString(gap)
-		}
-		b.WriteString(st.render(toneBad, fmt.Sprintf("+%d more", more)))
+	if shown == 0 {
+		return fitLine(b.String(), w) // the counts say it; no room for a name
 	}
-	b.WriteString(okText)
+	b.WriteString(st.render(toneMuted, sep))
+	b.WriteString(names.String())
+	if rest := trouble - shown; rest > 0 {
+		b.WriteString(gap + st.render(toneBad, more(rest)))
+	}
 	return fitLine(b.String(), w)
 }
 

@@ -16,9 +16,10 @@ import (
 
 func (a *app) demoCommand() *cobra.Command {
 	var (
-		o        demo.Options
-		scopes   []string
-		headless bool
+		o          demo.Options
+		scopes     []string
+		scopeCount int
+		headless   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -28,6 +29,10 @@ func (a *app) demoCommand() *cobra.Command {
 write every --work-interval while they lead, the collector, the Prometheus exporter
 (its /metrics URL is printed) and the dashboard. Each node reaches PostgreSQL
 through its own in-process proxy, so its link can be hung.
+
+--scopes N replaces the --scope names with N generated ones, scope-0001 …
+scope-N, to watch a cluster at scale (e.g. --scopes 1000): the dashboard's header
+then counts the verdicts and names only the scopes in trouble.
 
 Fault keys (they act on the scope under the cursor; each failover's measured time
 appears in the event log):
@@ -45,19 +50,26 @@ refused) judged by the chaos checker; it exits 1 on any safety violation.
 With --dsn the demo writes to that database (schema pgleader, created if missing).`,
 		Example: `  pgleader demo
   pgleader demo --nodes 5 --scope billing --scope reports --scope mailer
+  pgleader demo --scopes 1000
   pgleader demo --headless --faults --duration 1m`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if o.Nodes < 1 || o.Nodes > 20 {
 				return cli.BadInput("--nodes must be between 1 and 20 (got %d)", o.Nodes)
 			}
-			if len(scopes) == 0 || len(scopes) > 16 {
-				return cli.BadInput("--scope: give between 1 and 16 scopes (got %d)", len(scopes))
+			if cmd.Flags().Changed("scopes") {
+				if scopeCount < 1 || scopeCount > 10000 {
+					return cli.BadInput("--scopes must be between 1 and 10000 (got %d)", scopeCount)
+				}
+				scopes = demo.NumberedScopes(scopeCount)
+			}
+			if len(scopes) == 0 || (len(scopes) > 16 && !cmd.Flags().Changed("scopes")) {
+				return cli.BadInput("--scope: give between 1 and 16 scopes (got %d), or a count with --scopes N", len(scopes))
 			}
 			if err := checkScopes(scopes); err != nil {
 				return err
 			}
-			if o.Work < 10*time.Millisecond {
+			if cmd.Flags().Changed("work-interval") && o.Work < 10*time.Millisecond {
 				return cli.BadInput("--work-interval must be at least 10ms (got %v)", o.Work)
 			}
 			if o.Faults && !headless {
@@ -91,7 +103,9 @@ With --dsn the demo writes to that database (schema pgleader, created if missing
 	f := cmd.Flags()
 	f.IntVar(&o.Nodes, "nodes", 3, "node processes")
 	f.StringArrayVar(&scopes, "scope", []string{"billing", "reports"}, "scopes every node campaigns for (repeatable)")
-	f.DurationVar(&o.Work, "work-interval", 200*time.Millisecond, "fenced write interval of a leader")
+	f.IntVar(&scopeCount, "scopes", 0, "campaign for `N` generated scopes, scope-0001 … scope-N, instead of --scope (1–10000)")
+	cmd.MarkFlagsMutuallyExclusive("scope", "scopes")
+	f.DurationVar(&o.Work, "work-interval", 0, "fenced write interval of a leader, per scope (default 200ms; beyond 10 scopes, 20ms × scopes: about 50 writes a second in all)")
 	f.DurationVar(&o.Restart, "restart-after", 3*time.Second, "delay before a dead node is started again")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (default: until q or Ctrl-C)")
 	f.StringVar(&o.Listen, "listen", "", "exporter `ADDR` (default 127.0.0.1:9817, or a free port when taken; \"off\": none)")

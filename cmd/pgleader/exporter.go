@@ -126,7 +126,8 @@ pg_signal_backend role (or superuser, or the leader's own role).
 	return cmd
 }
 
-// quietLogger is for the dashboard: a log line would tear the screen.
+// quietLogger is for the collector of the dashboard and of status: a log line
+// would tear the screen, and the alerts are on it already.
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -109,6 +109,12 @@ func TestBadInput(t *testing.T) {
 			[]string{`invalid --log-level "loud"`}},
 		{"EventsUnwritable", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", "/nonexistent/dir/e.jsonl"},
 			[]string{"cannot use --events /nonexistent/dir/e.jsonl", "writable file"}},
+		{"DemoScopeCount", nil, []string{"demo", "--headless", "--scopes", "0"},
+			[]string{"--scopes must be between 1 and 10000 (got 0)"}},
+		{"DemoScopesAndCount", nil, []string{"demo", "--headless", "--scope", "a", "--scopes", "3"},
+			[]string{"scope", "scopes", "pgleader demo --help"}},
+		{"DemoTooManyNames", nil, append([]string{"demo", "--headless"}, strings.Split(strings.Repeat("--scope x ", 17), " ")[:34]...),
+			[]string{"between 1 and 16 scopes (got 17)", "--scopes N"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -34,7 +36,10 @@ func (a *app) statusCommand() *cobra.Command {
 		Long: `status reads pgleader.leader_state, nodes, terms, audit and the advisory locks in
 pg_locks once and prints one row per scope: its state, leader, epoch (the fencing
 token), tenure, heartbeat age (database time, so no clock skew), followers and
-alerts, then the active alerts with what to do first.
+alerts, then the active alerts with what to do first. The table opens with the
+count of scopes per state and names the scopes not OK (the first ten), so that
+they are found at a glance among a thousand rows; -o json carries the counts as
+verdict_counts.
 
 States: OK; DEGRADED (an alert on the scope, or a late heartbeat); NO LEADER (no
 open term with its lock held); SPLIT BRAIN (the lock holder is not the leader on
@@ -72,7 +77,11 @@ and on every change the collector learns of in between. With --watch:
 			if err != nil {
 				return err
 			}
-			c, err := newCollector(t, interval, false, a.log, source)
+			// The report lists every alert; the collector's log would repeat each
+			// one on stderr as it "fires" at the first read (a thousand lines at a
+			// thousand scopes) and tear the --watch redraw. Errors still come back
+			// from Poll and Run.
+			c, err := newCollector(t, interval, false, quietLogger(), source)
 			if err != nil {
 				return err
 			}
@@ -173,23 +182,30 @@ func verdictGlyph(v collector.Verdict) string {
 }
 
 // writeStatus prints snap (restricted to scopes when given) and returns the worst
-// verdict among the printed scopes.
+// verdict among the printed scopes. Its cost is linear in the scopes, nodes and
+// alerts: it runs on every frame of --watch, at thousands of scopes.
 func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format string) collector.Verdict {
+	wanted := make(map[string]bool, len(scopes))
+	for _, s := range scopes {
+		wanted[s] = true
+	}
 	var shown []collector.Scope
 	for _, s := range snap.Scopes {
-		if len(scopes) == 0 || slices.Contains(scopes, s.Name) {
+		if len(scopes) == 0 || wanted[s.Name] {
 			shown = append(shown, s)
 		}
 	}
 	worst := collector.VerdictOK
+	counts := map[collector.Verdict]int{}
 	for _, s := range shown {
+		counts[s.Verdict]++
 		if verdictRank[s.Verdict] > verdictRank[worst] {
 			worst = s.Verdict
 		}
 	}
 	var alerts []collector.Alert
 	for _, al := range snap.Alerts {
-		if len(scopes) == 0 || al.Scope == "" || slices.Contains(scopes, al.Scope) {
+		if len(scopes) == 0 || al.Scope == "" || wanted[al.Scope] {
 			alerts = append(alerts, al)
 		}
 	}
@@ -199,11 +215,14 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			Database string            `json:"database"`
 			DBTime   time.Time         `json:"db_time"`
 			Verdict  collector.Verdict `json:"verdict"`
-			Scopes   []collector.Scope `json:"scopes"`
-			Nodes    []collector.Node  `json:"nodes"`
-			Alerts   []collector.Alert `json:"alerts"`
-			Health   collector.Health  `json:"health"`
-		}{snap.Health.Database, snap.DBTime, worst, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health}
+			// VerdictCounts: how many of the scopes shown have each verdict
+			// ({"OK": 998, "NO LEADER": 2}); added after the fields above.
+			VerdictCounts map[collector.Verdict]int `json:"verdict_counts"`
+			Scopes        []collector.Scope         `json:"scopes"`
+			Nodes         []collector.Node          `json:"nodes"`
+			Alerts        []collector.Alert         `json:"alerts"`
+			Health        collector.Health          `json:"health"`
+		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
@@ -224,6 +243,7 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		fmt.Fprintln(w, "no scopes yet: start nodes with `pgleader node --scope NAME` or embed the election package")
 		return worst
 	}
+	writeSummary(w, shown, len(snap.Scopes), counts)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tSTATE\tLEADER\tEPOCH\tTENURE\tHEARTBEAT\tFOLLOWERS\tALERTS")
 	for _, s := range shown {
@@ -259,6 +279,63 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		fmt.Fprintf(w, "\ncollector disconnected: %s\n", snap.Health.LastError)
 	}
 	return worst
+}
+
+// troubleNamed is the most scopes the table's summary names.
+const troubleNamed = 10
+
+// writeSummary prints the lines above the table: the verdict counts, healthy
+// first ("1000 scopes: 998 ✔ OK · 2 ✖ NO LEADER"), then the scopes not OK,
+// worst first, so that they are found without reading every row.
+func writeSummary(w io.Writer, shown []collector.Scope, total int, counts map[collector.Verdict]int) {
+	head := plural(len(shown), "scope")
+	if len(shown) != total {
+		head = fmt.Sprintf("%d of %s", len(shown), plural(total, "scope"))
+	}
+	// OK first (the size of the healthy part), then what is wrong, worst first.
+	place := func(v collector.Verdict) int {
+		if v == collector.VerdictOK {
+			return 0
+		}
+		return 10 - verdictRank[v] // an unknown verdict ranks 0: last
+	}
+	order := slices.SortedFunc(maps.Keys(counts), func(a, b collector.Verdict) int {
+		return cmp.Or(cmp.Compare(place(a), place(b)), strings.Compare(string(a), string(b)))
+	})
+	parts := make([]string, len(order))
+	for i, v := range order {
+		parts[i] = fmt.Sprintf("%d %s", counts[v], verdictGlyph(v))
+	}
+	fmt.Fprintf(w, "%s: %s\n", head, strings.Join(parts, " · "))
+
+	var trouble []collector.Scope
+	for _, s := range shown {
+		if s.Verdict != collector.VerdictOK {
+			trouble = append(trouble, s)
+		}
+	}
+	if len(trouble) > 0 {
+		slices.SortStableFunc(trouble, func(a, b collector.Scope) int {
+			return cmp.Compare(verdictRank[b.Verdict], verdictRank[a.Verdict]) // then by name, as shown is
+		})
+		names := make([]string, 0, troubleNamed+1)
+		for _, s := range trouble[:min(len(trouble), troubleNamed)] {
+			glyph, _, _ := strings.Cut(verdictGlyph(s.Verdict), " ")
+			names = append(names, glyph+" "+s.Name)
+		}
+		if more := len(trouble) - troubleNamed; more > 0 {
+			names = append(names, fmt.Sprintf("+%d more", more))
+		}
+		fmt.Fprintf(w, "not OK: %s\n", strings.Join(names, "  "))
+	}
+	fmt.Fprintln(w)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func alertKinds(as []collector.Alert) string {

@@ -34,6 +34,11 @@ do first, the scopes and nodes, a timeline of terms with their failover gaps, an
 live event log. Enter on a scope shows its detail. ? lists every key (type to
 search it); q quits.
 
+With more scopes than fit on one line (or more than 16) the header counts them
+per verdict and names only those not OK ("998 ✔ OK · 2 ✖ NO LEADER │ ✖ scope-0011
+✖ scope-0500"); PgUp/PgDn and Home/End page the tables, / filters by substring
+and p keeps the problems.
+
 It is read-only unless --allow-actions, which enables two actions on the selected
 scope's leader, each after a y/N confirmation and audited:
   R  resign gracefully through the database: the leader drains in-flight work,
