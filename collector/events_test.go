@@ -30,10 +30,9 @@ func TestEvents(t *testing.T) {
 		startNode(t, dsn, "n2", "s")
 		// n2 registering notifies nothing; its follower role shows at the next read.
 		admin := connect(t, dsn)
-		waitFor(t, "n2 waiting for the lock", wait, func() bool {
-			return queryInt(t, admin, `SELECT count(*) FROM pg_locks l JOIN pgleader.leader_state s
-			                            ON (l.classid::bigint << 32) | l.objid::bigint = s.lock_key
-			                           WHERE l.locktype = 'advisory' AND NOT l.granted`) == 1
+		waitFor(t, "n2 campaigning (its leadership session holds its beacon)", wait, func() bool {
+			return queryInt(t, admin, `SELECT count(*) FROM pgleader.nodes n
+			                           WHERE n.node_id = 'n2' AND pgleader.lock_held(n.beacon_key, n.backend_pid)`) == 1
 		})
 		if err := n1.Scope("s").Resign(context.Background()); err != nil {
 			// Possible under load (n1's session lost): the term ends anyway.

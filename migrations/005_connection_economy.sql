@@ -361,12 +361,14 @@ BEGIN
        AND v_locks ? (v_me || s.lock_key::text)
     RETURNING s.scope, s.resign_requested_epoch = want.epoch AS resign
   ), follow AS (
-    SELECT s.scope, s.epoch, f.known,
+    -- A scope without a row was never claimed (its lock may be squatted): it has
+    -- no live holder either.
+    SELECT f.scope, coalesce(s.epoch, 0) AS epoch, f.known,
            CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL
                  AND v_locks ? (s.holder_pid::text || ':' || s.lock_key::text)
                 THEN s.holder END AS live
       FROM unnest(p_follow, p_known) AS f(scope, known)
-      JOIN pgleader.leader_state s ON s.scope = f.scope
+      LEFT JOIN pgleader.leader_state s ON s.scope = f.scope
   )
   SELECT 'led'::text, want.scope, upd.scope IS NOT NULL, want.epoch, p_node, coalesce(upd.resign, false)
     FROM want LEFT JOIN upd ON upd.scope = want.scope
