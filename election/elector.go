@@ -125,7 +125,7 @@ func (e *Elector) Check(ctx context.Context) error {
 	if err := CheckDatabase(ctx, e.base); err != nil {
 		return err
 	}
-	return e.checkLockTable(ctx)
+	return CheckLockTable(ctx, e.base, len(e.cfg.Scopes))
 }
 
 // LockTableCapacity is the size of PostgreSQL's shared lock table:
@@ -156,10 +156,13 @@ func (c LockTableCapacity) Check(n int) error {
 		ErrTooManyScopes, n, c.MaxLocksPerTransaction, c.MaxConnections, c.MaxPreparedTransactions, c.Entries(), c.MaxScopes())
 }
 
-func (e *Elector) checkLockTable(ctx context.Context) error {
+// CheckLockTable reads the server's lock table settings and reports, wrapping
+// ErrTooManyScopes, when a node campaigning for n scopes could fill more than half
+// of it (see LockTableCapacity). Check runs it.
+func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, e.base)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreachable, unwrapConnectErr(err))
 	}
@@ -170,7 +173,7 @@ func (e *Elector) checkLockTable(ctx context.Context) error {
 		Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
 		return fmt.Errorf("%w: read lock table settings: %v", ErrUnreachable, err)
 	}
-	return c.Check(len(e.cfg.Scopes))
+	return c.Check(n)
 }
 
 // CheckDatabase is Check for a connection configuration.

@@ -133,6 +133,9 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		}
 		return err
 	}
+	if err := election.CheckLockTable(ctx, t.Config, len(cfg.Scopes)); err != nil {
+		return err // ErrTooManyScopes: exit 2, naming the settings
+	}
 	var events *eventlog.Writer
 	if f.events != "" {
 		if events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -189,7 +190,11 @@ func TestMigrate(t *testing.T) {
 	t.Run("Twice", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		r := pgleader(t, nil, "migrate", "--dsn", dsn)
-		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied 001_schema.sql, 002_audit_and_leads.sql, 003_publication.sql, 004_resign_request.sql)\n", migrations.Latest) {
+		files, err := fs.Glob(migrations.FS(), "*.sql")
+		if err != nil || len(files) != migrations.Latest {
+			t.Fatalf("embedded migrations %v (%v), want %d files", files, err, migrations.Latest)
+		}
+		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied %s)\n", migrations.Latest, strings.Join(files, ", ")) {
 			t.Fatalf("first: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		// The second run takes the database from DATABASE_URL.

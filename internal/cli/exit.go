@@ -44,8 +44,9 @@ func BadInput(format string, args ...any) error {
 }
 
 // ExitCode maps err to the process exit code: 0 for nil; ExitBadInput for bad
-// input, an invalid configuration, an unreachable server, an unsupported server
-// and a missing or outdated schema; ExitFailure for anything else.
+// input, an invalid configuration, an unreachable server, an unsupported server,
+// a missing or outdated schema and more scopes than the server's lock table holds;
+// ExitFailure for anything else.
 func ExitCode(err error) int {
 	var in *InputError
 	var st *StatusError
@@ -58,7 +59,8 @@ func ExitCode(err error) int {
 		errors.Is(err, election.ErrInvalidConfig),
 		errors.Is(err, election.ErrUnreachable),
 		errors.Is(err, election.ErrUnsupportedServer),
-		errors.Is(err, election.ErrSchemaMissing):
+		errors.Is(err, election.ErrSchemaMissing),
+		errors.Is(err, election.ErrTooManyScopes):
 		return ExitBadInput
 	}
 	return ExitFailure
