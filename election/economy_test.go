@@ -166,4 +166,3 @@ func TestLockTableCapacity(t *testing.T) {
 		t.Fatalf("Check with %d scopes: %v, want ErrTooManyScopes", len(cfg.Scopes), err)
 	}
 }
-
