@@ -165,8 +165,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	l := &lab{dsn: dsn, srv: srv, scopes: o.Scopes, work: o.Work, reap: reap.Process,
 		notes: make(chan string, 256), proxies: map[string]*faultnet.Proxy{}, frozen: map[string]bool{},
 		hung: map[string]bool{}, removed: map[string]bool{}, dead: map[string]time.Time{}}
+	// Headless, the checker judges the whole history; on the dashboard no one reads
+	// it, and at many scopes the heartbeats alone would grow it by megabytes a minute.
 	l.c = cluster.New(cluster.Options{Bin: o.Bin, DSN: dsn, Dir: dir, Scopes: o.Scopes,
-		NodeArgs: []string{"--work-interval", o.Work.String(), "--log-level", "warn"}})
+		NodeArgs: []string{"--work-interval", o.Work.String(), "--log-level", "warn"}, ForgetHeartbeats: !o.Headless})
 	defer func() {
 		l.c.Close()
 		for _, p := range l.proxies {

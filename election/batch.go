@@ -172,26 +172,31 @@ func (s *session) serve(ctx context.Context) {
 	}
 }
 
+// take removes the next round trip's work from the queue: releases first (they
+// free scopes for others), at most maxBatch of them, or else at most maxBatch
+// claims. A lost peer is announced with the last claim batch queued: the other
+// nodes then find the scopes this node claimed already taken (their claims are
+// cheap, and do not compete with this node's), and claim at once the ones it does
+// not campaign for.
+func (q *batchQueue) take() (rel []releaseReq, claims []*Scope, announce string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rel = q.releases[:min(len(q.releases), maxBatch)]
+	q.releases = q.releases[len(rel):]
+	if len(rel) > 0 {
+		return rel, nil, ""
+	}
+	claims = q.claims[:min(len(q.claims), maxBatch)]
+	q.claims = q.claims[len(claims):]
+	if len(q.announce) > 0 && len(q.claims) == 0 {
+		announce, q.announce = q.announce[0], q.announce[1:]
+	}
+	return nil, claims, announce
+}
+
 // runNext runs one round trip of queued work; false when the queue is empty.
 func (s *session) runNext() bool {
-	q := &s.batch
-	q.mu.Lock()
-	rel := q.releases[:min(len(q.releases), maxBatch)]
-	q.releases = q.releases[len(rel):]
-	var claims []*Scope
-	var announce string
-	if len(rel) == 0 {
-		claims = q.claims[:min(len(q.claims), maxBatch)]
-		q.claims = q.claims[len(claims):]
-		// A lost peer is announced with the last claim batch queued: the other
-		// nodes then find the scopes this node claimed already taken (their
-		// claims are cheap, and do not compete with this node's), and claim at
-		// once the ones it does not campaign for.
-		if len(q.announce) > 0 && len(q.claims) == 0 {
-			announce, q.announce = q.announce[0], q.announce[1:]
-		}
-	}
-	q.mu.Unlock()
+	rel, claims, announce := s.batch.take()
 	switch {
 	case len(rel) > 0:
 		s.runReleases(rel)

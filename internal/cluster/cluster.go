@@ -35,6 +35,11 @@ type Options struct {
 	// Wrap, when set, returns a command prefix for node id (e.g. `ip netns exec NS`,
 	// which execs the node in place, so the process id stays the node's).
 	Wrap func(id string) []string
+	// ForgetHeartbeats keeps heartbeat_ok records out of Events (Poll still
+	// returns them). A node leading a thousand scopes writes two thousand a
+	// second; a long-running caller that needs no full history (the interactive
+	// demo) would otherwise grow without bound.
+	ForgetHeartbeats bool
 }
 
 // Cluster is a set of node processes and the merged stream of their events.
@@ -253,7 +258,11 @@ func (c *Cluster) Poll() ([]eventlog.Record, error) {
 		fresh = append(fresh, rs...)
 	}
 	eventlog.SortByMono(fresh)
-	c.events = append(c.events, fresh...)
+	for _, r := range fresh {
+		if !c.opts.ForgetHeartbeats || r.Event != "heartbeat_ok" {
+			c.events = append(c.events, r)
+		}
+	}
 	return fresh, nil
 }
 

@@ -1,0 +1,106 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A claim is queued only for a campaign waiting as a follower, once at a time; the
+// announcement of a lost peer goes with the last claim batch queued; a lost
+// session answers every claim still queued.
+func TestBatchQueue(t *testing.T) {
+	e := &Elector{cfg: DefaultConfig(), scopes: map[string]*Scope{}}
+	var scopes []*Scope
+	for i := range 600 {
+		sc := &Scope{e: e, name: string(rune('a'+i%26)) + string(rune('0'+i/26)), sig: make(chan struct{}, 1)}
+		scopes = append(scopes, sc)
+	}
+	s := &session{e: e, lost: make(chan struct{})}
+	s.batch.init()
+
+	scopes[0].setFollowing(false) // leading, resigning, cooling down: not claimed
+	for _, sc := range scopes[1:] {
+		sc.setFollowing(true)
+	}
+	s.requestClaims(scopes, "peer-1")
+	s.requestClaims(scopes[1:3], "") // already queued: not twice
+	if got := len(s.batch.claims); got != len(scopes)-1 {
+		t.Fatalf("%d claims queued, want %d", got, len(scopes)-1)
+	}
+
+	// What runNext sends, round trip by round trip: releases first, then claims,
+	// maxBatch at most, the announcement with the last claim batch.
+	s.batch.releases = []releaseReq{{scope: "r1"}, {scope: "r2"}}
+	var rounds []int
+	var announcedWith int
+	if rel, claims, announce := s.batch.take(); len(rel) != 2 || len(claims) != 0 || announce != "" {
+		t.Fatalf("first round trip: %d releases, %d claims, announce %q; want the 2 releases alone", len(rel), len(claims), announce)
+	}
+	for {
+		_, claims, announce := s.batch.take()
+		if len(claims) == 0 && announce == "" {
+			break
+		}
+		rounds = append(rounds, len(claims))
+		if announce != "" {
+			announcedWith = len(rounds)
+		}
+		for _, sc := range claims {
+			sc.deliver(claimOutcome{sess: s, r: claimResult{scope: sc.name}})
+		}
+	}
+	if len(rounds) != 3 || rounds[0] != maxBatch || rounds[2] != len(scopes)-1-2*maxBatch || announcedWith != 3 {
+		t.Fatalf("rounds %v, announced with round %d; want 250, 250, 99 and the announcement with the last", rounds, announcedWith)
+	}
+
+	// Delivered: claimable again. Queued again, then the session is lost.
+	s.requestClaims(scopes[1:2], "")
+	if o := scopes[1].takeOutcome(); o == nil || o.err != nil {
+		t.Fatalf("outcome %+v, want the delivered one", o)
+	}
+	close(s.lost)
+	s.failQueued()
+	o := scopes[1].takeOutcome()
+	if o == nil || !errors.Is(o.err, errSessionLost) {
+		t.Fatalf("outcome after the session was lost: %+v, want errSessionLost", o)
+	}
+}
+
+// A campaign that ends while its claim is in flight waits for the outcome (settle)
+// instead of leaving a won lock behind.
+func TestSettleWaitsForTheClaimInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := &Elector{cfg: DefaultConfig(), scopes: map[string]*Scope{}}
+		sc := &Scope{e: e, name: "s", sig: make(chan struct{}, 1)}
+		s := &session{e: e, lost: make(chan struct{})}
+		s.batch.init()
+		sc.setFollowing(true)
+		s.requestClaims([]*Scope{sc}, "")
+		settled := make(chan struct{})
+		go func() {
+			sc.settle()
+			close(settled)
+		}()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case <-settled:
+			t.Fatal("settle returned while the claim was in flight")
+		default:
+		}
+		// A lost claim: nothing to release; settle returns.
+		sc.deliver(claimOutcome{sess: s, err: context.Canceled})
+		synctest.Wait()
+		select {
+		case <-settled:
+		default:
+			t.Fatal("settle did not return after the outcome")
+		}
+		if sc.queueClaim(s) {
+			t.Fatal("a settled scope accepted a new claim")
+		}
+	})
+}
