@@ -104,3 +104,22 @@ func TestSettleWaitsForTheClaimInFlight(t *testing.T) {
 		}
 	})
 }
+
+// A node that joins is watched by the node it follows in node_id order, at once.
+func TestBetween(t *testing.T) {
+	for _, tc := range []struct {
+		a, x, b string
+		want    bool
+	}{
+		{"n1", "n2", "n3", true},
+		{"n1", "n4", "n3", false},
+		{"n3", "n4", "n1", true}, // wraps around
+		{"n3", "n0", "n1", true},
+		{"n3", "n2", "n1", false},
+		{"n1", "n2", "n1", true}, // alone with one peer: everyone else is between
+	} {
+		if got := between(tc.a, tc.x, tc.b); got != tc.want {
+			t.Errorf("between(%s, %s, %s) = %v, want %v", tc.a, tc.x, tc.b, got, tc.want)
+		}
+	}
+}

@@ -39,8 +39,10 @@
 //     for as long as any gate of this node may be open; see "No overlap" below.
 //   - The watch session: blocked in pgleader.await_release on the beacon of one
 //     peer, the next live node in node_id order (pgleader.ring_next; every
-//     heartbeat re-reads it). Every node watches exactly one peer, so the nodes form
-//     a ring and every leadership session is watched by one node. The watch session
+//     heartbeat re-reads it, and a node that joins announces itself with a
+//     node_joined notification, so that the node it now follows re-aims at once).
+//     Every node watches exactly one peer, so the nodes form a ring and every
+//     leadership session is watched by one node. The watch session
 //     also serves a new term's waits for its predecessors' guards (those come first:
 //     the peer wait is interrupted with a cancel request and resumed after).
 //   - Load on the server: a follower sends one statement per heartbeat interval (its

@@ -371,6 +371,10 @@ func (e *Elector) onNotification(payload string) {
 				sess.requestClaims([]*Scope{sc}, "")
 			}
 		}
+	case "node_joined":
+		if n.Holder != e.cfg.NodeID {
+			e.ring.joined(n.Holder)
+		}
 	case "node_lost":
 		if n.Holder != e.cfg.NodeID {
 			e.claimScopesOf(n.Holder, false)

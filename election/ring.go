@@ -39,8 +39,10 @@ type guardWait struct {
 type ring struct {
 	e *Elector
 
-	mu   sync.Mutex
-	peer *ringPeer // from the last heartbeat (or ring_next); nil: alone, or unknown
+	mu    sync.Mutex
+	peer  *ringPeer // from the last heartbeat (or ring_next); nil: alone, or unknown
+	stale bool      // a node joined between this node and its peer: read ring_next again
+	read  int64     // monotonic time of the last ring_next read on the watch connection
 
 	conn      atomic.Pointer[pgx.Conn]
 	waiting   atomic.Pointer[ringPeer] // the peer wait in flight, if any
@@ -77,10 +79,15 @@ func (r *ring) interrupt() {
 	}
 }
 
-// setPeer records the peer a heartbeat reported and, if it changed, re-aims the
-// wait.
-func (r *ring) setPeer(p *ringPeer) {
+// setPeer records the peer a heartbeat that started at the monotonic time since
+// reported and, if it changed, re-aims the wait. A report older than the watch
+// connection's own last read of the ring is ignored.
+func (r *ring) setPeer(p *ringPeer, since int64) {
 	r.mu.Lock()
+	if since < r.read {
+		r.mu.Unlock()
+		return
+	}
 	same := (r.peer == nil && p == nil) || (r.peer != nil && p != nil && *r.peer == *p)
 	r.peer = p
 	r.mu.Unlock()
@@ -91,6 +98,31 @@ func (r *ring) setPeer(p *ringPeer) {
 		return
 	}
 	r.interrupt()
+}
+
+// joined re-aims the wait at once when the node that just joined is this node's
+// new successor (it falls between this node and its current peer).
+func (r *ring) joined(node string) {
+	me := r.e.cfg.NodeID
+	r.mu.Lock()
+	p := r.peer
+	next := p == nil || between(me, node, p.node)
+	if next {
+		r.stale = true
+	}
+	r.mu.Unlock()
+	if next {
+		r.interrupt()
+	}
+}
+
+// between reports whether x comes after a and before b going around the ring in
+// node_id order (b == a: the whole ring but a).
+func between(a, x, b string) bool {
+	if a < b {
+		return a < x && x < b
+	}
+	return x > a || x < b
 }
 
 func (r *ring) currentPeer() *ringPeer {
@@ -176,6 +208,17 @@ func (r *ring) loop(ctx context.Context) {
 		if w := r.nextWait(); w != nil {
 			r.serveGuard(ctx, conn, w)
 			continue
+		}
+		r.mu.Lock()
+		stale := r.stale
+		r.stale = false
+		r.mu.Unlock()
+		if stale {
+			if p, err := r.fetchPeer(ctx, conn); err == nil {
+				r.mu.Lock()
+				r.peer = p
+				r.mu.Unlock()
+			}
 		}
 		p := r.currentPeer()
 		if p == nil {
@@ -268,6 +311,9 @@ func (r *ring) serveExpired() {
 }
 
 func (r *ring) fetchPeer(ctx context.Context, conn *pgx.Conn) (*ringPeer, error) {
+	r.mu.Lock()
+	r.read = monotime.Now()
+	r.mu.Unlock()
 	var p ringPeer
 	err := conn.QueryRow(ctx, "SELECT node_id, beacon_key FROM pgleader.ring_next($1)", r.e.cfg.NodeID).Scan(&p.node, &p.beacon)
 	if errors.Is(err, pgx.ErrNoRows) {

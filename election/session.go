@@ -143,6 +143,11 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		s.beaconKey, s.guardKey); err != nil {
 		return fail(fmt.Errorf("register node: %w", err))
 	}
+	// Tell the node whose ring successor this one now is to watch it from now on,
+	// not from its next heartbeat: a crash in between would go unwatched.
+	if _, err := lead.Exec(cctx, "SELECT pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', $1::text)::text)", c.NodeID); err != nil {
+		return fail(fmt.Errorf("announce node: %w", err))
+	}
 	if err := s.warm(cctx); err != nil {
 		return fail(fmt.Errorf("warm up leadership session: %w", err))
 	}
@@ -384,7 +389,7 @@ func (s *session) heartbeat() {
 		s.lose(reason, err)
 		return
 	}
-	e.ring.setPeer(peer)
+	e.ring.setPeer(peer, start)
 	var free []*Scope
 	for _, o := range seen {
 		sc := e.scopes[o.scope]
