@@ -245,9 +245,7 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 			go func() { // lead() waits for it if the claim is won
 				actx, cancel := s.stmtCtx(c.HeartbeatTimeout)
 				defer cancel()
-				if err := s.armGuard(actx); err != nil && s.guard.IsClosed() {
-					s.lose("lost_connection", fmt.Errorf("arm the guard lease: %w", err)) // the statement was cut: the guard is gone
-				}
+				_ = s.armGuard(actx) // a guard statement that broke the connection lost the session
 			}()
 		}
 	}

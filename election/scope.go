@@ -311,12 +311,16 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) string {
 	s.obsMu.Unlock()
 	t.emit(Event{Kind: EventAcquired})
 	// Lease the guard before the gate can open, so that a freeze from here on
-	// frees the guard together with the scope locks.
-	gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
-	err := sess.armGuard(gctx)
-	cancel()
-	if err != nil {
-		sess.lose("lost_connection", fmt.Errorf("arm the guard lease for %s: %w", s.name, err))
+	// frees the guard together with the scope locks. A request that timed out in
+	// the guard's queue (a busy node) broke nothing: try again; a guard statement
+	// that was cut closed the guard connection, which ends the session.
+	for !sess.isLost() {
+		gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
+		err := sess.armGuard(gctx)
+		cancel()
+		if err == nil {
+			break
+		}
 	}
 
 	if ctx.Err() == nil { // a term won while the campaign ends never opens its gate

@@ -480,6 +480,10 @@ func (s *session) guardLoop() {
 				err = req.run(req.ctx)
 			}
 			req.reply <- err
+			if err != nil && s.guard.IsClosed() { // the statement was cut: the guard is gone
+				s.lose("lost_connection", fmt.Errorf("guard session: %w", err))
+				return
+			}
 			continue
 		default:
 		}
