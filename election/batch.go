@@ -34,6 +34,7 @@ type batchQueue struct {
 	claims   []*Scope
 	announce []string
 	releases []releaseReq
+	closed   bool // the session ended and its queue was answered: accept nothing more
 	kick     chan struct{}
 }
 
@@ -94,6 +95,13 @@ func scanClaims(rows pgx.Rows) ([]claimResult, error) {
 func (s *session) requestClaims(scopes []*Scope, announce string) {
 	q := &s.batch
 	q.mu.Lock()
+	if q.closed || s.isLost() {
+		// Nobody would answer: a scope marked queued here would never be claimed
+		// again, by this session or the next. The next session claims every scope
+		// when it opens.
+		q.mu.Unlock()
+		return
+	}
 	for _, sc := range scopes {
 		if sc.queueClaim(s) {
 			q.claims = append(q.claims, sc)
@@ -127,7 +135,7 @@ func (s *session) releaseTerm(sc *Scope, epoch int64, reason string) (ok, busy b
 	req := releaseReq{scope: sc.name, epoch: epoch, reason: reason, reply: make(chan releaseResult, 1)}
 	q := &s.batch
 	q.mu.Lock()
-	if s.isLost() {
+	if q.closed || s.isLost() {
 		q.mu.Unlock()
 		return false, false, errSessionLost
 	}
@@ -214,6 +222,7 @@ func (s *session) failQueued() {
 	q.mu.Lock()
 	claims, rel := q.claims, q.releases
 	q.claims, q.releases, q.announce = nil, nil, nil
+	q.closed = true
 	q.mu.Unlock()
 	for _, sc := range claims {
 		sc.deliver(claimOutcome{sess: s, err: errSessionLost})

@@ -67,6 +67,16 @@ func TestBatchQueue(t *testing.T) {
 	if o == nil || !errors.Is(o.err, errSessionLost) {
 		t.Fatalf("outcome after the session was lost: %+v, want errSessionLost", o)
 	}
+	// A wake-up that reaches the lost session (a late notification, a heartbeat
+	// answered just before the loss) must not mark the scope queued: no one would
+	// answer, and the next session could never claim it.
+	s.requestClaims(scopes[1:2], "peer-2")
+	next := &session{e: e, lost: make(chan struct{})}
+	next.batch.init()
+	next.requestClaims(scopes[1:2], "")
+	if len(next.batch.claims) != 1 {
+		t.Fatalf("the next session queued %d claims of a scope woken on the lost one, want 1", len(next.batch.claims))
+	}
 }
 
 // A campaign that ends while its claim is in flight waits for the outcome (settle)
