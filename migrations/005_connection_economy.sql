@@ -221,7 +221,9 @@ BEGIN
 
     -- Scopes held elsewhere: the epoch on record, and the holder while its backend
     -- holds the lock (NULL while the record is stale or a claim is in flight).
-    v_locks := pgleader.lock_map();
+    IF EXISTS (SELECT 1 FROM unnest(p_keys) k WHERE k <> ALL (v_taken) AND k <> ALL (v_busy)) THEN
+      v_locks := pgleader.lock_map(); -- only when some scope is held elsewhere: a read of pg_locks
+    END IF;
     RETURN QUERY
       SELECT u.s, false, false, s.epoch,
              CASE WHEN s.holder_pid IS NOT NULL AND s.released_at IS NULL
