@@ -14,6 +14,9 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
+// peerWait identifies one peer wait statement (a new one per statement).
+type peerWait struct{ peer ringPeer }
+
 // ringPeer is the node this node watches: the next live node in node_id order.
 type ringPeer struct {
 	node   string
@@ -45,8 +48,8 @@ type ring struct {
 	read  int64     // monotonic time of the last ring_next read on the watch connection
 
 	conn      atomic.Pointer[pgx.Conn]
-	waiting   atomic.Pointer[ringPeer] // the peer wait in flight, if any
-	cancelled atomic.Bool              // a cancel request was sent for the wait in flight
+	waiting   atomic.Pointer[peerWait] // the peer wait in flight, if any
+	cancelled atomic.Bool              // cancel requests are being sent for the wait in flight
 	waits     map[int64]*guardWait     // under mu: guard waits not yet served
 	changed   chan struct{}            // peer changed or a guard wait arrived
 }
@@ -62,21 +65,29 @@ func (r *ring) signal() {
 	}
 }
 
-// interrupt cuts a peer wait in flight so the loop looks at its inputs again. The
-// cancel request is harmless if it arrives late: a cancelled statement is simply
-// run again, and a cancel that finds the backend idle is ignored by the server.
+// interrupt cuts a peer wait in flight so the loop looks at its inputs again. A
+// cancel request that reaches the server before the statement has started is
+// ignored there (the backend is idle), so cancel requests are repeated, further
+// and further apart, until that very wait has ended. One that arrives late is
+// harmless: a cancelled statement is simply run again.
 func (r *ring) interrupt() {
 	r.signal()
-	if r.waiting.Load() == nil || !r.cancelled.CompareAndSwap(false, true) {
-		return // nothing to cut, or a cancel request is on its way already
+	w := r.waiting.Load()
+	if w == nil || !r.cancelled.CompareAndSwap(false, true) {
+		return // nothing to cut, or cancel requests are on their way already
 	}
-	if c := r.conn.Load(); c != nil {
-		go func() {
+	c := r.conn.Load()
+	if c == nil {
+		return
+	}
+	go func() {
+		for d := time.Millisecond; r.waiting.Load() == w; d = min(2*d, 100*time.Millisecond) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
 			_ = c.PgConn().CancelRequest(ctx)
-		}()
-	}
+			cancel()
+			time.Sleep(d)
+		}
+	}()
 }
 
 // setPeer records the peer a heartbeat that started at the monotonic time since
@@ -94,7 +105,7 @@ func (r *ring) setPeer(p *ringPeer, since int64) {
 	if same {
 		return
 	}
-	if w := r.waiting.Load(); w != nil && p != nil && *w == *p {
+	if w := r.waiting.Load(); w != nil && p != nil && w.peer == *p {
 		return
 	}
 	r.interrupt()
@@ -229,7 +240,7 @@ func (r *ring) loop(ctx context.Context) {
 			continue
 		}
 		r.cancelled.Store(false)
-		r.waiting.Store(p)
+		r.waiting.Store(&peerWait{peer: *p})
 		if r.hasWaits() { // arrived after nextWait looked: serve it first
 			r.waiting.Store(nil)
 			continue
