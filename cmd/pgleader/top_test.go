@@ -162,8 +162,10 @@ func TestTopSmokeTmux(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	screen := waitScreen("smoke-node")
-	for _, want := range []string{"✔ OK smoke", "SCOPES", "NODES", "? help"} {
+	// The node is listed as soon as it registers, a moment before its first claim:
+	// wait for the verdict itself.
+	screen := waitScreen("✔ OK smoke")
+	for _, want := range []string{"smoke-node", "SCOPES", "NODES", "? help"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
