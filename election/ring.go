@@ -17,6 +17,13 @@ import (
 // peerWait identifies one peer wait statement (a new one per statement).
 type peerWait struct{ peer ringPeer }
 
+// peerWaitSlice bounds one peer wait statement; the loop re-issues it. A statement
+// blocked on a lock holds its snapshot, and so the database's xmin horizon, for as
+// long as it waits: a wait without end kept vacuum from removing any row version
+// written since, and at a thousand scopes the heartbeats' updates bloated
+// leader_state by 30 MB in a minute, until heartbeats missed their deadline.
+const peerWaitSlice = 2 * time.Second
+
 // ringPeer is the node this node watches: the next live node in node_id order.
 type ringPeer struct {
 	node   string
@@ -245,7 +252,7 @@ func (r *ring) loop(ctx context.Context) {
 			r.waiting.Store(nil)
 			continue
 		}
-		free, err := await(ctx, conn, p.beacon, 0)
+		free, err := await(ctx, conn, p.beacon, peerWaitSlice)
 		r.waiting.Store(nil)
 		switch {
 		case err != nil && isCancel(err):

@@ -28,6 +28,15 @@ CREATE OR REPLACE FUNCTION pgleader.schema_version() RETURNS int
 LANGUAGE sql IMMUTABLE AS $$ SELECT 5 $$;
 -- +goose StatementEnd
 
+-- Every heartbeat rewrites each led scope's row (last_heartbeat): at a thousand
+-- scopes, two thousand row versions a second. Room on every page lets those be HOT
+-- updates that page pruning reclaims (no index entries, no bloat); the versions of
+-- the last few seconds stay until the oldest snapshot moves on (a watch statement
+-- holds one for at most its slice, see the election package). New pages only: an
+-- existing table is rewritten by VACUUM FULL pgleader.leader_state.
+ALTER TABLE pgleader.leader_state SET (fillfactor = 20, autovacuum_vacuum_scale_factor = 0,
+                                      autovacuum_vacuum_threshold = 5000);
+
 ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS beacon_key bigint;
 ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS guard_key bigint;
 
