@@ -21,7 +21,10 @@ type peerWait struct{ peer ringPeer }
 // blocked on a lock holds its snapshot, and so the database's xmin horizon, for as
 // long as it waits: a wait without end kept vacuum from removing any row version
 // written since, and at a thousand scopes the heartbeats' updates bloated
-// leader_state by 30 MB in a minute, until heartbeats missed their deadline.
+// leader_state by 30 MB in a minute, until heartbeats missed their deadline. Each
+// slice costs one short transaction: 0.25 per heartbeat interval at the defaults. A
+// 5 s slice measured 88 % HOT updates and a table still growing (12 MB after a
+// minute at 1,000 scopes); 2 s, 98 % and a steady 2.2 MB.
 const peerWaitSlice = 2 * time.Second
 
 // ringPeer is the node this node watches: the next live node in node_id order.
