@@ -314,12 +314,19 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) string {
 	// frees the guard together with the scope locks. A request that timed out in
 	// the guard's queue (a busy node) broke nothing: try again; a guard statement
 	// that was cut closed the guard connection, which ends the session.
+	// Never for longer than a trust window: a term that cannot arm its guard must
+	// not hold its scope with the gate shut; dropping the session frees it for
+	// another node (and is always safe).
+	giveUp := monotime.Now() + int64(e.cfg.TrustWindow)
 	for !sess.isLost() {
 		gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
 		err := sess.armGuard(gctx)
 		cancel()
 		if err == nil {
 			break
+		}
+		if monotime.Now() > giveUp {
+			sess.lose("lost_connection", fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
 		}
 	}
 
