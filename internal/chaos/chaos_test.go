@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,32 @@ func TestShortProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress strings.Builder
-	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: t.TempDir(), Seed: 1,
+	dir := t.TempDir()
+	// On failure, the nodes' warnings are what tells a hang from a crash.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+		more, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, f := range append(logs, more...) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			var keep []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || strings.Contains(l, "panic") {
+					keep = append(keep, l)
+				}
+			}
+			if len(keep) > 20 {
+				keep = keep[len(keep)-20:]
+			}
+			t.Logf("%s (last warnings):\n%s", f, strings.Join(keep, "\n"))
+		}
+	})
+	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: dir, Seed: 1,
 		Duration:  4 * time.Second,
 		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low", "partition"},
 		Progress:  &progress})
