@@ -82,7 +82,7 @@ func TestShortProfile(t *testing.T) {
 		}
 	})
 	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: dir, Seed: 1,
-		Duration:  4 * time.Second,
+		Duration: 4 * time.Second,
 		// pg-immediate is out of the short profile for now: after a crash-restart
 		// of PostgreSQL every scope occasionally stayed leaderless for 30 s here
 		// (seen in CI, not reproduced by hand; see docs/reliability.md). It runs in
