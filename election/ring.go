@@ -277,7 +277,7 @@ func (r *ring) loop(ctx context.Context) {
 			continue
 		}
 		// The peer's leadership session is gone: its scope locks are free now.
-		e.log.Info("peer lost", "node", e.cfg.NodeID, "peer", p.node, "mono_ns", monotime.Now())
+		e.log.Info("peer lost", "node", e.cfg.NodeID, "peer", p.node)
 		e.claimScopesOf(p.node, true)
 		next, err := r.fetchPeer(ctx, conn)
 		r.mu.Lock()
