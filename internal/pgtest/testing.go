@@ -265,3 +265,21 @@ func withDatabase(dsn, name string) (string, error) {
 	}
 	return out, nil
 }
+
+// NewStandby starts a streaming standby of primary (StartStandby) for a test that
+// fails over, and closes it when the test ends.
+func NewStandby(t testing.TB, primary *Server) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	standby, err := primary.StartStandby(ctx, Options{Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := standby.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return standby
+}

@@ -1,0 +1,225 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/migrations"
+)
+
+// A primary with a streaming standby; three nodes reach them through a multi-host
+// DSN with target_session_attrs=read-write. The primary crashes and the standby is
+// promoted. With asynchronous replication the standby stopped receiving first, so
+// the last epoch bumps (acknowledged to the nodes) are lost with the old primary;
+// with synchronous replication nothing acknowledged is lost. Either way: every
+// epoch granted after the promotion is above every epoch granted before it, no
+// epoch is granted twice, a token from before the promotion is fenced on the new
+// primary, leadership resumes by itself, and no two gates overlap.
+func TestPrimaryFailover(t *testing.T) {
+	for _, mode := range []string{"async", "sync"} {
+		t.Run(mode, func(t *testing.T) { testPrimaryFailover(t, mode == "sync") })
+	}
+}
+
+func testPrimaryFailover(t *testing.T, sync bool) {
+	ctx := context.Background()
+	primary := pgtest.NewServer(t)
+	if sync {
+		// Set with ALTER SYSTEM, as an HA manager does: the base backup carries it
+		// to the standby, and it can be changed there after the promotion.
+		if err := primary.SetPrimarySetting(ctx, "synchronous_standby_names", "*"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	standby := pgtest.NewStandby(t, primary)
+	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
+	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The new database reaches the standby by streaming.
+	if err := standby.WaitReplayed(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/fo?sslmode=disable&target_session_attrs=read-write",
+		primary.Port(), standby.Port())
+
+	const scope = "failover"
+	rec := &recorder{}
+	var nodes []*node
+	for _, id := range []string{"fo-a", "fo-b", "fo-c"} {
+		c := fastConfig(dsn, id, scope)
+		c.Observer = rec
+		nodes = append(nodes, startNode(t, c))
+	}
+	leader := func() *node {
+		if ls := leaders(nodes, scope); len(ls) == 1 {
+			return ls[0]
+		}
+		return nil
+	}
+	waitFor(t, "a leader", 10*time.Second, func() bool { return leader() != nil })
+
+	// Epochs acknowledged to the nodes before the failover: the standby has them
+	// all (sync), or stops receiving and misses the last ones (async).
+	if !sync {
+		if err := standby.StopReceiving(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		l := leader()
+		tok, err := l.Scope(scope).Require(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(t, primary.DSN("fo"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgleader leadership ' || $1`, l.NodeID())
+		waitFor(t, "a new term", 10*time.Second, func() bool {
+			n := leader()
+			if n == nil {
+				return false
+			}
+			t2, err := n.Scope(scope).Require(ctx)
+			return err == nil && t2.Epoch > tok.Epoch
+		})
+	}
+	before := maxAcquired(rec, scope)
+	stale, err := leader().Scope(scope).Require(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := primary.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	// What the standby has of the history, read before it accepts writes.
+	var replicated int64
+	if err := withStandby(ctx, standby, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT coalesce(max(epoch), 0) FROM pgleader.leader_state WHERE scope = $1", scope).Scan(&replicated)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case !sync && replicated >= before:
+		t.Fatalf("the standby has epoch %d, the nodes were granted up to %d: no bump was lost, the test proves nothing", replicated, before)
+	case sync && replicated != before:
+		t.Fatalf("synchronous standby has epoch %d, the nodes were granted %d: an acknowledged bump was lost", replicated, before)
+	}
+	t.Logf("granted up to epoch %d before the failover; the standby had %d", before, replicated)
+	promoted := time.Now()
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		// No synchronous standby is left: commits would wait for one forever.
+		// Patroni's synchronous_mode (not _strict) does the same.
+		if err := standby.SetPrimarySetting(ctx, "synchronous_standby_names", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitFor(t, "a leader on the new primary", 15*time.Second, func() bool {
+		n := leader()
+		if n == nil {
+			return false
+		}
+		tok, err := n.Scope(scope).Require(ctx)
+		return err == nil && tok.Epoch > before
+	})
+	t.Logf("leadership resumed %v after pg_promote was called", time.Since(promoted).Round(time.Millisecond))
+
+	sdsn := standby.DSN("fo")
+	t.Run("EpochsAboveEveryEarlierGrant", func(t *testing.T) {
+		seen := map[int64]string{}
+		var last int64
+		for _, e := range rec.snapshot() {
+			if e.Scope != scope || e.Kind != election.EventAcquired {
+				continue
+			}
+			if other, dup := seen[e.Epoch]; dup {
+				t.Errorf("epoch %d granted twice: to %s and %s", e.Epoch, other, e.Node)
+			}
+			seen[e.Epoch] = e.Node
+			if e.Epoch <= last {
+				t.Errorf("epoch %d acquired after %d", e.Epoch, last)
+			}
+			last = e.Epoch
+		}
+		floor := queryInt(t, sdsn, "SELECT pgleader.epoch_floor()")
+		if floor <= before {
+			t.Errorf("floor %d of the new timeline is not above the last epoch granted before (%d)", floor, before)
+		}
+	})
+	t.Run("FailoverRecorded", func(t *testing.T) {
+		if n := queryInt(t, sdsn, "SELECT count(*) FROM pgleader.timelines WHERE timeline = pgleader.wal_timeline()"); n != 1 {
+			t.Errorf("%d rows for the new timeline in pgleader.timelines, want 1", n)
+		}
+		if n := queryInt(t, sdsn, "SELECT count(*) FROM pgleader.audit WHERE kind = 'epoch_floor_raised'"); n != 1 {
+			t.Errorf("%d epoch_floor_raised audit rows, want 1", n)
+		}
+	})
+	t.Run("TokenFromBeforeThePromotionIsFenced", func(t *testing.T) {
+		withConn(t, sdsn, func(ctx context.Context, c *pgx.Conn) error {
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(ctx)
+			if err := election.Fence(ctx, tx, stale); !errors.Is(err, election.ErrFenced) {
+				t.Errorf("Fence with epoch %d from before the promotion: %v, want ErrFenced", stale.Epoch, err)
+			}
+			return nil
+		})
+	})
+	t.Run("EpochBelowTheFloorRefused", func(t *testing.T) {
+		withConn(t, sdsn, func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, "UPDATE pgleader.leader_state SET epoch = $2 WHERE scope = $1", scope, before+1)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "PLF04" {
+				t.Errorf("writing epoch %d on the new timeline: %v, want SQLSTATE PLF04", before+1, err)
+			}
+			return nil
+		})
+	})
+	assertNoOverlap(t, rec, scope)
+}
+
+func maxAcquired(r *recorder, scope string) int64 {
+	var m int64
+	for _, e := range r.snapshot() {
+		if e.Scope == scope && e.Kind == election.EventAcquired && e.Epoch > m {
+			m = e.Epoch
+		}
+	}
+	return m
+}
+
+// withStandby runs fn on a connection to the standby, waiting until its replay has
+// caught up with what it received.
+func withStandby(ctx context.Context, s *pgtest.Server, fn func(*pgx.Conn) error) error {
+	c, err := pgx.Connect(ctx, s.DSN("fo"))
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	for range 500 {
+		var caught bool
+		if err := c.QueryRow(ctx, "SELECT pg_last_wal_replay_lsn() >= coalesce(pg_last_wal_receive_lsn(), '0/0')").Scan(&caught); err != nil {
+			return err
+		}
+		if caught {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fn(c)
+}
