@@ -143,12 +143,26 @@ type History struct {
 	Writes []Write
 	// Faults are the faults the runner applied.
 	Faults []Fault
+	// DataLoss are the windows in which the database may have lost commits it had
+	// acknowledged: an asynchronous standby promoted after it stopped receiving
+	// loses what its primary committed from then on. An acknowledged write
+	// (action_ok) inside one whose row is missing was lost with the old primary:
+	// counted in Figures.LostWithPrimary, not an H5 violation. Grants lost that way
+	// are still judged by H1 and H2 through the nodes' events.
+	DataLoss []Window
 	// EndMono is when the run ended: gates still open end here. Records after it
 	// (a shutdown's handovers, say) still count for H1, H2 and H5 and for the
 	// action counts, but not for the gate figures and the footprints, so stamp it
 	// before stopping the nodes. Zero means the last record's (or fault's) time.
 	EndMono int64
 }
+
+// Window is an interval of CLOCK_MONOTONIC nanoseconds.
+type Window struct {
+	StartMono, EndMono int64
+}
+
+func (w Window) contains(mono int64) bool { return mono >= w.StartMono && mono <= w.EndMono }
 
 // Violation is a breach of one of the safety rules H1–H5.
 type Violation struct {
@@ -178,6 +192,9 @@ type Figures struct {
 	StaleRejected int `json:"stale_rejected"`
 	// StaleAccepted counts writes accepted under a stale epoch (the H3 violations).
 	StaleAccepted int `json:"stale_accepted"`
+	// LostWithPrimary counts acknowledged writes lost with an old primary inside a
+	// History.DataLoss window (asynchronous replication), not counted as H5.
+	LostWithPrimary int `json:"lost_with_primary,omitempty"`
 	// Transitions counts gate_open events, one per (scope, node, epoch).
 	Transitions int `json:"transitions"`
 	// TransitionsPerMin is Transitions per minute of run.
@@ -250,6 +267,7 @@ func Check(h History, expect Footprint) Report {
 	r.Violations = append(r.Violations, c.checkH5()...)
 	r.Figures = c.figures()
 	r.Figures.StaleAccepted = stale
+	r.Figures.LostWithPrimary = c.lost
 	r.Missing = c.footprints(expect, r.Figures)
 	return r
 }
@@ -284,6 +302,7 @@ type run struct {
 	laterMin map[string][]int
 
 	gates map[string][]history.Interval // per scope (history.GateIntervals)
+	lost  int                           // acknowledged writes lost with an old primary (checkH5)
 	opens map[string][]open             // per scope, by mono
 
 	base int64 // origin of the relative times in messages

@@ -459,3 +459,23 @@ func TestDeterministicAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An acknowledged write lost with an asynchronous primary is counted, not a
+// violation, inside a DataLoss window only; outside it, it is still H5.
+func TestWritesLostWithPrimary(t *testing.T) {
+	lost := func(from, to int64) History {
+		h := hist(300, []eventlog.Record{
+			acquired(0, "a", 1), gateOpen(1, "a", 1, 500), action(10, eventlog.ActionOK, "a", 1, "a:s:1"),
+		}, []Term{term(1, "a", 0)}, nil)
+		h.DataLoss = []Window{{StartMono: mono(from), EndMono: mono(to)}}
+		return h
+	}
+	r := Check(lost(5, 20), Footprint{})
+	if !r.OK() || r.Figures.LostWithPrimary != 1 {
+		t.Fatalf("write acknowledged inside the loss window: lost %d, %v", r.Figures.LostWithPrimary, r)
+	}
+	r = Check(lost(11, 20), Footprint{})
+	if got := rules(r); !slices.Equal(got, []string{"H5"}) || r.Figures.LostWithPrimary != 0 {
+		t.Fatalf("write acknowledged before the loss window: rules %v, lost %d", got, r.Figures.LostWithPrimary)
+	}
+}

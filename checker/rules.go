@@ -166,6 +166,17 @@ func (c *run) checkH4() []Violation {
 }
 
 // checkH5: reported outcomes match the rows of pgleader.demo_actions.
+// lostWithPrimary reports whether mono falls in a window where the database may
+// have lost acknowledged commits (History.DataLoss).
+func (c *run) lostWithPrimary(mono int64) bool {
+	for _, w := range c.h.DataLoss {
+		if w.contains(mono) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *run) checkH5() []Violation {
 	rows := map[string][]Write{}
 	for _, w := range c.h.Writes {
@@ -208,6 +219,8 @@ func (c *run) checkH5() []Violation {
 		r := rs[len(rs)-1] // the outcome, if any; else action_paused
 		scope := r.Scope
 		switch {
+		case ok != nil && len(ws) == 0 && c.lostWithPrimary(ok.MonoNS):
+			c.lost++
 		case ok != nil && len(ws) == 0:
 			add(scope, "acknowledged write %s (%s, epoch %d, action_ok at %s) has no row: lost",
 				id, ok.Node, ok.Epoch, c.rel(ok.MonoNS))

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -164,14 +166,14 @@ func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, unwrapConnectErr(err))
+		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
 	}
 	defer conn.Close(context.Background())
 	var c LockTableCapacity
 	if err := conn.QueryRow(cctx, `SELECT current_setting('max_locks_per_transaction')::int,
 	        current_setting('max_connections')::int, current_setting('max_prepared_transactions')::int`).
 		Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
-		return fmt.Errorf("%w: read lock table settings: %v", ErrUnreachable, err)
+		return fmt.Errorf("%w: read lock table settings: %w", ErrUnreachable, err)
 	}
 	return c.Check(n)
 }
@@ -182,19 +184,19 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err != nil {
-		return fmt.Errorf("%w: cannot connect to %s:%d: %v", ErrUnreachable, cfg.Host, cfg.Port, unwrapConnectErr(err))
+		return fmt.Errorf("%w: cannot connect to %s:%d: %w", ErrUnreachable, cfg.Host, cfg.Port, unwrapConnectErr(err))
 	}
 	defer conn.Close(context.Background())
 	var num int
 	if err := conn.QueryRow(cctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	if err := checkServerVersion(num); err != nil {
 		return err
 	}
 	v, err := migrations.Version(cctx, conn)
 	if err != nil {
-		return fmt.Errorf("%w: read schema version: %v", ErrUnreachable, err)
+		return fmt.Errorf("%w: read schema version: %w", ErrUnreachable, err)
 	}
 	switch {
 	case v == 0:
@@ -203,6 +205,48 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 		return fmt.Errorf("%w: database %q has pgleader schema version %d, this build needs %d: run `pgleader migrate`", ErrSchemaMissing, cfg.Database, v, migrations.Latest)
 	}
 	return nil
+}
+
+// AwaitDatabase runs the checks of Check (CheckDatabase, then CheckLockTable for n
+// scopes) and, while they fail only because the database is in the middle of a
+// restart or a failover, retries them with backoff (at most a second apart) until
+// they pass or ctx ends, logging each failure. In transition means: a server
+// answered that it is starting up, shutting down or in recovery (SQLSTATE 57P03);
+// a host of a multi-host DSN with target_session_attrs answered that it is
+// read-only (a standby, none promoted yet); with several hosts, one refused the
+// connection; or a server that accepted the connection dropped it. Anything else (a wrong host, password, certificate or database,
+// a missing schema) is returned at once: it will not heal by itself. Run calls it.
+func AwaitDatabase(ctx context.Context, cfg *pgx.ConnConfig, n int, log *slog.Logger) error {
+	for attempt := 1; ; attempt++ {
+		err := CheckDatabase(ctx, cfg)
+		if err == nil {
+			err = CheckLockTable(ctx, cfg, n)
+		}
+		if err == nil || ctx.Err() != nil || !inTransition(err, cfg) {
+			return err
+		}
+		if log != nil {
+			log.Warn("database in transition (restart or failover); waiting for a writable server", "err", err, "attempt", attempt)
+		}
+		sleepCtx(ctx, backoff(attempt))
+	}
+}
+
+// inTransition reports whether a connection error says the database is restarting
+// or failing over rather than misconfigured (see AwaitDatabase).
+func inTransition(err error, cfg *pgx.ConnConfig) bool {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "57P03": // cannot_connect_now
+		return true
+	case errors.Is(err, pgconn.ErrReadOnlyConnection):
+		return true
+	case len(cfg.Fallbacks) > 0 && errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF):
+		return true // a server that accepted the connection went away during the check
+	}
+	return false
 }
 
 // checkServerVersion refuses servers older than PostgreSQL 14 (server_version_num).
@@ -240,7 +284,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	if e.cfg.Standalone {
 		return e.runStandalone(ctx)
 	}
-	if err := e.Check(ctx); err != nil {
+	if err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log); err != nil {
 		if ctx.Err() != nil {
 			return nil // cancelled before it started: nothing to drain
 		}
@@ -408,10 +452,13 @@ func (e *Elector) awaitSession(ctx context.Context) *session {
 	}
 }
 
-// backoff returns a jittered exponential delay for the n-th consecutive failure.
+// backoff returns a jittered exponential delay for the n-th consecutive failure, at
+// most a second: a database that fails over is back within seconds, and leadership
+// should resume within a second of it (each retry is a connection attempt, cheap
+// for the server).
 func backoff(n int) time.Duration {
-	d := 25 * time.Millisecond << min(max(n-1, 0), 8)
-	d = min(d, 5*time.Second)
+	d := 25 * time.Millisecond << min(max(n-1, 0), 6)
+	d = min(d, time.Second)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
 

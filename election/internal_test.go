@@ -29,10 +29,10 @@ func TestCheckServerVersion(t *testing.T) {
 }
 
 // The backoff after the n-th failure lies in [d/2, d] with d = 25ms·2^(n−1), capped
-// at 5s, and it is jittered (not one fixed value).
+// at 1s, and it is jittered (not one fixed value).
 func TestBackoff(t *testing.T) {
 	for n := 1; n <= 20; n++ {
-		d := min(25*time.Millisecond<<min(n-1, 8), 5*time.Second)
+		d := min(25*time.Millisecond<<min(n-1, 6), time.Second)
 		seen := map[time.Duration]bool{}
 		for range 200 {
 			b := backoff(n)

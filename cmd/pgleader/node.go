@@ -125,16 +125,15 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	defer onSignal() // runs before stop: returning is not a signal
 
 	// The events file is created only once the checks have passed, and the
-	// Elector is built after it because its Observer is fixed at New; so the check
-	// here is CheckDatabase on the same connection configuration (what Check does).
-	if err := election.CheckDatabase(ctx, t.Config); err != nil {
+	// Elector is built after it because its Observer is fixed at New; so the checks
+	// run here on the same connection configuration (what Run does): they wait out
+	// a database in the middle of a failover, and report anything else at once
+	// (exit 2; ErrTooManyScopes names the settings).
+	if err := election.AwaitDatabase(ctx, t.Config, len(cfg.Scopes), a.log); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before starting
 		}
 		return err
-	}
-	if err := election.CheckLockTable(ctx, t.Config, len(cfg.Scopes)); err != nil {
-		return err // ErrTooManyScopes: exit 2, naming the settings
 	}
 	var events *eventlog.Writer
 	if f.events != "" {

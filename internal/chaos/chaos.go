@@ -62,7 +62,11 @@ type Result struct {
 	Seconds  float64        `json:"seconds"`
 	Report   checker.Report `json:"report"`
 	Extra    []string       `json:"extra_violations,omitempty"` // runner-level checks (dense epochs, …)
-	Err      string         `json:"error,omitempty"`            // the run itself failed
+	// ResumeMS are, for the failover scenarios, the times from the moment the new
+	// primary accepted writes to the first gate opened on it, one per scope and
+	// failover, in milliseconds.
+	ResumeMS []float64 `json:"resume_after_promotion_ms,omitempty"`
+	Err      string    `json:"error,omitempty"` // the run itself failed
 }
 
 // OK reports a scenario that ran and passed every check, or was skipped.
@@ -108,6 +112,10 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			verdict = "FAIL"
 		}
 		fmt.Fprintf(o.Progress, "   %s after %.0fs, %d faults\n", verdict, r.Seconds, r.Faults)
+		if len(r.ResumeMS) > 0 {
+			fmt.Fprintf(o.Progress, "   leadership resumed after the promotion: %s (p50 / max of %d); acknowledged writes lost with the old primary: %d\n",
+				resumeSummary(r.ResumeMS), len(r.ResumeMS), r.Report.Figures.LostWithPrimary)
+		}
 		out = append(out, r)
 	}
 	return out, ctx.Err()
@@ -125,6 +133,10 @@ type env struct {
 	progress io.Writer
 	end      int64                      // mono ns when the schedule finished
 	proxies  map[string]*faultnet.Proxy // node id → its path to PostgreSQL (viaProxy scenarios)
+	dsn      string                     // what nodes and the harness connect to (a pair's multi-host DSN)
+	pair     *pair                      // the primary and standby of a failover scenario
+	loss     []checker.Window           // where the database may have lost acknowledged commits
+	resumes  []time.Duration            // failover scenarios: promotion → first gate open
 	// node id → its network namespace (netns scenarios)
 	namespaces map[string]*faultnet.Namespace
 }
@@ -147,6 +159,21 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 			return r
 		}
 	}
+	dsn := o.DSN
+	var pr *pair
+	if sc.pair != "" {
+		if o.Server == nil {
+			r.Skipped = "needs PostgreSQL server binaries to build a primary and a standby: run without --dsn"
+			return r
+		}
+		var err error
+		if pr, err = newPair(ctx, sc.pair == "sync"); err != nil {
+			r.Err = err.Error()
+			return r
+		}
+		defer pr.close()
+		dsn = pr.dsn()
+	}
 	began := time.Now()
 	prefix := fmt.Sprintf("chaos-%s-%d", sc.name, o.Seed)
 	scopes := []string{prefix + "-a", prefix + "-b"}
@@ -156,18 +183,18 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		return r
 	}
 	namespaces := map[string]*faultnet.Namespace{}
-	copts := cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: dir, Scopes: scopes,
+	copts := cluster.Options{Bin: o.Bin, DSN: dsn, Dir: dir, Scopes: scopes,
 		NodeArgs: append(append([]string(nil), defaultNodeArgs...), o.NodeArgs...)}
 	if sc.netns {
 		copts.Wrap = func(id string) []string { return namespaces[id].Exec() }
 	}
 	c := cluster.New(copts)
-	admin, err := pgx.Connect(ctx, o.DSN)
+	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	e := &env{o: o, c: c, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(len(sc.name)))), admin: admin,
+	e := &env{o: o, c: c, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(len(sc.name)))), admin: admin, dsn: dsn, pair: pr,
 		scopes: scopes, deadline: time.Now().Add(o.Duration), progress: o.Progress, namespaces: namespaces}
 	runErr := func() error {
 		e.proxies = map[string]*faultnet.Proxy{}
@@ -217,8 +244,11 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		e.end = monotime.Now()
 		return err
 	}()
-	admin.Close(context.Background())
+	e.admin.Close(context.Background())
 	r.Faults = len(e.faults)
+	for _, d := range e.resumes {
+		r.ResumeMS = append(r.ResumeMS, float64(d.Microseconds())/1000)
+	}
 	r.Seconds = time.Since(began).Seconds()
 	if runErr != nil {
 		r.Err = runErr.Error()
@@ -248,7 +278,9 @@ func (e *env) history(ctx context.Context, _ string) (checker.History, error) {
 	if end == 0 {
 		end = monotime.Now()
 	}
-	return History(ctx, e.o.DSN, e.scopes, e.c.Events(), e.faults, end)
+	h, err := History(ctx, e.dsn, e.scopes, e.c.Events(), e.faults, end)
+	h.DataLoss = e.loss
+	return h, err
 }
 
 // History assembles what the checker judges: the nodes' events, the faults applied,
@@ -399,4 +431,11 @@ func proxied(name, listen, dsn string) (string, *faultnet.Proxy, error) {
 	u, _ := url.Parse(dsn)
 	u.Host = p.Addr()
 	return u.String(), p, nil
+}
+
+// resumeSummary formats the median and maximum of failover resumption times.
+func resumeSummary(ms []float64) string {
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	return fmt.Sprintf("%.1f ms / %.1f ms", s[len(s)/2], s[len(s)-1])
 }

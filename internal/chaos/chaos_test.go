@@ -87,16 +87,17 @@ func TestShortProfile(t *testing.T) {
 		// of PostgreSQL every scope occasionally stayed leaderless for 30 s here
 		// (seen in CI, not reproduced by hand; see docs/reliability.md). It runs in
 		// the soak (make chaos), where it passed every restart.
-		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "net-hang", "latency-low", "partition"},
-		Progress:  &progress})
+		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "net-hang", "latency-low", "partition",
+			"pg-failover-sync", "pg-failover-async"},
+		Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var table strings.Builder
 	chaos.WriteTable(&table, rs)
 	t.Logf("\n%s\n%s", progress.String(), table.String())
-	if len(rs) != 8 {
-		t.Fatalf("%d results, want 8", len(rs))
+	if len(rs) != 10 {
+		t.Fatalf("%d results, want 10", len(rs))
 	}
 	netnsSkip := faultnet.NamespaceSupport()
 	for _, r := range rs {
@@ -118,6 +119,9 @@ func TestShortProfile(t *testing.T) {
 		}
 		if o := r.Report.Figures.GateOverlap; o != 0 {
 			t.Errorf("%s: gates overlapped for %v", r.Scenario, o)
+		}
+		if strings.HasPrefix(r.Scenario, "pg-failover-") && len(r.ResumeMS) == 0 {
+			t.Errorf("%s: no failover completed", r.Scenario)
 		}
 	}
 }

@@ -122,17 +122,30 @@ func (s *Server) WaitStreaming(ctx context.Context) error {
 	}
 }
 
-// Promote promotes the standby s (pg_promote) and waits until it accepts writes.
+// Promote promotes the standby s (pg_promote without waiting) and returns as soon
+// as it accepts writes: pg_promote's own wait polls only every 100 ms.
 func (s *Server) Promote(ctx context.Context) error {
-	var ok bool
-	if err := s.queryRow(ctx, "SELECT pg_promote(true, 30)", &ok); err != nil {
+	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
 		return fmt.Errorf("pgtest: promote 127.0.0.1:%d: %w", s.port, err)
 	}
-	if !ok {
-		return fmt.Errorf("pgtest: promote 127.0.0.1:%d: not promoted within 30s", s.port)
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_promote(false)"); err != nil {
+		return fmt.Errorf("pgtest: promote 127.0.0.1:%d: %w", s.port, err)
 	}
-	s.log("pgtest: 127.0.0.1:%d promoted", s.port)
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		var recovering bool
+		if err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil {
+			return fmt.Errorf("pgtest: promote 127.0.0.1:%d: %w", s.port, err)
+		}
+		if !recovering {
+			s.log("pgtest: 127.0.0.1:%d promoted", s.port)
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // StopReceiving stops the standby's WAL receiver (primary_conninfo emptied and the
@@ -180,9 +193,13 @@ func (s *Server) Timeline(ctx context.Context) (int64, error) {
 	return tl, err
 }
 
-func quoteLiteral(v string) string { return "'" + string(bytes.ReplaceAll([]byte(v), []byte("'"), []byte("''"))) + "'" }
+func quoteLiteral(v string) string {
+	return "'" + string(bytes.ReplaceAll([]byte(v), []byte("'"), []byte("''"))) + "'"
+}
 
-func (s *Server) exec(ctx context.Context, sql string) error { return execAdmin(ctx, s.DSN("postgres"), sql) }
+func (s *Server) exec(ctx context.Context, sql string) error {
+	return execAdmin(ctx, s.DSN("postgres"), sql)
+}
 
 func (s *Server) queryRow(ctx context.Context, sql string, dst ...any) error {
 	conn, err := pgx.Connect(ctx, s.DSN("postgres"))
