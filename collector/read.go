@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Connection roles, the suffix of each connection's application_name.
@@ -42,6 +43,7 @@ var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fe
 // the first statement, right when the transaction's snapshot is taken.
 type dbRead struct {
 	Now        time.Time // the database's now() (transaction start)
+	Timeline   int64     // the WAL timeline the server writes on (0 on a standby)
 	Capacity   int
 	Advisory   int
 	Waiting    int
@@ -160,6 +162,8 @@ SELECT sc.scope, sc.recorded, sc.lock_key, sc.epoch, sc.holder, sc.holder_pid,
 	// footprint of this database, and the newest audit id (used by the first read).
 	sqlMeta = `
 SELECT now(),
+       CASE WHEN pg_catalog.pg_is_in_recovery() THEN 0
+            ELSE ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END,
        current_setting('max_locks_per_transaction')::int
          * (current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int),
        count(*) FILTER (WHERE l.granted)::int, count(*) FILTER (WHERE NOT l.granted)::int,
@@ -221,6 +225,14 @@ func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnCo
 		Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
 	cc.DialFunc = dialer.DialContext
 	cc.RuntimeParams["application_name"] = app
+	if cc.ValidateConnect != nil {
+		// A multi-host DSN with target_session_attrs (read-write, primary, …) is
+		// how a collector follows a failover. Its reader sessions are read-only by
+		// default_transaction_read_only, which read-write would reject on every
+		// host; and it needs the primary in any case (LISTEN, logical decoding and
+		// the lock table of the nodes are there): so the primary it is.
+		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsPrimary
+	}
 	for k, v := range params {
 		cc.RuntimeParams[k] = v
 	}
@@ -322,7 +334,7 @@ func scanRead(br pgx.BatchResults, r *dbRead) error {
 	if err != nil {
 		return fmt.Errorf("read scopes and locks: %w", err)
 	}
-	if err := br.QueryRow().Scan(&r.Now, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID); err != nil {
+	if err := br.QueryRow().Scan(&r.Now, &r.Timeline, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID); err != nil {
 		return fmt.Errorf("read time and lock table: %w", err)
 	}
 	rows, _ = br.Query()

@@ -54,6 +54,7 @@ type state struct {
 	lastOK       time.Time        // collector time of the last successful read
 	downSince    time.Time        // first failed read of the current outage
 	source       Source           // of the last snapshot
+	timeline     int64            // WAL timeline of the last read (0: none yet, or a standby)
 }
 
 // scopeMem is what the collector remembers about one scope.
@@ -231,6 +232,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	st.lastOK, st.downSince = now, time.Time{}
 	var evs []Event
 	evs = append(evs, st.sourceChange(h.Source, now)...)
+	evs = append(evs, st.timelineChange(r.Timeline, now)...)
 	evs = append(evs, st.pollAudit(r)...)
 	st.noteTerms(r)
 	st.behind = st.checkBehind(r, now)
@@ -319,6 +321,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	snap := &Snapshot{
 		Seq: st.snapSeq, At: now, DBTime: r.Now, Scopes: scopes, Nodes: nodes, Terms: terms, Alerts: alerts,
 		Locks:         LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity},
+		Timeline:      st.timeline, EpochFloor: EpochFloor(st.timeline),
 		FenceRejected: maps.Clone(st.fenceCount), Health: h,
 	}
 	st.last = snap
@@ -358,6 +361,33 @@ func (st *state) down(cfg *Config, now time.Time, h Health) (*Snapshot, []Event)
 	st.snapSeq++
 	snap.Seq, snap.Alerts, snap.Health = st.snapSeq, alerts, h
 	return &snap, evs
+}
+
+// timelineChange reports a new WAL timeline: the database failed over to a promoted
+// standby (or was restored to a point in time). What the old primary committed
+// after its standby's last received WAL is not in this database: the collector
+// shows the history the new primary has, and says so once.
+func (st *state) timelineChange(tl int64, now time.Time) []Event {
+	prev := st.timeline
+	if tl == 0 || tl == prev {
+		return nil
+	}
+	st.timeline = tl
+	if prev == 0 {
+		return nil
+	}
+	return []Event{{At: now, Kind: EventFailover, Epoch: EpochFloor(tl), Detail: fmt.Sprintf(
+		"the database failed over: WAL timeline %d → %d; every epoch granted from now on is above %d; terms and writes the old primary committed after its standby's last received WAL are not in this history",
+		prev, tl, EpochFloor(tl))}}
+}
+
+// EpochFloor is the floor of a WAL timeline's epochs (schema version 6): every
+// epoch granted on timeline tl is above (tl − 1)·2^40. 0 for timeline 1 or unknown.
+func EpochFloor(tl int64) int64 {
+	if tl <= 1 {
+		return 0
+	}
+	return (tl - 1) << 40
 }
 
 func (st *state) sourceChange(src Source, now time.Time) []Event {

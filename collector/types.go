@@ -266,7 +266,12 @@ type Snapshot struct {
 	// FenceRejected counts audit rows of kind fence_rejected per scope since the
 	// collector started (a counter for the exporter).
 	FenceRejected map[string]uint64 `json:"fence_rejected"`
-	Health        Health            `json:"health"`
+	// Timeline is the WAL timeline the server writes on (0: unknown, or the
+	// collector reads a standby); it changes when the database fails over.
+	// EpochFloor is that timeline's epoch floor (EpochFloor).
+	Timeline   int64  `json:"timeline"`
+	EpochFloor int64  `json:"epoch_floor"`
+	Health     Health `json:"health"`
 }
 
 // Scope returns the named scope.
@@ -303,6 +308,7 @@ const (
 	EventNodeJoined    EventKind = "node_joined"    // a node registered or came back
 	EventNodeLeft      EventKind = "node_left"      // a node stopped or went stale (Reason)
 	EventSourceChanged EventKind = "source_changed" // Health.Source changed (Detail: "live → polling")
+	EventFailover      EventKind = "failover"       // the server's WAL timeline changed: a promoted standby (Epoch: the new epoch floor)
 	EventHeartbeatLate EventKind = "heartbeat_late" // a leader's heartbeat is older than its interval × 2
 	EventEvicted       EventKind = "evicted"        // a holder's leadership backend was terminated through Evict (Reason; audit kind evicted)
 	EventEvictFailed   EventKind = "evict_failed"   // an automatic eviction (Config.EvictStale) failed (Node, Epoch; Reason: the error)

@@ -84,6 +84,8 @@ var (
 	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
 	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
 	lockTableCapacity  = desc("pgleader_lock_table_capacity", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions).")
+	databaseTimeline   = desc("pgleader_database_timeline", "WAL timeline the database writes on; it rises when a standby is promoted (a failover). Absent while unknown (the collector reads a standby).")
+	epochFloor         = desc("pgleader_epoch_floor", "Every epoch granted on the current timeline is above this value: (timeline - 1) * 2^40, 0 before any failover. Absent while unknown.")
 	collectorUp        = desc("pgleader_collector_up", "1 when the collector's newest snapshot is fresh and the database readable, else 0.")
 	collectorSource    = desc("pgleader_collector_source", "Where the collector's picture comes from: 3 logical replication, 2 live (LISTEN), 1 polling only, 0 disconnected.")
 	collectorAge       = desc("pgleader_collector_snapshot_age_seconds", "Age of the collector's newest snapshot at the scrape.")
@@ -106,7 +108,7 @@ var allDescs = []*prometheus.Desc{
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeSplitBrain,
 	scopeStaleLeader, scopeHandoverGap, fenceRejected,
 	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale,
-	advisoryLocks, advisoryWaiters, lockTableCapacity,
+	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorReconnect, collectorDropped,
 	collectorSlotLag, collectorChangeAge, collectorDecodeErr,
@@ -240,6 +242,10 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 	if s.Locks.Capacity > 0 {
 		// Absent rather than 0 when unknown: the lock-pressure rule divides by it.
 		gauge(ch, lockTableCapacity, float64(s.Locks.Capacity))
+	}
+	if s.Timeline > 0 {
+		gauge(ch, databaseTimeline, float64(s.Timeline))
+		gauge(ch, epochFloor, float64(s.EpochFloor))
 	}
 
 	h := s.Health
