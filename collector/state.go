@@ -320,8 +320,8 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	st.snapSeq++
 	snap := &Snapshot{
 		Seq: st.snapSeq, At: now, DBTime: r.Now, Scopes: scopes, Nodes: nodes, Terms: terms, Alerts: alerts,
-		Locks:         LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity},
-		Timeline:      st.timeline, EpochFloor: EpochFloor(st.timeline),
+		Locks:    LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity},
+		Timeline: st.timeline, EpochFloor: EpochFloor(st.timeline),
 		FenceRejected: maps.Clone(st.fenceCount), Health: h,
 	}
 	st.last = snap

@@ -182,6 +182,22 @@
 // window): only writes fenced in the database (Fence, S3) are safe there. Check
 // Token.Valid right before an external side effect, and keep the window short.
 //
+// # Epochs across a primary failover
+//
+// A promoted standby may have missed the last epoch bumps of its primary
+// (asynchronous replication, or a synchronous commit whose wait was cancelled).
+// Each WAL timeline therefore owns the epochs above (timeline − 1)·2^40, and a claim
+// bumps from greatest(stored epoch, that floor): a promotion starts a higher
+// timeline, so every epoch granted after it is above every epoch granted before it
+// (fewer than 2^40 grants of a scope per timeline assumed; no clock involved). The
+// schema enforces it: a trigger refuses an epoch at or below the floor, Fence
+// refuses a token at or below it (a term of the old primary is over), and a standby
+// cannot compute a floor, so it never grants. For the engine a failover is a lost
+// session like any other: gates close within the trust window, the node reconnects
+// through its DSN (use a multi-host DSN with target_session_attrs=read-write, or a
+// read-write endpoint), Run waits out a database in transition (AwaitDatabase), and
+// the new session claims anew on the new primary. See docs/ha.md.
+//
 // # Fencing (S3)
 //
 // Fence calls pgleader.fence(scope, epoch, holder) in the caller's transaction. It
