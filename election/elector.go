@@ -241,10 +241,21 @@ func inTransition(err error, cfg *pgx.ConnConfig) bool {
 		return true
 	case errors.Is(err, pgconn.ErrReadOnlyConnection):
 		return true
-	case len(cfg.Fallbacks) > 0 && errors.Is(err, syscall.ECONNREFUSED):
-		return true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return severalHosts(cfg)
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF):
 		return true // a server that accepted the connection went away during the check
+	}
+	return false
+}
+
+// severalHosts reports whether cfg lists more than one server (a multi-host DSN;
+// pgx's fallbacks also repeat one host for sslmode=prefer).
+func severalHosts(cfg *pgx.ConnConfig) bool {
+	for _, f := range cfg.Fallbacks {
+		if f.Host != cfg.Host || f.Port != cfg.Port {
+			return true
+		}
 	}
 	return false
 }

@@ -1,9 +1,13 @@
 package election_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,4 +226,49 @@ func withStandby(ctx context.Context, s *pgtest.Server, fn func(*pgx.Conn) error
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fn(c)
+}
+
+// A node whose DSN reaches only a standby never leads there, and says why in its log.
+func TestSessionOnAStandbyRefused(t *testing.T) {
+	ctx := context.Background()
+	primary := pgtest.NewServer(t)
+	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
+	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	standby := pgtest.NewStandby(t, primary)
+	if err := standby.WaitReplayed(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	c := fastConfig(standby.DSN("fo"), "on-standby", "s")
+	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	n := startNode(t, c)
+	waitFor(t, "the refusal in the log", 10*time.Second, func() bool {
+		return strings.Contains(logs.String(), "is a standby (in recovery)")
+	})
+	if n.leads("s") {
+		t.Fatal("a node leads on a standby")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -114,6 +114,16 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		guard.Close(context.Background())
 		return nil, err
 	}
+	// A session that landed on a standby (a DSN or endpoint that does not select the
+	// primary) could never claim; say so rather than fail on the first write.
+	var standby bool
+	if err := lead.QueryRow(cctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fail(fmt.Errorf("read the server's role: %w", err))
+	}
+	if standby {
+		return fail(fmt.Errorf("%w: %s:%d is a standby (in recovery); point the DSN at the primary: list every host with target_session_attrs=read-write, or use the read-write endpoint",
+			ErrUnreachable, lead.Config().Host, lead.Config().Port))
+	}
 	// LISTEN before anything can be missed: a release announced after this point
 	// reaches the node; one announced before it is found by the first claim.
 	if _, err := guard.Exec(cctx, "SELECT pg_advisory_lock($1)", s.guardKey); err != nil {

@@ -74,26 +74,28 @@ func (p *pair) close() {
 }
 
 // failover crashes the primary (stop -m immediate) and promotes the standby. It
-// returns when the crash began and when the new primary accepted writes. With
+// returns when the crash began, when the old primary was gone (its last commit
+// acknowledged before then), and when the new primary accepted writes. With
 // synchronous replication the new primary is left without a synchronous standby
 // until rebuild: as Patroni's synchronous_mode (not strict) does, it stops waiting
 // for one, or every commit would hang.
-func (p *pair) failover(ctx context.Context) (crashed, promoted int64, err error) {
+func (p *pair) failover(ctx context.Context) (crashed, gone, promoted int64, err error) {
 	crashed = monotime.Now()
 	if err := p.primary.Stop("immediate"); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	gone = monotime.Now()
 	if err := p.standby.Promote(ctx); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	promoted = monotime.Now()
 	if p.sync {
 		if err := p.standby.SetPrimarySetting(ctx, "synchronous_standby_names", ""); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
 	p.primary, p.standby = p.standby, p.primary
-	return crashed, promoted, nil
+	return crashed, gone, promoted, nil
 }
 
 // rebuild makes the old primary a streaming standby of the new one (a fresh base
@@ -168,13 +170,13 @@ func failovers(sync bool) func(context.Context, *env) error {
 					epochs[s] = epoch
 				}
 			}
-			crashed, promoted, err := p.failover(ctx)
+			crashed, gone, promoted, err := p.failover(ctx)
 			if err != nil {
 				return err
 			}
 			e.fault("pg-failover-"+mode, "", crashed, promoted)
 			if !sync {
-				loss.EndMono = crashed
+				loss.EndMono = gone // commits acknowledged until the old primary died
 				e.loss = append(e.loss, loss)
 			}
 			_ = e.admin.Close(ctx)
