@@ -272,3 +272,33 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A node alone (its peers gone) leads again after every crash-restart of the
+// database, each time under a higher epoch.
+func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.NewServer(t)
+	if err := srv.CreateDatabase(ctx, "lone"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("lone")
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, fastConfig(dsn, "lone", "a", "b"))
+	var last int64
+	for i := range 8 {
+		for _, s := range []string{"a", "b"} {
+			waitFor(t, fmt.Sprintf("restart %d: %s led above epoch %d", i, s, last), 15*time.Second, func() bool {
+				tok, err := n.Scope(s).Require(ctx)
+				return err == nil && tok.Epoch > last
+			})
+		}
+		tok, _ := n.Scope("a").Require(ctx)
+		last = tok.Epoch
+		if err := srv.Restart(ctx, "immediate"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -237,6 +237,11 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 				return err
 			}
 		}
+		// Every node campaigns before the first fault: a node still starting when
+		// the schedule strikes (a server restart, say) would take no part in the run.
+		if err := e.awaitCampaigning(ctx, nodes); err != nil {
+			return err
+		}
 		err := sc.run(ctx, e)
 		// The run ends here, before the nodes are stopped: handovers during the
 		// teardown are not part of it (the checker ignores them for figures and
@@ -368,6 +373,55 @@ func (e *env) leader(ctx context.Context, scope string) (*cluster.Node, int64, e
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// awaitCampaigning waits until the scenario's n nodes have each registered and hold
+// their leadership session's beacon.
+func (e *env) awaitCampaigning(ctx context.Context, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i+1)
+	}
+	for {
+		var up int
+		err := e.admin.QueryRow(ctx, `SELECT count(*) FROM pgleader.nodes n
+		        WHERE n.node_id = ANY ($1) AND n.stopped_at IS NULL AND pgleader.lock_held(n.beacon_key, n.backend_pid)`, ids).Scan(&up)
+		if err == nil && up == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d nodes campaigning after 30s (last error: %v)", up, n, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// leaderEpochs waits for a working leader of every scope and returns their epochs.
+func (e *env) leaderEpochs(ctx context.Context) (map[string]int64, error) {
+	epochs := map[string]int64{}
+	for _, s := range e.scopes {
+		_, epoch, err := e.leader(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		epochs[s] = epoch
+	}
+	return epochs, nil
+}
+
+// reconnectAdmin replaces the harness's admin session after the server it was on
+// went away (a restart, a failover).
+func (e *env) reconnectAdmin(ctx context.Context) error {
+	_ = e.admin.Close(ctx)
+	admin, err := reconnect(ctx, e.dsn)
+	if err != nil {
+		return err
+	}
+	e.admin = admin
+	return nil
 }
 
 // newEpoch waits until some node's gate opens for scope with an epoch above epoch.

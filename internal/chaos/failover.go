@@ -129,17 +129,19 @@ func failovers(sync bool) func(context.Context, *env) error {
 			return errors.New("failover scenario without a primary and standby")
 		}
 		for e.running() && ctx.Err() == nil {
-			epochs := map[string]int64{}
-			for _, s := range e.scopes {
-				_, epoch, err := e.leader(ctx, s)
-				if err != nil {
-					return err
-				}
-				epochs[s] = epoch
+			epochs, err := e.leaderEpochs(ctx)
+			if err != nil {
+				return err
 			}
 			var loss checker.Window
 			if !sync {
+				// Every commit acknowledged before StartMono reaches the standby
+				// before it stops receiving (asynchronous replication lags by a few
+				// milliseconds, more under load): only later ones can be lost.
 				loss.StartMono = monotime.Now()
+				if err := p.standby.WaitReplayed(ctx, p.primary); err != nil {
+					return err
+				}
 				if err := p.standby.StopReceiving(ctx); err != nil {
 					return err
 				}
@@ -162,12 +164,8 @@ func failovers(sync bool) func(context.Context, *env) error {
 					}
 				}
 				// The new terms work (acknowledged writes) before the crash.
-				for _, s := range e.scopes {
-					_, epoch, err := e.leader(ctx, s)
-					if err != nil {
-						return err
-					}
-					epochs[s] = epoch
+				if epochs, err = e.leaderEpochs(ctx); err != nil {
+					return err
 				}
 			}
 			crashed, gone, promoted, err := p.failover(ctx)
@@ -179,12 +177,9 @@ func failovers(sync bool) func(context.Context, *env) error {
 				loss.EndMono = gone // commits acknowledged until the old primary died
 				e.loss = append(e.loss, loss)
 			}
-			_ = e.admin.Close(ctx)
-			admin, err := reconnect(ctx, e.dsn)
-			if err != nil {
+			if err := e.reconnectAdmin(ctx); err != nil { // it died with the old primary
 				return err
 			}
-			e.admin = admin
 			if !sync {
 				// The point of the scenario: the new primary never saw the last grants.
 				top := int64(0)

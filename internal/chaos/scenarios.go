@@ -336,26 +336,18 @@ func untilTakeover(kind string, lo, hi time.Duration, apply, undo func(*env, *cl
 func serverRestarts(mode string) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
 		for e.running() && ctx.Err() == nil {
-			epochs := map[string]int64{}
-			for _, s := range e.scopes {
-				_, epoch, err := e.leader(ctx, s)
-				if err != nil {
-					return err
-				}
-				epochs[s] = epoch
+			epochs, err := e.leaderEpochs(ctx)
+			if err != nil {
+				return err
 			}
 			t0 := monotime.Now()
 			if err := e.o.Server.Restart(ctx, mode); err != nil {
 				return err
 			}
 			e.fault("pg-"+mode, "", t0, monotime.Now())
-			// The admin session died with the server.
-			_ = e.admin.Close(ctx)
-			admin, err := reconnect(ctx, e.dsn)
-			if err != nil {
+			if err := e.reconnectAdmin(ctx); err != nil { // it died with the server
 				return err
 			}
-			e.admin = admin
 			for _, s := range e.scopes {
 				if _, err := e.newEpoch(ctx, s, epochs[s]); err != nil {
 					return fmt.Errorf("after restart (%s): %w", mode, err)
