@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgleader/pgleader/internal/child"
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
@@ -114,7 +115,7 @@ func (p *limitProbe) close() {
 func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	holder, err := p.startHolder(ctx)
+	holder, waited, err := p.startHolder(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -123,7 +124,7 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 		if !killed {
 			_ = holder.Process.Kill()
 		}
-		_ = holder.Wait()
+		<-waited
 	}()
 
 	type grant struct {
@@ -162,7 +163,7 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 }
 
 // startHolder runs `pgleader bench holder` and waits for its ready line.
-func (p *limitProbe) startHolder(ctx context.Context) (*exec.Cmd, error) {
+func (p *limitProbe) startHolder(ctx context.Context) (*exec.Cmd, <-chan error, error) {
 	cmd := exec.Command(p.bin, "bench", "holder", "--dsn", p.dsn, "--key", fmt.Sprint(p.key))
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -170,10 +171,11 @@ func (p *limitProbe) startHolder(ctx context.Context) (*exec.Cmd, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the holder: %w", err)
+	waited, err := child.Start(cmd) // Pdeathsig is per thread: see package child
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the holder: %w", err)
 	}
 	ready := make(chan bool, 1)
 	go func() {
@@ -184,13 +186,13 @@ func (p *limitProbe) startHolder(ctx context.Context) (*exec.Cmd, error) {
 	select {
 	case ok := <-ready:
 		if ok {
-			return cmd, nil
+			return cmd, waited, nil
 		}
 	case <-ctx.Done():
 	}
 	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	return nil, fmt.Errorf("holder process never held the lock: %s", strings.TrimSpace(stderr.String()))
+	<-waited
+	return nil, nil, fmt.Errorf("holder process never held the lock: %s", strings.TrimSpace(stderr.String()))
 }
 
 // awaitWaiting returns once the follower's backend waits for the key.

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/child"
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/history"
 	"github.com/pgleader/pgleader/internal/monotime"
@@ -132,12 +133,13 @@ func (c *Cluster) startLocked(id, key string, extra []string) (*Node, error) {
 	// Own process group: a Ctrl-C meant for the harness reaches the nodes only
 	// through Close, in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	waited, err := child.Start(cmd) // Pdeathsig is per thread: see package child
+	if err != nil {
 		return nil, fmt.Errorf("start node %s: %w", id, err)
 	}
 	n := &Node{ID: id, Events: events, cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		n.err = cmd.Wait()
+		n.err = <-waited
 		at := monotime.Now()
 		if k := n.killed.Load(); k != 0 {
 			at = k

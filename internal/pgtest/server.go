@@ -27,7 +27,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +35,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/child"
 )
 
 // errNoBinaries is returned when the PostgreSQL server binaries are missing.
@@ -264,10 +265,10 @@ func (s *Server) Boot(ctx context.Context) error {
 	return nil
 }
 
-// spawn starts the postmaster from a goroutine locked to its OS thread.
-// Pdeathsig fires when the thread that forked the child exits, so that
-// goroutine stays alive, blocked in Wait, for as long as the postmaster runs;
-// if the test binary dies, the thread dies and the postmaster gets SIGQUIT.
+// spawn starts the postmaster through package child: from a goroutine locked to
+// its OS thread for the postmaster's whole life. Pdeathsig fires when the thread
+// that forked the child exits, so if the test binary dies, the postmaster gets
+// SIGQUIT; and the thread ends only after the postmaster, killing nothing else.
 func (s *Server) spawn() (*proc, error) {
 	logFile, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -287,24 +288,15 @@ func (s *Server) spawn() (*proc, error) {
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGQUIT,
 	}
-	p := &proc{done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread exits together with this goroutine,
-		// which only happens once the postmaster is gone.
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		p.pid = cmd.Process.Pid
-		started <- nil
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	waited, err := child.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
 	}
+	p := &proc{pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() {
+		p.err = <-waited
+		close(p.done)
+	}()
 	return p, nil
 }
 
