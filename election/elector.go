@@ -214,8 +214,9 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 // answered that it is starting up, shutting down or in recovery (SQLSTATE 57P03);
 // a host of a multi-host DSN with target_session_attrs answered that it is
 // read-only (a standby, none promoted yet); with several hosts, one refused the
-// connection; or a server that accepted the connection dropped it. Anything else (a wrong host, password, certificate or database,
-// a missing schema) is returned at once: it will not heal by itself. Run calls it.
+// connection; or a server that accepted the connection dropped it. Anything else
+// (a wrong host, password, certificate or database, a missing schema) is returned
+// at once: it will not heal by itself. Run calls it.
 func AwaitDatabase(ctx context.Context, cfg *pgx.ConnConfig, n int, log *slog.Logger) error {
 	for attempt := 1; ; attempt++ {
 		err := CheckDatabase(ctx, cfg)
