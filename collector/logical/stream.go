@@ -213,6 +213,16 @@ func (s *Stream) permanentSlot(ctx context.Context, db string) (pglogrepl.LSN, e
 			return 0, fmt.Errorf("logical: slot %s: consistent point: %w", s.slot, err)
 		}
 		s.log.Info("logical replication slot created", "slot", s.slot, "temporary", false, "lsn", lsn.String())
+		if s.cfg.ResumeAfter != 0 {
+			// The slot the caller read before is gone: dropped, or left behind on a
+			// primary that failed over (slots are not carried to a promoted standby
+			// before PostgreSQL 17). Its position belongs to another WAL history;
+			// this server's may be lower, and keeping it would drop (and confirm
+			// unread) everything committed here up to it.
+			s.log.Warn("logical replication slot created anew: the position read on the previous slot does not apply (the slot was dropped, or the database failed over)",
+				"slot", s.slot, "previous_position", s.cfg.ResumeAfter.String(), "lsn", lsn.String())
+			s.cfg.ResumeAfter = 0
+		}
 		return lsn, nil
 	}
 }
