@@ -302,3 +302,77 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 		}
 	}
 }
+
+// Synchronous replication, and a claim whose client gave up while its commit waited
+// for the standby: PostgreSQL commits it locally anyway (it only warns), so the
+// old primary holds a grant the standby never received and no node was told of.
+// The standby stops receiving; the leader's session is terminated; its successor's
+// claim hangs in its commit until the engine's deadline drops the session (and
+// every later write of the node hangs likewise). Then the primary crashes and the standby is promoted: nobody ever
+// acquired one of those locally committed epochs, and every epoch granted after
+// the promotion is above all of them.
+func TestCancelledSynchronousCommit(t *testing.T) {
+	ctx := context.Background()
+	primary := pgtest.NewServer(t)
+	if err := primary.SetPrimarySetting(ctx, "synchronous_standby_names", "*"); err != nil {
+		t.Fatal(err)
+	}
+	standby := pgtest.NewStandby(t, primary)
+	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
+	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/fo?sslmode=disable&target_session_attrs=read-write",
+		primary.Port(), standby.Port())
+	const scope = "sync-cancel"
+	rec := &recorder{}
+	var nodes []*node
+	for _, id := range []string{"sc-a", "sc-b"} {
+		c := fastConfig(dsn, id, scope)
+		c.Observer = rec
+		nodes = append(nodes, startNode(t, c))
+	}
+	waitFor(t, "a leader", 10*time.Second, func() bool { return len(leaders(nodes, scope)) == 1 })
+	acknowledged := maxAcquired(rec, scope)
+	if err := standby.StopReceiving(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, primary.DSN("fo"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgleader leadership ' || $1`,
+		leaders(nodes, scope)[0].NodeID())
+	// Claims now commit locally and wait for the standby, until their client gives up.
+	waitFor(t, "grants committed on the primary alone", 15*time.Second, func() bool {
+		return queryInt(t, primary.DSN("fo"), "SELECT epoch FROM pgleader.leader_state WHERE scope = $1", scope) > acknowledged
+	})
+	local := queryInt(t, primary.DSN("fo"), "SELECT epoch FROM pgleader.leader_state WHERE scope = $1", scope)
+	if got := maxAcquired(rec, scope); got != acknowledged {
+		t.Fatalf("epoch %d acquired while no claim could be acknowledged (last acknowledged %d)", got, acknowledged)
+	}
+	if err := primary.Stop("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.SetPrimarySetting(ctx, "synchronous_standby_names", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a leader on the new primary", 15*time.Second, func() bool {
+		for _, n := range leaders(nodes, scope) {
+			if tok, err := n.Scope(scope).Require(ctx); err == nil && tok.Epoch > local {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("acknowledged up to epoch %d; the old primary committed up to %d unacknowledged; the new primary grants above %d",
+		acknowledged, local, queryInt(t, standby.DSN("fo"), "SELECT pgleader.epoch_floor()"))
+	for _, e := range rec.snapshot() {
+		if e.Kind == election.EventAcquired && e.Epoch > acknowledged && e.Epoch <= local {
+			t.Errorf("epoch %d, committed on the old primary without acknowledgement, was acquired by %s", e.Epoch, e.Node)
+		}
+	}
+	assertNoOverlap(t, rec, scope)
+}
