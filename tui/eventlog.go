@@ -209,6 +209,9 @@ func eventLine(e collector.Event) (string, tone) {
 	case collector.EventSourceChanged:
 		kind = "◐ source"
 		t = toneWarn
+	case collector.EventFailover:
+		kind = "⇄ db failover"
+		t = toneBad
 	case collector.EventHeartbeatLate:
 		kind = "▲ heartbeat late"
 		what = e.Scope + " leader " + e.Node

@@ -824,6 +824,8 @@ func TestEventLines(t *testing.T) {
 			"  03:12:00.000  ↷ resign asked   node-a asked to resign billing at epoch 42: requested by collector: operator resign from pgleader top", toneWarn},
 		{collector.Event{At: t0, Kind: collector.EventSourceChanged, Detail: "live → polling"},
 			"  03:12:00.000  ◐ source         live → polling", toneWarn},
+		{collector.Event{At: t0, Kind: collector.EventFailover, Epoch: 1 << 40, Detail: "the database failed over: WAL timeline 1 → 2"},
+			"  03:12:00.000  ⇄ db failover    the database failed over: WAL timeline 1 → 2", toneBad},
 		{collector.Event{At: t0, Kind: eventFault, Scope: "billing", Detail: "SIGSTOP node-a", Reason: "error: no such process"},
 			"  03:12:00.000  » fault          billing: SIGSTOP node-a: error: no such process", toneBad},
 	} {

@@ -222,7 +222,12 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			Nodes         []collector.Node          `json:"nodes"`
 			Alerts        []collector.Alert         `json:"alerts"`
 			Health        collector.Health          `json:"health"`
-		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health}
+			// Timeline and EpochFloor: the server's WAL timeline (it rises at every
+			// failover) and the floor above which its epochs lie (added later).
+			Timeline   int64 `json:"timeline"`
+			EpochFloor int64 `json:"epoch_floor"`
+		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health,
+			snap.Timeline, snap.EpochFloor}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)

@@ -31,8 +31,9 @@ func TestStatusAndHistory(t *testing.T) {
 	waitFor(t, "a leader", func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
 		var st struct {
-			Verdict string `json:"verdict"`
-			Scopes  []struct {
+			Verdict  string `json:"verdict"`
+			Timeline int64  `json:"timeline"`
+			Scopes   []struct {
 				Scope   string `json:"scope"`
 				Leader  string `json:"leader"`
 				Epoch   int64  `json:"epoch"`
@@ -43,7 +44,7 @@ func TestStatusAndHistory(t *testing.T) {
 			return false
 		}
 		leader = st.Scopes[0].Leader
-		return st.Verdict == "OK" && leader != "" && st.Scopes[0].Epoch == 1
+		return st.Verdict == "OK" && leader != "" && st.Scopes[0].Epoch == 1 && st.Timeline >= 1
 	})
 	r := pgleader(t, nil, "status", "--dsn", dsn)
 	if r.code != 0 || !strings.Contains(r.stdout, "✔ OK") || !strings.Contains(r.stdout, leader) {
