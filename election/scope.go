@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
@@ -444,11 +442,6 @@ func (s *Scope) release(t *term, reason string) error {
 	}
 	t.end(reason, true)
 	return nil
-}
-
-func isLockTimeout(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 func deref[T any](p *T) any {
