@@ -35,28 +35,7 @@ func TestPrimaryFailover(t *testing.T) {
 
 func testPrimaryFailover(t *testing.T, sync bool) {
 	ctx := context.Background()
-	primary := pgtest.NewServer(t)
-	if sync {
-		// Set with ALTER SYSTEM, as an HA manager does: the base backup carries it
-		// to the standby, and it can be changed there after the promotion.
-		if err := primary.SetPrimarySetting(ctx, "synchronous_standby_names", "*"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	standby := pgtest.NewStandby(t, primary)
-	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
-	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The new database reaches the standby by streaming.
-	if err := standby.WaitReplayed(ctx, primary); err != nil {
-		t.Fatal(err)
-	}
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/fo?sslmode=disable&target_session_attrs=read-write",
-		primary.Port(), standby.Port())
+	primary, standby, dsn := haPair(t, sync)
 
 	const scope = "failover"
 	rec := &recorder{}
@@ -197,6 +176,37 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 	assertNoOverlap(t, rec, scope)
 }
 
+// haPair starts a primary with a streaming standby (synchronous when sync), a
+// migrated database "fo" on both, and returns them with a multi-host DSN that
+// reaches whichever accepts writes.
+func haPair(t *testing.T, sync bool) (primary, standby *pgtest.Server, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	primary = pgtest.NewServer(t)
+	if sync {
+		// Set with ALTER SYSTEM, as an HA manager does: the base backup carries it
+		// to the standby, and it can be changed there after the promotion.
+		if err := primary.SetPrimarySetting(ctx, "synchronous_standby_names", "*"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	standby = pgtest.NewStandby(t, primary)
+	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
+	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The new database reaches the standby by streaming.
+	if err := standby.WaitReplayed(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/fo?sslmode=disable&target_session_attrs=read-write",
+		primary.Port(), standby.Port())
+	return primary, standby, dsn
+}
+
 func maxAcquired(r *recorder, scope string) int64 {
 	var m int64
 	for _, e := range r.snapshot() {
@@ -230,19 +240,7 @@ func withStandby(ctx context.Context, s *pgtest.Server, fn func(*pgx.Conn) error
 
 // A node whose DSN reaches only a standby never leads there, and says why in its log.
 func TestSessionOnAStandbyRefused(t *testing.T) {
-	ctx := context.Background()
-	primary := pgtest.NewServer(t)
-	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
-	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	standby := pgtest.NewStandby(t, primary)
-	if err := standby.WaitReplayed(ctx, primary); err != nil {
-		t.Fatal(err)
-	}
+	_, standby, _ := haPair(t, false)
 	var logs syncBuffer
 	c := fastConfig(standby.DSN("fo"), "on-standby", "s")
 	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -308,25 +306,12 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 // old primary holds a grant the standby never received and no node was told of.
 // The standby stops receiving; the leader's session is terminated; its successor's
 // claim hangs in its commit until the engine's deadline drops the session (and
-// every later write of the node hangs likewise). Then the primary crashes and the standby is promoted: nobody ever
-// acquired one of those locally committed epochs, and every epoch granted after
-// the promotion is above all of them.
+// every later write of the node hangs likewise). Then the primary crashes and the
+// standby is promoted: nobody ever acquired one of those locally committed epochs,
+// and every epoch granted after the promotion is above all of them.
 func TestCancelledSynchronousCommit(t *testing.T) {
 	ctx := context.Background()
-	primary := pgtest.NewServer(t)
-	if err := primary.SetPrimarySetting(ctx, "synchronous_standby_names", "*"); err != nil {
-		t.Fatal(err)
-	}
-	standby := pgtest.NewStandby(t, primary)
-	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
-	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/fo?sslmode=disable&target_session_attrs=read-write",
-		primary.Port(), standby.Port())
+	primary, standby, dsn := haPair(t, true)
 	const scope = "sync-cancel"
 	rec := &recorder{}
 	var nodes []*node
