@@ -64,9 +64,7 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 		// primary's WAL stays behind that position for a while.
 		exec(t, connect(t, primary.DSN("fo")), "CREATE TABLE filler AS SELECT repeat('x', 1000) AS x FROM generate_series(1, 1000)")
 		for i := range 3 {
-			if err := n.Scope("s").Resign(ctx); err != nil {
-				t.Fatal(err)
-			}
+			resign(t, n, "s")
 			rec.waitEvent(t, fmt.Sprintf("elected epoch %d", i+2), func(e Event) bool {
 				return e.Kind == EventElected && e.Epoch == int64(i+2)
 			})
@@ -95,11 +93,19 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 	// What happens on the new primary reaches the event log.
 	for i := range 2 {
 		prev := after.Scopes[0].Epoch + int64(i)
-		if err := n.Scope("s").Resign(ctx); err != nil {
-			t.Fatal(err)
-		}
+		resign(t, n, "s")
 		rec.waitEvent(t, fmt.Sprintf("elected epoch %d on the new primary", prev+1), func(e Event) bool {
 			return e.Kind == EventElected && e.Epoch == prev+1
 		})
+	}
+}
+
+// resign waits until n's gate for scope is open (the collector sees a claim commit
+// before the claimer has its answer) and resigns it.
+func resign(t *testing.T, n *node, scope string) {
+	t.Helper()
+	waitFor(t, n.NodeID()+" leading "+scope, wait, func() bool { return n.leads(scope) })
+	if err := n.Scope(scope).Resign(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
