@@ -60,12 +60,23 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 			t.Fatal(err)
 		}
 	}
+	// current waits for a leader with an open gate (one may blink under load) and
+	// returns it with its token.
+	current := func() (*node, election.Token) {
+		var l *node
+		var tok election.Token
+		waitFor(t, "a leader with an open gate", 10*time.Second, func() bool {
+			if l = leader(); l == nil {
+				return false
+			}
+			var err error
+			tok, err = l.Scope(scope).Require(ctx)
+			return err == nil
+		})
+		return l, tok
+	}
 	for range 3 {
-		l := leader()
-		tok, err := l.Scope(scope).Require(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, tok := current()
 		exec(t, primary.DSN("fo"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgleader leadership ' || $1`, l.NodeID())
 		waitFor(t, "a new term", 10*time.Second, func() bool {
 			n := leader()
@@ -77,10 +88,7 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 		})
 	}
 	before := maxAcquired(rec, scope)
-	stale, err := leader().Scope(scope).Require(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, stale := current()
 	if err := primary.Stop("immediate"); err != nil {
 		t.Fatal(err)
 	}
@@ -320,13 +328,21 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 		c.Observer = rec
 		nodes = append(nodes, startNode(t, c))
 	}
-	waitFor(t, "a leader", 10*time.Second, func() bool { return len(leaders(nodes, scope)) == 1 })
+	var first *node
+	waitFor(t, "a leader", 10*time.Second, func() bool {
+		ls := leaders(nodes, scope)
+		if len(ls) != 1 {
+			return false
+		}
+		first = ls[0]
+		return true
+	})
 	acknowledged := maxAcquired(rec, scope)
 	if err := standby.StopReceiving(ctx); err != nil {
 		t.Fatal(err)
 	}
 	exec(t, primary.DSN("fo"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgleader leadership ' || $1`,
-		leaders(nodes, scope)[0].NodeID())
+		first.NodeID())
 	// Claims now commit locally and wait for the standby, until their client gives up.
 	waitFor(t, "grants committed on the primary alone", 15*time.Second, func() bool {
 		return queryInt(t, primary.DSN("fo"), "SELECT epoch FROM pgleader.leader_state WHERE scope = $1", scope) > acknowledged
