@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // MaxScopeLen is the longest scope name, in bytes (the schema enforces it too).
@@ -22,6 +24,7 @@ type Config struct {
 
 	// NodeID names this process in pgleader.nodes, terms and audit. It must be
 	// unique among live candidates; the CLI defaults it to <hostname>-<pid>-<random>.
+	// The rules of scope names apply (see Scopes).
 	NodeID string
 
 	// Hostname is recorded with every term. Default: os.Hostname().
@@ -32,7 +35,10 @@ type Config struct {
 
 	// Scopes this node campaigns for. Each scope is an independent election with
 	// its own epoch. Names are non-empty, at most MaxScopeLen bytes, valid UTF-8,
-	// without NUL bytes.
+	// without control characters (NUL, TAB, CR, LF, ESC, DEL, the C1 controls) or
+	// the Unicode controls that reorder a line (U+202A–U+202E, U+2066–U+2069,
+	// U+200E, U+200F, …): names are printed on operators' terminals, where such a
+	// character would act instead of showing (see ValidateScopeName).
 	Scopes []string
 
 	// LockKeys overrides the advisory-lock key of a scope (default: the first 8
@@ -141,8 +147,8 @@ func (c *Config) Validate() error {
 	if c.NodeID == "" {
 		return bad("NodeID", "must not be empty")
 	}
-	if err := ValidateScopeName(c.NodeID); err != nil {
-		return bad("NodeID", "%v", strings.Replace(err.Error(), "scope", "node id", 1))
+	if err := validateName("node id", c.NodeID); err != nil {
+		return bad("NodeID", "%v", err)
 	}
 	if len(c.Scopes) == 0 {
 		return bad("Scopes", "at least one scope is required")
@@ -186,17 +192,40 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// ValidateScopeName reports why name cannot be a scope, or nil.
-func ValidateScopeName(name string) error {
+// ValidateScopeName reports why name cannot be a scope, or nil: it is empty,
+// longer than MaxScopeLen bytes, not UTF-8, or holds a character that would act
+// on a terminal instead of showing — a control character (C0 with TAB, CR and LF,
+// DEL, C1) or a Unicode direction control (termsafe.Unsafe). The error is one
+// line naming the character as an escape and its position.
+func ValidateScopeName(name string) error { return validateName("scope name", name) }
+
+// validateName applies the rules of scope names to what (a scope name, a node
+// id).
+func validateName(what, name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("scope name must not be empty")
+		return fmt.Errorf("%s must not be empty", what)
 	case len(name) > MaxScopeLen:
-		return fmt.Errorf("scope name is %d bytes, longer than the limit of %d", len(name), MaxScopeLen)
+		return fmt.Errorf("%s is %d bytes, longer than the limit of %d", what, len(name), MaxScopeLen)
 	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("scope name %q contains a NUL byte, which PostgreSQL text cannot store", name)
+		return fmt.Errorf("%s %q contains a NUL byte, which PostgreSQL text cannot store", what, name)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("scope name %q is not valid UTF-8", name)
+		return fmt.Errorf("%s %q is not valid UTF-8", what, name)
+	}
+	pos := 0
+	for _, r := range name {
+		pos++
+		if termsafe.Unsafe(r) {
+			kind := "control character"
+			switch {
+			case r == 0x2028 || r == 0x2029:
+				kind = "line separator"
+			case r > 0x9f:
+				kind = "text-direction control"
+			}
+			return fmt.Errorf("%s %q has the %s %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
+				what, name, kind, termsafe.String(string(r)), pos)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string) []*node {
@@ -289,6 +291,11 @@ func TestConfigValidate(t *testing.T) {
 		{"Duplicate", func(c *election.Config) { c.Scopes = []string{"a", "a"} }, "Scopes"},
 		{"TooMany", func(c *election.Config) { c.MaxScopes = 2; c.Scopes = []string{"a", "b", "c"} }, "Scopes"},
 		{"NoNode", func(c *election.Config) { c.NodeID = "" }, "NodeID"},
+		{"EscapeInNode", func(c *election.Config) { c.NodeID = "n\x1b[2J" }, "NodeID"},
+		{"BidiInNode", func(c *election.Config) { c.NodeID = "n\u202e" }, "NodeID"},
+		{"EscapeInScope", func(c *election.Config) { c.Scopes = []string{"ok", "s\x1b[31m"} }, "Scopes"},
+		{"NewlineInScope", func(c *election.Config) { c.Scopes = []string{"s\nfake"} }, "Scopes"},
+		{"PrintableUnicode", func(c *election.Config) { c.NodeID = "zürich-東京"; c.Scopes = []string{"billing · eu", `a\b`} }, ""},
 		{"IPlusTNotBelowW", func(c *election.Config) { c.TrustWindow = time.Second }, "TrustWindow"},
 		{"WNotBelowL", func(c *election.Config) { c.SessionLease = 1500 * time.Millisecond }, "SessionLease"},
 		{"GapTooSmall", func(c *election.Config) { c.SessionLease = 1550 * time.Millisecond }, "SessionLease"},
@@ -319,6 +326,65 @@ func TestConfigValidate(t *testing.T) {
 		want := "TrustWindow: heartbeat interval (1s) + heartbeat timeout (1s) must be shorter than trust window (1.5s)"
 		if err == nil || len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
 			t.Fatalf("error %q, want it to start with %q", err, want)
+		}
+	})
+}
+
+// TestValidateScopeName: names that would act on a terminal are refused with one
+// line naming the field, the character (as an escape), its position and the rule.
+func TestValidateScopeName(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     string // substring of the error; "" for a valid name
+	}{
+		{"Plain", "billing-eu_01.v2", ""},
+		{"Spaces", "billing eu", ""},
+		{"Unicode", "zürich · 東京 ✔", ""},
+		{"Backslash", `DOMAIN\host \x1b`, ""},
+		{"ZeroWidthJoiner", "👩\u200d💻", ""},
+		{"ESC", "a\x1b[2Jb", `scope name "a\x1b[2Jb" has the control character \x1b at character 2: use printable characters only`},
+		{"TAB", "a\tb", `control character \t at character 2`},
+		{"CR", "\rab", `control character \r at character 1`},
+		{"LF", "ab\n", `control character \n at character 3`},
+		{"BEL", "ab\a", `control character \x07 at character 3`},
+		{"DEL", "é\x7f", `control character \x7f at character 2`},
+		{"C1CSI", "a\u009b2J", `control character \u009b at character 2`},
+		{"C1NEL", "a\u0085", `control character \u0085 at character 2`},
+		{"RLO", "abc\u202egpj.exe", `text-direction control \u202e at character 4`},
+		{"LRE", "\u202aab", `text-direction control \u202a at character 1`},
+		{"PDF", "ab\u202c", `text-direction control \u202c`},
+		{"Isolate", "a\u2066b\u2069", `text-direction control \u2066 at character 2`},
+		{"RLM", "a\u200f", `text-direction control \u200f`},
+		{"LRM", "a\u200e", `text-direction control \u200e`},
+		{"LineSeparator", "a\u2028b", `line separator \u2028`},
+		{"NUL", "a\x00b", "NUL byte"},
+		{"BadUTF8", "a\x9bb", "not valid UTF-8"},
+		{"Empty", "", "must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := election.ValidateScopeName(tt.in)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ValidateScopeName(%q): %v", tt.in, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ValidateScopeName(%q) = %v, want it to contain %q", tt.in, err, tt.want)
+			}
+			for _, r := range err.Error() {
+				if termsafe.Unsafe(r) {
+					t.Fatalf("the error carries %U raw: %q", r, err)
+				}
+			}
+		})
+	}
+	t.Run("NodeIDNamed", func(t *testing.T) {
+		c := election.Config{NodeID: "n\x1bx", Scopes: []string{"s"}}
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), `NodeID: node id "n\x1bx" has the control character \x1b at character 2`) {
+			t.Fatalf("Validate: %v", err)
 		}
 	})
 }
