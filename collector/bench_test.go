@@ -69,7 +69,7 @@ func BenchmarkPoll(b *testing.B) {
 		cur := c.st.cursor(planPoll, false)
 		c.stateMu.Unlock()
 		for b.Loop() {
-			if _, err := read(ctx, conn, &c.cfg, cur); err != nil {
+			if _, err := read(ctx, conn, &c.cfg, cur, true); err != nil {
 				b.Fatal(err)
 			}
 		}

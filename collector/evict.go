@@ -48,20 +48,10 @@ SELECT s.epoch, s.holder, s.holder_pid, s.released_at IS NULL,
  WHERE s.scope = $1`
 
 // sqlEvictAudit writes the audit row (and a notification) if the holder is still
-// the expected one. $1 scope, $2 epoch, $3 holder, $4 pid, $5 reason.
-const sqlEvictAudit = `
-WITH s AS (
-  SELECT st.scope, st.epoch, st.holder, st.holder_pid FROM pgleader.leader_state st
-   WHERE st.scope = $1 AND st.epoch = $2 AND st.holder = $3 AND st.holder_pid = $4 AND st.released_at IS NULL
-), ins AS (
-  INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
-  SELECT s.scope, s.holder, s.epoch, 'evicted',
-         jsonb_build_object('reason', $5::text, 'pid', s.holder_pid, 'by', 'collector', 'role', current_user)
-    FROM s RETURNING id
-)
-SELECT ins.id, pg_notify('leader_change', json_build_object(
-         'scope', $1::text, 'epoch', $2::bigint, 'holder', $3::text, 'event', 'evicted')::text)
-  FROM ins`
+// the expected one, through pgleader.record_eviction (schema version 7), which
+// attributes it to the session's login role. $1 scope, $2 epoch, $3 holder, $4
+// pid, $5 reason. NULL: the holder changed.
+const sqlEvictAudit = `SELECT pgleader.record_eviction($1, $2, $3, $4, $5, 'collector')`
 
 // sqlEvictTerminate terminates the holder's backend if it is still the expected
 // one, and waits for it to exit. $1 scope, $2 epoch, $3 pid, $4 wait in ms.
@@ -152,14 +142,15 @@ func (c *Collector) evict(ctx context.Context, scope string, want holderID, reas
 		return forbidden(scope, me, theirs, got.pid, nil)
 	}
 
-	var auditID int64
-	err = conn.QueryRow(ctx, sqlEvictAudit, scope, got.epoch, got.holder, got.pid, reason).Scan(&auditID, new(any))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: %s changed holder while evicting; nothing terminated", ErrHolderChanged, scope)
-	}
+	var audit *int64
+	err = conn.QueryRow(ctx, sqlEvictAudit, scope, got.epoch, got.holder, got.pid, reason).Scan(&audit)
 	if err != nil {
 		return fmt.Errorf("collector: evict %s: write audit row: %w", scope, err)
 	}
+	if audit == nil {
+		return fmt.Errorf("%w: %s changed holder while evicting; nothing terminated", ErrHolderChanged, scope)
+	}
+	auditID := *audit
 	var exited bool
 	err = conn.QueryRow(ctx, sqlEvictTerminate, scope, got.epoch, got.pid, evictWait.Milliseconds()).Scan(&exited)
 	var pe *pgconn.PgError

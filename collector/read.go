@@ -52,6 +52,9 @@ type dbRead struct {
 	Nodes      []Node
 	Terms      []Term
 	Audit      []auditRow
+	// Interference: sessions on scope locks that are not candidates (nil before
+	// schema version 7).
+	Interference []interferenceRow
 	// InFlight are ids just below MaxAuditID that the snapshot does not show
 	// (first read with events only): transactions still in flight.
 	InFlight []int64
@@ -81,6 +84,12 @@ type scopeRow struct {
 
 // open reports whether leader_state records an open term.
 func (r scopeRow) open() bool { return r.Holder != "" && r.ReleasedAt.IsZero() }
+
+// interferenceRow is a row of pgleader.interference().
+type interferenceRow struct {
+	Scope string
+	ForeignSession
+}
 
 // auditRow is a row of pgleader.audit.
 type auditRow struct {
@@ -172,6 +181,17 @@ SELECT now(),
  WHERE l.locktype = 'advisory'
    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())`
 
+	// Sessions that hold or wait on a scope's lock without being its candidates
+	// (schema version 7). Read right after the scopes: pg_locks is not
+	// transactional.
+	sqlInterference = `
+SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.application_name, ''),
+       coalesce(i.client_addr, ''), i.backend_start, i.wait_start
+  FROM pgleader.interference() i`
+
+	// Whether the schema has pgleader.interference (version 7).
+	sqlHasInterference = `SELECT to_regprocedure('pgleader.interference(text[])') IS NOT NULL`
+
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms
@@ -257,6 +277,12 @@ func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error
 	if err != nil {
 		return nil, "", err
 	}
+	var has bool
+	if err := conn.QueryRow(ctx, sqlHasInterference).Scan(&has); err != nil {
+		closeConn(conn)
+		return nil, "", fmt.Errorf("read the schema's functions: %w", err)
+	}
+	c.hasInterference.Store(has)
 	version := conn.PgConn().ParameterStatus("server_version")
 	if version == "" {
 		ctx, cancel := context.WithTimeout(ctx, readTimeout)
@@ -277,12 +303,16 @@ type readCursor struct {
 
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
 // COMMIT). On an error the connection may be unusable; the caller closes it.
-func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor) (*dbRead, error) {
+// interference says whether the schema has pgleader.interference.
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, interference bool) (*dbRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
 	b.Queue(sqlScopes, cfg.FlapWindow.Seconds())
+	if interference {
+		b.Queue(sqlInterference)
+	}
 	b.Queue(sqlMeta)
 	b.Queue(sqlNodes)
 	b.Queue(sqlTerms, cfg.RecentTerms)
@@ -303,7 +333,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor) (*db
 	b.Queue("COMMIT")
 	r := &dbRead{Cursor: cur}
 	br := conn.SendBatch(ctx, b)
-	err := scanRead(br, r)
+	err := scanRead(br, r, interference)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -324,7 +354,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor) (*db
 	return r, nil
 }
 
-func scanRead(br pgx.BatchResults, r *dbRead) error {
+func scanRead(br pgx.BatchResults, r *dbRead, interference bool) error {
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -333,6 +363,22 @@ func scanRead(br pgx.BatchResults, r *dbRead) error {
 	r.Scopes, err = pgx.CollectRows(rows, scanScope)
 	if err != nil {
 		return fmt.Errorf("read scopes and locks: %w", err)
+	}
+	if interference {
+		rows, _ = br.Query()
+		r.Interference, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (interferenceRow, error) {
+			var (
+				i          interferenceRow
+				pid        int32
+				start, wst *time.Time
+			)
+			err := row.Scan(&i.Scope, &pid, &i.Mode, &i.Granted, &i.Role, &i.ApplicationName, &i.ClientAddr, &start, &wst)
+			i.PID, i.BackendStart, i.WaitStart = int(pid), tm(start), tm(wst)
+			return i, err
+		})
+		if err != nil {
+			return fmt.Errorf("read interference: %w", err)
+		}
 	}
 	if err := br.QueryRow().Scan(&r.Now, &r.Timeline, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID); err != nil {
 		return fmt.Errorf("read time and lock table: %w", err)

@@ -60,7 +60,27 @@ const (
 	AlertLockPressure AlertKind = "lock_pressure"
 	// AlertCollectorDown: the collector cannot read the database.
 	AlertCollectorDown AlertKind = "collector_down"
+	// AlertInterference: a session that is not a candidate of the scope holds or
+	// waits on the scope's advisory lock (a squatter: another application, a
+	// runaway script, an attacker). Raised on the first read that sees it.
+	AlertInterference AlertKind = "interference"
 )
+
+// ForeignSession is a session that holds or waits on a scope's advisory lock
+// without being one of its candidates (pgleader.interference, schema version 7).
+// Role, ApplicationName and ClientAddr come from pg_stat_activity; ClientAddr is
+// empty for a Unix-socket session, and when the schema's owner role may not read
+// other roles' statistics (pg_read_all_stats).
+type ForeignSession struct {
+	PID             int       `json:"pid"`
+	Mode            string    `json:"mode"`    // ExclusiveLock or ShareLock
+	Granted         bool      `json:"granted"` // holds it (else waits for it)
+	Role            string    `json:"role"`
+	ApplicationName string    `json:"application_name"`
+	ClientAddr      string    `json:"client_addr,omitempty"`
+	BackendStart    time.Time `json:"backend_start,omitzero"`
+	WaitStart       time.Time `json:"wait_start,omitzero"` // when it began to wait (waiters)
+}
 
 // Alert is one active check result.
 type Alert struct {
@@ -128,6 +148,9 @@ type Scope struct {
 	// LeaderlessFor is how long the scope has had no leader (0 while led), as
 	// observed by the collector.
 	LeaderlessFor time.Duration `json:"leaderless_for"`
+	// Interference lists the sessions that hold or wait on the scope's lock
+	// without being its candidates (AlertInterference).
+	Interference []ForeignSession `json:"interference,omitempty"`
 	// Changes is the number of leadership changes within Config.FlapWindow.
 	Changes int     `json:"changes_in_window"`
 	Verdict Verdict `json:"verdict"`
@@ -317,6 +340,11 @@ const (
 	// audit kind resign_requested; Detail: who asked). The handover follows as
 	// released (reason resigned) and elected.
 	EventResignRequested EventKind = "resign_requested"
+	// EventAuditReset: pgleader.audit lost rows the collector had read (a
+	// TRUNCATE, with or without RESTART IDENTITY, or a restore): the audit
+	// history in the database was rewritten. The collector follows the new rows
+	// from here (Detail: the newest id before and after).
+	EventAuditReset EventKind = "audit_reset"
 )
 
 // Event is one entry of the collector's ordered event stream.

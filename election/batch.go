@@ -288,10 +288,15 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 	e.log.Debug("claim batch", "node", c.NodeID, "scopes", len(scopes), "announce", announce,
 		"start_mono_ns", start, "took", time.Duration(done-start))
 	byName := make(map[string]claimResult, len(got))
+	var blocked []string
 	for _, r := range got {
 		r.start, r.done = start, done
 		byName[r.scope] = r
+		if !r.acquired && !r.busy && r.holder == nil {
+			blocked = append(blocked, r.scope)
+		}
 	}
+	defer s.nameBlockers(blocked)
 	for _, sc := range scopes {
 		r, ok := byName[sc.name]
 		if !ok {

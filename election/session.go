@@ -45,6 +45,8 @@ type session struct {
 
 	batch batchQueue // claims and releases waiting for the next round trip
 
+	blockers blockers // serving goroutine only (nameBlockers)
+
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
 
@@ -126,37 +128,24 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	}
 	// LISTEN before anything can be missed: a release announced after this point
 	// reaches the node; one announced before it is found by the first claim.
-	if _, err := guard.Exec(cctx, "SELECT pg_advisory_lock($1)", s.guardKey); err != nil {
+	if _, err := guard.Exec(cctx, "SELECT pgleader.session_lock($1)", s.guardKey); err != nil {
 		return fail(fmt.Errorf("take guard lock: %w", err))
 	}
 	if _, err := guard.Exec(cctx, "LISTEN leader_change"); err != nil {
 		return fail(fmt.Errorf("listen on the guard session: %w", err))
 	}
-	if _, err := lead.Exec(cctx, "SELECT pg_advisory_lock($1)", s.beaconKey); err != nil {
+	if _, err := lead.Exec(cctx, "SELECT pgleader.session_lock($1)", s.beaconKey); err != nil {
 		return fail(fmt.Errorf("take beacon lock: %w", err))
 	}
 	c := e.cfg
-	if _, err := lead.Exec(cctx, `
-		INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, backend_pid, scopes,
-		       heartbeat_interval_ms, trust_window_ms, session_lease_ms, beacon_key, guard_key)
-		VALUES ($1, $2, $3, $4, pg_backend_pid(), $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname,
-		       os_pid = EXCLUDED.os_pid, version = EXCLUDED.version,
-		       backend_pid = EXCLUDED.backend_pid, scopes = EXCLUDED.scopes,
-		       heartbeat_interval_ms = EXCLUDED.heartbeat_interval_ms,
-		       trust_window_ms = EXCLUDED.trust_window_ms,
-		       session_lease_ms = EXCLUDED.session_lease_ms,
-		       beacon_key = EXCLUDED.beacon_key, guard_key = EXCLUDED.guard_key,
-		       last_seen = now(), stopped_at = NULL, leads = '{}'`,
+	// Register (bound to this backend and login role) and tell the node whose ring
+	// successor this one now is to watch it from now on, not from its next
+	// heartbeat: a crash in between would go unwatched.
+	if _, err := lead.Exec(cctx, "SELECT pgleader.register_node($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
 		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
 		s.beaconKey, s.guardKey); err != nil {
 		return fail(fmt.Errorf("register node: %w", err))
-	}
-	// Tell the node whose ring successor this one now is to watch it from now on,
-	// not from its next heartbeat: a crash in between would go unwatched.
-	if _, err := lead.Exec(cctx, "SELECT pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', $1::text)::text)", c.NodeID); err != nil {
-		return fail(fmt.Errorf("announce node: %w", err))
 	}
 	if err := s.warm(cctx); err != nil {
 		return fail(fmt.Errorf("warm up leadership session: %w", err))
@@ -592,5 +581,5 @@ func (s *session) markStopped() {
 	if s.isLost() {
 		return
 	}
-	_, _ = s.lead.Exec(ctx, "UPDATE pgleader.nodes SET stopped_at = now(), last_seen = now(), leads = '{}' WHERE node_id = $1", s.e.cfg.NodeID)
+	_, _ = s.lead.Exec(ctx, "SELECT pgleader.node_stopped($1)", s.e.cfg.NodeID)
 }

@@ -36,7 +36,7 @@ func FS() fs.FS { return files }
 // Latest is the schema version this build of pgleader requires; it equals the
 // number of the newest migration file and what pgleader.schema_version() returns
 // once that file is applied.
-const Latest = 6
+const Latest = 7
 
 // lockKey serialises concurrent Up calls: the ASCII bytes "pgleadmg" as a bigint
 // (8099561637530594663), out of the way of scope keys (sha256-derived).
