@@ -38,6 +38,9 @@ type Collector struct {
 	refreshCh  chan struct{}
 	intervalCh chan struct{}
 	pollReq    chan chan pollResult
+	// hasInterference: the schema has pgleader.interference (version 7), as
+	// found by the last reader connection.
+	hasInterference atomic.Bool
 
 	runMu    sync.Mutex
 	started  bool
@@ -400,7 +403,7 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	c.stateMu.Lock()
 	cur := c.st.cursor(plan, asked)
 	c.stateMu.Unlock()
-	r, err := read(ctx, conn, &c.cfg, cur)
+	r, err := read(ctx, conn, &c.cfg, cur, c.hasInterference.Load())
 	if err != nil {
 		return nil, nil, fmt.Errorf("collector: read %s: %w", c.database, err)
 	}

@@ -248,6 +248,10 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	var findings []finding
 	scopes := make([]Scope, 0, len(r.Scopes))
 	seen := map[string]bool{}
+	foreign := map[string][]ForeignSession{}
+	for _, i := range r.Interference {
+		foreign[i.Scope] = append(foreign[i.Scope], i.ForeignSession)
+	}
 	for _, row := range r.Scopes {
 		seen[row.Name] = true
 		m := st.scopes[row.Name]
@@ -257,6 +261,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 			st.scopes[row.Name] = m
 		}
 		sc := buildScope(r, row, ro, byID)
+		sc.Interference = foreign[row.Name]
 		st.trackLeaderless(&sc, row, m, r.Now, now, isNew)
 		findings = append(findings, st.checkScope(cfg, r, row, &sc, m, ro, byID)...)
 		if ev, ok := heartbeatLate(&sc, m, now); ok {
@@ -770,10 +775,20 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 	}
 	m.maxEpoch = max(m.maxEpoch, row.Epoch)
 
-	// (a) A term is open, but the lock is held by a session other than the
-	// holder's leadership backend (a squatter). A crash leaves the lock free with
-	// the term still open: that is no leader, not this.
-	if row.open() && len(row.LockPIDs) > 0 && slices.ContainsFunc(row.LockPIDs, func(p int) bool { return p != row.HolderPID }) {
+	// (i) Sessions that are not candidates hold or wait on the scope's lock: a
+	// squatter blocks leadership (or will take the lock when the holder lets go).
+	// Named on the first read that sees them.
+	if len(sc.Interference) > 0 {
+		out = append(out, interference(row.Name, sc.Interference))
+	}
+	foreign := func(p int) bool {
+		return slices.ContainsFunc(sc.Interference, func(f ForeignSession) bool { return f.PID == p })
+	}
+
+	// (a) A term is open, but the lock is held by a node's session other than the
+	// holder's leadership backend. A crash leaves the lock free with the term
+	// still open: that is no leader, not this; a squatter is (i), not this.
+	if row.open() && len(row.LockPIDs) > 0 && slices.ContainsFunc(row.LockPIDs, func(p int) bool { return p != row.HolderPID && !foreign(p) }) {
 		split("", fmt.Sprintf("lock of %s is held by pid %s, but the open term (epoch %d of %s) belongs to pid %d",
 			row.Name, pids(row.LockPIDs), row.Epoch, row.Holder, row.HolderPID),
 			fmt.Sprintf("a session outside the holder's leadership backend holds the lock: identify it (SELECT pid, usename, application_name, client_addr FROM pg_stat_activity WHERE pid IN (%s)) and terminate it", pidList(row.LockPIDs)),
@@ -860,6 +875,33 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 			Runbook: runbook(AlertFlapping)}})
 	}
 	return out
+}
+
+// interference describes the sessions on a scope's lock that are not its
+// candidates.
+func interference(scope string, fs []ForeignSession) finding {
+	var who []string
+	for _, f := range fs {
+		what := "holds"
+		if !f.Granted {
+			what = "waits for"
+		}
+		client := f.ClientAddr
+		if client == "" {
+			client = "local or hidden"
+		}
+		who = append(who, fmt.Sprintf("pid %d (role %s, application %q, client %s) %s it in %s mode",
+			f.PID, cmp.Or(f.Role, "?"), f.ApplicationName, client, what, strings.TrimSuffix(f.Mode, "Lock")))
+	}
+	pidsOf := make([]int, len(fs))
+	for i, f := range fs {
+		pidsOf[i] = f.PID
+	}
+	return finding{alert: Alert{Kind: AlertInterference, Severity: SeverityCritical, Scope: scope,
+		Summary: fmt.Sprintf("a session outside pgleader is on the lock of %s: %s", scope, strings.Join(who, "; ")),
+		Hint: fmt.Sprintf("it blocks this scope's leadership (or takes the lock when the leader lets go): find its owner, then SELECT pg_terminate_backend(p) FROM unnest(ARRAY[%s]) p; to forbid it, revoke the advisory-lock functions from PUBLIC (docs/security.md)",
+			pidList(pidsOf)),
+		Runbook: runbook(AlertInterference)}}
 }
 
 func noLeader(row scopeRow, sc *Scope, cands int, since time.Time) finding {
