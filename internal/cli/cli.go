@@ -7,7 +7,8 @@
 //     bad input — a malformed connection string, an unreachable server, PostgreSQL
 //     older than 14, a missing schema, an invalid configuration, a usage mistake —
 //     exits 2 with a line that names the problem and the fix; any other failure
-//     exits 1; a password never reaches the terminal;
+//     exits 1; a password never reaches the terminal, nor does a control
+//     character an error quotes (termsafe);
 //   - how logs are written (NewLogger: text or JSON on stderr);
 //   - how a node names itself by default (DefaultNodeID).
 package cli

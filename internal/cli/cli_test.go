@@ -53,6 +53,55 @@ func TestResolveDSN(t *testing.T) {
 	})
 }
 
+// TestRedactDSNParseErrors: a connection string that does not parse (or whose
+// password ends the user information early) is bad input, and its message shows
+// no part of the password: not through pgx's echo of the string, not through a
+// fragment its reason quotes, not through a host or database name cut out of the
+// password.
+func TestRedactDSNParseErrors(t *testing.T) {
+	words := []string{"hunter", "kiwi", "mango", "papaya"}
+	tests := []struct {
+		name, dsn string
+		want      string // substring of the message
+	}{
+		{"URLAt", "postgres://u:hunter@kiwi@127.0.0.1:1/db", "%40"},
+		{"URLAtTwice", "postgres://u:hunter@kiwi@mango@127.0.0.1:1/db?sslmode=disable", "%40"},
+		{"URLSlash", "postgres://u:hunter/kiwi@127.0.0.1:1/db", "%2F"},
+		{"URLDigitsSlash", "postgres://u:5432/kiwi@127.0.0.1:1/db", "%2F"},
+		{"URLEverything", "postgres://u:hunter@kiwi:mango/papaya%41 x@127.0.0.1:1/db", "%40"},
+		{"URLSpace", "postgres://u:hunter kiwi@127.0.0.1:1/db", "%20"},
+		{"URLBadPercent", "postgres://u:hunter%ZZkiwi@127.0.0.1:1/db", "percent"},
+		{"URLBadPort", "postgres://u:hunterkiwi@127.0.0.1:x/db", "invalid port"},
+		{"KVQuoted", "host=127.0.0.1 port=x user=u password='hunter kiwi@mango'", "invalid port"},
+		{"KVEscapedQuote", `host=127.0.0.1 port=1 password='hunter\' kiwi' connect_timeout=x`, "connect_timeout"},
+		{"KVEscapedSpace", `host=127.0.0.1 port=1 password=hunter\ kiwi connect_timeout=x`, "connect_timeout"},
+		{"KVUnterminated", "host=127.0.0.1 password='hunter kiwi", "fix it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ResolveDSN(tt.dsn)
+			if ExitCode(err) != ExitBadInput {
+				t.Fatalf("ResolveDSN(%q): exit code %d for %v", tt.dsn, ExitCode(err), err)
+			}
+			msg := Message(err)
+			for _, w := range words {
+				if strings.Contains(msg, w) {
+					t.Errorf("message shows %q of the password: %s", w, msg)
+				}
+			}
+			if !strings.HasPrefix(msg, "pgleader: invalid connection string from --dsn: ") || !strings.Contains(msg, tt.want) || strings.Contains(msg, "\n") {
+				t.Errorf("message %q, want one line containing %q", msg, tt.want)
+			}
+		})
+	}
+	t.Run("PercentEncodedAccepted", func(t *testing.T) {
+		tg, err := ResolveDSN("postgres://u:hunter%40kiwi%2Fmango@127.0.0.1:1/db?application_name=a@b")
+		if err != nil || tg.Config.Password != "hunter@kiwi/mango" || tg.Config.Host != "127.0.0.1" {
+			t.Fatalf("%+v, %v", tg.Config, err)
+		}
+	})
+}
+
 func TestMessageAndExitCode(t *testing.T) {
 	tests := []struct {
 		name string
@@ -73,6 +122,7 @@ func TestMessageAndExitCode(t *testing.T) {
 		{"SchemaMissingBare", election.ErrSchemaMissing, ExitBadInput, "run `pgleader migrate`$"},
 		{"Runtime", errors.New("write events file: disk full"), ExitFailure, `^pgleader: write events file: disk full$`},
 		{"RuntimePrefixed", fmt.Errorf("%w (epoch 3)", election.ErrNotLeader), ExitFailure, `^pgleader: not the leader \(epoch 3\)$`},
+		{"EscapesControls", errors.New("node n\x1b[2J\u202eid\x7f failed"), ExitFailure, `^pgleader: node n\\x1b\[2J\\u202eid\\x7f failed$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,6 +145,9 @@ func TestRedact(t *testing.T) {
 		{"cannot parse `postgresql://u:hunter22@h/db`", ""},
 		{"cannot parse `host=h password=hunter22 port=x`", ""},
 		{"cannot parse `host=h password='hunter 22' port=x`", ""},
+		{`cannot parse ` + "`host=h password='hunter\\' 22' port=x`", ""},
+		{`cannot parse ` + "`host=h password=hunter\\ 22 port=x`", ""},
+		{"cannot parse `postgres://u:hunter@22@h/db`", ""},
 		{"auth failed for hunter22", "hunter22"},
 	}
 	for _, tt := range tests {
@@ -117,6 +170,17 @@ func TestNewLogger(t *testing.T) {
 	log.Debug("hello", "scope", "a")
 	if !strings.HasPrefix(buf.String(), "{") || !strings.Contains(buf.String(), `"scope":"a"`) {
 		t.Errorf("json log line = %q", buf.String())
+	}
+	buf.Reset()
+	log.Info("x", "node", "n\x1b[2J\u202e\u0085\x7f")
+	if line := buf.String(); !strings.Contains(line, `"node":"n\u001b[2J\u202e\u0085\u007f"`) {
+		t.Errorf("json log line = %q: a name must not reach the terminal raw", line)
+	}
+	buf.Reset()
+	log, _ = NewLogger(&buf, "text", "info")
+	log.Info("x", "node", "n\x1b[2J\u202e\u0085\x7f")
+	if line := buf.String(); !strings.Contains(line, `node="n\x1b[2J\u202e\u0085\x7f"`) {
+		t.Errorf("text log line = %q: a name must not reach the terminal raw", line)
 	}
 	buf.Reset()
 	log, _ = NewLogger(&buf, "text", "warn")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // Exit codes of every pgleader command.
@@ -79,8 +80,10 @@ var configFlags = map[string]string{
 }
 
 // Message returns the single line printed for err: what is wrong and how to fix
-// it. Line breaks are folded, and passwords are masked: the given secrets
-// wherever they appear, and whatever looks like a password in a connection string.
+// it. Line breaks are folded, passwords are masked (the given secrets wherever
+// they appear, and whatever looks like a password in a connection string), and
+// any other control character is shown as an escape (termsafe.String): an error
+// may quote a name or a server message someone else wrote.
 func Message(err error, secrets ...string) string {
 	var (
 		in *InputError
@@ -106,7 +109,7 @@ func Message(err error, secrets ...string) string {
 	case !strings.HasPrefix(text, "pgleader"):
 		text = "pgleader: " + text
 	}
-	return redact(text, secrets)
+	return termsafe.String(redact(text, secrets))
 }
 
 // oneLine folds a multi-line message into one line. pgx joins the errors of its
@@ -128,9 +131,13 @@ func oneLine(msg string) string {
 	return strings.Join(parts, "; ")
 }
 
+// urlPassword and kvPassword find passwords in connection strings quoted by a
+// message: in a URL up to its last '@' (a password may hold an unencoded one),
+// in the keyword form a quoted value (with backslash escapes) or one up to the
+// next space.
 var (
-	urlPassword = regexp.MustCompile(`(postgres(?:ql)?://[^:/@\s]*:)[^@\s]*@`)
-	kvPassword  = regexp.MustCompile(`(password\s*=\s*)('[^']*'|[^\s"'` + "`" + `]+)`)
+	urlPassword = regexp.MustCompile(`(postgres(?:ql)?://[^:/@\s]*:)\S*@`)
+	kvPassword  = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:[^\s"'` + "`" + `\\]|\\.)+)`)
 )
 
 // minSecretLen: shorter secrets are not masked literally, because masking every
