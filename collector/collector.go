@@ -423,8 +423,10 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	}
 	c.logEvents(evs)
 	c.hub.publish(snap, evs)
-	if len(r.Audit) >= auditBatch || c.st.behind {
-		c.Refresh() // more audit rows are waiting, or a change the stream saw is not visible yet
+	if len(r.Audit) >= auditBatch || c.st.behind || c.st.auditReread {
+		// More audit rows are waiting, a change the stream saw is not visible
+		// yet, or the audit table was reset and the next read re-anchors.
+		c.Refresh()
 	}
 	return snap, orders, nil
 }
@@ -480,6 +482,8 @@ func (c *Collector) logEvents(evs []Event) {
 		case EventAlertResolved:
 			c.log.Info("alert resolved", "alert", ev.Alert.Kind, "scope", ev.Alert.Scope, "node", ev.Alert.Node,
 				"since", ev.Alert.Since)
+		case EventAuditReset:
+			c.log.Warn("audit history reset", "database", c.database, "reason", ev.Detail)
 		}
 	}
 }

@@ -56,6 +56,18 @@
 // ids a read skipped (taken by a transaction not committed yet) for a few seconds.
 // The first read replays the rows of the last Config.FenceAlertFor.
 //
+// The audit table refuses UPDATE and DELETE, but its owner or a superuser can
+// TRUNCATE it (the documented retention), and TRUNCATE … RESTART IDENTITY starts
+// the ids again at 1, below the remembered id: the collector would wait above
+// them forever. So every read notes the newest id, and a read that finds it
+// below the newest an earlier read showed (rows committed stay visible in every
+// later snapshot) reports EventAuditReset, logs it, forgets its ids and
+// re-anchors as the first read does: the next read replays the FenceAlertFor
+// window, without the rows it had delivered (by audit.at), and continues after
+// the newest id. The logical stream sees the TRUNCATE itself, in commit order.
+// A reset followed, before the next read, by more new rows than the old newest
+// id goes unnoticed by a read: the new rows up to that id are then missed.
+//
 // When reads fail the collector keeps the last good snapshot and re-publishes it
 // with Health.Source = disconnected, the error, and after Config.CollectorDownAfter
 // AlertCollectorDown; when only the listener (or the stream) is down, reads go on

@@ -320,16 +320,23 @@ func (c *Collector) decodeError(slot string, err error) {
 // heartbeat.
 func (c *Collector) applyTx(tx logical.Tx, known map[string]string, slot string) (changed bool) {
 	var (
-		rows     []auditRow
-		terms    []Term
-		versions []scopeMark
+		rows      []auditRow
+		terms     []Term
+		versions  []scopeMark
+		truncated bool
 	)
 	for _, ch := range tx.Changes {
 		switch ch.Table {
 		case "audit":
 			changed = true
+			if ch.Op == "truncate" {
+				// Retention, or RESTART IDENTITY: the ids of the rows after it may
+				// start again. Rows inserted before it in this transaction are gone.
+				truncated, rows = true, nil
+				continue
+			}
 			if ch.Op != "insert" {
-				continue // append-only: a TRUNCATE for retention
+				continue // append-only: the table refuses updates and deletes
 			}
 			a, err := auditFromRow(ch.Row)
 			if err != nil {
@@ -349,7 +356,7 @@ func (c *Collector) applyTx(tx logical.Tx, known map[string]string, slot string)
 			}
 		}
 	}
-	if len(rows) == 0 && len(terms) == 0 && len(versions) == 0 {
+	if len(rows) == 0 && len(terms) == 0 && len(versions) == 0 && !truncated {
 		return changed
 	}
 	now := time.Now()
@@ -361,7 +368,15 @@ func (c *Collector) applyTx(tx logical.Tx, known map[string]string, slot string)
 	for _, t := range terms {
 		c.st.noteTerm(t.Scope, t.Epoch, t.Holder)
 	}
-	c.hub.publish(nil, c.st.streamAudit(rows, tx.CommitTime, uint64(tx.CommitLSN)))
+	var evs []Event
+	if truncated {
+		ev := c.st.streamTruncate(tx.CommitTime)
+		ev.LSN = uint64(tx.CommitLSN)
+		evs = append(evs, ev)
+	}
+	evs = append(evs, c.st.streamAudit(rows, tx.CommitTime, uint64(tx.CommitLSN))...)
+	c.logEvents(evs)
+	c.hub.publish(nil, evs)
 	return changed
 }
 

@@ -40,6 +40,10 @@ type state struct {
 	lastAudit    int64                 // highest audit id admitted
 	firstAudit   int64                 // the first id admitted (0: none yet)
 	missing      map[int64]time.Time   // audit ids skipped below it, and when (database time)
+	auditHigh    int64                 // newest audit id a read has shown (dbRead.MaxAuditID)
+	auditAt      time.Time             // audit.at of the newest row turned into an event
+	replayAfter  time.Time             // after an audit reset: the replay skips rows up to this audit.at
+	auditReread  bool                  // the last read found an audit reset: read again at once
 	terms        map[string][]termRef  // newest terms per scope (previous holders of elected rows)
 	streamSeen   map[string]streamMark // leader_state per scope as the logical stream last saw it
 	behind       bool                  // the last read missed a change the stream saw (read again)
@@ -233,7 +237,11 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	var evs []Event
 	evs = append(evs, st.sourceChange(h.Source, now)...)
 	evs = append(evs, st.timelineChange(r.Timeline, now)...)
-	evs = append(evs, st.pollAudit(r)...)
+	if ev, reset := st.auditReset(r); reset {
+		evs = append(evs, ev) // this read's audit rows are of the old ids: the next read replays
+	} else {
+		evs = append(evs, st.pollAudit(r)...)
+	}
 	st.noteTerms(r)
 	st.behind = st.checkBehind(r, now)
 
@@ -418,11 +426,14 @@ func (st *state) pollAudit(r *dbRead) []Event {
 	var evs []Event
 	if cur.first {
 		for _, a := range r.Audit {
+			if !st.replayAfter.IsZero() && !a.At.After(st.replayAfter) {
+				continue // delivered before an audit reset (rows that survived it)
+			}
 			if ev, ok := st.auditRowEvent(a); ok && cur.events {
 				evs = append(evs, ev)
 			}
 		}
-		st.auditStarted = true
+		st.auditStarted, st.replayAfter = true, time.Time{}
 		if cur.events {
 			st.lastAudit = max(st.lastAudit, r.MaxAuditID)
 			for _, id := range r.InFlight {
@@ -443,6 +454,66 @@ func (st *state) pollAudit(r *dbRead) []Event {
 	}
 	st.expireMissing(r.Now)
 	return evs
+}
+
+// auditReset notices that pgleader.audit lost rows the collector had read: a
+// read's newest id is below the newest an earlier read showed. Rows committed
+// stay in every later snapshot, and the table refuses DELETE, so only a TRUNCATE
+// (retention, or RESTART IDENTITY, after which new ids start again at 1 and the
+// cursor would wait above them forever) or a restore does that. Only reads that
+// take the audit rows themselves check (planPoll after the first read); the
+// logical stream sees the TRUNCATE itself (streamTruncate). The collector then
+// forgets its ids and re-anchors as its first read does: the next read replays
+// the FenceAlertFor window, without the rows delivered before (by audit.at), and
+// continues after the newest id. The rows of this read are of the old ids and
+// are dropped.
+//
+// A TRUNCATE followed by more new rows than the cursor stood at, all before the
+// next read, goes unnoticed: the newest id is back above the cursor, and the new
+// rows up to it are skipped. Notifications and the poll make that window one read.
+func (st *state) auditReset(r *dbRead) (Event, bool) {
+	st.auditReread = false
+	high := st.auditHigh
+	st.auditHigh = max(high, r.MaxAuditID)
+	cur := r.Cursor
+	if cur.skip || cur.first || !cur.events || r.MaxAuditID >= high {
+		return Event{}, false
+	}
+	st.auditHigh = r.MaxAuditID
+	st.forgetAuditIDs()
+	st.auditStarted, st.replayAfter, st.auditReread = false, st.auditAt, true
+	what := fmt.Sprintf("its newest id is %d", r.MaxAuditID)
+	if r.MaxAuditID == 0 {
+		what = "it is empty"
+	}
+	return auditResetEvent(r.Now, fmt.Sprintf("pgleader.audit lost rows: %s, below id %d read before (TRUNCATE or a restore)", what, high)), true
+}
+
+// streamTruncate handles a TRUNCATE of pgleader.audit from the logical stream:
+// every row after it in commit order is new, whatever its id.
+func (st *state) streamTruncate(commitTime time.Time) Event {
+	high := st.lastAudit
+	st.forgetAuditIDs()
+	st.auditHigh = 0 // reads learn the new ids again
+	return auditResetEvent(commitTime, fmt.Sprintf("pgleader.audit was truncated (the newest id admitted was %d)", high))
+}
+
+func auditResetEvent(at time.Time, what string) Event {
+	return Event{At: at, Kind: EventAuditReset, Detail: what +
+		": the audit history in the database was rewritten; events already delivered stand, and the collector follows the new rows"}
+}
+
+// forgetAuditIDs drops what the gate knows of audit ids: after a reset, ids may
+// start again and name other rows. The fence_rejected rows already counted keep
+// their alert, under id 0, which no row has.
+func (st *state) forgetAuditIDs() {
+	st.lastAudit, st.firstAudit = 0, 0
+	clear(st.missing)
+	for _, hits := range st.fence {
+		for i := range hits {
+			hits[i].id = 0
+		}
+	}
 }
 
 // streamAudit turns the audit rows of one transaction from the logical source
@@ -508,6 +579,9 @@ func (st *state) expireMissing(dbNow time.Time) {
 // auditRowEvent records a fence_rejected row for its alert and returns the
 // row's event.
 func (st *state) auditRowEvent(a auditRow) (Event, bool) {
+	if a.At.After(st.auditAt) {
+		st.auditAt = a.At
+	}
 	if a.Kind == "fence_rejected" {
 		st.noteFence(a)
 	}

@@ -294,3 +294,59 @@ func TestApplyAuditOnce(t *testing.T) {
 		t.Fatalf("id 7 (rolled back) still looked for after %v", missingWait)
 	}
 }
+
+// TestApplyAuditReset: rows that survive a reset of the audit table (a restore,
+// a failover that lost the newest rows) are not delivered twice; rows after it
+// are, whatever their ids.
+func TestApplyAuditReset(t *testing.T) {
+	cfg, st, w := unitConfig(), newState(), newWorld()
+	row := func(id int64) auditRow {
+		return auditRow{ID: id, At: w.now, Scope: "s", Node: "n1", Epoch: id, Kind: "fence_rejected"}
+	}
+	apply := func(maxID int64, rows ...auditRow) []Event {
+		w.now = w.now.Add(time.Millisecond)
+		r := w.read()
+		r.Audit, r.MaxAuditID, r.Cursor = rows, maxID, st.cursor(planPoll, false)
+		_, evs, _ := st.apply(cfg, r, w.now, Health{Source: SourceLive})
+		return evs
+	}
+	type got struct {
+		ids    []int64
+		resets int
+	}
+	sum := func(evs []Event) got {
+		var g got
+		for _, e := range evs {
+			if e.AuditID != 0 {
+				g.ids = append(g.ids, e.AuditID)
+			}
+			if e.Kind == EventAuditReset {
+				g.resets++
+			}
+		}
+		return g
+	}
+	old := []auditRow{row(1), row(2), row(3)}
+	if g := sum(apply(3, old...)); !slices.Equal(g.ids, []int64{1, 2, 3}) || g.resets != 0 {
+		t.Fatalf("first read: %+v", g)
+	}
+	w.now = w.now.Add(time.Second)
+	if g := sum(apply(5, row(4), row(5))); !slices.Equal(g.ids, []int64{4, 5}) || g.resets != 0 {
+		t.Fatalf("second read: %+v", g)
+	}
+	// Rows 4 and 5 are gone: the newest id is 3, below the 5 read before.
+	if g := sum(apply(3)); len(g.ids) != 0 || g.resets != 1 || !st.auditReread {
+		t.Fatalf("read after the reset: %+v, read again %v", g, st.auditReread)
+	}
+	// The replay shows the survivors 1–3 (delivered) and a new row 4.
+	w.now = w.now.Add(time.Second)
+	if g := sum(apply(4, append(old, row(4))...)); !slices.Equal(g.ids, []int64{4}) || g.resets != 0 || st.auditReread {
+		t.Fatalf("replay: %+v, read again %v", g, st.auditReread)
+	}
+	if g := sum(apply(6, row(5), row(6))); !slices.Equal(g.ids, []int64{5, 6}) || g.resets != 0 {
+		t.Fatalf("after the replay: %+v", g)
+	}
+	if n := st.fenceCount["s"]; n != 8 {
+		t.Fatalf("fence_rejected counted %d times, want 8 (5 before the reset, 3 after)", n)
+	}
+}
