@@ -260,19 +260,31 @@ BEGIN
         HINT = format('have a DBA run: CREATE ROLE %I NOLOGIN; GRANT %I TO %I; (all four roles: docs/security.md), or migrate once as a role with CREATEROLE',
                       r.name, v_owner, current_user);
     END IF;
-    EXECUTE format('CREATE ROLE %I NOLOGIN', r.name);
+    -- Roles are shared by every database of the cluster: another database's
+    -- migration may create the same role at the same time.
+    BEGIN
+      EXECUTE format('CREATE ROLE %I NOLOGIN', r.name);
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END;
   END LOOP;
   IF NOT pg_catalog.pg_has_role(current_user, v_owner, 'MEMBER') THEN
-    EXECUTE format('GRANT %I TO %I', v_owner, current_user);
+    BEGIN
+      EXECUTE format('GRANT %I TO %I', v_owner, current_user);
+    EXCEPTION WHEN unique_violation THEN NULL;
+    END;
   END IF;
   IF NOT pg_catalog.pg_has_role(v_oper, v_reader, 'MEMBER') THEN
-    EXECUTE format('GRANT %I TO %I', v_reader, v_oper);
+    BEGIN
+      EXECUTE format('GRANT %I TO %I', v_reader, v_oper);
+    EXCEPTION WHEN unique_violation THEN NULL;
+    END;
   END IF;
   -- interference() reports the client address of a squatter's session.
   IF NOT pg_catalog.pg_has_role(v_owner, 'pg_read_all_stats', 'MEMBER') THEN
     BEGIN
       EXECUTE format('GRANT pg_read_all_stats TO %I', v_owner);
-    EXCEPTION WHEN insufficient_privilege THEN
+    EXCEPTION WHEN unique_violation THEN NULL;
+              WHEN insufficient_privilege THEN
       RAISE NOTICE 'pgleader: % may not grant pg_read_all_stats to %: squatters will be named without their client address', current_user, v_owner;
     END;
   END IF;
