@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 func (a *app) historyCommand() *cobra.Command {
@@ -123,15 +123,17 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since 
 	return out, rows.Err()
 }
 
+// writeTerms prints terms. Scopes, holders, hosts and reasons come from the
+// database: the table and the TSV print them through termsafe.String, the JSON
+// through cli.WriteJSON (see writeStatus).
 func writeTerms(w io.Writer, terms []collector.Term, format string) error {
+	safe := termsafe.String
 	switch format {
 	case cli.FormatJSON:
 		if terms == nil {
 			terms = []collector.Term{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(terms)
+		return cli.WriteJSON(w, terms)
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s")
 		for _, t := range terms {
@@ -139,8 +141,8 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 			if t.Open() {
 				ended = "open"
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\n", t.Scope, t.Epoch, t.Holder, t.Hostname,
-				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), ended, t.HandoverGap.Seconds())
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\n", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
+				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds())
 		}
 		return nil
 	}
@@ -159,8 +161,8 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 		if t.Epoch == 1 && t.HandoverGap == 0 {
 			gap = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Scope, t.Epoch, t.Holder, orDash(t.Hostname),
-			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended, gap)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), orDash(safe(t.Hostname)),
+			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, safe(ended), gap)
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 func (a *app) resignCommand() *cobra.Command {
@@ -82,9 +83,10 @@ the pgleader tables, and nothing is cut off mid-write.`,
 	return cmd
 }
 
+// orUnknown is a holder read from the database, safe to print.
 func orUnknown(s *string) string {
 	if s == nil {
 		return "(unknown)"
 	}
-	return *s
+	return termsafe.String(*s)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,9 +152,7 @@ func writeSlots(w io.Writer, slots []logical.Slot, format string) error {
 		if slots == nil {
 			slots = []logical.Slot{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(slots)
+		return cli.WriteJSON(w, slots)
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "name\ttemporary\tactive_pid\tconfirmed_flush_lsn\tretained_bytes")
 		for _, s := range slots {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -132,7 +132,7 @@ func (a *app) watchStatus(ctx context.Context, c *collector.Collector, scopes []
 			if tty && output == cli.FormatTable {
 				fmt.Fprint(a.stdout, "\x1b[H\x1b[2J") // home, clear
 				fmt.Fprintf(a.stdout, "pgleader status — %s — every %v — %s (Ctrl-C to stop)\n\n",
-					snap.Health.Database, c.PollInterval(), time.Now().Format("15:04:05"))
+					termsafe.String(snap.Health.Database), c.PollInterval(), time.Now().Format("15:04:05"))
 			}
 			worst = writeStatus(a.stdout, snap, scopes, output)
 			if !tty && output == cli.FormatTable {
@@ -184,6 +184,11 @@ func verdictGlyph(v collector.Verdict) string {
 // writeStatus prints snap (restricted to scopes when given) and returns the worst
 // verdict among the printed scopes. Its cost is linear in the scopes, nodes and
 // alerts: it runs on every frame of --watch, at thousands of scopes.
+//
+// Names, hosts and alert texts come from the database, written by whoever can
+// write it: the table and the TSV print them through termsafe.String (no escape
+// sequence reaches the terminal, no TAB or line break forges a column or a row),
+// the JSON through cli.WriteJSON.
 func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format string) collector.Verdict {
 	wanted := make(map[string]bool, len(scopes))
 	for _, s := range scopes {
@@ -228,21 +233,19 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			EpochFloor int64 `json:"epoch_floor"`
 		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health,
 			snap.Timeline, snap.EpochFloor}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(out)
+		_ = cli.WriteJSON(w, out)
 		return worst
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tstate\tleader\tepoch\ttenure_s\theartbeat_age_s\tfollowers\talerts")
 		for _, s := range shown {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\n", s.Name, s.Verdict, s.Leader, s.Epoch,
-				s.Tenure.Seconds(), s.HeartbeatAge.Seconds(), strings.Join(s.Followers, ","), alertKinds(s.Alerts))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\n", termsafe.String(s.Name), termsafe.String(string(s.Verdict)),
+				termsafe.String(s.Leader), s.Epoch, s.Tenure.Seconds(), s.HeartbeatAge.Seconds(), nodeList(s.Followers), alertKinds(s.Alerts))
 		}
 		return worst
 	}
 	if len(shown) == 0 {
 		if len(scopes) > 0 {
-			fmt.Fprintf(w, "no such scope: %s (no node has campaigned for it yet)\n", strings.Join(scopes, ", "))
+			fmt.Fprintf(w, "no such scope: %s (no node has campaigned for it yet)\n", termsafe.String(strings.Join(scopes, ", ")))
 			return collector.VerdictNoLeader
 		}
 		fmt.Fprintln(w, "no scopes yet: start nodes with `pgleader node --scope NAME` or embed the election package")
@@ -254,19 +257,19 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 	for _, s := range shown {
 		leader, tenure, hb := "—", "—", "—"
 		if s.Leader != "" {
-			leader = s.Leader
+			leader = termsafe.String(s.Leader)
 			if s.LeaderHost != "" {
-				leader += "@" + s.LeaderHost
+				leader += "@" + termsafe.String(s.LeaderHost)
 			}
 			tenure, hb = cli.Duration(s.Tenure), cli.Duration(s.HeartbeatAge)+" ago"
 		} else if s.LeaderlessFor > 0 {
 			tenure = "none for " + cli.Duration(s.LeaderlessFor)
 		}
-		followers := strings.Join(s.Followers, ",")
+		followers := nodeList(s.Followers)
 		if followers == "" {
 			followers = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Name, verdictGlyph(s.Verdict), leader, s.Epoch,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), verdictGlyph(s.Verdict), leader, s.Epoch,
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
@@ -277,11 +280,12 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			if al.Node != "" {
 				where = strings.TrimPrefix(where+" "+al.Node, " ")
 			}
-			fmt.Fprintf(w, "%-8s %s %s: %s\n         → %s (%s)\n", strings.ToUpper(string(al.Severity)), al.Kind, where, al.Summary, al.Hint, al.Runbook)
+			fmt.Fprintf(w, "%-8s %s %s: %s\n         → %s (%s)\n", termsafe.String(strings.ToUpper(string(al.Severity))), termsafe.String(string(al.Kind)),
+				termsafe.String(where), termsafe.String(al.Summary), termsafe.String(al.Hint), termsafe.String(al.Runbook))
 		}
 	}
 	if snap.Health.Source == collector.SourceDisconnected && snap.Health.LastError != "" {
-		fmt.Fprintf(w, "\ncollector disconnected: %s\n", snap.Health.LastError)
+		fmt.Fprintf(w, "\ncollector disconnected: %s\n", termsafe.String(snap.Health.LastError))
 	}
 	return worst
 }
@@ -326,7 +330,7 @@ func writeSummary(w io.Writer, shown []collector.Scope, total int, counts map[co
 		names := make([]string, 0, troubleNamed+1)
 		for _, s := range trouble[:min(len(trouble), troubleNamed)] {
 			glyph, _, _ := strings.Cut(verdictGlyph(s.Verdict), " ")
-			names = append(names, glyph+" "+s.Name)
+			names = append(names, glyph+" "+termsafe.String(s.Name))
 		}
 		if more := len(trouble) - troubleNamed; more > 0 {
 			names = append(names, fmt.Sprintf("+%d more", more))
@@ -346,9 +350,18 @@ func plural(n int, word string) string {
 func alertKinds(as []collector.Alert) string {
 	var ks []string
 	for _, a := range as {
-		ks = append(ks, string(a.Kind))
+		ks = append(ks, termsafe.String(string(a.Kind)))
 	}
 	return strings.Join(ks, ",")
+}
+
+// nodeList joins node ids for a cell, each made safe to print (termsafe.String).
+func nodeList(ids []string) string {
+	safe := make([]string, len(ids))
+	for i, id := range ids {
+		safe[i] = termsafe.String(id)
+	}
+	return strings.Join(safe, ",")
 }
 
 func orEmpty[T any](xs []T) []T {
