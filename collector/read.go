@@ -245,6 +245,10 @@ func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnCo
 		Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
 	cc.DialFunc = dialer.DialContext
 	cc.RuntimeParams["application_name"] = app
+	// Only the system catalogs: every statement names pgleader.* in full, and an
+	// operator another role planted in public (an exact type match beats
+	// pg_catalog's implicit cast) must never run inside a read.
+	cc.RuntimeParams["search_path"] = "pg_catalog"
 	if cc.ValidateConnect != nil {
 		// A multi-host DSN with target_session_attrs (read-write, primary, …) is
 		// how a collector follows a failover. Its reader sessions are read-only by

@@ -80,6 +80,10 @@ func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
 	}
 	// The server notices a vanished client during a statement within this interval.
 	p["client_connection_check_interval"] = "1000"
+	// Only the system catalogs: the engine's statements name pgleader.* in full,
+	// and an operator or function that another role planted in public (an exact
+	// type match beats pg_catalog's implicit cast) must never run in them.
+	p["search_path"] = "pg_catalog"
 	if leased {
 		L := e.cfg.SessionLease
 		p["idle_session_timeout"] = strconv.FormatInt(L.Milliseconds(), 10)

@@ -134,6 +134,9 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 	cfg.RuntimeParams["pgleader.role_node"] = roles.Node
 	cfg.RuntimeParams["pgleader.role_reader"] = roles.Reader
 	cfg.RuntimeParams["pgleader.role_operator"] = roles.Operator
+	// The migration files name pgleader.* in full; nothing in public may run in
+	// them (the migrating role is often a superuser).
+	cfg.RuntimeParams["search_path"] = "pg_catalog"
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 
