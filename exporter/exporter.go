@@ -73,6 +73,7 @@ var (
 	scopeFollowers     = desc("pgleader_scope_followers", "Live candidate nodes of the scope other than the leader.", "scope")
 	scopeLockHolders   = desc("pgleader_scope_lock_holders", "Backends pg_locks shows holding the scope's advisory lock (normally 1 while led).", "scope")
 	scopeLockWaiters   = desc("pgleader_scope_lock_waiters", "Backends waiting for the scope's advisory lock.", "scope")
+	scopeForeign       = desc("pgleader_scope_foreign_sessions", "Sessions that hold or wait on the scope's advisory lock without being its candidates (squatters; the interference check).", "scope")
 	scopeSplitBrain    = desc("pgleader_scope_split_brain", "1 while the collector's split_brain check fires for the scope, else 0.", "scope")
 	scopeStaleLeader   = desc("pgleader_scope_stale_leader", "1 while the collector's stale_leader check fires for the scope, else 0.", "scope")
 	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open.", "scope")
@@ -105,7 +106,7 @@ var (
 
 var allDescs = []*prometheus.Desc{
 	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
-	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeSplitBrain,
+	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
 	scopeStaleLeader, scopeHandoverGap, fenceRejected,
 	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
@@ -207,6 +208,7 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 		gauge(ch, scopeFollowers, float64(len(sc.Followers)), name)
 		gauge(ch, scopeLockHolders, float64(len(sc.LockPIDs)), name)
 		gauge(ch, scopeLockWaiters, float64(sc.Waiters), name)
+		gauge(ch, scopeForeign, float64(len(sc.Interference)), name)
 		gauge(ch, scopeSplitBrain, b2f(f.splitBrain), name)
 		gauge(ch, scopeStaleLeader, b2f(f.staleLeader), name)
 		if sc.OpenTerm != nil {

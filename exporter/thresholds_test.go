@@ -105,7 +105,7 @@ func TestRunbookAnchors(t *testing.T) {
 	for _, kind := range []collector.AlertKind{
 		collector.AlertNoLeader, collector.AlertSplitBrain, collector.AlertStaleLeader,
 		collector.AlertStaleNode, collector.AlertFlapping, collector.AlertFenceRejected,
-		collector.AlertLockPressure, collector.AlertCollectorDown,
+		collector.AlertLockPressure, collector.AlertCollectorDown, collector.AlertInterference,
 	} {
 		if !sections[string(kind)] {
 			t.Errorf("collector alert %s has no section in docs/runbooks.md", kind)
