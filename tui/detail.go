@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // detailLines is the scope detail view: everything the snapshot says about one
@@ -14,13 +15,13 @@ import (
 func (m *Model) detailLines(w, h int) []string {
 	st := m.bodyStyles()
 	sc, ok := m.snap.Scope(m.detail)
-	name := "SCOPE " + m.detail
+	name := "SCOPE " + termsafe.String(m.detail)
 	if m.stale() {
 		name += " · STALE"
 	}
 	if !ok {
 		title := m.paneTitle(st, m.focus, name, "esc back", w)
-		return []string{title, "", st.render(toneWarn, fitLine("  scope "+m.detail+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
+		return []string{title, "", st.render(toneWarn, fitLine("  scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
 	}
 	label, vt := verdictLabel(sc.Verdict)
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
@@ -30,10 +31,10 @@ func (m *Model) detailLines(w, h int) []string {
 	if sc.Leader != "" {
 		host := ""
 		if sc.LeaderHost != "" {
-			host = " on " + sc.LeaderHost
+			host = " on " + termsafe.String(sc.LeaderHost)
 		}
 		lines = append(lines, kv("leader", fmt.Sprintf("%s%s · epoch %d · since %s (tenure %s)",
-			sc.Leader, host, sc.Epoch, fmtClock(sc.AcquiredAt), fmtDur(sc.Tenure))))
+			termsafe.String(sc.Leader), host, sc.Epoch, fmtClock(sc.AcquiredAt), fmtDur(sc.Tenure))))
 	} else {
 		text := fmt.Sprintf("none · epoch %d", sc.Epoch)
 		if sc.LeaderlessFor > 0 {
@@ -54,7 +55,7 @@ func (m *Model) detailLines(w, h int) []string {
 	lines = append(lines, kv("timing", timingText(sc.Timing)))
 	fol := st.render(toneWarn, "none: no candidate to take over")
 	if len(sc.Followers) > 0 {
-		fol = strings.Join(sc.Followers, ", ")
+		fol = termsafe.String(strings.Join(sc.Followers, ", "))
 	}
 	lines = append(lines, kv("followers", fol))
 	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
@@ -91,7 +92,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	for _, a := range sc.Alerts {
 		lbl, t := severityLabel(a.Severity)
-		lines = append(lines, fitLine("  "+st.render(t, lbl+" "+string(a.Kind))+": "+a.Summary, w))
+		lines = append(lines, fitLine("  "+st.render(t, lbl+" "+termsafe.String(string(a.Kind)))+": "+termsafe.String(a.Summary), w))
 		lines = append(lines, st.render(toneMuted, hintLine("    → ", a, w)))
 		if !a.Since.IsZero() {
 			lines = append(lines, st.render(toneMuted, fitLine("    since "+fmtClock(a.Since), w)))

@@ -32,6 +32,12 @@
 //     are appended when the pause ends.
 //   - Cursors follow a row's key (scope name, node id), not its index, so a
 //     refresh that reorders or adds rows does not move the selection.
+//   - Every string the database or a node wrote (names, hosts, versions, alert
+//     texts, event details, errors) is shown through termsafe.String: an escape
+//     sequence, a line break or a text-direction control in a name shows as an
+//     escape instead of acting on the terminal. Table cells are escaped once per
+//     snapshot (table.setRows), event lines once on arrival, the status line in
+//     setStatus; row keys keep the raw name, which is what an action acts on.
 //
 // [RenderOnce] renders one frame as plain text or the data as JSON for
 // `pgleader top --once`.

@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 const eventLogCap = 1000
@@ -268,7 +269,8 @@ func eventLine(e collector.Event) (string, tone) {
 	if strings.HasPrefix(e.Reason, "error:") {
 		t = toneBad
 	}
-	return b.String(), t
+	// Names, details and reasons come from the database and the nodes.
+	return termsafe.String(b.String()), t
 }
 
 // ring keeps the last n samples of a duration; a negative sample is a gap.

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // Poll interval bounds and steps for + and -.
@@ -757,7 +758,9 @@ func (m *Model) localEvent(kind collector.EventKind, scope, detail string, err e
 	return e
 }
 
-func (m *Model) setStatus(s string, t tone) { m.status, m.statusT = s, t }
+// setStatus shows s in the status line. s often names a scope or a leader:
+// it is made safe to print here, for every caller.
+func (m *Model) setStatus(s string, t tone) { m.status, m.statusT = termsafe.String(s), t }
 
 // apply puts a snapshot on screen.
 func (m *Model) apply(s *collector.Snapshot) {

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // onceJSON is RenderOnce's JSON document.
@@ -21,8 +22,9 @@ type onceJSON struct {
 
 // RenderOnce writes one frame for `pgleader top --once`: with format "text",
 // every section of the dashboard in full (no scrolling, nothing cut but cells
-// wider than width) as plain text without escape codes; with format "json",
-// the snapshot and the events as one JSON document. width <= 0 means no
+// wider than width) as plain text without escape codes, names shown as on the
+// dashboard (termsafe.String); with format "json", the snapshot and the events
+// as one JSON document, exact but inert (termsafe.JSON). width <= 0 means no
 // width limit.
 func RenderOnce(w io.Writer, snap *collector.Snapshot, events []collector.Event, format string, width int) error {
 	if snap == nil {
@@ -33,9 +35,12 @@ func RenderOnce(w io.Writer, snap *collector.Snapshot, events []collector.Event,
 		if events == nil {
 			events = []collector.Event{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(onceJSON{Snapshot: snap, Events: events})
+		doc, err := json.MarshalIndent(onceJSON{Snapshot: snap, Events: events}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(termsafe.JSON(doc), '\n'))
+		return err
 	case "text", "":
 		_, err := io.WriteString(w, renderText(snap, events, width))
 		return err
@@ -63,13 +68,13 @@ func renderText(snap *collector.Snapshot, events []collector.Event, width int) s
 	head := fmt.Sprintf("%s · %s · %s · snapshot %d read at %s", m.opts.Title, m.database(), src, snap.Seq, fmtStamp(snap.At))
 	out = append(out, truncate(head, lw), m.verdictLine(lw))
 	if h.LastError != "" {
-		out = append(out, truncate("✖ last error: "+h.LastError, lw))
+		out = append(out, truncate("✖ last error: "+termsafe.String(h.LastError), lw))
 	}
 	for _, a := range snap.Alerts {
 		label, _ := severityLabel(a.Severity)
-		subject := strings.TrimSpace(a.Scope + " " + prefixed("node ", a.Node))
-		out = append(out, truncate(strings.TrimSpace(label+" "+string(a.Kind)+" "+subject)+": "+a.Summary, lw))
-		out = append(out, truncate("  → "+a.Hint+"  ("+a.Runbook+")", lw))
+		subject := strings.TrimSpace(termsafe.String(a.Scope) + " " + prefixed("node ", termsafe.String(a.Node)))
+		out = append(out, truncate(strings.TrimSpace(label+" "+termsafe.String(string(a.Kind))+" "+subject)+": "+termsafe.String(a.Summary), lw))
+		out = append(out, truncate("  → "+termsafe.String(a.Hint)+"  ("+termsafe.String(a.Runbook)+")", lw))
 	}
 	section := func(title string) {
 		out = append(out, "", title)

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"strings"
+
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // column describes one table column.
@@ -50,8 +52,16 @@ func newTable(cols []column, empty string) *table {
 }
 
 // setRows replaces the rows and puts the cursor back on the row with the same
-// key; when that row is gone the cursor stays at the same position.
+// key; when that row is gone the cursor stays at the same position. Cell texts
+// are made safe to print here, once per snapshot, for every table: they hold
+// names and hosts someone else wrote (termsafe.String). Keys stay as they are:
+// they name the scope an action is for.
 func (t *table) setRows(rows []row) {
+	for _, r := range rows {
+		for j := range r.cells {
+			r.cells[j].text = termsafe.String(r.cells[j].text)
+		}
+	}
 	t.rows = rows
 	if len(t.natural) != len(t.cols) {
 		t.natural = make([]int, len(t.cols))

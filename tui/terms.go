@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // timelineWindow is how far back the terms timeline reaches.
@@ -95,7 +96,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 	}
 	labelW := 6
 	for _, s := range scopes {
-		labelW = max(labelW, textWidth(s))
+		labelW = max(labelW, textWidth(termsafe.String(s)))
 	}
 	labelW = min(labelW, 18)
 	cols := w - 2 - labelW - 1
@@ -139,7 +140,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 		} else {
 			b.WriteString("  ")
 		}
-		b.WriteString(padRight(name, labelW))
+		b.WriteString(padRight(termsafe.String(name), labelW))
 		b.WriteString(" ")
 		m.strip(&b, st, m.termsByScope[name], start, now, step, cols, glyphOf, perHolder)
 		out = append(out, b.String())
@@ -150,7 +151,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 	var legend []string
 	for _, h := range sortedKeys(holders) {
 		t := glyphOf[h]
-		legend = append(legend, st.render(t, holderGlyphs[t-toneHolder0])+" "+h)
+		legend = append(legend, st.render(t, holderGlyphs[t-toneHolder0])+" "+termsafe.String(h))
 	}
 	legend = append(legend, noLeaderGlyph+" none")
 	return out, strings.Join(legend, "  ")

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // The smallest terminal the dashboard draws in, and the size from which it
@@ -87,10 +88,10 @@ func (m *Model) bodyStyles() *styles {
 
 func (m *Model) database() string {
 	if m.snap != nil && m.snap.Health.Database != "" {
-		return m.snap.Health.Database
+		return termsafe.String(m.snap.Health.Database)
 	}
 	if m.opts.Database != "" {
-		return m.opts.Database
+		return termsafe.String(m.opts.Database)
 	}
 	return "the database"
 }
@@ -201,7 +202,8 @@ func (m *Model) verdictList(st *styles, order []int, w int) (string, bool) {
 	for _, i := range order {
 		sc := &m.snap.Scopes[i]
 		label, t := verdictLabel(sc.Verdict)
-		n := textWidth(label) + 1 + textWidth(sc.Name)
+		name := termsafe.String(sc.Name)
+		n := textWidth(label) + 1 + textWidth(name)
 		if used > 0 {
 			n += len(gap)
 			b.WriteString(gap)
@@ -209,7 +211,7 @@ func (m *Model) verdictList(st *styles, order []int, w int) (string, bool) {
 		if used+n > w {
 			return "", false
 		}
-		b.WriteString(st.render(t, label) + " " + sc.Name)
+		b.WriteString(st.render(t, label) + " " + name)
 		used += n
 	}
 	return fitLine(b.String(), w), true
@@ -266,7 +268,8 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 		sc := &scs[i]
 		label, t := verdictLabel(sc.Verdict)
 		glyph, _, _ := strings.Cut(label, " ")
-		n := textWidth(glyph) + 1 + textWidth(sc.Name)
+		name := termsafe.String(sc.Name)
+		n := textWidth(glyph) + 1 + textWidth(name)
 		if shown > 0 {
 			n += len(gap)
 		}
@@ -280,7 +283,7 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 		if shown > 0 {
 			names.WriteString(gap)
 		}
-		names.WriteString(st.render(t, glyph) + " " + sc.Name)
+		names.WriteString(st.render(t, glyph) + " " + name)
 		nw += n
 		shown++
 	}
@@ -311,18 +314,18 @@ func (m *Model) alertLines(w int) []string {
 	var out []string
 	for i, a := range alerts[:limit] {
 		label, t := severityLabel(a.Severity)
-		subject := a.Scope
+		subject := termsafe.String(a.Scope)
 		if a.Node != "" {
 			if subject != "" {
 				subject += " "
 			}
-			subject += "node " + a.Node
+			subject += "node " + termsafe.String(a.Node)
 		}
-		head := label + " " + string(a.Kind)
+		head := label + " " + termsafe.String(string(a.Kind))
 		if subject != "" {
 			head += " " + subject
 		}
-		first := st.render(t, head) + ": " + a.Summary
+		first := st.render(t, head) + ": " + termsafe.String(a.Summary)
 		if i == limit-1 && len(alerts) > limit {
 			more := fmt.Sprintf("  +%d more", len(alerts)-limit)
 			first = fitLine(first, max(0, w-textWidth(more))) + st.render(toneWarn, more)
@@ -340,7 +343,7 @@ func (m *Model) footerLines(w int) []string {
 	var status, errLine string
 	switch {
 	case m.filtering:
-		status = st.key.Render("/") + " filter: " + m.filter + "▏" + st.render(toneMuted, "  enter keeps · esc clears")
+		status = st.key.Render("/") + " filter: " + termsafe.String(m.filter) + "▏" + st.render(toneMuted, "  enter keeps · esc clears")
 	case m.snap != nil && m.stale():
 		h := m.snap.Health
 		head := "✖ READ FAILING"
@@ -359,7 +362,7 @@ func (m *Model) footerLines(w int) []string {
 			status += st.render(toneMuted, " · ") + st.render(m.statusT, m.status)
 		}
 		if h.LastError != "" {
-			errLine = st.errorText.Render(fitLine("  "+h.LastError, w))
+			errLine = st.errorText.Render(fitLine("  "+termsafe.String(h.LastError), w))
 		}
 	case m.status != "":
 		status = st.render(m.statusT, m.status)
@@ -368,7 +371,7 @@ func (m *Model) footerLines(w int) []string {
 	}
 	var flags []string
 	if m.filter != "" && !m.filtering {
-		flags = append(flags, "filter “"+m.filter+"” (esc clears)")
+		flags = append(flags, "filter “"+termsafe.String(m.filter)+"” (esc clears)")
 	}
 	if m.problems {
 		flags = append(flags, "problems only (p)")
@@ -566,7 +569,8 @@ const confirmWrap = 58
 // confirmBox renders the open y/N question: which action, on whom, and what it
 // does.
 func (m *Model) confirmBox(w int) string {
-	c := m.confirm
+	c := *m.confirm
+	c.scope, c.leader = termsafe.String(c.scope), termsafe.String(c.leader) // shown, not acted on
 	var title string
 	var body []string
 	switch c.kind {
@@ -619,11 +623,12 @@ func (m *Model) healthText() string {
 func hintLine(prefix string, a collector.Alert, w int) string {
 	rb := ""
 	if a.Runbook != "" {
-		rb = "  (" + a.Runbook + ")"
+		rb = "  (" + termsafe.String(a.Runbook) + ")"
 	}
+	hint := termsafe.String(a.Hint)
 	room := w - textWidth(prefix) - textWidth(rb)
 	if room < 12 {
-		return fitLine(prefix+a.Hint+rb, w)
+		return fitLine(prefix+hint+rb, w)
 	}
-	return fitLine(prefix+truncate(a.Hint, room)+rb, w)
+	return fitLine(prefix+truncate(hint, room)+rb, w)
 }
