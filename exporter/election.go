@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // HeartbeatBuckets are the buckets of pgleader_heartbeat_duration_seconds: a
@@ -121,7 +122,7 @@ func NewElectionMetrics(reg prometheus.Registerer) (*ElectionMetrics, error) {
 // the Elector.
 func (m *ElectionMetrics) Attach(e *election.Elector) {
 	for _, s := range e.Scopes() {
-		name := s.Name()
+		name := termsafe.String(s.Name())
 		m.isLeader.WithLabelValues(name)
 		m.acquisitions.WithLabelValues(name)
 		m.hbFailures.WithLabelValues(name)
@@ -132,6 +133,9 @@ func (m *ElectionMetrics) Attach(e *election.Elector) {
 // Observe records one engine event. It implements election.Observer: it only
 // updates in-memory metrics and returns at once.
 func (m *ElectionMetrics) Observe(ev election.Event) {
+	// The engine refuses scope names a terminal would act on; escaping anyway
+	// keeps the label values of both exporters made the same way (labelValues).
+	ev.Scope = termsafe.String(ev.Scope)
 	switch ev.Kind {
 	case election.EventAcquired:
 		m.isLeader.WithLabelValues(ev.Scope) // 0 until the gate opens
@@ -212,7 +216,8 @@ func (c *electionCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, s := range e.Scopes() {
-		ch <- prometheus.MustNewConstMetric(c.gateBlocked, prometheus.CounterValue, float64(s.GateBlocked()), s.Name())
-		ch <- prometheus.MustNewConstMetric(c.trustRemaining, prometheus.GaugeValue, s.TrustRemaining().Seconds(), s.Name())
+		name := termsafe.String(s.Name())
+		ch <- prometheus.MustNewConstMetric(c.gateBlocked, prometheus.CounterValue, float64(s.GateBlocked()), name)
+		ch <- prometheus.MustNewConstMetric(c.trustRemaining, prometheus.GaugeValue, s.TrustRemaining().Seconds(), name)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // DefaultListen is the address the exporter listens on unless told otherwise (see
@@ -278,11 +279,26 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 }
 
 func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labelValues(labels)...)
 }
 
 func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labelValues(labels)...)
+}
+
+// labelValues makes scope names and node ids safe as label values, in place.
+// Whoever can write the database chooses them, and the text format escapes only
+// backslash, double quote and line feed: an ESC would reach whoever reads the
+// scrape in a terminal (curl, promtool), and a byte that is not UTF-8 would make
+// MustNewConstMetric panic. termsafe.String shows both as escapes. It does not
+// escape backslashes, so a name holding ESC and one holding a literal `\x1b`
+// would share a label value; the registry then refuses the second series, and
+// the handler (ContinueOnError) serves the scrape without it.
+func labelValues(ls []string) []string {
+	for i, l := range ls {
+		ls[i] = termsafe.String(l)
+	}
+	return ls
 }
 
 func b2f(b bool) float64 {
