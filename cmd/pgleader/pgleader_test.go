@@ -172,6 +172,41 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	}
 }
 
+// TestRedactPasswordFragments: a password holding '@', ':', '/', '%', a quote or
+// a space — which ends a URL's user information early, or pgx's masking — shows
+// no fragment in any command's output, the connection string malformed or the
+// server unreachable; each command exits 2 with one line.
+func TestRedactPasswordFragments(t *testing.T) {
+	words := []string{"hunter", "kiwi", "mango", "papaya"}
+	dsns := []string{
+		"postgres://u:hunter@kiwi@127.0.0.1:1/db?connect_timeout=2",
+		"postgres://u:hunter@kiwi:mango/papaya%41 x@127.0.0.1:1/db",
+		"postgres://u:hunter/kiwi@127.0.0.1:1/db?connect_timeout=2",
+		"postgres://u:hunter%40kiwi%2Fmango@127.0.0.1:1/db?connect_timeout=2",
+		"postgres://u:hunter%ZZkiwi@127.0.0.1:1/db",
+		"host=127.0.0.1 port=1 user=u password='hunter kiwi@mango' connect_timeout=2",
+		"host=127.0.0.1 port=x user=u password='hunter kiwi@mango'",
+		`host=127.0.0.1 port=1 password='hunter\' kiwi' connect_timeout=x`,
+		`host=127.0.0.1 port=1 password=hunter\ kiwi connect_timeout=x`,
+	}
+	cmds := [][]string{{"status"}, {"node", "--scope", "a"}, {"migrate"}, {"exporter", "--listen", "127.0.0.1:0"},
+		{"top", "--once"}, {"history"}, {"resign", "a"}}
+	for _, dsn := range dsns {
+		for _, cmd := range cmds {
+			r := pgleader(t, nil, append(cmd, "--dsn", dsn)...)
+			out := r.stdout + r.stderr
+			for _, w := range words {
+				if strings.Contains(out, w) {
+					t.Errorf("%v with %s: output shows %q of the password:\n%s", cmd, dsn, w, out)
+				}
+			}
+			if r.code != cli.ExitBadInput || strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("%v with %s: exit %d, want 2 and one line:\n%s", cmd, dsn, r.code, r.stderr)
+			}
+		}
+	}
+}
+
 func TestNULScope(t *testing.T) {
 	// argv cannot carry a NUL byte, so the validation behind --scope is tested
 	// directly: the same flags → config → message path as the command.
