@@ -49,7 +49,7 @@ func BenchmarkPoll(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer closeConn(conn)
-	s, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false)
+	s, _, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func BenchmarkPoll(b *testing.B) {
 	}
 	b.Run("Full", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false); err != nil {
+			if _, _, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -17,6 +17,11 @@ const (
 	// minReadGap spaces reads while notifications keep coming: the first one is
 	// read at once, a burst costs one read per gap.
 	minReadGap = 5 * time.Millisecond
+	// notifyBurst and notifyShare bound the reads that notifications cause and
+	// that find nothing new (notifyBudget): notifyBurst of them after a quiet
+	// spell, then one per PollInterval/notifyShare.
+	notifyBurst = 8
+	notifyShare = 4
 	// listenPing: a listener that heard nothing for this long pings its
 	// connection, so a silently dead path is noticed even without keepalives.
 	listenPing = 30 * time.Second
@@ -36,6 +41,7 @@ type Collector struct {
 
 	interval   atomic.Int64 // PollInterval, nanoseconds
 	refreshCh  chan struct{}
+	notifyCh   chan struct{} // wakes the loop for a notification (notifyPending)
 	intervalCh chan struct{}
 	pollReq    chan chan pollResult
 	// hasInterference: the schema has pgleader.interference (version 7), as
@@ -61,6 +67,8 @@ type Collector struct {
 
 	listening     atomic.Bool
 	notifications atomic.Uint64
+	notifyPending atomic.Bool   // a notification arrived since the last read started
+	coalesced     atomic.Uint64 // notifications that arrived while one was pending
 	reconnects    atomic.Uint64
 
 	// The source of changes between polls (source.go).
@@ -96,6 +104,7 @@ func New(cfg Config) (*Collector, error) {
 		cfg: cfg, log: cfg.Logger, hub: newHub(), st: newState(),
 		database:   fmt.Sprintf("%s @ %s:%d", cc.Database, cc.Host, cc.Port),
 		refreshCh:  make(chan struct{}, 1),
+		notifyCh:   make(chan struct{}, 1),
 		intervalCh: make(chan struct{}, 1),
 		pollReq:    make(chan chan pollResult),
 		loopDone:   make(chan struct{}),
@@ -219,7 +228,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 	c.stateMu.Lock()
 	c.version = version
 	c.stateMu.Unlock()
-	snap, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false)
+	snap, _, _, err := c.readAndApply(ctx, conn, time.Now(), SourcePolling, false)
 	if err != nil {
 		c.noteError(err, time.Now())
 		return nil, err
@@ -242,8 +251,8 @@ func (r *reader) close() {
 	}
 }
 
-// loop is Run's reader: it reads on every tick, on Refresh (from notifications),
-// on Poll requests, and when a reconnection is due.
+// loop is Run's reader: it reads on every tick, on Refresh, on notifications
+// (within notifyBudget), on Poll requests, and when a reconnection is due.
 func (c *Collector) loop(ctx context.Context, tasks *sync.WaitGroup) {
 	defer close(c.loopDone)
 	rd := &reader{}
@@ -255,12 +264,20 @@ func (c *Collector) loop(ctx context.Context, tasks *sync.WaitGroup) {
 		lastStart time.Time // of the last read
 		lastTick  = time.Now()
 		nextTick  = lastTick.Add(c.PollInterval())
+		budget    notifyBudget
 	)
+	// notifyDue is when a pending notification may be read.
+	notifyDue := func() time.Time {
+		return maxTime(lastStart.Add(minReadGap), budget.next(notifyCost(c.PollInterval())))
+	}
 	for {
 		now := time.Now()
 		due := nextTick
 		if dirty {
 			due = minTime(due, lastStart.Add(minReadGap))
+		}
+		if c.notifyPending.Load() {
+			due = minTime(due, notifyDue())
 		}
 		if rd.conn == nil && !rd.retryAt.IsZero() {
 			due = minTime(due, rd.retryAt)
@@ -272,6 +289,8 @@ func (c *Collector) loop(ctx context.Context, tasks *sync.WaitGroup) {
 			return
 		case <-c.refreshCh:
 			dirty = true
+			continue
+		case <-c.notifyCh:
 			continue
 		case <-c.intervalCh:
 			nextTick = lastTick.Add(c.PollInterval())
@@ -286,15 +305,59 @@ func (c *Collector) loop(ctx context.Context, tasks *sync.WaitGroup) {
 		}
 		asked := dirty && !now.Before(lastStart.Add(minReadGap))
 		retry := rd.conn == nil && !rd.retryAt.IsZero() && !now.Before(rd.retryAt)
-		if reply == nil && !tick && !asked && !retry {
+		notified := c.notifyPending.Load() && !now.Before(notifyDue())
+		if reply == nil && !tick && !asked && !retry && !notified {
 			continue
 		}
+		// Only a read that nothing but a notification asked for is charged.
+		cost := time.Duration(0)
+		if reply == nil && !tick && !asked && !retry {
+			cost = notifyCost(c.PollInterval())
+			budget.take(now, cost)
+		}
+		// From here on, a read covers every notification received so far.
+		c.notifyPending.Store(false)
 		dirty, lastStart = false, now
-		snap, err := c.cycle(ctx, rd, now, reply != nil || retry, tasks)
+		snap, news, err := c.cycle(ctx, rd, now, reply != nil || retry, tasks)
+		if news {
+			budget.refund(cost) // the hint was right: a genuine change is never slowed
+		}
 		if reply != nil {
 			reply <- pollResult{snap, err}
 		}
 	}
+}
+
+// notifyBudget bounds the reads that notifications cause and that find nothing
+// new. Anyone who may connect may NOTIFY leader_change as fast as the server
+// lets them, and a notification is a hint: what it costs is a read. The budget
+// is a token bucket (as a theoretical arrival time, GCRA): full after a quiet
+// spell, notifyBurst reads, then one per PollInterval/notifyShare. A read that
+// finds something new (it publishes an event) gives its token back, so genuine
+// changes are read as fast as they come and only forged (or redundant)
+// notifications are throttled.
+type notifyBudget struct {
+	tat time.Time // when the bucket would be full again
+}
+
+// notifyCost is the refill time of one token for a poll interval.
+func notifyCost(poll time.Duration) time.Duration {
+	return max(minReadGap, poll/notifyShare)
+}
+
+// next returns the earliest time a notification may be read with tokens of cost.
+func (b *notifyBudget) next(cost time.Duration) time.Time {
+	return b.tat.Add(-(notifyBurst - 1) * cost)
+}
+
+// take spends a token of cost at now.
+func (b *notifyBudget) take(now time.Time, cost time.Duration) {
+	b.tat = maxTime(b.tat, now).Add(cost)
+}
+
+// refund gives back a token of cost.
+func (b *notifyBudget) refund(cost time.Duration) {
+	b.tat = b.tat.Add(-cost)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -304,18 +367,26 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// cycle makes one read on Run's reader connection, connecting first if needed.
-// Without a connection and before its backoff has passed (unless force), it only
-// re-publishes the outage, so Health and AlertCollectorDown stay current.
-func (c *Collector) cycle(ctx context.Context, rd *reader, now time.Time, force bool, tasks *sync.WaitGroup) (*Snapshot, error) {
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// cycle makes one read on Run's reader connection, connecting first if needed,
+// and reports whether the read published events (news). Without a connection
+// and before its backoff has passed (unless force), it only re-publishes the
+// outage, so Health and AlertCollectorDown stay current.
+func (c *Collector) cycle(ctx context.Context, rd *reader, now time.Time, force bool, tasks *sync.WaitGroup) (snap *Snapshot, news bool, err error) {
 	if rd.conn == nil && !force && now.Before(rd.retryAt) {
 		c.publishDown(now)
-		return nil, errors.New("collector: database unreachable (waiting to reconnect)")
+		return nil, false, errors.New("collector: database unreachable (waiting to reconnect)")
 	}
 	fresh := false
 	if rd.conn == nil {
 		if err := c.connectRun(ctx, rd); err != nil {
-			return nil, c.readFailed(ctx, rd, now, err)
+			return nil, false, c.readFailed(ctx, rd, now, err)
 		}
 		fresh = true
 	}
@@ -327,18 +398,18 @@ func (c *Collector) cycle(ctx context.Context, rd *reader, now time.Time, force 
 		src = SourceLive
 	}
 	c.measureSlotLag(ctx, rd.conn, now)
-	snap, orders, err := c.readAndApply(ctx, rd.conn, now, src, true)
+	snap, orders, news, err := c.readAndApply(ctx, rd.conn, now, src, true)
 	if err != nil && !fresh && ctx.Err() == nil && isConnErr(rd.conn, err) {
 		// The connection died while idle (a restarted server, a terminated
 		// backend): one immediate retry on a new one before declaring an outage.
 		c.log.Info("collector reader connection lost; reconnecting", "err", err)
 		rd.close()
 		if err = c.connectRun(ctx, rd); err == nil {
-			snap, orders, err = c.readAndApply(ctx, rd.conn, now, src, true)
+			snap, orders, news, err = c.readAndApply(ctx, rd.conn, now, src, true)
 		}
 	}
 	if err != nil {
-		return nil, c.readFailed(ctx, rd, now, err)
+		return nil, false, c.readFailed(ctx, rd, now, err)
 	}
 	if rd.failures > 0 {
 		c.log.Info("collector reads the database again", "database", c.database, "after_failures", rd.failures)
@@ -347,7 +418,7 @@ func (c *Collector) cycle(ctx context.Context, rd *reader, now time.Time, force 
 	for _, o := range orders {
 		tasks.Go(func() { c.autoEvict(ctx, o) })
 	}
-	return snap, nil
+	return snap, news, nil
 }
 
 // connectRun opens Run's reader connection.
@@ -393,8 +464,9 @@ func (c *Collector) publishDown(now time.Time) {
 	c.hub.publish(snap, evs)
 }
 
-// readAndApply reads once on conn and publishes the result.
-func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time.Time, src Source, evict bool) (*Snapshot, []evictOrder, error) {
+// readAndApply reads once on conn and publishes the result; news: it published
+// events.
+func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time.Time, src Source, evict bool) (*Snapshot, []evictOrder, bool, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	catchUp := c.catchUpReq.Load()
@@ -405,7 +477,7 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	c.stateMu.Unlock()
 	r, err := read(ctx, conn, &c.cfg, cur, c.hasInterference.Load())
 	if err != nil {
-		return nil, nil, fmt.Errorf("collector: read %s: %w", c.database, err)
+		return nil, nil, false, fmt.Errorf("collector: read %s: %w", c.database, err)
 	}
 	if !cur.skip {
 		c.catchUpDone.Store(max(c.catchUpDone.Load(), catchUp))
@@ -428,7 +500,7 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 		// yet, or the audit table was reset and the next read re-anchors.
 		c.Refresh()
 	}
-	return snap, orders, nil
+	return snap, orders, len(evs) > 0, nil
 }
 
 // healthLocked returns the collector's health; stateMu must be held.
@@ -437,6 +509,7 @@ func (c *Collector) healthLocked(src Source) Health {
 		Source: src, Database: c.database, ServerVersion: c.version,
 		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt,
 		Polls: c.polls, PollErrors: c.pollErrors, Notifications: c.notifications.Load(),
+		NotificationsCoalesced: c.coalesced.Load(),
 		Reconnects: c.reconnects.Load(), DroppedEvents: c.hub.dropped.Load(),
 		Slot: c.slotName, SlotLagBytes: c.slotLag, LastChange: unixNano(c.lastChange.Load()),
 		Transactions: c.streamTxs.Load(), DecodeErrors: c.decodeErrors.Load(),
@@ -489,8 +562,8 @@ func (c *Collector) logEvents(evs []Event) {
 }
 
 // listen keeps the listener connection: LISTEN first, then ask for a full read,
-// then turn every notification into a Refresh. Payloads are not read: anyone may
-// NOTIFY anything on the channel.
+// then turn every notification into a read request (notified). Payloads are not
+// read: anyone may NOTIFY anything on the channel.
 func (c *Collector) listen(ctx context.Context) {
 	failures := 0
 	connected := false
@@ -537,7 +610,8 @@ func (c *Collector) listen(ctx context.Context) {
 	}
 }
 
-// wait turns notifications into refreshes until the connection fails or ctx ends.
+// wait turns notifications into reads (notified) until the connection fails or
+// ctx ends.
 func (c *Collector) wait(ctx context.Context, conn *pgx.Conn) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenPing)
@@ -545,8 +619,7 @@ func (c *Collector) wait(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			c.notifications.Add(1)
-			c.Refresh()
+			c.notified()
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -559,6 +632,21 @@ func (c *Collector) wait(ctx context.Context, conn *pgx.Conn) error {
 			}
 		}
 		return err
+	}
+}
+
+// notified records a notification and asks the loop for a read. The payload is
+// not looked at: the read decides what changed. A notification that arrives
+// while an earlier one still waits for its read is coalesced into that read.
+func (c *Collector) notified() {
+	c.notifications.Add(1)
+	if c.notifyPending.Swap(true) {
+		c.coalesced.Add(1)
+		return
+	}
+	select {
+	case c.notifyCh <- struct{}{}:
+	default:
 	}
 }
 

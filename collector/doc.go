@@ -30,11 +30,25 @@
 // A notification is a hint, never data. Anyone may NOTIFY anything on the channel
 // (DESIGN.md §3), notifications are lost while the listener is disconnected, and
 // the payload of a claim says nothing about the lock table. So the collector
-// ignores the payload and re-reads the state. The first notification after a quiet
+// ignores the payload and re-reads the state: a forged, garbage, huge or lying
+// payload can cause a read, nothing else. The first notification after a quiet
 // period is read at once (commit → event takes a notification round trip plus one
-// read, milliseconds); a burst is coalesced into at most one read per 5 ms. The poll
-// ticker (Config.PollInterval) reads too: heartbeat ages, stale nodes and holders
-// that died without a word change nothing anyone notifies about.
+// read, milliseconds); notifications that arrive while one waits for its read are
+// coalesced into it (Health.NotificationsCoalesced), and reads are at least 5 ms
+// apart. The poll ticker (Config.PollInterval) reads too: heartbeat ages, stale
+// nodes and holders that died without a word change nothing anyone notifies about.
+//
+// Any role that may connect can send notifications as fast as the server takes
+// them, so the reads they cause are budgeted: a token bucket holds 8 reads and
+// refills one per PollInterval/4 (at least 5 ms). A read asked for by nothing but
+// notifications takes a token, and gives it back when it finds something new (it
+// publishes an event): genuine changes are read as fast as they come, and only
+// notifications that turn out to be empty wait for a token. A storm of forged
+// notifications therefore costs at most 8 reads plus 4 per poll interval beyond
+// the poll itself: with the default 1 s interval, 5 reads a second against 1 when
+// idle, where it was one read per 5 ms (200 a second) before the budget. A real
+// change during a storm is read with the next token, within PollInterval/4, or at
+// the next tick.
 //
 // # One read, one picture
 //

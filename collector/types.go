@@ -250,7 +250,12 @@ type Health struct {
 	Polls         uint64        `json:"polls"`
 	PollErrors    uint64        `json:"poll_errors"`
 	Notifications uint64        `json:"notifications"`
-	Reconnects    uint64        `json:"reconnects"`
+	// NotificationsCoalesced counts the notifications that arrived while an
+	// earlier one still waited for its read: they cost no read of their own. A
+	// storm of forged notifications shows here (see the package doc: reads caused
+	// by notifications are budgeted).
+	NotificationsCoalesced uint64 `json:"notifications_coalesced"`
+	Reconnects             uint64 `json:"reconnects"`
 	// DroppedEvents counts events a slow subscriber missed (all subscribers).
 	DroppedEvents uint64 `json:"dropped_events"`
 
