@@ -508,8 +508,8 @@ func (c *Collector) healthLocked(src Source) Health {
 	return Health{
 		Source: src, Database: c.database, ServerVersion: c.version,
 		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt,
-		Polls: c.polls, PollErrors: c.pollErrors, Notifications: c.notifications.Load(),
-		NotificationsCoalesced: c.coalesced.Load(),
+		Polls: c.polls, PollErrors: c.pollErrors,
+		Notifications: c.notifications.Load(), NotificationsCoalesced: c.coalesced.Load(),
 		Reconnects: c.reconnects.Load(), DroppedEvents: c.hub.dropped.Load(),
 		Slot: c.slotName, SlotLagBytes: c.slotLag, LastChange: unixNano(c.lastChange.Load()),
 		Transactions: c.streamTxs.Load(), DecodeErrors: c.decodeErrors.Load(),
