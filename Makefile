@@ -42,7 +42,7 @@ bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/benc
 bench-quick: deps build ## a short failover benchmark run (n=10)
 	$(BIN) bench failover -n 10
 
-chaos: deps build ## the soak: every chaos scenario for 60s (about 21 minutes); writes docs/chaos-soak.json
+chaos: deps build ## the soak: every chaos scenario for 60s (about 22 minutes); writes docs/chaos-soak.json
 	$(BIN) chaos --duration 60s --json docs/chaos-soak.json
 
 demo: deps build ## a local cluster you can break, on the dashboard, on a throwaway PostgreSQL (see README)

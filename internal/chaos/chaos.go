@@ -64,9 +64,14 @@ type Result struct {
 	Extra    []string       `json:"extra_violations,omitempty"` // runner-level checks (dense epochs, …)
 	// ResumeMS are, for the failover scenarios, the times from the moment the new
 	// primary accepted writes to the first gate opened on it, one per scope and
-	// failover, in milliseconds.
+	// failover; for the squat scenario, from the squatter's unlock to the next
+	// gate opened; in milliseconds.
 	ResumeMS []float64 `json:"resume_after_promotion_ms,omitempty"`
-	Err      string    `json:"error,omitempty"` // the run itself failed
+	// SquattersNamed is, for the squat scenario, how many single collector reads
+	// named the squatter with the interference alert (two per fault: waiting, then
+	// holding; a read that did not fails the run).
+	SquattersNamed int    `json:"squatters_named,omitempty"`
+	Err            string `json:"error,omitempty"` // the run itself failed
 }
 
 // OK reports a scenario that ran and passed every check, or was skipped.
@@ -112,7 +117,11 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			verdict = "FAIL"
 		}
 		fmt.Fprintf(o.Progress, "   %s after %.0fs, %d faults\n", verdict, r.Seconds, r.Faults)
-		if len(r.ResumeMS) > 0 {
+		switch {
+		case len(r.ResumeMS) > 0 && r.SquattersNamed > 0:
+			fmt.Fprintf(o.Progress, "   squatter named by %d single collector reads; leadership resumed after it let go: %s (p50 / max of %d)\n",
+				r.SquattersNamed, resumeSummary(r.ResumeMS), len(r.ResumeMS))
+		case len(r.ResumeMS) > 0:
 			fmt.Fprintf(o.Progress, "   leadership resumed after the promotion: %s (p50 / max of %d); acknowledged writes lost with the old primary: %d\n",
 				resumeSummary(r.ResumeMS), len(r.ResumeMS), r.Report.Figures.LostWithPrimary)
 		}
@@ -137,6 +146,8 @@ type env struct {
 	pair     *pair                      // the primary and standby of a failover scenario
 	loss     []checker.Window           // where the database may have lost acknowledged commits
 	resumes  []time.Duration            // failover scenarios: promotion → first gate open
+	// squat scenario: collector reads that named the squatter (each one required)
+	squatsNamed int
 	// node id → its network namespace (netns scenarios)
 	namespaces map[string]*faultnet.Namespace
 }
@@ -251,6 +262,7 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	}()
 	e.admin.Close(context.Background())
 	r.Faults = len(e.faults)
+	r.SquattersNamed = e.squatsNamed
 	for _, d := range e.resumes {
 		r.ResumeMS = append(r.ResumeMS, float64(d.Microseconds())/1000)
 	}

@@ -87,7 +87,7 @@ func TestShortProfile(t *testing.T) {
 	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: dir, Seed: 1,
 		Duration: 4 * time.Second,
 		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low", "partition",
-			"pg-failover-sync", "pg-failover-async"},
+			"pg-failover-sync", "pg-failover-async", "squat"},
 		Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +95,8 @@ func TestShortProfile(t *testing.T) {
 	var table strings.Builder
 	chaos.WriteTable(&table, rs)
 	t.Logf("\n%s\n%s", progress.String(), table.String())
-	if len(rs) != 11 {
-		t.Fatalf("%d results, want 11", len(rs))
+	if len(rs) != 12 {
+		t.Fatalf("%d results, want 12", len(rs))
 	}
 	netnsSkip := faultnet.NamespaceSupport()
 	for _, r := range rs {
@@ -118,6 +118,10 @@ func TestShortProfile(t *testing.T) {
 		}
 		if o := r.Report.Figures.GateOverlap; o != 0 {
 			t.Errorf("%s: gates overlapped for %v", r.Scenario, o)
+		}
+		if r.Scenario == "squat" && (r.SquattersNamed == 0 || r.SquattersNamed%2 != 0 || len(r.ResumeMS) == 0) {
+			t.Errorf("squat: %d collector reads named the squatter and %d resumptions were measured; want two reads per squat and at least one squat",
+				r.SquattersNamed, len(r.ResumeMS))
 		}
 		if strings.HasPrefix(r.Scenario, "pg-failover-") && len(r.ResumeMS) == 0 {
 			t.Errorf("%s: no failover completed", r.Scenario)

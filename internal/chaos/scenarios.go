@@ -266,6 +266,8 @@ var scenarios = []scenario{
 			e.fault("notify-storm", "", t0, monotime.Now())
 			return err
 		}},
+	{name: "squat", about: "a foreign session queues on a scope's key behind the leader, gets it when the leader is killed, holds it a while and lets go: a collector must name it, leadership must resume",
+		expect: takeover, run: leaderFaults(squat)},
 	{name: "pg-immediate", about: "PostgreSQL stop -m immediate (a crash) and start", needsServer: true,
 		expect: checker.Footprint{FaultApplied: true},
 		run:    serverRestarts("immediate")},
