@@ -123,6 +123,31 @@ func claim(t *testing.T, c *pgx.Conn, scope, node string) (bool, int64) {
 	return ok, *epoch
 }
 
+// closeAndWait closes c and waits, watching from other, until its backend has
+// exited (and so released its locks): closing a connection only asks for that.
+func closeAndWait(t *testing.T, c, other *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	pid := c.PgConn().PID()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var alive bool
+		if err := other.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive); err != nil {
+			t.Fatal(err)
+		}
+		if !alive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backend %d still there 10s after its connection was closed", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestSafetyInSQL(t *testing.T) {
 	ctx := context.Background()
 	cfg := setup(t)
@@ -207,9 +232,7 @@ func TestSafetyInSQL(t *testing.T) {
 		}
 		// Hand over: A's session ends, B claims epoch 2.
 		a2 := connect(t, cfg)
-		if err := a.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		closeAndWait(t, a, a2)
 		if ok, e := claim(t, b, "s", "B"); !ok || e != 2 {
 			t.Fatalf("B's claim after A left: acquired=%v epoch=%d, want true 2", ok, e)
 		}
@@ -246,9 +269,7 @@ func TestSafetyInSQL(t *testing.T) {
 		// A successor (C) gets the lock once B's session ends, but its claim must
 		// wait for the fenced transaction: with lock_timeout it fails with 55P03.
 		c := connect(t, cfg)
-		if err := b.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
+		closeAndWait(t, b, c)
 		_, err = c.Exec(ctx, claimSQL, "s", "C")
 		if sqlstate(err) != "55P03" {
 			t.Fatalf("claim while a fenced writer holds the row: %v, want 55P03 (lock_timeout)", err)
