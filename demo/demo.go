@@ -267,7 +267,7 @@ func Run(ctx context.Context, o Options) (err error) {
 func serveMetrics(listen string, src exporter.SnapshotSource) (string, func(), error) {
 	fallback := false
 	if listen == "" {
-		listen, fallback = "127.0.0.1"+exporter.DefaultListen, true
+		listen, fallback = exporter.DefaultListen, true
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil && fallback {

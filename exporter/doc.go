@@ -43,6 +43,7 @@
 //	pgleader_collector_polls_total                    counter
 //	pgleader_collector_poll_errors_total              counter
 //	pgleader_collector_notifications_total            counter leader_change notifications received
+//	pgleader_collector_notifications_coalesced_total  counter notifications folded into a pending read (a storm shows here)
 //	pgleader_collector_reconnects_total               counter
 //	pgleader_collector_dropped_events_total           counter events slow subscribers missed
 //	pgleader_collector_slot_lag_bytes                 gauge   WAL a permanent slot retains (absent without one)
@@ -55,12 +56,20 @@
 // and Prometheus agree; the rules in rules/pgleader.rules.yml use the collector's
 // default thresholds (collector.DefaultConfig) for the rest.
 //
-// Handler serves /metrics, /healthz, /readyz and a small index. DefaultListen is
-// :9817. The Prometheus project's exporter port range (9100–9999, the "Default
-// port allocations" wiki page) has been fully allocated since 2023, so no unclaimed
-// port is left in it; 9817 avoids postgres_exporter's 9187, which usually runs
-// next to pgleader, and the Prometheus server's own 9090–9094. Change it when it
-// collides with something on the host.
+// Handler serves /metrics, /healthz, /readyz and a small index; Ready is its
+// readiness check over a collector. No endpoint shows how the collector connects:
+// /readyz answers "not ready: no snapshot yet" or "not ready: database
+// unreachable", and the error behind it, which names the user, database, host
+// and port, goes to the log once per change.
+//
+// DefaultListen is 127.0.0.1:9817: loopback only, so that a host's exporter is
+// not open to its whole network by default. A Prometheus on another host needs
+// the address widened (`pgleader exporter --listen :9817`, or 0.0.0.0:9817, or
+// one interface's address). The Prometheus project's exporter port range
+// (9100–9999, the "Default port allocations" wiki page) has been fully allocated
+// since 2023, so no unclaimed port is left in it; 9817 avoids postgres_exporter's
+// 9187, which usually runs next to pgleader, and the Prometheus server's own
+// 9090–9094. Change it when it collides with something on the host.
 //
 // # The node view: ElectionMetrics
 //

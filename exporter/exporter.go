@@ -9,9 +9,10 @@ import (
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
-// DefaultListen is the address the exporter listens on unless told otherwise (see
-// the package doc for why this port).
-const DefaultListen = ":9817"
+// DefaultListen is the address the exporter listens on unless told otherwise:
+// the loopback interface only. A Prometheus on another host needs it widened
+// (":9817" or "0.0.0.0:9817"). See the package doc for why this port.
+const DefaultListen = "127.0.0.1:9817"
 
 // DefaultStaleAfter is the default Options.StaleAfter.
 const DefaultStaleAfter = 10 * time.Second
@@ -96,6 +97,7 @@ var (
 	collectorPolls     = desc("pgleader_collector_polls_total", "Reads of the database the collector attempted.")
 	collectorPollErrs  = desc("pgleader_collector_poll_errors_total", "Reads of the database that failed.")
 	collectorNotifs    = desc("pgleader_collector_notifications_total", "leader_change notifications the collector received.")
+	collectorCoalesced = desc("pgleader_collector_notifications_coalesced_total", "leader_change notifications that arrived while an earlier one waited for its read, so cost no read of their own (a storm of forged notifications shows here).")
 	collectorReconnect = desc("pgleader_collector_reconnects_total", "Times the collector reconnected to the database.")
 	collectorDropped   = desc("pgleader_collector_dropped_events_total", "Collector events slow subscribers missed.")
 	collectorSlotLag   = desc("pgleader_collector_slot_lag_bytes", "WAL the server keeps for the collector's permanent replication slot: pg_current_wal_lsn() - confirmed_flush_lsn; absent without a permanent slot.")
@@ -112,7 +114,7 @@ var allDescs = []*prometheus.Desc{
 	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
-	collectorPollErrs, collectorNotifs, collectorReconnect, collectorDropped,
+	collectorPollErrs, collectorNotifs, collectorCoalesced, collectorReconnect, collectorDropped,
 	collectorSlotLag, collectorChangeAge, collectorDecodeErr,
 	scrapeDuration, scrapeSuccess,
 }
@@ -266,6 +268,7 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 	counter(ch, collectorPolls, float64(h.Polls))
 	counter(ch, collectorPollErrs, float64(h.PollErrors))
 	counter(ch, collectorNotifs, float64(h.Notifications))
+	counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
 	counter(ch, collectorReconnect, float64(h.Reconnects))
 	counter(ch, collectorDropped, float64(h.DroppedEvents))
 	if h.Slot != "" && h.SlotLagBytes >= 0 {

@@ -1,7 +1,6 @@
 package exporter_test
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +20,7 @@ var timing = collector.Timing{HeartbeatInterval: 500 * time.Millisecond, Heartbe
 
 func health(src collector.Source) collector.Health {
 	return collector.Health{Source: src, Database: "app @ db:5432", LastPoll: t0,
-		PollDuration: 4 * time.Millisecond, Polls: 120, PollErrors: 1, Notifications: 30, Reconnects: 1}
+		PollDuration: 4 * time.Millisecond, Polls: 120, PollErrors: 1, Notifications: 30, NotificationsCoalesced: 12, Reconnects: 1}
 }
 
 // ledCluster: two scopes, each led by one of two nodes.
@@ -98,6 +97,7 @@ pgleader_collector_poll_duration_seconds 0.004
 pgleader_collector_polls_total 120
 pgleader_collector_poll_errors_total 1
 pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
 pgleader_collector_reconnects_total 1
 pgleader_collector_dropped_events_total 0
 pgleader_collector_decode_errors_total 0
@@ -164,6 +164,7 @@ pgleader_collector_poll_duration_seconds 0.004
 pgleader_collector_polls_total 120
 pgleader_collector_poll_errors_total 1
 pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
 pgleader_collector_reconnects_total 1
 pgleader_collector_dropped_events_total 0
 pgleader_collector_decode_errors_total 0
@@ -322,7 +323,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 
 func TestHandler(t *testing.T) {
 	t.Parallel()
-	var notReady error = errors.New("no snapshot yet")
+	var notReady error = exporter.ErrNoSnapshot
 	ready := func() error { return notReady }
 	h := exporter.Handler(newRegistry(t, ledCluster(), t0), ready)
 

@@ -1,25 +1,82 @@
 package exporter
 
 import (
-	"fmt"
+	"errors"
 	"log"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgleader/pgleader/collector"
 )
+
+// The reasons Ready gives. They are what /readyz shows: short, and without any
+// detail of the connection (user, database, host, port), which goes to the log.
+var (
+	ErrNoSnapshot          = errors.New("no snapshot yet")
+	ErrDatabaseUnreachable = errors.New("database unreachable")
+)
+
+// Ready returns the readiness check of an exporter over src, for Handler: nil
+// once src has a snapshot and its database is readable, ErrNoSnapshot before
+// the first snapshot, ErrDatabaseUnreachable while the collector's reads fail
+// (the snapshot is then the last good one, re-published). The errors carry no
+// detail; each change of readiness is logged to logger (slog.Default() if nil)
+// once, with the collector's last error, which names the connection.
+func Ready(src SnapshotSource, logger *slog.Logger) func() error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var (
+		mu   sync.Mutex
+		last error // the last state logged (nil: ready)
+		seen bool
+	)
+	return func() error {
+		s := src.Snapshot()
+		var err error
+		detail := ""
+		switch {
+		case s == nil:
+			err = ErrNoSnapshot
+		case s.Health.Source == collector.SourceDisconnected:
+			err, detail = ErrDatabaseUnreachable, s.Health.LastError
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen && err == last {
+			return err
+		}
+		seen, last = true, err
+		switch {
+		case err == nil:
+			logger.Info("exporter ready")
+		case detail != "":
+			logger.Warn("exporter not ready", "reason", err, "err", detail)
+		default:
+			logger.Warn("exporter not ready", "reason", err)
+		}
+		return err
+	}
+}
 
 // Handler returns the exporter's HTTP endpoints:
 //
 //	/metrics  the registry in the Prometheus text format
 //	/healthz  200 "ok" while the process serves requests (liveness)
-//	/readyz   200 "ok" when ready() returns nil, else 503 with its error (readiness)
+//	/readyz   200 "ok" when ready() returns nil, else 503 "not ready: <reason>"
 //	/         a short plain-text index of the above
 //
-// ready may be nil (always ready). A typical ready reports whether the collector
-// has produced a snapshot yet. /metrics keeps serving while not ready: a scrape
-// then shows pgleader_collector_up 0, which is what the alerts need.
+// ready may be nil (always ready); Ready(src, logger) is the usual one. The body
+// of /readyz names only a generic reason (ErrNoSnapshot, ErrDatabaseUnreachable,
+// else nothing), never the text of ready's error, which may carry the
+// connection's user, database, host and port: whoever can reach the port must
+// not learn them. /metrics keeps serving while not ready: a scrape then shows
+// pgleader_collector_up 0, which is what the alerts need.
 func Handler(reg *prometheus.Registry, ready func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -36,7 +93,7 @@ func Handler(reg *prometheus.Registry, ready func() error) http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if ready != nil {
 			if err := ready(); err != nil {
-				text(w, http.StatusServiceUnavailable, fmt.Sprintf("not ready: %v\n", err))
+				text(w, http.StatusServiceUnavailable, "not ready"+publicReason(err)+"\n")
 				return
 			}
 		}
@@ -46,6 +103,16 @@ func Handler(reg *prometheus.Registry, ready func() error) http.Handler {
 		text(w, http.StatusOK, index)
 	})
 	return mux
+}
+
+// publicReason is what /readyz may say about err.
+func publicReason(err error) string {
+	for _, r := range []error{ErrNoSnapshot, ErrDatabaseUnreachable} {
+		if errors.Is(err, r) {
+			return ": " + r.Error()
+		}
+	}
+	return ""
 }
 
 const index = `pgleader exporter

@@ -111,6 +111,7 @@ var metricInfo = map[string][2]string{
 	"pgleader_collector_polls_total":                    {"counter", "Reads of the database the collector attempted."},
 	"pgleader_collector_poll_errors_total":              {"counter", "Reads of the database that failed."},
 	"pgleader_collector_notifications_total":            {"counter", "leader_change notifications the collector received."},
+	"pgleader_collector_notifications_coalesced_total":  {"counter", "leader_change notifications that arrived while an earlier one waited for its read, so cost no read of their own (a storm of forged notifications shows here)."},
 	"pgleader_collector_reconnects_total":               {"counter", "Times the collector reconnected to the database."},
 	"pgleader_collector_dropped_events_total":           {"counter", "Collector events slow subscribers missed."},
 	"pgleader_collector_slot_lag_bytes":                 {"gauge", "WAL the server keeps for the collector's permanent replication slot: pg_current_wal_lsn() - confirmed_flush_lsn; absent without a permanent slot."},

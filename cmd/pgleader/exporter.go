@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/internal/cli"
 )
@@ -41,9 +39,14 @@ leader_change, see --source, plus a poll every --interval) and serves:
             own scrape timing; labels are only scope and node
   /healthz  200 while the process serves
   /readyz   200 once the collector has a fresh picture of the database, else 503
+            with a short reason ("no snapshot yet", "database unreachable"); the
+            details, which name the connection, go to the log
 
-The default port, 9817, is pgleader's (postgres_exporter has 9187). Alerting rules
-with runbooks ship in exporter/rules/pgleader.rules.yml and docs/runbooks.md.
+It listens on 127.0.0.1:9817 by default: loopback only. For a Prometheus on
+another host, widen it with --listen :9817 (every interface) or --listen
+ADDR:9817 (one). No endpoint shows the DSN, user, database, host or port. The
+port, 9817, is pgleader's (postgres_exporter has 9187). Alerting rules with
+runbooks ship in exporter/rules/pgleader.rules.yml and docs/runbooks.md.
 
 --evict-stale terminates a zombie leader's session (lock held, heartbeat older
 than its trust window plus a margin) after a safe delay, audited. It needs the
@@ -51,7 +54,7 @@ pg_signal_backend role (or superuser, or the leader's own role).
 
 ` + sourceHelp,
 		Example: `  pgleader exporter --dsn postgres://monitor@db:5432/app
-  pgleader exporter --listen 127.0.0.1:9817 --interval 2s`,
+  pgleader exporter --listen :9817 --interval 2s   # reachable from other hosts`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if interval < 100*time.Millisecond || interval > time.Minute {
@@ -75,16 +78,9 @@ pg_signal_backend role (or superuser, or the leader's own role).
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(exporter.New(col, exporter.Options{}),
 				collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			ready := func() error {
-				s := col.Snapshot()
-				switch {
-				case s == nil:
-					return errors.New("no successful read of the database yet")
-				case s.Health.Source == collector.SourceDisconnected:
-					return fmt.Errorf("database unreachable: %s", s.Health.LastError)
-				}
-				return nil
-			}
+			// /readyz says why in two words; the details (which name the
+			// connection) go to the log.
+			ready := exporter.Ready(col, a.log)
 			hs := &http.Server{Handler: exporter.Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
 			runCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -119,7 +115,7 @@ pg_signal_backend role (or superuser, or the leader's own role).
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", exporter.DefaultListen, "`ADDR` to serve /metrics, /healthz and /readyz on")
+	f.StringVar(&listen, "listen", exporter.DefaultListen, "`ADDR` to serve /metrics, /healthz and /readyz on (\":9817\": every interface)")
 	f.DurationVar(&interval, "interval", time.Second, "collector poll interval")
 	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited)")
 	source.register(cmd)
