@@ -127,7 +127,32 @@ func (e *Elector) Check(ctx context.Context) error {
 	if err := CheckDatabase(ctx, e.base); err != nil {
 		return err
 	}
+	if err := checkNodeRole(ctx, e.base); err != nil {
+		return err
+	}
 	return CheckLockTable(ctx, e.base, len(e.cfg.Scopes))
+}
+
+// checkNodeRole reports, wrapping ErrPermission, a role that may not run the
+// engine's functions (it is not in pgleader_node, nor the owner).
+func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
+	}
+	defer conn.Close(context.Background())
+	var ok bool
+	if err := conn.QueryRow(cctx, `SELECT has_function_privilege(
+	        'pgleader.register_node(text, text, integer, text, text[], integer, integer, integer, bigint, bigint)', 'EXECUTE')
+	    AND has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
+		return fmt.Errorf("%w: read the role's privileges: %w", ErrUnreachable, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: role %q may not run the engine's functions: GRANT pgleader_node TO %q (docs/security.md)", ErrPermission, cfg.User, cfg.User)
+	}
+	return nil
 }
 
 // LockTableCapacity is the size of PostgreSQL's shared lock table:
@@ -194,6 +219,15 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	if err := checkServerVersion(num); err != nil {
 		return err
 	}
+	var exists, usable bool
+	if err := conn.QueryRow(cctx, `SELECT to_regnamespace('pgleader') IS NOT NULL,
+	        coalesce(has_schema_privilege(to_regnamespace('pgleader'), 'USAGE'), false)`).Scan(&exists, &usable); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if exists && !usable {
+		return fmt.Errorf("%w: role %q may not use schema pgleader: grant it pgleader_node (nodes), pgleader_reader (status, history, top, exporter) or pgleader_operator (resign), e.g. GRANT pgleader_node TO %q (docs/security.md)",
+			ErrPermission, cfg.User, cfg.User)
+	}
 	v, err := migrations.Version(cctx, conn)
 	if err != nil {
 		return fmt.Errorf("%w: read schema version: %w", ErrUnreachable, err)
@@ -220,6 +254,9 @@ func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 func AwaitDatabase(ctx context.Context, cfg *pgx.ConnConfig, n int, log *slog.Logger) error {
 	for attempt := 1; ; attempt++ {
 		err := CheckDatabase(ctx, cfg)
+		if err == nil {
+			err = checkNodeRole(ctx, cfg)
+		}
 		if err == nil {
 			err = CheckLockTable(ctx, cfg, n)
 		}

@@ -22,6 +22,9 @@ var (
 	ErrUnsupportedServer = errors.New("pgleader: unsupported PostgreSQL version")
 	// ErrSchemaMissing: the pgleader schema is absent or older than this build needs.
 	ErrSchemaMissing = errors.New("pgleader: schema missing or outdated")
+	// ErrPermission: the connecting role lacks the privileges it needs on the
+	// pgleader schema (a node needs the pgleader_node role; see docs/security.md).
+	ErrPermission = errors.New("pgleader: permission denied")
 	// ErrTooManyScopes: more scopes than the server's lock table can hold safely
 	// (see LockTableCapacity).
 	ErrTooManyScopes = errors.New("pgleader: too many scopes for this server")

@@ -212,6 +212,19 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	})
 
+	t.Run("WrongRoleNamedAtStart", func(t *testing.T) {
+		for role, want := range map[string]string{"reader": "GRANT pgleader_node", "squat": "may not use schema pgleader"} {
+			e, err := election.New(fastConfig(as(role), "wrong-"+role, scope))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.Check(ctx)
+			if !errors.Is(err, election.ErrPermission) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Check as %s: %v, want ErrPermission saying %q", role, err, want)
+			}
+		}
+	})
+
 	t.Run("ReaderReadsOnly", func(t *testing.T) {
 		r := as("reader")
 		if n := queryInt(t, r, "SELECT count(*) FROM pgleader.leader_state"); n != 1 {

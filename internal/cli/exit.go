@@ -61,6 +61,7 @@ func ExitCode(err error) int {
 		errors.Is(err, election.ErrUnreachable),
 		errors.Is(err, election.ErrUnsupportedServer),
 		errors.Is(err, election.ErrSchemaMissing),
+		errors.Is(err, election.ErrPermission),
 		errors.Is(err, election.ErrTooManyScopes):
 		return ExitBadInput
 	}
