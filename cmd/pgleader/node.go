@@ -82,7 +82,7 @@ into pgleader.demo_actions every D.`,
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.scopes, "scope", nil, "scope `NAME` to campaign for; repeat for several (required; 1–200 bytes of UTF-8)")
+	fl.StringArrayVar(&f.scopes, "scope", nil, "scope `NAME` to campaign for; repeat for several (required; 1–200 bytes of printable UTF-8: no control or text-direction characters)")
 	fl.StringVar(&f.id, "id", "", "node `ID`, unique among live candidates (default <hostname>-<pid>-<6 random hex>)")
 	fl.StringVar(&f.versionTag, "version-tag", buildVersion(), "`VERSION` of the service, recorded in pgleader.nodes (shown by status and top)")
 	fl.DurationVar(&f.interval, "heartbeat-interval", def.HeartbeatInterval, "how often the leader confirms its terms")
