@@ -115,7 +115,8 @@ type auditDetail struct {
 	CurrentEpoch *int64  `json:"current_epoch"`
 	Detail       *string `json:"detail"`
 	PID          int     `json:"pid"`
-	By           string  `json:"by"`
+	By           string  `json:"by"`  // the login role (schema 7 on; before, what the caller said)
+	Via          string  `json:"via"` // what the caller said it is (schema 7 on)
 }
 
 // The statements of one read. sqlScopes comes first: the first statement of a

@@ -53,13 +53,14 @@ func TestResign(t *testing.T) {
 			t.Fatalf("term %d of s ended %q, want resigned", epoch, reason)
 		}
 		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 's'
-		                            AND node_id = 'n1' AND epoch = $1 AND detail->>'by' = 'collector: test handover'`, epoch); n != 1 {
+		                            AND node_id = 'n1' AND epoch = $1 AND detail->>'via' = 'collector: test handover'
+		                            AND detail->>'by' = session_user AND session_role = session_user`, epoch); n != 1 {
 			t.Fatalf("%d resign_requested audit rows, want 1", n)
 		}
 
 		ev := rec.waitEvent(t, "resign_requested", func(e Event) bool { return e.Kind == EventResignRequested })
 		if ev.Scope != "s" || ev.Node != "n1" || ev.Epoch != epoch || ev.AuditID == 0 ||
-			ev.Detail != "requested by collector: test handover" {
+			ev.Detail != "requested by postgres via collector: test handover" {
 			t.Fatalf("resign_requested event %+v", ev)
 		}
 		rel := rec.waitEvent(t, "released", func(e Event) bool { return e.Kind == EventReleased && e.Epoch == epoch })
@@ -132,23 +133,18 @@ func TestResign(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'm'
-		                            AND epoch = 3 AND detail->>'by' = 'collector: no snapshot'`); n != 1 {
+		                            AND epoch = 3 AND detail->>'via' = 'collector: no snapshot'`); n != 1 {
 			t.Fatalf("%d audit rows for the request", n)
 		}
 	})
 
-	// Resign needs the pgleader tables, not the right to signal backends that
-	// Evict needs.
+	// Resign needs the operator role, not the right to signal backends that Evict
+	// needs.
 	t.Run("NoSignalPrivilege", func(t *testing.T) {
 		dsn := migratedDB(t)
 		admin := connect(t, dsn)
 		role := fmt.Sprintf("collector_resign_%d", time.Now().UnixNano()%1e9)
-		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN;
-			GRANT USAGE ON SCHEMA pgleader TO %[1]s;
-			GRANT SELECT ON ALL TABLES IN SCHEMA pgleader TO %[1]s;
-			GRANT UPDATE ON pgleader.leader_state TO %[1]s;
-			GRANT INSERT ON pgleader.audit TO %[1]s;
-			GRANT USAGE ON ALL SEQUENCES IN SCHEMA pgleader TO %[1]s`, role))
+		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE pgleader_operator`, role))
 		t.Cleanup(func() {
 			exec(t, admin, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role))
 		})
@@ -163,8 +159,8 @@ func TestResign(t *testing.T) {
 		if err := c.Resign(context.Background(), "m", "test"); err != nil {
 			t.Fatalf("Resign as %s: %v", role, err)
 		}
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'm'"); n != 1 {
-			t.Fatalf("%d resign_requested audit rows, want 1", n)
+		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'm' AND detail->>'by' = $1 AND session_role = $1", role); n != 1 {
+			t.Fatalf("%d resign_requested audit rows attributed to %s, want 1", n, role)
 		}
 	})
 }
@@ -172,9 +168,9 @@ func TestResign(t *testing.T) {
 func TestAuditEventResignRequested(t *testing.T) {
 	at := time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)
 	ev, ok := auditEvent(auditRow{ID: 7, At: at, Scope: "s", Node: "n1", Epoch: 4, Kind: "resign_requested",
-		Detail: auditDetail{By: "collector: operator"}})
+		Detail: auditDetail{By: "oncall", Via: "collector: operator"}})
 	want := Event{At: at, Kind: EventResignRequested, Scope: "s", Node: "n1", Epoch: 4, AuditID: 7,
-		Detail: "requested by collector: operator"}
+		Detail: "requested by oncall via collector: operator"}
 	if !ok || ev != want {
 		t.Fatalf("auditEvent: %+v %v, want %+v", ev, ok, want)
 	}

@@ -407,8 +407,7 @@ func TestLogicalSourceUnavailable(t *testing.T) {
 				}
 			}
 		})
-		exec(t, admin, "GRANT USAGE ON SCHEMA pgleader TO "+role)
-		exec(t, admin, "GRANT SELECT ON ALL TABLES IN SCHEMA pgleader TO "+role)
+		exec(t, admin, "GRANT pgleader_reader TO "+role)
 		cfg := testConfig(t, dsn)
 		cfg.ConnConfig.User = role
 		check(t, cfg, "role "+role+" lacks REPLICATION", "ALTER ROLE "+role+" REPLICATION")

@@ -674,10 +674,10 @@ func auditEvent(a auditRow) (Event, bool) {
 		ev.Detail = strings.Join(parts, ": ")
 	case "evicted":
 		ev.Kind, ev.Reason = EventEvicted, d.Reason
-		ev.Detail = fmt.Sprintf("backend %d terminated by %s", d.PID, cmp.Or(d.By, "?"))
+		ev.Detail = fmt.Sprintf("backend %d terminated by %s%s", d.PID, cmp.Or(d.By, "?"), via(d.Via))
 	case "resign_requested":
 		ev.Kind = EventResignRequested
-		ev.Detail = "requested by " + cmp.Or(d.By, "?")
+		ev.Detail = "requested by " + cmp.Or(d.By, "?") + via(d.Via)
 	default:
 		return Event{}, false
 	}
@@ -1182,6 +1182,14 @@ func sortAlerts(as []Alert) {
 		return cmp.Or(cmp.Compare(rank(a.Severity), rank(b.Severity)), cmp.Compare(a.Kind, b.Kind),
 			cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Node, b.Node))
 	})
+}
+
+// via formats what an audit row's caller said it is, after the role it was.
+func via(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " via " + v
 }
 
 func runbook(k AlertKind) string { return "docs/runbooks.md#" + string(k) }
