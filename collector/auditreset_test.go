@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"fmt"
 	"testing"
 )
 
@@ -130,7 +129,7 @@ func TestAuditReset(t *testing.T) {
 				}
 				if t.Failed() {
 					for _, e := range rec.all() {
-						t.Log(fmt.Sprintf("%+v", e))
+						t.Logf("%+v", e)
 					}
 				}
 			})

@@ -136,8 +136,7 @@ func TestNotifyStorm(t *testing.T) {
 
 	stop := flood(t, dsn)
 	var sent int64
-	var storm readRate
-	storm = measureReads(t, c, 3*time.Second, func() {
+	storm := measureReads(t, c, 3*time.Second, func() {
 		// A real claim while the flood runs.
 		time.Sleep(500 * time.Millisecond)
 		startNode(t, dsn, "n1", "s")

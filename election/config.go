@@ -20,6 +20,9 @@ type Config struct {
 	// DSN of the PostgreSQL database (URL or keyword/value form). TLS settings
 	// (sslmode=verify-full, sslrootcert=…) are honoured. Empty: the standard PG*
 	// environment variables (PGHOST, PGPORT, PGUSER, PGDATABASE, …) as libpq reads them.
+	// Its role needs the pgleader_node role (GRANT pgleader_node TO service_role),
+	// nothing more: Check fails with ErrPermission otherwise (docs/security.md).
+	// The engine's own sessions run with search_path = pg_catalog.
 	DSN string
 
 	// NodeID names this process in pgleader.nodes, terms and audit. It must be
