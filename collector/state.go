@@ -956,16 +956,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 func interference(scope string, fs []ForeignSession) finding {
 	var who []string
 	for _, f := range fs {
-		what := "holds"
-		if !f.Granted {
-			what = "waits for"
-		}
-		client := f.ClientAddr
-		if client == "" {
-			client = "local or hidden"
-		}
-		who = append(who, fmt.Sprintf("pid %d (role %s, application %q, client %s) %s it in %s mode",
-			f.PID, cmp.Or(f.Role, "?"), f.ApplicationName, client, what, strings.TrimSuffix(f.Mode, "Lock")))
+		who = append(who, f.String())
 	}
 	pidsOf := make([]int, len(fs))
 	for i, f := range fs {

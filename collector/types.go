@@ -1,6 +1,9 @@
 package collector
 
 import (
+	"cmp"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -80,6 +83,21 @@ type ForeignSession struct {
 	ClientAddr      string    `json:"client_addr,omitempty"`
 	BackendStart    time.Time `json:"backend_start,omitzero"`
 	WaitStart       time.Time `json:"wait_start,omitzero"` // when it began to wait (waiters)
+}
+
+// String describes the session in one line: pid, role, application, client, and
+// whether it holds or waits for the lock, in which mode.
+func (f ForeignSession) String() string {
+	what := "holds"
+	if !f.Granted {
+		what = "waits for"
+	}
+	client := f.ClientAddr
+	if client == "" {
+		client = "local or hidden"
+	}
+	return fmt.Sprintf("pid %d (role %s, application %q, client %s) %s the lock in %s mode",
+		f.PID, cmp.Or(f.Role, "?"), f.ApplicationName, client, what, strings.TrimSuffix(f.Mode, "Lock"))
 }
 
 // Alert is one active check result.

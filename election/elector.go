@@ -136,6 +136,23 @@ func (e *Elector) Check(ctx context.Context) error {
 // checkNodeRole reports, wrapping ErrPermission, a role that may not run the
 // engine's functions (it is not in pgleader_node, nor the owner).
 func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
+	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT has_function_privilege(
+		        'pgleader.register_node(text, text, integer, text, text[], integer, integer, integer, bigint, bigint)', 'EXECUTE')
+		    AND has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
+			return fmt.Errorf("%w: read the role's privileges: %w", ErrUnreachable, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: role %q may not run the engine's functions: GRANT pgleader_node TO %q (docs/security.md)", ErrPermission, cfg.User, cfg.User)
+		}
+		return nil
+	})
+}
+
+// withCheckConn runs fn on a connection of its own, bounded by 10 s: the start-up
+// checks.
+func withCheckConn(ctx context.Context, cfg *pgx.ConnConfig, fn func(context.Context, *pgx.Conn) error) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
@@ -143,16 +160,7 @@ func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
 		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
 	}
 	defer conn.Close(context.Background())
-	var ok bool
-	if err := conn.QueryRow(cctx, `SELECT has_function_privilege(
-	        'pgleader.register_node(text, text, integer, text, text[], integer, integer, integer, bigint, bigint)', 'EXECUTE')
-	    AND has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
-		return fmt.Errorf("%w: read the role's privileges: %w", ErrUnreachable, err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: role %q may not run the engine's functions: GRANT pgleader_node TO %q (docs/security.md)", ErrPermission, cfg.User, cfg.User)
-	}
-	return nil
+	return fn(cctx, conn)
 }
 
 // LockTableCapacity is the size of PostgreSQL's shared lock table:
@@ -187,20 +195,15 @@ func (c LockTableCapacity) Check(n int) error {
 // ErrTooManyScopes, when a node campaigning for n scopes could fill more than half
 // of it (see LockTableCapacity). Check runs it.
 func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, cfg)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
-	}
-	defer conn.Close(context.Background())
-	var c LockTableCapacity
-	if err := conn.QueryRow(cctx, `SELECT current_setting('max_locks_per_transaction')::int,
-	        current_setting('max_connections')::int, current_setting('max_prepared_transactions')::int`).
-		Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
-		return fmt.Errorf("%w: read lock table settings: %w", ErrUnreachable, err)
-	}
-	return c.Check(n)
+	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
+		var c LockTableCapacity
+		if err := conn.QueryRow(ctx, `SELECT current_setting('max_locks_per_transaction')::int,
+		        current_setting('max_connections')::int, current_setting('max_prepared_transactions')::int`).
+			Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
+			return fmt.Errorf("%w: read lock table settings: %w", ErrUnreachable, err)
+		}
+		return c.Check(n)
+	})
 }
 
 // CheckDatabase is Check for a connection configuration.

@@ -47,16 +47,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	lines = append(lines, kv("backends", m.backendsText(st, sc)))
 	for _, f := range sc.Interference {
-		what := "holds"
-		if !f.Granted {
-			what = "waits for"
-		}
-		client := f.ClientAddr
-		if client == "" {
-			client = "local or hidden"
-		}
-		lines = append(lines, st.render(toneCrit, fitLine(kv("foreign", termsafe.String(fmt.Sprintf("pid %d · role %s · %q · client %s · %s the lock (%s)",
-			f.PID, f.Role, f.ApplicationName, client, what, strings.TrimSuffix(f.Mode, "Lock")))), w)))
+		lines = append(lines, st.render(toneCrit, fitLine(kv("foreign", termsafe.String(f.String())), w)))
 	}
 	hb := "—"
 	if sc.Leader != "" {
