@@ -3,6 +3,8 @@ package collector
 import (
 	"context"
 	"testing"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestAuditReset: a TRUNCATE of pgleader.audit (RESTART IDENTITY starts the ids
@@ -22,7 +24,7 @@ func TestAuditReset(t *testing.T) {
 			{"Emptied", "TRUNCATE pgleader.audit", false},
 		} {
 			t.Run(string(src)+"/"+tc.name, func(t *testing.T) {
-				dsn := migratedDB(t)
+				dsn := pgtest.MigratedDSN(t)
 				cfg := testConfig(t, dsn)
 				cfg.Source = src
 				c := newCollector(t, cfg)

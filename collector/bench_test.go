@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // forgeCluster writes scopes held scopes with 10 terms each and nodes nodes (each a
@@ -40,7 +42,7 @@ SELECT 'scope-' || i, e, 'node-' || (i + e) % $2, 'host', 1, now() - make_interv
 // Full is the batched transaction, the checks and the publication; QueryOnly the
 // round trip and the scanning alone.
 func BenchmarkPoll(b *testing.B) {
-	dsn := migratedDB(b)
+	dsn := pgtest.MigratedDSN(b)
 	forgeCluster(b, dsn, 100, 300)
 	c := newCollector(b, testConfig(b, dsn))
 	ctx := context.Background()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // Each check fires on a condition injected into a real database, and stays
@@ -29,7 +29,7 @@ func firing(rec *recorder, kind AlertKind) []Event {
 
 func TestNoLeader(t *testing.T) {
 	t.Run("DeadHolderNoCandidate", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)
 		cfg.NoLeaderAfter, cfg.SplitBrainGrace = 500*time.Millisecond, 100*time.Millisecond
 		c := newCollector(t, cfg)
@@ -79,7 +79,7 @@ func TestNoLeader(t *testing.T) {
 	})
 
 	t.Run("SquattedLockNoTerm", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		squatter := connect(t, dsn)
 		exec(t, squatter, "SELECT pg_advisory_lock(pgleader.lock_key('q'))")
 		pid := int(queryInt(t, squatter, "SELECT pg_backend_pid()"))
@@ -112,7 +112,7 @@ func TestNoLeader(t *testing.T) {
 
 func TestSplitBrain(t *testing.T) {
 	t.Run("EpochRegression", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		n1 := startNode(t, dsn, "n1", "s")
 		cfg := testConfig(t, dsn)
 		cfg.SplitBrainGrace = time.Hour // regression must not wait for it
@@ -132,7 +132,7 @@ func TestSplitBrain(t *testing.T) {
 	})
 
 	t.Run("Squatter", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)
 		cfg.SplitBrainGrace = 200 * time.Millisecond
 		c := newCollector(t, cfg)
@@ -166,7 +166,7 @@ func TestSplitBrain(t *testing.T) {
 	})
 
 	t.Run("TwoNodesLead", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		n1 := startNode(t, dsn, "n1", "s")
 		cfg := testConfig(t, dsn)
 		cfg.SplitBrainGrace = 200 * time.Millisecond
@@ -207,7 +207,7 @@ func TestStaleLeader(t *testing.T) {
 	}
 
 	t.Run("Alert", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		rec := record(t, c)
 		run(t, c)
@@ -232,7 +232,7 @@ func TestStaleLeader(t *testing.T) {
 	})
 
 	t.Run("EvictStale", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)
 		cfg.EvictStale, cfg.EvictAfter = true, 200*time.Millisecond
 		c := newCollector(t, cfg)
@@ -265,7 +265,7 @@ func TestStaleLeader(t *testing.T) {
 	})
 
 	t.Run("EvictManual", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		ctx := context.Background()
 		holder := connect(t, dsn)
@@ -304,7 +304,7 @@ func TestStaleLeader(t *testing.T) {
 	})
 
 	t.Run("EvictForbidden", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		admin := connect(t, dsn)
 		role := fmt.Sprintf("collector_weak_%d", time.Now().UnixNano()%1e9)
 		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE pgleader_operator`, role))
@@ -335,7 +335,7 @@ func TestStaleLeader(t *testing.T) {
 }
 
 func TestNodes(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.StaleNodeAfter = 2 * time.Second
 	c := newCollector(t, cfg)
@@ -376,7 +376,7 @@ func TestNodes(t *testing.T) {
 }
 
 func TestFlapping(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.FlapMax = 3
 	c := newCollector(t, cfg)
@@ -407,7 +407,7 @@ func TestFlapping(t *testing.T) {
 }
 
 func TestFenceRejected(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.FenceAlertFor = 3 * time.Second
 	c := newCollector(t, cfg)
@@ -441,7 +441,7 @@ func TestFenceRejected(t *testing.T) {
 }
 
 func TestLockPressure(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.LockPressure = 1e-9
 	c := newCollector(t, cfg)
@@ -467,7 +467,7 @@ func TestCollectorDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	dsn := srv.DSN("app")
-	migrate(t, dsn)
+	pgtest.Migrate(t, dsn)
 	holder, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestConfig(t *testing.T) {
@@ -61,7 +63,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestSnapshot(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	n1 := startNode(t, dsn, "n1", "s")
 	n2 := startNode(t, dsn, "n2", "s")
 	cfg := testConfig(t, dsn)

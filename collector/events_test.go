@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestEvents(t *testing.T) {
 	t.Run("ElectedThroughListen", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)
 		cfg.Source = SourceModeNotify
 		cfg.PollInterval = MaxPollInterval // only notifications (and the read after LISTEN) read
@@ -52,7 +54,7 @@ func TestEvents(t *testing.T) {
 	})
 
 	t.Run("OrderedNoDuplicatesAcrossReconnect", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		rec := record(t, c)
 		run(t, c)
@@ -125,7 +127,7 @@ func TestEvents(t *testing.T) {
 	})
 
 	t.Run("SlowSubscriberNeverBlocks", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		slow, unsub := c.Subscribe(1) // never read
 		defer unsub()
@@ -154,7 +156,7 @@ func TestEvents(t *testing.T) {
 	})
 
 	t.Run("ListenerCutMeansPolling", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)
 		cfg.Source = SourceModeNotify
 		c := newCollector(t, cfg)

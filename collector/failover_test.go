@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // A collector watching a primary and its asynchronous standby through a multi-host
@@ -32,7 +32,7 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 	if err := primary.CreateDatabase(ctx, "fo"); err != nil {
 		t.Fatal(err)
 	}
-	migrate(t, primary.DSN("fo"))
+	pgtest.Migrate(t, primary.DSN("fo"))
 	standby := pgtest.NewStandby(t, primary)
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/fo?sslmode=disable&target_session_attrs=read-write",
 		primary.Port(), standby.Port())

@@ -12,8 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -26,25 +25,6 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-// migratedDB returns the DSN of a fresh, migrated database.
-func migratedDB(t testing.TB) string {
-	t.Helper()
-	dsn := pgtest.DSN(t)
-	migrate(t, dsn)
-	return dsn
-}
-
-func migrate(t testing.TB, dsn string) {
-	t.Helper()
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // testConfig is a Config with thresholds short enough for tests. Its source is

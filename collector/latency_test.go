@@ -8,12 +8,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/bench"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/bench"
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
-// TestCollectorLatency runs the collector benchmark of internal/bench briefly on
+// TestCollectorLatency runs the collector benchmark of lab/bench briefly on
 // each source: it checks that every change was seen and that the forged cluster
 // was read in full, and logs the figures (run with -v); it asserts no timing.
 func TestCollectorLatency(t *testing.T) {
@@ -30,7 +30,7 @@ func TestCollectorLatency(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
+			if _, err := migrate.Up(context.Background(), cfg, nil); err != nil {
 				t.Fatal(err)
 			}
 			const n = 20

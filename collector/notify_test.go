@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestNotifyBudget(t *testing.T) {
@@ -122,7 +124,7 @@ func flood(t *testing.T, dsn string) (stop func() int64) {
 // raises the collector's reads by a bounded factor (notifyBudget), a real claim
 // during the flood is still seen, and the lying payloads change nothing.
 func TestNotifyStorm(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.Source = SourceModeNotify
 	cfg.PollInterval = DefaultPollInterval

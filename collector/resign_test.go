@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestResign(t *testing.T) {
 	// Two electors on s: Resign marks the leader's term, its engine hands over at
 	// its next heartbeat, and the follower leads under the next epoch.
 	t.Run("HandsOver", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		rec := record(t, c)
 		run(t, c)
@@ -79,7 +81,7 @@ func TestResign(t *testing.T) {
 	})
 
 	t.Run("Refused", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		ctx := context.Background()
 		admin := connect(t, dsn)
@@ -141,7 +143,7 @@ func TestResign(t *testing.T) {
 	// Resign needs the operator role, not the right to signal backends that Evict
 	// needs.
 	t.Run("NoSignalPrivilege", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		admin := connect(t, dsn)
 		role := fmt.Sprintf("collector_resign_%d", time.Now().UnixNano()%1e9)
 		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE pgleader_operator`, role))

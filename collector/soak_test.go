@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestHealthyClusterSilent runs three real electors on two scopes for 50 seconds
@@ -13,7 +15,7 @@ import (
 // no stale leader, no leader missing for NoLeaderAfter (default thresholds, so
 // the test proves the defaults, read every 100 ms).
 func TestHealthyClusterSilent(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	scopes := []string{"a", "b"}
 	cfg := testConfig(t, dsn)
 	cfg.PollInterval = 100 * time.Millisecond

@@ -15,7 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/collector/logical"
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgserver"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // logicalConfig is testConfig on the logical source (slot: "" for a temporary one).
@@ -119,7 +120,7 @@ func (l *logCapture) find(sub string) (string, bool) {
 
 func TestLogicalSource(t *testing.T) {
 	t.Run("Streaming", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		cfg := logicalConfig(t, dsn, "")
 		cfg.PollInterval = MaxPollInterval // only the stream asks for reads
 		c := newCollector(t, cfg)
@@ -162,7 +163,7 @@ func TestLogicalSource(t *testing.T) {
 		// restarted on its slot: every change is delivered once, in order, across
 		// the two runs.
 		const n = 100
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		const slot = "pgleader_test_restart"
 		dropSlotAtEnd(t, dsn, slot)
 		cfg := logicalConfig(t, dsn, slot)
@@ -230,7 +231,7 @@ func TestLogicalSource(t *testing.T) {
 	})
 
 	t.Run("SameEventsOnBothSources", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		ncfg := testConfig(t, dsn)
 		ncfg.Source = SourceModeNotify
 		notify := newCollector(t, ncfg)
@@ -314,7 +315,7 @@ func TestLogicalSource(t *testing.T) {
 		// audit table was out of the publication) and a row it cannot convert:
 		// the decode error is counted, and a read of the audit table delivers the
 		// missed row, once.
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, logicalConfig(t, dsn, ""))
 		rec := record(t, c)
 		run(t, c)
@@ -387,14 +388,14 @@ func TestLogicalSourceUnavailable(t *testing.T) {
 	}
 
 	t.Run("WalLevelReplica", func(t *testing.T) {
-		srv := pgtest.NewServer(t, pgtest.Options{Settings: map[string]string{"wal_level": "replica"}})
+		srv := pgtest.NewServer(t, pgserver.Options{Settings: map[string]string{"wal_level": "replica"}})
 		dsn := srv.DSN("postgres")
-		migrate(t, dsn)
+		pgtest.Migrate(t, dsn)
 		check(t, testConfig(t, dsn), "wal_level is replica, not logical", "ALTER SYSTEM SET wal_level = logical")
 	})
 
 	t.Run("RoleWithoutReplication", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		admin := connect(t, dsn)
 		role := "plain_" + strings.ToLower(dsn[strings.LastIndex(dsn, "_")+1:strings.Index(dsn, "?")])
 		exec(t, admin, "CREATE ROLE "+role+" LOGIN NOREPLICATION NOSUPERUSER")
@@ -414,7 +415,7 @@ func TestLogicalSourceUnavailable(t *testing.T) {
 	})
 
 	t.Run("PublicationMissing", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		admin := connect(t, dsn)
 		exec(t, admin, "DROP PUBLICATION "+logical.DefaultPublication)
 		check(t, testConfig(t, dsn), "publication", "pgleader migrate")

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // manyScopes returns n scope names unique to the test.
@@ -45,7 +46,7 @@ func connectionsOf(t testing.TB, dsn string, ids ...string) map[string]int {
 // the node that leads most scopes killed (its leadership backend terminated) → every
 // one of them led again by the others, in batches, with dense epochs.
 func TestConnectionEconomy(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	scopes := manyScopes(t, 300)
 	ids := []string{"econ-a", "econ-b", "econ-c"}
 	var nodes []*node
@@ -150,7 +151,7 @@ func TestLockTableCapacity(t *testing.T) {
 		}
 	}
 
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	var cap election.LockTableCapacity
 	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT current_setting('max_locks_per_transaction')::int,

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/pgtest"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string) []*node {
@@ -54,7 +54,7 @@ func without(nodes []*node, x *node) []*node {
 
 func TestElection(t *testing.T) {
 	t.Run("FiveCandidatesOneLeader", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		r := &recorder{}
 		nodes := startCluster(t, dsn, r, 5, "s")
 		l := waitOneLeader(t, nodes, "s")
@@ -95,7 +95,7 @@ func TestElection(t *testing.T) {
 	})
 
 	t.Run("ResignHandsOver", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		r := &recorder{}
 		nodes := startCluster(t, dsn, r, 3, "s")
 		l := waitOneLeader(t, nodes, "s")
@@ -132,7 +132,7 @@ func TestElection(t *testing.T) {
 	})
 
 	t.Run("TerminatedBackendNoOverlap", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		r := &recorder{}
 		nodes := startCluster(t, dsn, r, 3, "s")
 		for round := range 5 {
@@ -195,7 +195,7 @@ func TestElection(t *testing.T) {
 	})
 
 	t.Run("MultiScope", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		r := &recorder{}
 		scopes := []string{"a", "b", "c", "d"}
 		first := startCluster(t, dsn, r, 1, scopes...)[0]

@@ -15,8 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/pgserver"
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 // A primary with a streaming standby; three nodes reach them through a multi-host
@@ -187,7 +188,7 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 // haPair starts a primary with a streaming standby (synchronous when sync), a
 // migrated database "fo" on both, and returns them with a multi-host DSN that
 // reaches whichever accepts writes.
-func haPair(t *testing.T, sync bool) (primary, standby *pgtest.Server, dsn string) {
+func haPair(t *testing.T, sync bool) (primary, standby *pgserver.Server, dsn string) {
 	t.Helper()
 	ctx := context.Background()
 	primary = pgtest.NewServer(t)
@@ -203,7 +204,7 @@ func haPair(t *testing.T, sync bool) (primary, standby *pgtest.Server, dsn strin
 		t.Fatal(err)
 	}
 	cfg, _ := pgx.ParseConfig(primary.DSN("fo"))
-	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The new database reaches the standby by streaming.
@@ -227,7 +228,7 @@ func maxAcquired(r *recorder, scope string) int64 {
 
 // withStandby runs fn on a connection to the standby, waiting until its replay has
 // caught up with what it received.
-func withStandby(ctx context.Context, s *pgtest.Server, fn func(*pgx.Conn) error) error {
+func withStandby(ctx context.Context, s *pgserver.Server, fn func(*pgx.Conn) error) error {
 	c, err := pgx.Connect(ctx, s.DSN("fo"))
 	if err != nil {
 		return err
@@ -289,7 +290,7 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 	}
 	dsn := srv.DSN("lone")
 	cfg, _ := pgx.ParseConfig(dsn)
-	if _, err := migrations.Up(ctx, cfg, nil); err != nil {
+	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	n := startNode(t, fastConfig(dsn, "lone", "a", "b"))

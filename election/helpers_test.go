@@ -13,10 +13,10 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/eventlog"
-	"github.com/pgleader/pgleader/internal/history"
 	"github.com/pgleader/pgleader/internal/monotime"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/history"
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -37,20 +37,6 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
-}
-
-// migratedDB returns the DSN of a fresh, migrated database.
-func migratedDB(t testing.TB) string {
-	t.Helper()
-	dsn := pgtest.DSN(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	return dsn
 }
 
 // recorder collects the engine events of several nodes.
@@ -201,8 +187,8 @@ func exec(t testing.TB, dsn, sql string, args ...any) {
 	})
 }
 
-func migrationsUp(cfg *pgx.ConnConfig) (migrations.Result, error) {
-	return migrations.Up(context.Background(), cfg, nil)
+func migrationsUp(cfg *pgx.ConnConfig) (migrate.Result, error) {
+	return migrate.Up(context.Background(), cfg, nil)
 }
 
 func queryString(t testing.TB, dsn, sql string, args ...any) string {

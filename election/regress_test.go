@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // A's leadership backend is terminated while A's process lives on and keeps its
@@ -22,7 +23,7 @@ import (
 // while waiting A out. C claims next: it must wait for A too, although its own
 // predecessor is B.
 func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	const W = 1000 * time.Millisecond
 	conn := func() *pgx.Conn {
@@ -145,7 +146,7 @@ func (b *blackhole) silenceExisting() {
 // A follower whose connections all go silent (its waiter among them) must still
 // take over when the leader releases, once its session has been rebuilt.
 func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
 		t.Fatalf("need a URL DSN with a host, got %q", dsn)
@@ -172,7 +173,7 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 
 // Resign right after Require succeeded never answers ErrNotLeader.
 func TestResignRightAfterElected(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	cfg := fastConfig(dsn, "a", "s")
 	cfg.ResignCooldown = 20 * time.Millisecond
 	n := startNode(t, cfg)
@@ -187,7 +188,7 @@ func TestResignRightAfterElected(t *testing.T) {
 // Resigning a scope whose fenced transaction is still running must not cost the
 // node its other scopes.
 func TestResignDoesNotStarveOtherScopes(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfg := fastConfig(dsn, "a", "x", "y")
 	cfg.Observer = rec
@@ -233,7 +234,7 @@ func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 
 // Subscribing after Run returned gives a channel that is already closed.
 func TestSubscribeAfterStop(t *testing.T) {
-	n := startNode(t, fastConfig(migratedDB(t), "a", "s"))
+	n := startNode(t, fastConfig(pgtest.MigratedDSN(t), "a", "s"))
 	n.stop()
 	ch, cancel := n.Subscribe()
 	defer cancel()
@@ -252,7 +253,7 @@ func TestSubscribeAfterStop(t *testing.T) {
 // releases as "resigned", and the other node takes over. Only scope x moves; a
 // request for an epoch that is not current is refused and changes nothing.
 func TestResignRequestedThroughTheDatabase(t *testing.T) {
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfgA := fastConfig(dsn, "a", "x", "y")
 	cfgA.Observer = rec

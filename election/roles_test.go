@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // loginRoles creates login roles for one test: <prefix>_node and <prefix>_node2
@@ -118,7 +119,7 @@ END $$`)
 // nowhere; a role with only CONNECT cannot squat.
 func TestLeastPrivilege(t *testing.T) {
 	ctx := context.Background()
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	revokeAdvisoryLocks(t, dsn)
 
@@ -305,7 +306,7 @@ func TestLeastPrivilege(t *testing.T) {
 // resumes once it lets go.
 func TestSquatterNamed(t *testing.T) {
 	ctx := context.Background()
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	squat := as("squat")
 	const scope = "sq"

@@ -13,7 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgserver"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestTLSVerifyFull: the engine works over TLS with full verification, its dedicated
@@ -21,7 +22,7 @@ import (
 // backend through the TLS layer, and a wrong CA is a clear error.
 func TestTLSVerifyFull(t *testing.T) {
 	ctx := context.Background()
-	srv := pgtest.NewServer(t, pgtest.Options{TLS: true})
+	srv := pgtest.NewServer(t, pgserver.Options{TLS: true})
 	if err := srv.CreateDatabase(ctx, "app"); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestTLSVerifyFull(t *testing.T) {
 	waitFor(t, "leadership again over TLS", 10*time.Second, func() bool { return n.leads("s") })
 
 	// A CA that did not sign the server's certificate: refused, and said so.
-	other := pgtest.NewServer(t, pgtest.Options{TLS: true})
+	other := pgtest.NewServer(t, pgserver.Options{TLS: true})
 	wrongCA := filepath.Join(t.TempDir(), "ca.crt")
 	b, _ := os.ReadFile(other.CAFile())
 	os.WriteFile(wrongCA, b, 0o644)

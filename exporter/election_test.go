@@ -3,20 +3,19 @@ package exporter_test
 import (
 	"context"
 	"errors"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // value returns the value of the sample of name whose labels include the given
@@ -181,20 +180,6 @@ func fastConfig(dsn, node string, obs election.Observer, scopes ...string) elect
 	}
 }
 
-// migratedDB returns the DSN of a fresh database with the pgleader schema.
-func migratedDB(t testing.TB) string {
-	t.Helper()
-	dsn := pgtest.DSN(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	return dsn
-}
-
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -211,7 +196,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // lead again, shut down.
 func TestElectionMetricsLive(t *testing.T) {
 	t.Parallel()
-	dsn := migratedDB(t)
+	dsn := pgtest.MigratedDSN(t)
 	reg := prometheus.NewPedanticRegistry()
 	m, err := exporter.NewElectionMetrics(reg)
 	if err != nil {

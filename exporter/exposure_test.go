@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestDefaultListenLoopback: unless told otherwise, the exporter is reachable
@@ -159,7 +160,7 @@ func TestEndpointsShowNoConnectionDetails(t *testing.T) {
 	}
 
 	t.Run("ReadyThenUnreachable", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		h, d, logs := exposedCollector(t, dsn, 0)
 		readyz(t, h, d, http.StatusOK, "ok\n")
 
@@ -186,7 +187,7 @@ func TestEndpointsShowNoConnectionDetails(t *testing.T) {
 	})
 
 	t.Run("NeverReached", func(t *testing.T) {
-		dsn := migratedDB(t)
+		dsn := pgtest.MigratedDSN(t)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

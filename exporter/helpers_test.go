@@ -10,7 +10,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

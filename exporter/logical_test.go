@@ -13,8 +13,8 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/collector/logical"
 	"github.com/pgleader/pgleader/exporter"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 // A collector streaming through a permanent slot shows in the metrics: source 3,
@@ -26,7 +26,7 @@ func TestExporterLogicalSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrations.Up(ctx, cc, nil); err != nil {
+	if _, err := migrate.Up(ctx, cc, nil); err != nil {
 		t.Fatal(err)
 	}
 	admin, err := pgx.Connect(ctx, dsn)

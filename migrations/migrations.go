@@ -1,33 +1,21 @@
 // Package migrations holds pgleader's schema as versioned, plain SQL files
-// (NNN_name.sql) and applies them.
+// (NNN_name.sql): the schema contract (docs/design.md). The collector, the
+// dashboard and external checks rely on their names.
 //
-// The files are the schema contract (docs/design.md): the collector, the dashboard and
-// external checks rely on their names. They carry goose annotations, which are
-// ordinary SQL comments, so a host application may apply them with its own migration
-// tool or psql instead of Up.
-//
-// Up uses github.com/pressly/goose/v3 for versioning and bookkeeping (its table is
-// pgleader.goose_db_version, so it never collides with a host application's own goose
-// table). Several nodes may run Up at once: each holds a pgleader-specific advisory
-// lock on a dedicated session for the whole run, so exactly one applies pending
-// versions and the others find nothing left to do.
+// The files carry goose annotations, which are ordinary SQL comments, so a host
+// application may apply FS with its own migration tool or psql. This package has no
+// dependency beyond pgx: the engine (election) imports it for Latest and Version
+// only. Package migrate applies the files with goose (what `pgleader migrate` runs).
 package migrations
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
-	"fmt"
 	"io/fs"
-	"log/slog"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/database"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed *.sql
@@ -40,175 +28,6 @@ func FS() fs.FS { return files }
 // number of the newest migration file and what pgleader.schema_version() returns
 // once that file is applied.
 const Latest = 7
-
-// lockKey serialises concurrent Up calls: the ASCII bytes "pgleadmg" as a bigint
-// (8099561637530594663), out of the way of scope keys (sha256-derived).
-const lockKey int64 = 0x7067_6c65_6164_6d67
-
-const versionTable = "pgleader.goose_db_version"
-
-// Roles names the four roles of the schema (version 7 on; docs/security.md). An
-// empty field keeps the default (DefaultRoles). The names are recorded in
-// pgleader.roles by the migration that creates them and are fixed from then on;
-// pass the same owner name to every later Up (it decides which existing schema
-// Up accepts as its own).
-type Roles struct {
-	Owner    string // owns the schema and everything in it
-	Node     string // EXECUTE on the engine's functions
-	Reader   string // SELECT and the read-only functions (collector, exporter, status)
-	Operator string // a reader that may also ask a leader to resign, and record evictions
-}
-
-// DefaultRoles are the role names a migration uses unless told otherwise.
-var DefaultRoles = Roles{Owner: "pgleader_owner", Node: "pgleader_node", Reader: "pgleader_reader", Operator: "pgleader_operator"}
-
-// withDefaults fills the empty fields from DefaultRoles.
-func (r Roles) withDefaults() Roles {
-	return Roles{Owner: cmp.Or(r.Owner, DefaultRoles.Owner), Node: cmp.Or(r.Node, DefaultRoles.Node),
-		Reader: cmp.Or(r.Reader, DefaultRoles.Reader), Operator: cmp.Or(r.Operator, DefaultRoles.Operator)}
-}
-
-// Validate checks that each name is a usable role name: at most 63 bytes, no
-// control characters, and the four distinct.
-func (r Roles) Validate() error {
-	r = r.withDefaults()
-	seen := map[string]string{}
-	for _, f := range []struct{ kind, name string }{{"owner", r.Owner}, {"node", r.Node}, {"reader", r.Reader}, {"operator", r.Operator}} {
-		if len(f.name) > 63 {
-			return fmt.Errorf("%s role name %q is %d bytes, longer than PostgreSQL's 63", f.kind, f.name, len(f.name))
-		}
-		if i := strings.IndexFunc(f.name, func(c rune) bool { return c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) }); i >= 0 {
-			return fmt.Errorf("%s role name %q contains a control character at byte %d", f.kind, f.name, i)
-		}
-		if other, dup := seen[f.name]; dup {
-			return fmt.Errorf("%s and %s roles are both named %q: the four roles must differ", other, f.kind, f.name)
-		}
-		seen[f.name] = f.kind
-	}
-	return nil
-}
-
-// Option changes what Up does.
-type Option func(*options)
-
-type options struct{ roles Roles }
-
-// WithRoles makes Up use these role names instead of DefaultRoles.
-func WithRoles(r Roles) Option { return func(o *options) { o.roles = r } }
-
-// ErrForeignSchema: a schema named pgleader exists that pgleader's migrations did
-// not create (another role owns it, or objects in it): Up refuses to use it.
-var ErrForeignSchema = errors.New("foreign pgleader schema")
-
-// Result reports what Up did.
-type Result struct {
-	From, To int64    // schema version before and after
-	Applied  []string // file names applied by this call, in order
-	Roles    Roles    // the schema's roles, as recorded in pgleader.roles
-}
-
-// Up applies every pending migration to the database cfg points at. It is idempotent
-// and safe to run concurrently from several processes.
-//
-// From version 7 on the schema belongs to an owner role (Roles), which the
-// migrating role must be able to create or be a member of. A pgleader schema that
-// exists already must belong to the migrating role or to the owner role, and hold
-// no object of any other role: else Up fails with ErrForeignSchema and changes
-// nothing (a schema planted before the first migration could, for instance,
-// hold a fence that accepts every write).
-func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Option) (Result, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	roles := o.roles.withDefaults()
-	if err := roles.Validate(); err != nil {
-		return Result{}, err
-	}
-	cfg = cfg.Copy()
-	// The migration to version 7 reads the role names from these settings.
-	cfg.RuntimeParams["pgleader.role_owner"] = roles.Owner
-	cfg.RuntimeParams["pgleader.role_node"] = roles.Node
-	cfg.RuntimeParams["pgleader.role_reader"] = roles.Reader
-	cfg.RuntimeParams["pgleader.role_operator"] = roles.Operator
-	// The migration files name pgleader.* in full; nothing in public may run in
-	// them (the migrating role is often a superuser).
-	cfg.RuntimeParams["search_path"] = "pg_catalog"
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
-
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
-		return Result{}, fmt.Errorf("take migration lock: %w", err)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey)
-
-	if err := checkOwnership(ctx, conn, roles.Owner); err != nil {
-		return Result{}, err
-	}
-	// goose keeps its table inside the pgleader schema, which must exist first.
-	if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS pgleader"); err != nil {
-		return Result{}, fmt.Errorf("create schema pgleader: %w", err)
-	}
-	store, err := database.NewStore(database.DialectPostgres, versionTable)
-	if err != nil {
-		return Result{}, err
-	}
-	p, err := goose.NewProvider("", db, files, goose.WithStore(store),
-		goose.WithDisableGlobalRegistry(true), goose.WithSlog(log))
-	if err != nil {
-		return Result{}, fmt.Errorf("load migrations: %w", err)
-	}
-	from, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("read schema version: %w", err)
-	}
-	results, err := p.Up(ctx)
-	res := Result{From: from, To: from}
-	for _, r := range results {
-		if r.Error == nil {
-			res.Applied = append(res.Applied, r.Source.Path)
-			res.To = r.Source.Version
-		}
-	}
-	if err != nil {
-		var pe *goose.PartialError
-		if errors.As(err, &pe) && pe.Failed != nil {
-			return res, fmt.Errorf("apply %s: %w", pe.Failed.Source.Path, pe.Err)
-		}
-		return res, err
-	}
-	res.Roles = roles
-	rows, err := conn.QueryContext(ctx, "SELECT kind, role_name FROM pgleader.roles")
-	if err != nil {
-		return res, fmt.Errorf("read pgleader.roles: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind, name string
-		if err := rows.Scan(&kind, &name); err != nil {
-			return res, err
-		}
-		switch kind {
-		case "owner":
-			res.Roles.Owner = name
-		case "node":
-			res.Roles.Node = name
-		case "reader":
-			res.Roles.Reader = name
-		case "operator":
-			res.Roles.Operator = name
-		}
-	}
-	return res, rows.Err()
-}
 
 // Version reads the schema version a database has (0 when pgleader was never
 // migrated there) through pgleader.schema_version().
@@ -226,59 +45,8 @@ func Version(ctx context.Context, db interface {
 	return v, nil
 }
 
-// sqlOwnership reads, for an existing pgleader schema, its owner, whether that is
-// a role the migration accepts ($1 the owner role, or the migrating role, or —
-// for a migrating role that is not a superuser — a role it is a member of), and
-// the first objects in it that belong to anyone else. It reads catalogs only:
-// nothing in a foreign schema runs.
-const sqlOwnership = `
-WITH ns AS (SELECT n.oid, n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'pgleader'),
-allowed AS (
-  SELECT u.oid FROM pg_catalog.pg_roles u WHERE u.rolname = current_user OR u.rolname = $1
-), objs AS (
-  SELECT 'relation ' || c.oid::regclass::text AS obj, c.relowner AS owner
-    FROM pg_catalog.pg_class c, ns WHERE c.relnamespace = ns.oid
-  UNION ALL
-  SELECT 'function ' || p.oid::regprocedure::text, p.proowner
-    FROM pg_catalog.pg_proc p, ns WHERE p.pronamespace = ns.oid
-  UNION ALL
-  SELECT 'type ' || t.oid::regtype::text, t.typowner
-    FROM pg_catalog.pg_type t, ns WHERE t.typnamespace = ns.oid
-  UNION ALL
-  SELECT 'operator ' || o.oid::regoperator::text, o.oprowner
-    FROM pg_catalog.pg_operator o, ns WHERE o.oprnamespace = ns.oid
-)
-SELECT ns.nspowner::regrole::text,
-       ns.nspowner IN (SELECT oid FROM allowed)
-         OR (NOT (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.rolname = current_user)
-             AND pg_catalog.pg_has_role(current_user, ns.nspowner, 'MEMBER')),
-       array_to_string(ARRAY(SELECT objs.obj || ' (owner ' || objs.owner::regrole::text || ')' FROM objs
-              WHERE objs.owner <> ns.nspowner AND objs.owner NOT IN (SELECT oid FROM allowed)
-              ORDER BY 1 LIMIT 5), ', ')
-  FROM ns`
-
-// checkOwnership refuses a pgleader schema that pgleader's migrations did not
-// create (see Up); owner is the owner role's name.
-func checkOwnership(ctx context.Context, conn *sql.Conn, owner string) error {
-	var (
-		schemaOwner string
-		ok          bool
-		foreign     string
-	)
-	err := conn.QueryRowContext(ctx, sqlOwnership, owner).Scan(&schemaOwner, &ok, &foreign)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil // no schema yet
-	}
-	if err != nil {
-		return fmt.Errorf("check who owns schema pgleader: %w", err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: schema pgleader exists and belongs to role %s, neither the migrating role nor the owner role %s, so pgleader migrate did not create it; inspect it (\\dn+ pgleader, \\df pgleader.*), then drop it (DROP SCHEMA pgleader CASCADE), or if you trust every object in it ALTER SCHEMA pgleader OWNER TO %s (if its owner role has another name, pass --roles owner=NAME)",
-			ErrForeignSchema, schemaOwner, owner, owner)
-	}
-	if foreign != "" {
-		return fmt.Errorf("%w: schema pgleader holds objects of other roles, which pgleader migrate did not create: %s; inspect and drop them (or, if you trust them, ALTER … OWNER TO %s)",
-			ErrForeignSchema, foreign, owner)
-	}
-	return nil
+// isUndefined reports a missing schema (3F000) or function (42883).
+func isUndefined(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "3F000" || pe.Code == "42883")
 }

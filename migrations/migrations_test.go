@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -23,7 +24,7 @@ func setup(t *testing.T) *pgx.ConnConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
+	if _, err := migrate.Up(context.Background(), cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -60,10 +61,10 @@ func TestUp(t *testing.T) {
 
 	t.Run("ConcurrentAndIdempotent", func(t *testing.T) {
 		var wg sync.WaitGroup
-		results := make([]migrations.Result, 6)
+		results := make([]migrate.Result, 6)
 		errs := make([]error, 6)
 		for i := range results {
-			wg.Go(func() { results[i], errs[i] = migrations.Up(ctx, cfg, nil) })
+			wg.Go(func() { results[i], errs[i] = migrate.Up(ctx, cfg, nil) })
 		}
 		wg.Wait()
 		applied := 0

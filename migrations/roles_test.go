@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 // sqlPrivileges lists the effective privileges (membership included) of the node,
@@ -149,15 +149,15 @@ func TestUpRefusesForeignSchema(t *testing.T) {
 		CREATE FUNCTION pgleader.schema_version() RETURNS int LANGUAGE sql AS 'SELECT 7'`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = migrations.Up(ctx, cfg, nil)
-	if !errors.Is(err, migrations.ErrForeignSchema) || !strings.Contains(err.Error(), role) {
+	_, err = migrate.Up(ctx, cfg, nil)
+	if !errors.Is(err, migrate.ErrForeignSchema) || !strings.Contains(err.Error(), role) {
 		t.Fatalf("Up over %s's schema: %v, want ErrForeignSchema naming the role", role, err)
 	}
 	if _, err := admin.Exec(ctx, "ALTER SCHEMA pgleader OWNER TO "+cfg.User); err != nil {
 		t.Fatal(err)
 	}
-	_, err = migrations.Up(ctx, cfg, nil)
-	if !errors.Is(err, migrations.ErrForeignSchema) || !strings.Contains(err.Error(), "pgleader.fence(text,bigint,text)") {
+	_, err = migrate.Up(ctx, cfg, nil)
+	if !errors.Is(err, migrate.ErrForeignSchema) || !strings.Contains(err.Error(), "pgleader.fence(text,bigint,text)") {
 		t.Fatalf("Up over a schema holding %s's fence: %v, want ErrForeignSchema naming the function", role, err)
 	}
 	var tables int

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/bench"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/lab/bench"
 )
 
 func (a *app) benchCommand() *cobra.Command {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgleader/pgleader/internal/chaos"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/lab/chaos"
 )
 
 func (a *app) chaosCommand() *cobra.Command {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgleader/pgleader/demo"
 	"github.com/pgleader/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/internal/reaper"
+	"github.com/pgleader/pgleader/lab/demo"
+	"github.com/pgleader/pgleader/lab/reaper"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -116,7 +116,7 @@ With --dsn the demo writes to that database (schema pgleader, created if missing
 	return cmd
 }
 
-// reapCommand is the demo's reaper child (internal/reaper): hidden.
+// reapCommand is the demo's reaper child (lab/reaper): hidden.
 func (a *app) reapCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    reaper.Command,

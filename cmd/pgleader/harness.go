@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pgleader/pgleader/internal/cluster"
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/pgserver"
 )
 
 // harness is what the commands that run nodes of their own (bench, chaos) share:
@@ -14,7 +14,7 @@ import (
 type harness struct {
 	bin string
 	dsn string
-	srv *pgtest.Server // the throwaway server, when no database was named
+	srv *pgserver.Server // the throwaway server, when no database was named
 	dir string
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // hostile is what someone who can write the database (or run a node) may put
@@ -231,7 +232,7 @@ func assertNoRawControl(t *testing.T, out string) {
 // validation on that path) come out inert through the real collector and every
 // command that prints them.
 func TestHostileRowsEndToEnd(t *testing.T) {
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	conn := connect(t, dsn)
 	scope, node, host := evil("scope"), evil("node"), evil("host")
 	for _, q := range []struct {

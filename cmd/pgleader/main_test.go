@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgleader/pgleader/internal/cluster"
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // binary is the pgleader executable built once by TestMain.

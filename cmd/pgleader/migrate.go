@@ -12,7 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -58,7 +58,7 @@ or holding another role's objects).`,
 			if err := election.CheckDatabase(ctx, t.Config); err != nil && !errors.Is(err, election.ErrSchemaMissing) {
 				return err
 			}
-			res, err := migrations.Up(ctx, t.Config, a.log, migrations.WithRoles(roles))
+			res, err := migrate.Up(ctx, t.Config, a.log, migrate.WithRoles(roles))
 			if err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}
@@ -78,8 +78,8 @@ or holding another role's objects).`,
 }
 
 // parseRoles reads --roles.
-func parseRoles(s string) (migrations.Roles, error) {
-	var r migrations.Roles
+func parseRoles(s string) (migrate.Roles, error) {
+	var r migrate.Roles
 	if s == "" {
 		return r, nil
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/eventlog"
-	"github.com/pgleader/pgleader/internal/workload"
+	"github.com/pgleader/pgleader/lab/workload"
 )
 
 // nodeFlags are the flags of `pgleader node`.

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgleader/pgleader/internal/cluster"
+	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestStatusAndHistory: status and history against real nodes, in every format,
 // and the exit codes scripts rely on.
 func TestStatusAndHistory(t *testing.T) {
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"billing"},
 		NodeArgs: []string{"--log-level", "warn"}})
 	defer c.Close()
@@ -124,7 +125,7 @@ func TestStatusAndHistory(t *testing.T) {
 // TestExporterServes: `pgleader exporter` serves metrics of a live scope and
 // reports ready.
 func TestExporterServes(t *testing.T) {
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"jobs"},
 		NodeArgs: []string{"--log-level", "warn"}})
 	defer c.Close()
@@ -203,7 +204,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestSlots: list shows a permanent slot and warns that it retains WAL; drop
 // removes it; dropping a missing slot is bad input.
 func TestSlots(t *testing.T) {
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	conn := connect(t, dsn)
 	if _, err := conn.Exec(context.Background(), "SELECT pg_create_logical_replication_slot('pgl_test_slot', 'pgoutput')"); err != nil {
 		t.Fatal(err)
@@ -228,7 +229,7 @@ func TestSlots(t *testing.T) {
 // TestResignCommand: `pgleader resign` hands the scope over gracefully; a stale
 // --epoch is refused with exit 3.
 func TestResignCommand(t *testing.T) {
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"jobs"},
 		NodeArgs: []string{"--log-level", "warn"}})
 	defer c.Close()

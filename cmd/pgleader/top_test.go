@@ -16,9 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/cluster"
-	"github.com/pgleader/pgleader/internal/pgtest"
-	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -33,24 +32,10 @@ func screenShows(s string) func([]byte) bool {
 	return func(b []byte) bool { return bytes.Contains(ansi.ReplaceAll(b, nil), []byte(s)) }
 }
 
-// migratedDSN is a fresh database with the pgleader schema.
-func migratedDSN(t *testing.T) string {
-	t.Helper()
-	dsn := pgtest.DSN(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.Up(context.Background(), cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	return dsn
-}
-
 // TestTopEndToEnd: real nodes, a real collector, the real dashboard model: kill
 // the leader and the scope's row shows its successor.
 func TestTopEndToEnd(t *testing.T) {
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"e2e"},
 		NodeArgs: []string{"--log-level", "warn"}})
 	defer c.Close()
@@ -130,7 +115,7 @@ func TestTopSmokeTmux(t *testing.T) {
 		}
 		t.Skip("tmux not installed")
 	}
-	dsn := migratedDSN(t)
+	dsn := pgtest.MigratedDSN(t)
 	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"smoke"},
 		NodeArgs: []string{"--log-level", "warn"}})
 	defer c.Close()

@@ -13,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pgleader/pgleader/internal/pgtest"
+	"github.com/pgleader/pgleader/lab/pgserver"
+	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/migrations"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -38,7 +40,7 @@ func setupDSN(t *testing.T, dsn string) bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrations.Up(ctx, xcfg, nil); err != nil {
+	if _, err := migrate.Up(ctx, xcfg, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	admin, err := pgx.Connect(ctx, dsn)
@@ -453,7 +455,7 @@ func TestAvailable(t *testing.T) {
 		t.Logf("Open as %s: %v", role, err)
 	})
 	t.Run("WalLevelReplica", func(t *testing.T) {
-		srv := pgtest.NewServer(t, pgtest.Options{Settings: map[string]string{"wal_level": "replica"}})
+		srv := pgtest.NewServer(t, pgserver.Options{Settings: map[string]string{"wal_level": "replica"}})
 		b := setupDSN(t, srv.DSN("postgres"))
 		// Migration 003 works without logical WAL: a publication is only a catalog row.
 		var tables []string
@@ -488,7 +490,7 @@ func TestMigrationIdempotent(t *testing.T) {
 	b.exec(t, "DELETE FROM pgleader.goose_db_version WHERE version_id >= 3")
 	for range 2 {
 		xcfg, _ := pgx.ParseConfig(b.dsn)
-		if _, err := migrations.Up(context.Background(), xcfg, nil); err != nil {
+		if _, err := migrate.Up(context.Background(), xcfg, nil); err != nil {
 			t.Fatal(err)
 		}
 		var n int

@@ -1,0 +1,167 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/lab/bench"
+	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
+)
+
+// binary is the pgleader executable (nodes and the limit's holder), built once.
+var binary string
+
+func TestMain(m *testing.M) {
+	bin, cleanup, err := cluster.Build(raceEnabled)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = bin
+	// A race-enabled node skips the race runtime's one-second pause when it exits
+	// after a SIGTERM (the graceful scenario waits for that exit).
+	os.Setenv("GORACE", "atexit_sleep_ms=0")
+	pgtest.Main(m, cleanup)
+}
+
+func setup(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrate.Up(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// These runs check that the figures exist and fit together, never how fast they
+// are: figures belong in the benchmark's output, not in pass/fail.
+
+func TestFailoverLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		scenarios []string
+		figure    string // the failover figure set beside the limit
+	}{
+		{"InterleavedWithCrash", []string{"limit", "crash"}, "crash failover"},
+		{"AddedBeforeGraceful", []string{"graceful"}, "graceful handover"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dsn := setup(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var progress strings.Builder
+			rep, err := bench.Run(ctx, bench.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 2, Nodes: 3,
+				Scenarios: tt.scenarios, Progress: &progress, Timeout: 30 * time.Second})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, progress.String())
+			}
+			l := rep.Limit
+			if l == nil || l.N != 2 || l.MinMS <= 0 || l.MedianMS <= 0 || l.P99MS < l.MedianMS {
+				t.Fatalf("limit figures %+v", l)
+			}
+			var fig *bench.Stat
+			for i, s := range rep.Stats {
+				if s.Name == tt.figure {
+					fig = &rep.Stats[i]
+				} else if s.VsLimit != nil {
+					t.Errorf("%s is not a failover figure but has ratios %+v", s.Name, s.VsLimit)
+				}
+			}
+			if fig == nil || fig.N != 2 || fig.VsLimit == nil {
+				t.Fatalf("%s figures %+v in %+v", tt.figure, fig, rep.Stats)
+			}
+			v := fig.VsLimit
+			if v.LimitP50MS != l.MedianMS || v.LimitP99MS != l.P99MS ||
+				v.P50Ratio != fig.MedianMS/l.MedianMS || v.P99Ratio != fig.P99MS/l.P99MS || v.P50Ratio <= 0 || v.P99Ratio <= 0 {
+				t.Errorf("ratios %+v for %s (median %.3f, p99 %.3f) against limit (median %.3f, p99 %.3f)",
+					v, fig.Name, fig.MedianMS, fig.P99MS, l.MedianMS, l.P99MS)
+			}
+			var table strings.Builder
+			rep.WriteTable(&table)
+			for _, want := range []string{"physical limit", "p99 × limit", tt.figure} {
+				if !strings.Contains(table.String(), want) {
+					t.Errorf("table lacks %q:\n%s", want, table.String())
+				}
+			}
+			if tt.figure != "crash failover" {
+				return
+			}
+			if len(rep.Targets) != 1 {
+				t.Fatalf("targets %+v, want the crash target", rep.Targets)
+			}
+			tg := rep.Targets[0]
+			if tg.Ratio != v.P99Ratio || tg.Max != bench.CrashTarget || tg.Met != (tg.Ratio <= tg.Max) ||
+				(tg.Verdict != "PASS" && tg.Verdict != "MISS") {
+				t.Errorf("target %+v", tg)
+			}
+			if !strings.Contains(table.String(), "target crash p99 ≤ 2× limit p99: ") {
+				t.Errorf("table lacks the target line:\n%s", table.String())
+			}
+		})
+	}
+}
+
+func TestScale(t *testing.T) {
+	dsn := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	const nodes, scopes = 3, 20
+	rep, err := bench.RunScale(ctx, bench.ScaleOptions{Bin: binary, DSN: dsn, Dir: t.TempDir(), Nodes: nodes, Scopes: scopes,
+		LimitN: 3, IdleWindow: time.Second, Progress: &progress, Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if rep.Led != scopes || rep.AllLedMS <= 0 {
+		t.Errorf("%d/%d scopes led after %.1f ms", rep.Led, scopes, rep.AllLedMS)
+	}
+	if len(rep.PerNode) != nodes {
+		t.Fatalf("%d node rows, want %d", len(rep.PerNode), nodes)
+	}
+	led, killed := 0, 0
+	for _, f := range rep.PerNode {
+		if f.Connections <= 0 || f.RSSKiB <= 0 || f.PID <= 0 {
+			t.Errorf("node figures %+v", f)
+		}
+		led += f.Led
+		if f.Killed {
+			killed++
+			if f.Node != rep.Killed || f.Led != rep.KilledLed {
+				t.Errorf("killed row %+v, report says %s led %d", f, rep.Killed, rep.KilledLed)
+			}
+		}
+	}
+	if led != scopes || killed != 1 {
+		t.Errorf("rows lead %d scopes (want %d) and %d are marked killed (want 1)", led, scopes, killed)
+	}
+	if rep.Load == nil || rep.Load.Transactions <= 0 {
+		t.Errorf("idle load %+v", rep.Load)
+	}
+	if rep.Limit == nil || rep.Limit.N != 3 || rep.Limit.MinMS <= 0 {
+		t.Errorf("limit %+v", rep.Limit)
+	}
+	tk := rep.Takeover
+	if rep.KilledLed == 0 || !rep.AllReLed || rep.ReLed != rep.KilledLed || tk == nil || tk.N != rep.KilledLed || tk.MinMS <= 0 {
+		t.Fatalf("killed %s leading %d, %d led again (all: %v), takeover %+v", rep.Killed, rep.KilledLed, rep.ReLed, rep.AllReLed, tk)
+	}
+	if tk.VsLimit == nil || tk.VsLimit.P99Ratio <= 0 {
+		t.Errorf("takeover not set beside the limit: %+v", tk.VsLimit)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	for _, want := range []string{"every scope led", "scale takeover", "physical limit", "(killed)", "led again (all)"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}

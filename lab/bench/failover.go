@@ -1,0 +1,618 @@
+// Package bench measures pgleader's failover: real `pgleader node` processes on one
+// host (lab/cluster), faults applied with signals, and every figure taken from
+// the nodes' CLOCK_MONOTONIC event timestamps against the moment the fault was sent.
+// Every failover figure carries its baseline from the same run on the same server,
+// the physical limit (limit.go), and is reported as a ratio to it as well.
+//
+//	limit     kill -9 of a holder process      → a bare follower's pg_advisory_lock
+//	                                              returns (what PostgreSQL allows)
+//	crash     kill -9 of the leader            → a follower's gate_open
+//	graceful  SIGTERM of the leader (drain)    → a follower's gate_open, and the gap
+//	                                              old gate_closed → new gate_open
+//	frozen    SIGSTOP of the leader            → a follower's gate_open, and the gap
+//	                                              old trust_until → new gate_open
+//	terminate pg_terminate_backend of the leader's leadership session → the old
+//	          leader's gate_closed (detection) and a follower's gate_open, and the
+//	          gap old gate_closed → new gate_open (the old process lives on)
+//	gate      Scope.Require and Token.Valid on a live leader (ns/op, allocs/op)
+//	load      transactions per node per heartbeat interval on an idle cluster
+//
+// Each fault iteration restarts the faulted node and waits until it follows again,
+// so every iteration starts from the same state: one leader, n−1 waiting followers.
+// The limit is sampled once before each crash iteration, in that same state, so both
+// see the same machine load; without crash it runs first, beside an idle cluster.
+//
+// Scale (scale.go) runs N nodes × M scopes: time until every scope is led,
+// connections, idle load, memory and CPU per node, and the per-scope takeovers after
+// a kill -9 of the busiest leader.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/lab/cluster"
+)
+
+// Options configure a failover benchmark.
+type Options struct {
+	Bin       string        // pgleader binary for the nodes
+	DSN       string        // a migrated database
+	Dir       string        // scratch directory (events files, logs)
+	N         int           // iterations per fault scenario
+	Nodes     int           // candidates (≥ 2)
+	Scenarios []string      // subset of AllScenarios; limit runs whenever a failover scenario does
+	NodeArgs  []string      // extra node flags (timing); empty: defaults
+	Progress  io.Writer     // per-iteration progress lines (may be nil)
+	Timeout   time.Duration // per iteration
+}
+
+// AllScenarios lists the scenarios in the order they run.
+var AllScenarios = []string{"limit", "crash", "graceful", "frozen", "terminate", "gate", "load"}
+
+// faultScenarios are the failover scenarios, reported beside the physical limit.
+var faultScenarios = []string{"crash", "graceful", "frozen", "terminate"}
+
+// CrashTarget is the ratio crash failover's p99 must stay within, to the physical
+// limit's p99 of the same run (one scope, 3 nodes).
+const CrashTarget = 2.0
+
+// Stat summarises samples.
+type Stat struct {
+	Name     string    `json:"name"`
+	What     string    `json:"what"`
+	N        int       `json:"n"`
+	MinMS    float64   `json:"min_ms"`
+	MedianMS float64   `json:"median_ms"`
+	P99MS    float64   `json:"p99_ms"`
+	MaxMS    float64   `json:"max_ms"`
+	Samples  []float64 `json:"samples_ms"`
+	// VsLimit: a failover figure beside the same run's physical limit.
+	VsLimit *VsLimit `json:"vs_limit,omitempty"`
+
+	failover bool // a failover figure (not a gap or a detection time)
+}
+
+// GateStat is the gate-check micro-benchmark.
+type GateStat struct {
+	Name        string  `json:"name"`
+	NsPerOp     float64 `json:"ns_per_op"`
+	AllocsPerOp int64   `json:"allocs_per_op"`
+}
+
+// Load is the idle load on the server.
+type Load struct {
+	Nodes              int     `json:"nodes"`
+	Seconds            float64 `json:"seconds"`
+	Transactions       int64   `json:"transactions"`
+	PerNodePerInterval float64 `json:"transactions_per_node_per_interval"`
+	Note               string  `json:"note"`
+}
+
+// Report is the result of a run.
+type Report struct {
+	Machine map[string]string `json:"machine"`
+	Timing  map[string]string `json:"timing"`
+	// Limit is the physical limit of crash failover, measured in this run.
+	Limit   *Stat      `json:"limit,omitempty"`
+	Stats   []Stat     `json:"stats"`
+	Targets []Target   `json:"targets,omitempty"`
+	Gate    []GateStat `json:"gate,omitempty"`
+	Load    *Load      `json:"load,omitempty"`
+}
+
+// Run runs the selected scenarios.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.N < 1 || o.Nodes < 2 {
+		return nil, fmt.Errorf("need at least 1 iteration and 2 nodes (got n=%d, nodes=%d)", o.N, o.Nodes)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	rep := &Report{Machine: machine(ctx, o.DSN), Timing: timing(o.NodeArgs)}
+	defer rep.compareWithLimit(o.Nodes)
+	scenarios := o.Scenarios
+	if !slices.Contains(scenarios, "limit") && slices.ContainsFunc(scenarios, isFault) {
+		scenarios = append([]string{"limit"}, scenarios...)
+	}
+	// With crash, the limit is sampled between its iterations instead.
+	var probe *limitProbe
+	if slices.Contains(scenarios, "limit") && slices.Contains(scenarios, "crash") {
+		var err error
+		if probe, err = newLimitProbe(ctx, o.Bin, o.DSN, o.Timeout); err != nil {
+			return rep, fmt.Errorf("limit: %w", err)
+		}
+		defer probe.close()
+	}
+	for _, sc := range scenarios {
+		var err error
+		switch sc {
+		case "limit":
+			if probe == nil {
+				err = o.limit(ctx, rep)
+			}
+		case "crash":
+			err = o.faults(ctx, rep, "crash", probe)
+		case "graceful":
+			err = o.faults(ctx, rep, "graceful", nil)
+		case "frozen":
+			err = o.faults(ctx, rep, "frozen", nil)
+		case "terminate":
+			err = o.faults(ctx, rep, "terminate", nil)
+		case "gate":
+			rep.Gate, err = gateBench(ctx, o.DSN)
+		case "load":
+			rep.Load, err = o.load(ctx)
+		default:
+			err = fmt.Errorf("unknown scenario %q (choose from %s)", sc, strings.Join(AllScenarios, ", "))
+		}
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", sc, err)
+		}
+	}
+	return rep, nil
+}
+
+func (o Options) cluster(scope string) *cluster.Cluster {
+	return cluster.New(cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: o.Dir, Scopes: []string{scope},
+		NodeArgs: append([]string{"--log-level", "warn"}, o.NodeArgs...)})
+}
+
+func isFault(scenario string) bool { return slices.Contains(faultScenarios, scenario) }
+
+// limit takes N physical-limit samples beside an idle cluster of the same size
+// (a leader and waiting followers on a scope of their own), so the machine carries
+// the load it carries during the faults.
+func (o Options) limit(ctx context.Context, rep *Report) error {
+	scope := "bench-limit-" + time.Now().Format("150405.000")
+	c := o.cluster(scope)
+	defer c.Close()
+	for i := range o.Nodes {
+		if _, err := c.Start(fmt.Sprintf("limit-%d", i+1)); err != nil {
+			return err
+		}
+	}
+	if _, _, err := o.steady(ctx, c, scope); err != nil {
+		return err
+	}
+	xs, err := limitSamples(ctx, o.Bin, o.DSN, o.N, o.Timeout, o.Progress)
+	if err != nil {
+		return err
+	}
+	rep.setLimit(xs)
+	return nil
+}
+
+func (r *Report) setLimit(samples []float64) {
+	s := summarize(limitStatName, limitWhat+" (same server, this run)", samples)
+	r.Limit = &s
+}
+
+// compareWithLimit sets every failover figure beside the limit and checks the
+// crash target.
+func (r *Report) compareWithLimit(nodes int) {
+	if r.Limit == nil {
+		return
+	}
+	for i, s := range r.Stats {
+		if s.failover {
+			r.Stats[i].VsLimit = vsLimit(s, r.Limit)
+		}
+	}
+	for _, s := range r.Stats {
+		if s.Name != crashStatName || s.VsLimit == nil {
+			continue
+		}
+		t := Target{Name: fmt.Sprintf("crash p99 ≤ %g× limit p99", CrashTarget), Stat: s.Name,
+			Ratio: s.VsLimit.P99Ratio, Max: CrashTarget, Met: s.VsLimit.P99Ratio <= CrashTarget}
+		t.Verdict = verdict(t.Met)
+		if nodes != 3 {
+			t.Note = fmt.Sprintf("the target is stated for 3 nodes; this run had %d", nodes)
+		}
+		r.Targets = append(r.Targets, t)
+	}
+}
+
+const crashStatName = "crash failover"
+
+// faults runs N iterations of one fault against a fresh cluster on its own scope.
+// With a probe, one physical-limit sample is taken before each iteration, once the
+// cluster has settled.
+func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *limitProbe) error {
+	scope := "bench-" + kind + "-" + time.Now().Format("150405.000")
+	c := o.cluster(scope)
+	defer c.Close()
+	ids := make([]string, o.Nodes)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", kind, i+1)
+		if _, err := c.Start(ids[i]); err != nil {
+			return err
+		}
+	}
+	var main, gap, detect, limit []float64
+	if probe != nil {
+		defer func() { rep.setLimit(limit) }()
+	}
+	var admin *pgx.Conn
+	if kind == "terminate" {
+		var err error
+		if admin, err = pgx.Connect(ctx, o.DSN); err != nil {
+			return err
+		}
+		defer admin.Close(context.Background())
+	}
+	for i := range o.N {
+		leader, epoch, err := o.steady(ctx, c, scope)
+		if err != nil {
+			return fmt.Errorf("iteration %d: %w", i+1, err)
+		}
+		if probe != nil {
+			x, err := probe.sample(ctx)
+			if err != nil {
+				return fmt.Errorf("iteration %d: limit sample: %w", i+1, err)
+			}
+			limit = append(limit, x)
+			fmt.Fprintf(o.Progress, "limit %d/%d: holder killed → follower granted after %.2f ms\n", i+1, o.N, x)
+		}
+		n := c.Node(leader)
+		var t0 int64
+		switch kind {
+		case "crash":
+			t0, err = n.Kill()
+		case "graceful":
+			t0, err = n.Signal(syscall.SIGTERM)
+		case "frozen":
+			t0, err = n.Signal(syscall.SIGSTOP)
+		case "terminate":
+			t0 = monotime.Now()
+			_, err = admin.Exec(ctx, "SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state WHERE scope = $1", scope)
+		}
+		if err != nil {
+			return err
+		}
+		next, err := o.waitFor(ctx, c, func(r eventlog.Record) bool {
+			return r.Scope == scope && r.Event == "gate_open" && r.Epoch > epoch
+		})
+		if err != nil {
+			return fmt.Errorf("iteration %d: no takeover: %w", i+1, err)
+		}
+		main = append(main, ms(next.MonoNS-t0))
+		line := fmt.Sprintf("%s %d/%d: %s → %s gate open after %.2f ms", kind, i+1, o.N, leader, next.Node, ms(next.MonoNS-t0))
+		switch kind {
+		case "graceful":
+			if err := n.Wait(o.Timeout); err != nil {
+				return err
+			}
+			if closed, ok := last(c.Events(), func(r eventlog.Record) bool {
+				return r.Node == leader && r.Scope == scope && r.Event == "gate_closed" && r.Epoch == epoch
+			}); ok {
+				gap = append(gap, ms(next.MonoNS-closed.MonoNS))
+				line += fmt.Sprintf(" (gap %.2f ms)", ms(next.MonoNS-closed.MonoNS))
+			}
+		case "frozen":
+			trust, ok := last(c.Events(), func(r eventlog.Record) bool {
+				return r.Node == leader && r.Scope == scope && r.TrustUntilMonoNS > 0 && r.MonoNS < t0
+			})
+			if ok {
+				gap = append(gap, ms(next.MonoNS-trust.TrustUntilMonoNS))
+				line += fmt.Sprintf(" (old gate closed %.0f ms before)", ms(next.MonoNS-trust.TrustUntilMonoNS))
+			}
+			_, _ = n.Signal(syscall.SIGCONT)
+			if _, err := n.Kill(); err != nil {
+				return err
+			}
+		case "terminate":
+			closed, err := o.find(ctx, c, func(r eventlog.Record) bool {
+				return r.Node == leader && r.Scope == scope && r.Event == "gate_closed" && r.Epoch == epoch
+			})
+			if err != nil {
+				return fmt.Errorf("iteration %d: old leader never closed its gate: %w", i+1, err)
+			}
+			detect = append(detect, ms(closed.MonoNS-t0))
+			gap = append(gap, ms(next.MonoNS-closed.MonoNS))
+			line += fmt.Sprintf(" (old gate closed after %.2f ms, %.2f ms before the new opened)", ms(closed.MonoNS-t0), ms(next.MonoNS-closed.MonoNS))
+		}
+		fmt.Fprintln(o.Progress, line)
+		if kind == "terminate" {
+			continue // the old process lives on and rejoins by itself
+		}
+		if _, err := c.Start(leader); err != nil { // back to n candidates
+			return err
+		}
+	}
+	names := map[string][2]string{
+		"crash":     {crashStatName, "kill -9 of the leader → a follower's gate open"},
+		"graceful":  {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
+		"frozen":    {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
+		"terminate": {"terminated-session failover", "pg_terminate_backend of the leader's session → a follower's gate open"},
+	}
+	figure := summarize(names[kind][0], names[kind][1], main)
+	figure.failover = true
+	rep.Stats = append(rep.Stats, figure)
+	switch kind {
+	case "graceful":
+		rep.Stats = append(rep.Stats, summarize("graceful gap", "old gate closed → new gate open", gap))
+	case "frozen":
+		rep.Stats = append(rep.Stats, summarize("frozen gate gap", "old trust_until → new gate open (must be > 0: no overlap)", gap))
+	case "terminate":
+		rep.Stats = append(rep.Stats,
+			summarize("terminate detection", "pg_terminate_backend → the old leader's gate closed", detect),
+			summarize("terminate gate gap", "old gate closed → new gate open (must be > 0: no overlap)", gap))
+	}
+	return nil
+}
+
+// steady waits until one node leads and every other running node follows it, and
+// returns the leader and its epoch.
+func (o Options) steady(ctx context.Context, c *cluster.Cluster, scope string) (string, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	for {
+		if _, err := c.Poll(); err != nil {
+			return "", 0, err
+		}
+		leader, epoch := c.Leader(scope)
+		var lagging []string
+		if leader != "" {
+			events := c.Events()
+			for _, n := range c.Running() {
+				if n.ID == leader {
+					continue
+				}
+				if _, ok := last(events, func(r eventlog.Record) bool {
+					return r.Node == n.ID && r.Scope == scope && r.Event == "leader_observed" && r.Epoch == epoch
+				}); !ok {
+					lagging = append(lagging, n.ID)
+				}
+			}
+			if len(lagging) == 0 {
+				return leader, epoch, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", 0, fmt.Errorf("cluster did not settle (leader %q epoch %d, not following yet: %v): %w", leader, epoch, lagging, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (o Options) waitFor(ctx context.Context, c *cluster.Cluster, match func(eventlog.Record) bool) (eventlog.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	return c.WaitFor(ctx, match)
+}
+
+// find returns the last record read so far that matches, or waits for one.
+func (o Options) find(ctx context.Context, c *cluster.Cluster, match func(eventlog.Record) bool) (eventlog.Record, error) {
+	if r, ok := last(c.Events(), match); ok {
+		return r, nil
+	}
+	return o.waitFor(ctx, c, match)
+}
+
+func last(rs []eventlog.Record, match func(eventlog.Record) bool) (eventlog.Record, bool) {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if match(rs[i]) {
+			return rs[i], true
+		}
+	}
+	return eventlog.Record{}, false
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// summarize computes min, median, p99 (nearest rank) and max.
+func summarize(name, what string, xs []float64) Stat {
+	s := Stat{Name: name, What: what, N: len(xs), Samples: xs}
+	if len(xs) == 0 {
+		return s
+	}
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(sorted)))) - 1
+		return sorted[max(0, min(i, len(sorted)-1))]
+	}
+	s.MinMS, s.MedianMS, s.P99MS, s.MaxMS = sorted[0], rank(0.5), rank(0.99), sorted[len(sorted)-1]
+	return s
+}
+
+// gateBench runs an in-process elector until it leads, then measures the gate.
+func gateBench(ctx context.Context, dsn string) ([]GateStat, error) {
+	e, err := election.New(election.Config{DSN: dsn, NodeID: fmt.Sprintf("bench-gate-%d", os.Getpid()),
+		Scopes: []string{"bench-gate"}, Logger: discard()})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	s := e.Scope("bench-gate")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := s.Require(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("in-process elector did not lead bench-gate within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tok, _ := s.Require(ctx)
+	var out []GateStat
+	for _, b := range []struct {
+		name string
+		op   func() bool
+	}{
+		{"Scope.Require", func() bool { _, err := s.Require(ctx); return err == nil }},
+		{"Token.Valid", tok.Valid},
+	} {
+		st, err := measureOp(b.op)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w (leadership lost while measuring?)", b.name, err)
+		}
+		st.Name = b.name
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// measureOp times op in a loop (doubling the count until a run lasts 200 ms) and
+// counts its heap allocations: the gate check's cost, without linking the testing
+// package into the binary. op returning false stops the measurement.
+func measureOp(op func() bool) (GateStat, error) {
+	var ms0, ms1 runtime.MemStats
+	for n := 1024; ; n *= 2 {
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		start := time.Now()
+		for range n {
+			if !op() {
+				return GateStat{}, errors.New("the gate closed")
+			}
+		}
+		took := time.Since(start)
+		runtime.ReadMemStats(&ms1)
+		if took >= 200*time.Millisecond || n >= 1<<30 {
+			return GateStat{NsPerOp: float64(took.Nanoseconds()) / float64(n),
+				AllocsPerOp: int64(ms1.Mallocs-ms0.Mallocs) / int64(n)}, nil
+		}
+	}
+}
+
+// load counts the transactions an idle cluster commits per node per heartbeat
+// interval.
+func (o Options) load(ctx context.Context) (*Load, error) {
+	scope := "bench-load"
+	c := o.cluster(scope)
+	defer c.Close()
+	for i := range o.Nodes {
+		if _, err := c.Start(fmt.Sprintf("load-%d", i+1)); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := o.steady(ctx, c, scope); err != nil {
+		return nil, err
+	}
+	l, err := idleLoad(ctx, o.DSN, o.Nodes, heartbeatInterval(o.NodeArgs), 10*time.Second, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	l.Note = fmt.Sprintf("transactions committed by the cluster: each node's heartbeat, plus the leader's guard ping (an empty query, which PostgreSQL counts as a transaction too): %.2f expected for %d nodes; waiting followers are blocked in await_release and commit nothing",
+		float64(o.Nodes+1)/float64(o.Nodes), o.Nodes)
+	return l, nil
+}
+
+// idleLoad counts the transactions the database commits over window
+// (pg_stat_database.xact_commit) while nodes idle, and divides them per node and
+// per heartbeat interval. The caller has let the nodes settle.
+func idleLoad(ctx context.Context, dsn string, nodes int, interval, window time.Duration, progress io.Writer) (*Load, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	read := func() (int64, error) {
+		var n int64
+		// Flush this backend's own counters first so they do not blur the window.
+		_, _ = conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+		err := conn.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+		return n, err
+	}
+	time.Sleep(2 * time.Second) // let stats of the start-up settle
+	a, err := read()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "load: measuring %v with %d idle nodes\n", window, nodes)
+	time.Sleep(window)
+	// Backends flush their counters at most once a second: wait for the tail.
+	const tail = 1500 * time.Millisecond
+	time.Sleep(tail)
+	b, err := read()
+	if err != nil {
+		return nil, err
+	}
+	intervals := (window + tail).Seconds() / interval.Seconds()
+	tx := b - a - 2 // our own two reads
+	return &Load{Nodes: nodes, Seconds: (window + tail).Seconds(), Transactions: tx,
+		PerNodePerInterval: float64(tx) / float64(nodes) / intervals}, nil
+}
+
+// nodeConfig is the engine's default configuration with the timing flags of
+// nodeArgs applied (what the nodes run with).
+func nodeConfig(nodeArgs []string) election.Config {
+	cfg := election.DefaultConfig()
+	flags := map[string]*time.Duration{"heartbeat-interval": &cfg.HeartbeatInterval,
+		"heartbeat-timeout": &cfg.HeartbeatTimeout, "trust-window": &cfg.TrustWindow, "session-lease": &cfg.SessionLease}
+	for i, a := range nodeArgs {
+		name, val, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		d, ok := flags[name]
+		if !ok || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !inline {
+			if i+1 >= len(nodeArgs) {
+				continue
+			}
+			val = nodeArgs[i+1]
+		}
+		if v, err := time.ParseDuration(val); err == nil {
+			*d = v
+		}
+	}
+	return cfg
+}
+
+func heartbeatInterval(nodeArgs []string) time.Duration {
+	return nodeConfig(nodeArgs).HeartbeatInterval
+}
+
+// timing is the report's timing block.
+func timing(nodeArgs []string) map[string]string {
+	cfg := nodeConfig(nodeArgs)
+	return map[string]string{
+		"heartbeat_interval": cfg.HeartbeatInterval.String(), "heartbeat_timeout": cfg.HeartbeatTimeout.String(),
+		"trust_window": cfg.TrustWindow.String(), "session_lease": cfg.SessionLease.String(),
+		"node_args": strings.Join(nodeArgs, " "),
+	}
+}
+
+func machine(ctx context.Context, dsn string) map[string]string {
+	m := map[string]string{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": fmt.Sprint(runtime.NumCPU()), "go": runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				m["cpu"] = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	if conn, err := pgx.Connect(ctx, dsn); err == nil {
+		var v string
+		if conn.QueryRow(ctx, "SHOW server_version").Scan(&v) == nil {
+			m["postgresql"] = v
+		}
+		conn.Close(ctx)
+	}
+	return m
+}
