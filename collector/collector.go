@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/retry"
 )
 
 const (
@@ -650,19 +652,13 @@ func (c *Collector) notified() {
 	}
 }
 
-// backoff is the delay before the n-th consecutive reconnection attempt.
-func backoff(n int) time.Duration {
-	return min(backoffMin<<min(max(n-1, 0), 10), backoffMax)
-}
+// reconnect is the collector's backoff between reconnection attempts.
+var reconnect = retry.Backoff{Base: backoffMin, Max: backoffMax}
 
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+// backoff is the delay before the n-th consecutive reconnection attempt.
+func backoff(n int) time.Duration { return reconnect.Delay(n) }
+
+func sleepCtx(ctx context.Context, d time.Duration) { retry.Sleep(ctx, d) }
 
 func closeConn(conn *pgx.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

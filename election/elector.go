@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/internal/retry"
 	"github.com/pgleader/pgleader/migrations"
 )
 
@@ -504,24 +505,13 @@ func (e *Elector) awaitSession(ctx context.Context) *session {
 	}
 }
 
-// backoff returns a jittered exponential delay for the n-th consecutive failure, at
-// most a second: a database that fails over is back within seconds, and leadership
-// should resume within a second of it (each retry is a connection attempt, cheap
-// for the server).
-func backoff(n int) time.Duration {
-	d := 25 * time.Millisecond << min(max(n-1, 0), 6)
-	d = min(d, time.Second)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
+// reconnect is the engine's backoff: at most a second, because a database that
+// fails over is back within seconds and leadership should resume within a second
+// of it (each retry is a connection attempt, cheap for the server).
+var reconnect = retry.Backoff{Base: 25 * time.Millisecond, Max: time.Second}
 
-func sleepCtx(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
+// backoff is reconnect's delay after the n-th consecutive failure.
+func backoff(n int) time.Duration { return reconnect.Delay(n) }
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) { retry.Sleep(ctx, d) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -153,11 +154,11 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
 	for _, t := range terms {
-		ended, held := t.EndedBy, cli.Duration(t.HeldFor)
+		ended, held := t.EndedBy, human.Duration(t.HeldFor)
 		if t.Open() {
 			ended, held = "(leading)", held+" so far"
 		}
-		gap := cli.Duration(t.HandoverGap)
+		gap := human.Duration(t.HandoverGap)
 		if t.Epoch == 1 && t.HandoverGap == 0 {
 			gap = "—"
 		}

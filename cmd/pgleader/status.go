@@ -19,6 +19,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -261,9 +262,9 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			if s.LeaderHost != "" {
 				leader += "@" + termsafe.String(s.LeaderHost)
 			}
-			tenure, hb = cli.Duration(s.Tenure), cli.Duration(s.HeartbeatAge)+" ago"
+			tenure, hb = human.Duration(s.Tenure), human.Duration(s.HeartbeatAge)+" ago"
 		} else if s.LeaderlessFor > 0 {
-			tenure = "none for " + cli.Duration(s.LeaderlessFor)
+			tenure = "none for " + human.Duration(s.LeaderlessFor)
 		}
 		followers := nodeList(s.Followers)
 		if followers == "" {

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pgleader/pgleader/election"
 )
@@ -215,18 +214,5 @@ func TestOneLineKeepsCobraSuggestion(t *testing.T) {
 	want := "unknown command \"nodee\" for \"pgleader\"; Did you mean this?; node; see `pgleader --help`"
 	if got != want {
 		t.Fatalf("oneLine = %q, want %q", got, want)
-	}
-}
-
-func TestDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0s", 850 * time.Microsecond: "850µs", 4200 * time.Microsecond: "4.2ms",
-		120 * time.Millisecond: "120ms", 1250 * time.Millisecond: "1.25s",
-		245 * time.Second: "4m05s", 3*time.Hour + 12*time.Minute: "3h12m",
-		52 * time.Hour: "2d04h", -3 * time.Second: "-3.00s",
-	} {
-		if got := Duration(d); got != want {
-			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
-		}
 	}
 }

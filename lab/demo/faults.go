@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
@@ -194,7 +194,7 @@ func (l *lab) observe(rs []eventlog.Record) {
 func (l *lab) noteTakeover(st *strike, f Failover) {
 	if st.n <= noteEach {
 		l.note("failover %s: %s → %s (epoch %d) %s after %s", f.Scope, f.From, f.To, f.Epoch,
-			cli.Duration(f.Duration), f.Fault)
+			human.Duration(f.Duration), f.Fault)
 		return
 	}
 	st.took = append(st.took, f)
@@ -213,7 +213,7 @@ func (l *lab) noteTakeover(st *strike, f Failover) {
 		succ = append(succ, fmt.Sprintf("%s ×%d", id, to[id]))
 	}
 	l.note("failover of %d scopes after %s: median %s, max %s (to %s)", len(ds), st.fault,
-		cli.Duration(ds[len(ds)/2]), cli.Duration(ds[len(ds)-1]), strings.Join(succ, ", "))
+		human.Duration(ds[len(ds)/2]), human.Duration(ds[len(ds)-1]), strings.Join(succ, ", "))
 }
 
 // restartDead starts again the nodes that died more than after ago.
@@ -387,7 +387,7 @@ func (l *lab) restartPG(ctx context.Context) (string, error) {
 	}
 	l.reap(l.srv.PID())
 	l.record("pg-fast", "", t0, monotime.Now())
-	return fmt.Sprintf("restarted PostgreSQL (-m fast) in %s", cli.Duration(time.Duration(monotime.Now()-t0))), nil
+	return fmt.Sprintf("restarted PostgreSQL (-m fast) in %s", human.Duration(time.Duration(monotime.Now()-t0))), nil
 }
 
 // addNode starts one more node.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/chaos"
 	"github.com/pgleader/pgleader/lab/checker"
@@ -115,7 +115,7 @@ func applyFault(ctx context.Context, l *lab, kind, scope string, out io.Writer) 
 	if w != nil {
 		select {
 		case f := <-w.done:
-			fmt.Fprintf(out, "%s  failover %s: %s → %s (epoch %d) in %s\n", stamp(), f.Scope, f.From, f.To, f.Epoch, cli.Duration(f.Duration))
+			fmt.Fprintf(out, "%s  failover %s: %s → %s (epoch %d) in %s\n", stamp(), f.Scope, f.From, f.To, f.Epoch, human.Duration(f.Duration))
 		case <-time.After(20 * time.Second):
 			return fmt.Errorf("no takeover within 20s after %s", kind)
 		case <-ctx.Done():
@@ -186,10 +186,10 @@ func writeSummary(w io.Writer, rep checker.Report, failovers []Failover, faults 
 	for _, k := range kinds {
 		ds := byFault[k]
 		slices.Sort(ds)
-		fmt.Fprintf(w, "  %-18s n=%d  median %s  max %s\n", k, len(ds), cli.Duration(ds[len(ds)/2]), cli.Duration(ds[len(ds)-1]))
+		fmt.Fprintf(w, "  %-18s n=%d  median %s  max %s\n", k, len(ds), human.Duration(ds[len(ds)/2]), human.Duration(ds[len(ds)-1]))
 	}
 	fg := rep.Figures
-	fmt.Fprintf(w, "gate overlap        %s\n", cli.Duration(fg.GateOverlap))
+	fmt.Fprintf(w, "gate overlap        %s\n", human.Duration(fg.GateOverlap))
 	fmt.Fprintf(w, "stale writes        %d rejected by the database, %d accepted\n", fg.StaleRejected, fg.StaleAccepted)
 	fmt.Fprintf(w, "fenced writes       %d acknowledged\n", fg.Acked)
 	if rep.OK() && fg.GateOverlap == 0 {
