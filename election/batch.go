@@ -118,7 +118,7 @@ func (s *session) requestClaims(scopes []*Scope, announce string) {
 type releaseReq struct {
 	scope  string
 	epoch  int64
-	reason string
+	reason Reason
 	reply  chan releaseResult
 }
 
@@ -131,7 +131,7 @@ type releaseResult struct {
 // releaseTerm releases one term through the next batch and waits for its result.
 // busy: the term's own fenced writers still hold its row; the lock is kept and the
 // caller retries.
-func (s *session) releaseTerm(sc *Scope, epoch int64, reason string) (ok, busy bool, err error) {
+func (s *session) releaseTerm(sc *Scope, epoch int64, reason Reason) (ok, busy bool, err error) {
 	req := releaseReq{scope: sc.name, epoch: epoch, reason: reason, reply: make(chan releaseResult, 1)}
 	q := &s.batch
 	q.mu.Lock()
@@ -314,12 +314,12 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 // gone took its locks with it. Called with s.mu held.
 func (s *session) reconcileLocked(keys []int64, cause error) {
 	if s.lead.IsClosed() {
-		go s.lose("lost_connection", cause)
+		go s.lose(ReasonLostConnection, cause)
 		return
 	}
 	var pe *pgconn.PgError
 	if !errors.As(cause, &pe) {
-		go s.lose("lost_connection", cause)
+		go s.lose(ReasonLostConnection, cause)
 		return
 	}
 	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
@@ -327,7 +327,7 @@ func (s *session) reconcileLocked(keys []int64, cause error) {
 	if _, err := s.lead.Exec(ctx, "SELECT pgleader.unlock_held_many($1)", keys); err != nil {
 		s.e.log.Warn("cannot reconcile advisory locks after a failed claim; dropping the session",
 			"node", s.e.cfg.NodeID, "keys", len(keys), "cause", cause, "err", err)
-		go s.lose("lost_connection", err)
+		go s.lose(ReasonLostConnection, err)
 	}
 }
 
@@ -342,7 +342,7 @@ func (s *session) releaseRows(ctx context.Context, q interface {
 	epochs := make([]int64, len(reqs))
 	reasons := make([]string, len(reqs))
 	for i, r := range reqs {
-		names[i], epochs[i], reasons[i] = r.scope, r.epoch, r.reason
+		names[i], epochs[i], reasons[i] = r.scope, r.epoch, string(r.reason)
 	}
 	rows, err := q.Query(ctx, releaseBatchSQL, s.e.cfg.NodeID, names, epochs, reasons)
 	if err != nil {
@@ -379,7 +379,7 @@ func (s *session) runReleases(reqs []releaseReq) {
 		if err != nil {
 			// A failed release may have left locks on a session we can no longer
 			// trust: drop it, which frees them now rather than after the lease.
-			go s.lose("lost_connection", fmt.Errorf("release batch: %w", err))
+			go s.lose(ReasonLostConnection, fmt.Errorf("release batch: %w", err))
 		}
 	}
 	s.mu.Unlock()

@@ -1,12 +1,16 @@
 package election
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -25,9 +29,18 @@ type Config struct {
 	// The engine's own sessions run with search_path = pg_catalog.
 	DSN string
 
+	// ConnConfig is the alternative to DSN for services that build their pgx
+	// configuration in code (a custom DialFunc or LookupFunc, TLS from a secret
+	// store, IAM authentication in BeforeConnect or ValidateConnect, AfterConnect):
+	// the engine copies it and keeps those hooks, adding only its session settings
+	// (RuntimeParams) and TCP keepalives on the connections the DialFunc returns.
+	// Set DSN or ConnConfig, not both. A pgxpool.Config's ConnConfig works as is.
+	ConnConfig *pgx.ConnConfig
+
 	// NodeID names this process in pgleader.nodes, terms and audit. It must be
-	// unique among live candidates; the CLI defaults it to <hostname>-<pid>-<random>.
-	// The rules of scope names apply (see Scopes).
+	// unique among live candidates. Default: DefaultNodeID(),
+	// <hostname>-<pid>-<6 random hex digits>. The rules of scope names apply (see
+	// Scopes).
 	NodeID string
 
 	// Hostname is recorded with every term. Default: os.Hostname().
@@ -70,6 +83,18 @@ type Config struct {
 	// before their contexts are cancelled and the lock is released. Default 5s.
 	DrainTimeout time.Duration
 
+	// FencedTxIdleTimeout bounds how long a transaction fenced with Fence (or
+	// FencedTx) may sit idle: Fence sets idle_in_transaction_session_timeout to it
+	// for the rest of the transaction. The trade-off: a fenced transaction holds the
+	// scope's row, and a successor's claim waits for it, so a client that freezes in
+	// the middle of a fenced transaction delays failover by up to this long; a
+	// shorter value makes a healthy leader's transaction that waits (on an API call,
+	// say) between two statements fail (ErrFencedTxIdle) after it. Default: the
+	// session lease (L), so a frozen client delays failover no more than its frozen
+	// leadership session would. Negative: Fence leaves the server's setting alone
+	// (failover then waits until the server drops the frozen client's connection).
+	FencedTxIdleTimeout time.Duration
+
 	// ResignCooldown: after Resign, how long this node stays out of the scope's
 	// election so another node takes over. Default 2×HeartbeatInterval.
 	ResignCooldown time.Duration
@@ -90,7 +115,7 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Observer receives fine-grained engine events synchronously (see Event).
-	// Optional.
+	// Optional; Elector.Observe adds (and removes) observers at any time.
 	Observer Observer
 }
 
@@ -113,6 +138,7 @@ func (c *Config) applyDefaults() {
 	def(&c.SessionLease, 2*time.Second)
 	def(&c.DrainTimeout, 5*time.Second)
 	def(&c.ResignCooldown, 2*c.HeartbeatInterval)
+	def(&c.FencedTxIdleTimeout, c.SessionLease)
 	if c.MaxScopes == 0 {
 		c.MaxScopes = 10000
 	}
@@ -147,11 +173,13 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
 	}
-	if c.NodeID == "" {
-		return bad("NodeID", "must not be empty")
+	if c.DSN != "" && c.ConnConfig != nil {
+		return bad("ConnConfig", "set DSN or ConnConfig, not both")
 	}
-	if err := validateName("node id", c.NodeID); err != nil {
-		return bad("NodeID", "%v", err)
+	if c.NodeID != "" { // empty: New picks DefaultNodeID()
+		if err := validateName("node id", c.NodeID); err != nil {
+			return bad("NodeID", "%v", err)
+		}
 	}
 	if len(c.Scopes) == 0 {
 		return bad("Scopes", "at least one scope is required")
@@ -191,8 +219,34 @@ func (c *Config) Validate() error {
 		return bad("SessionLease", "session lease (%v) must be a whole number of milliseconds (idle_session_timeout)", L)
 	case c.DrainTimeout < 0:
 		return bad("DrainTimeout", "must not be negative")
+	case c.FencedTxIdleTimeout > 0 && c.FencedTxIdleTimeout%time.Millisecond != 0:
+		return bad("FencedTxIdleTimeout", "fenced transaction idle timeout (%v) must be a whole number of milliseconds (idle_in_transaction_session_timeout)", c.FencedTxIdleTimeout)
 	}
 	return nil
+}
+
+// DefaultNodeID returns <hostname>-<pid>-<6 random hex digits>: unique among the
+// processes of a host, and unique across restarts of the same process slot, so a
+// restarted node is never mistaken for its previous incarnation. New uses it when
+// Config.NodeID is empty.
+func DefaultNodeID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "node"
+	}
+	// Keep the id within the limits of a node id whatever the hostname holds.
+	host = strings.Map(func(r rune) rune {
+		if termsafe.Unsafe(r) {
+			return '_'
+		}
+		return r
+	}, host)
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return fmt.Sprintf("%s-%d-%s", strings.ToValidUTF8(host, "_"), os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // ValidateScopeName reports why name cannot be a scope, or nil: it is empty,

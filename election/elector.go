@@ -35,23 +35,37 @@ type Elector struct {
 	broker *broker
 	ring   *ring
 
-	runOnce sync.Once
-	stopped chan struct{} // closed when Run returns
+	obs observers
+
+	startOnce sync.Once
+	stopped   chan struct{} // closed when the Elector has stopped (after Start's work, or a failed start)
+	runErr    error         // why it stopped, for Wait; set before stopped is closed
 
 	sessMu    sync.Mutex
 	sess      *session
 	sessReady chan struct{} // closed when sess is set; replaced when it is lost
 }
 
-// New validates cfg and returns an Elector. It does not connect.
+// New validates cfg and returns an Elector. It does not connect: Start (or Run)
+// does, and reports what keeps it from campaigning.
 func New(cfg Config) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = DefaultNodeID()
+	}
 	e := &Elector{cfg: cfg, log: cfg.Logger, osPid: os.Getpid(), scopes: map[string]*Scope{},
 		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}
 	e.ring = newRing(e)
-	if !cfg.Standalone {
+	if cfg.Observer != nil {
+		e.obs.add(cfg.Observer)
+	}
+	switch {
+	case cfg.Standalone:
+	case cfg.ConnConfig != nil:
+		e.base = cfg.ConnConfig.Copy()
+	default:
 		base, err := pgx.ParseConfig(cfg.DSN)
 		if err != nil {
 			return nil, &ConfigError{Field: "DSN", Rule: fmt.Sprintf("cannot parse connection string: %v", err)}
@@ -68,7 +82,7 @@ func New(cfg Config) (*Elector, error) {
 			return nil, &ConfigError{Field: "LockKeys", Rule: fmt.Sprintf("scopes %q and %q share lock key %d", other, name, key)}
 		}
 		keys[key] = name
-		s := &Scope{e: e, name: name, key: key, sig: make(chan struct{}, 1)}
+		s := newScope(e, name, key)
 		e.scopes[name] = s
 		e.order = append(e.order, s)
 	}
@@ -101,6 +115,11 @@ func (e *Elector) Scope(name string) *Scope {
 // Scopes returns the handles of all scopes, in configuration order.
 func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 
+// Observe adds an observer of engine events (see Event) and returns the function
+// that removes it. Observers may be added and removed at any time, before or while
+// the Elector runs; each receives the events emitted while it is registered.
+func (e *Elector) Observe(o Observer) (remove func()) { return e.obs.add(o) }
+
 // Subscribe returns a channel of transitions of all scopes, in order, and a function
 // that ends the subscription. The channel is closed when Run returns or cancel is
 // called (at once, for a subscription made after Run returned). Delivery never blocks the engine; see the package doc for what happens
@@ -108,13 +127,13 @@ func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 func (e *Elector) Subscribe() (<-chan Transition, func()) { return e.broker.subscribe() }
 
 func (e *Elector) emit(ev Event) {
-	if e.cfg.Observer == nil {
+	if e.obs.empty() {
 		return
 	}
 	ev.Node = e.cfg.NodeID
 	ev.MonoNS = monotime.Now()
 	ev.Time = time.Now()
-	e.cfg.Observer.Observe(ev)
+	e.obs.emit(ev)
 }
 
 // Check connects once and verifies what Run needs: the server is reachable,
@@ -320,29 +339,78 @@ func unwrapConnectErr(err error) error {
 	return err
 }
 
-// Run campaigns until ctx is cancelled, then drains: no new work is admitted,
-// in-flight Do calls get up to Config.DrainTimeout, every led scope is released
-// (term closed as "shutdown", followers take over at once), and the node is marked
-// stopped. Run returns only after every goroutine it started has stopped. It
-// returns nil after a drain caused by ctx, or the error that kept it from starting
-// (see Check). An Elector runs once.
-func (e *Elector) Run(ctx context.Context) error {
+// Start checks what campaigning needs (see Check) and, once the checks pass,
+// campaigns in the background until ctx ends; it returns as soon as the node
+// campaigns. ctx is the Elector's lifetime, not only its start: when it ends the
+// Elector drains — no new work is admitted, in-flight work (Do, Lead) gets up to
+// Config.DrainTimeout, every led scope is released (term closed as "shutdown",
+// followers take over at once), the node is marked stopped — and then stops;
+// Wait reports when.
+//
+// Start returns promptly, wrapping ErrUnreachable, ErrUnsupportedServer,
+// ErrSchemaMissing, ErrPermission or ErrTooManyScopes, what will not heal by
+// itself: a bad DSN or password, a server that refuses connections, a missing
+// schema, a role without the grants. A database in the middle of a restart or
+// failover is waited out (see AwaitDatabase). After a failed start the Elector is
+// stopped (Wait returns the same error). An Elector starts once; later calls
+// return ErrClosed.
+func (e *Elector) Start(ctx context.Context) error {
 	first := false
-	e.runOnce.Do(func() { first = true })
+	e.startOnce.Do(func() { first = true })
 	if !first {
 		return ErrClosed
 	}
-	defer close(e.stopped)
-	defer e.broker.closeAll()
 	if e.cfg.Standalone {
-		return e.runStandalone(ctx)
+		go func() { e.finish(e.runStandalone(ctx)) }()
+		return nil
 	}
 	if err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log); err != nil {
 		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: stopped before it could start: %w", ErrClosed, context.Cause(ctx))
+		}
+		e.finish(err)
+		return err
+	}
+	go func() { e.finish(e.campaignAll(ctx)) }()
+	return nil
+}
+
+// Wait blocks until the Elector has stopped: after Start's context ended and the
+// drain finished, or at once after a failed Start. It returns nil after a drain,
+// or the error that kept the Elector from starting.
+func (e *Elector) Wait() error {
+	<-e.stopped
+	return e.runErr
+}
+
+// Done returns a channel closed when the Elector has stopped (see Wait).
+func (e *Elector) Done() <-chan struct{} { return e.stopped }
+
+// Run is Start followed by Wait: it campaigns until ctx ends, drains, and returns
+// nil; or returns at once what keeps the Elector from starting (see Start). A
+// context that ends before the Elector started is not an error: Run returns nil.
+// Run returns only after every goroutine the Elector started has stopped.
+func (e *Elector) Run(ctx context.Context) error {
+	if err := e.Start(ctx); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ErrClosed) {
 			return nil // cancelled before it started: nothing to drain
 		}
 		return err
 	}
+	return e.Wait()
+}
+
+// finish records why the Elector stopped and wakes Wait, Done and the scopes'
+// waiters; subscriptions end.
+func (e *Elector) finish(err error) {
+	e.runErr = err
+	e.broker.closeAll()
+	close(e.stopped)
+}
+
+// campaignAll runs the campaign of every scope, the leadership session and the
+// ring watch until ctx ends, then drains and stops them all.
+func (e *Elector) campaignAll(ctx context.Context) error {
 	e.log.Info("campaigning", "node", e.cfg.NodeID, "scopes", e.cfg.Scopes,
 		"heartbeat_interval", e.cfg.HeartbeatInterval, "heartbeat_timeout", e.cfg.HeartbeatTimeout,
 		"trust_window", e.cfg.TrustWindow, "session_lease", e.cfg.SessionLease)
@@ -379,7 +447,7 @@ func (e *Elector) runStandalone(ctx context.Context) error {
 	for _, s := range e.order {
 		t := standaloneTerm(s)
 		terms = append(terms, t)
-		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Holder: e.cfg.NodeID, At: time.Now()})
+		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
 	}
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
@@ -390,7 +458,7 @@ func (e *Elector) runStandalone(ctx context.Context) error {
 		case <-ctx.Done():
 			for _, t := range terms {
 				t.drain(e.cfg.DrainTimeout)
-				t.end("shutdown", true)
+				t.end(ReasonShutdown, true)
 			}
 			return nil
 		}

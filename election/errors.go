@@ -11,6 +11,11 @@ var (
 	// ErrNotLeader: this node does not lead the scope, or its gate is closed (trust
 	// window ended, leadership lost, draining).
 	ErrNotLeader = errors.New("pgleader: not the leader")
+	// ErrLeadershipLost: the gate this work ran under closed: the trust window ran
+	// out, the term was lost, or it was released after a drain. It is the cause
+	// (context.Cause) of the contexts that Do, Lead and Token.Context hand out,
+	// wrapped in a *LostError that says why.
+	ErrLeadershipLost = errors.New("pgleader: leadership lost")
 	// ErrFenced: the database refused a fenced write because the token's epoch is no
 	// longer the scope's current term.
 	ErrFenced = errors.New("pgleader: fenced: epoch is no longer current")
@@ -30,8 +35,13 @@ var (
 	ErrTooManyScopes = errors.New("pgleader: too many scopes for this server")
 	// ErrUnknownScope: the scope is not one of Config.Scopes.
 	ErrUnknownScope = errors.New("pgleader: unknown scope")
-	// ErrClosed: Run has returned; the elector cannot be used again.
+	// ErrClosed: the Elector has stopped (or never started and cannot start
+	// again): it cannot be used again.
 	ErrClosed = errors.New("pgleader: elector stopped")
+	// ErrFencedTxIdle: the server ended a fenced transaction that stayed idle
+	// longer than Config.FencedTxIdleTimeout (SQLSTATE 25P03); nothing it did
+	// was committed.
+	ErrFencedTxIdle = errors.New("pgleader: fenced transaction idle too long")
 )
 
 // ConfigError names the field of Config that broke a rule.
@@ -45,3 +55,21 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.R
 
 // Unwrap makes errors.Is(err, ErrInvalidConfig) true.
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// LostError is the cause of a context cancelled because a gate closed: which
+// scope and epoch, and why (ReasonTrustExpired, ReasonLostConnection, a clean
+// release's ReasonShutdown or ReasonResigned, …). errors.Is(err,
+// ErrLeadershipLost) is true for it.
+type LostError struct {
+	Scope  string
+	Epoch  int64
+	Reason Reason
+}
+
+// Error returns "pgleader: leadership lost: SCOPE epoch N: REASON".
+func (e *LostError) Error() string {
+	return fmt.Sprintf("%v: %s epoch %d: %s", ErrLeadershipLost, e.Scope, e.Epoch, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrLeadershipLost) true.
+func (e *LostError) Unwrap() error { return ErrLeadershipLost }

@@ -2,6 +2,7 @@ package election
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,17 +13,30 @@ type EventKind string
 // Engine events, in the order a term normally produces them.
 const (
 	EventAcquired        EventKind = "acquired"         // won the lock and a new epoch; gate still closed
-	EventGateOpen        EventKind = "gate_open"        // the gate opened (TrustUntil set)
-	EventHeartbeatOK     EventKind = "heartbeat_ok"     // trust extended to TrustUntil
-	EventHeartbeatFailed EventKind = "heartbeat_failed" // heartbeat error or timeout (Reason)
+	EventGateOpen        EventKind = "gate_open"        // the gate opened (TrustUntilMonoNS set)
+	EventHeartbeatOK     EventKind = "heartbeat_ok"     // one heartbeat round trip succeeded; Terms extended to TrustUntilMonoNS
+	EventHeartbeatFailed EventKind = "heartbeat_failed" // one heartbeat round trip failed (Err, Reason); Terms end
 	EventGateClosed      EventKind = "gate_closed"      // the gate closed (Reason)
-	EventLost            EventKind = "lost"             // the term ended without a clean release
+	EventLost            EventKind = "lost"             // the term ended without a clean release (Reason)
 	EventResigned        EventKind = "resigned"         // the term was released cleanly (Reason)
 	EventObserved        EventKind = "leader_observed"  // a follower saw another holder
 )
 
+// TermRef names one term: a scope and the epoch this node holds it with.
+type TermRef struct {
+	Scope string
+	Epoch int64
+}
+
 // Event is one engine event. MonoNS and TrustUntilMonoNS are CLOCK_MONOTONIC
 // nanoseconds, comparable between processes on one host.
+//
+// A heartbeat is one round trip for every scope of the node, so heartbeat_ok and
+// heartbeat_failed come once per round trip, for followers too (a follower's
+// heartbeat proves it reaches the database): Terms lists the terms the round trip
+// confirmed (or, when it failed, the terms that end with it), empty for a node
+// that leads nothing, and Scope and Epoch are zero. Every other event concerns
+// one term, named by Scope and Epoch.
 type Event struct {
 	Kind             EventKind
 	Scope            string
@@ -31,14 +45,16 @@ type Event struct {
 	MonoNS           int64
 	Time             time.Time
 	TrustUntilMonoNS int64         // gate_open, heartbeat_ok
-	Reason           string        // gate_closed, lost, resigned, heartbeat_failed
+	Reason           Reason        // gate_closed, lost, resigned, heartbeat_failed
+	Err              error         // heartbeat_failed: what failed
 	Latency          time.Duration // heartbeat_ok, heartbeat_failed: round-trip time
 	Holder           string        // leader_observed: who leads now
+	Terms            []TermRef     // heartbeat_ok, heartbeat_failed: the terms of the round trip
 }
 
 // Observer receives engine events synchronously, from the engine's goroutines. It
 // must return quickly and must not call back into the Elector. Events of one scope
-// arrive in order.
+// arrive in order. Register one with Config.Observer or Elector.Observe.
 type Observer interface {
 	Observe(Event)
 }
@@ -48,6 +64,57 @@ type ObserverFunc func(Event)
 
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// observers is the Elector's set of observers, replaced as a whole (copy on
+// write) so that emitting reads it without a lock.
+type observers struct {
+	mu   sync.Mutex // serialises changes
+	list atomic.Pointer[[]*observerEntry]
+}
+
+type observerEntry struct{ o Observer }
+
+func (os *observers) add(o Observer) func() {
+	entry := &observerEntry{o: o}
+	os.mu.Lock()
+	defer os.mu.Unlock()
+	var cur []*observerEntry
+	if p := os.list.Load(); p != nil {
+		cur = *p
+	}
+	next := append(append([]*observerEntry(nil), cur...), entry)
+	os.list.Store(&next)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			os.mu.Lock()
+			defer os.mu.Unlock()
+			cur := *os.list.Load()
+			next := make([]*observerEntry, 0, len(cur))
+			for _, e := range cur {
+				if e != entry {
+					next = append(next, e)
+				}
+			}
+			os.list.Store(&next)
+		})
+	}
+}
+
+func (os *observers) emit(ev Event) {
+	p := os.list.Load()
+	if p == nil {
+		return
+	}
+	for _, e := range *p {
+		e.o.Observe(ev)
+	}
+}
+
+func (os *observers) empty() bool {
+	p := os.list.Load()
+	return p == nil || len(*p) == 0
+}
 
 // TransitionKind is the kind of a leadership transition.
 type TransitionKind int
@@ -81,7 +148,11 @@ type Transition struct {
 	Scope  string
 	Epoch  int64
 	Holder string // the leader (this node for Elected and Revoked)
-	Reason string // Revoked: resigned, shutdown, lost_connection, heartbeat_timeout, …
+	Reason Reason // Revoked: why the term ended (ReasonResigned, ReasonShutdown, ReasonLostConnection, …)
+	// Token is the term's token: for Elected, valid while the gate that just
+	// opened stays open (pass it to Fence); for Revoked, the ended term's (no
+	// longer valid). Zero for LeaderObserved.
+	Token Token
 	At     time.Time
 	// Missed counts transitions dropped before this one because the subscriber
 	// fell more than Config.SubscriberBuffer behind.

@@ -15,8 +15,8 @@ import (
 type period struct {
 	term       *term
 	trustUntil atomic.Int64
-	ctx        context.Context // cancelled when the period closes
-	cancel     context.CancelFunc
+	ctx        context.Context // cancelled when the period closes, with a *LostError as cause
+	cancel     context.CancelCauseFunc
 	timer      *time.Timer // closes the period when trust runs out
 }
 
@@ -48,6 +48,7 @@ type Token struct {
 	Epoch  int64
 	Holder string
 	p      *period
+	stop   <-chan struct{} // Lead: closed when Lead's context ends or the term drains
 }
 
 // Valid re-checks the gate now: true while the term that issued the token lasts and
@@ -64,14 +65,33 @@ func (t Token) Valid() bool {
 }
 
 // Context returns a context that is cancelled when the token stops being valid
-// because its gate closed (trust window ended, leadership lost or drained).
+// because its gate closed (trust window ended, leadership lost, drained); its
+// cause (context.Cause) is a *LostError saying why.
 func (t Token) Context() context.Context {
 	if t.p == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrNotLeader)
 		return ctx
 	}
 	return t.p.ctx
 }
+
+// Draining returns a channel that is closed when the work running under this
+// token should finish and take nothing new: the term is being handed over or
+// released (Resign, shutdown) or, for a token given to a Lead function, Lead's
+// context ended. The token stays valid, and its writes fenced, until the work
+// returns or Config.DrainTimeout passes, whichever comes first; then the gate
+// closes. A zero token's channel is closed.
+func (t Token) Draining() <-chan struct{} {
+	switch {
+	case t.stop != nil:
+		return t.stop
+	case t.p != nil:
+		return t.p.term.drainCh
+	}
+	return closedChan
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func nowMono() int64 { return monotime.Now() }

@@ -9,9 +9,12 @@ import (
 )
 
 func testScope(w time.Duration, obs Observer) *Scope {
-	e := &Elector{cfg: Config{NodeID: "n", TrustWindow: w, Logger: slog.New(slog.DiscardHandler), Observer: obs},
-		log: slog.New(slog.DiscardHandler), broker: newBroker(8)}
-	return &Scope{e: e, name: "s"}
+	e := &Elector{cfg: Config{NodeID: "n", TrustWindow: w, Logger: slog.New(slog.DiscardHandler)},
+		log: slog.New(slog.DiscardHandler), broker: newBroker(8), stopped: make(chan struct{})}
+	if obs != nil {
+		e.obs.add(obs)
+	}
+	return newScope(e, "s", 1)
 }
 
 // TestGateTiming drives a term through heartbeats on synctest's fake clock: the gate
@@ -77,7 +80,7 @@ func TestGateTiming(t *testing.T) {
 					case "open":
 						tm.open()
 					case "confirm":
-						tm.confirm(claimStart+int64(st.hbStart), 0)
+						tm.confirm(claimStart + int64(st.hbStart))
 					case "end":
 						tm.end("resigned", true)
 					}
@@ -101,7 +104,7 @@ func TestPeriodContextEndsWithTrust(t *testing.T) {
 		var closed []string
 		sc := testScope(300*time.Millisecond, ObserverFunc(func(e Event) {
 			if e.Kind == EventGateClosed {
-				closed = append(closed, e.Reason)
+				closed = append(closed, string(e.Reason))
 			}
 		}))
 		tm := newTerm(sc, 1, nil, nowMono())

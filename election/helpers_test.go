@@ -139,7 +139,7 @@ func assertNoOverlap(t testing.TB, r *recorder, scope string) {
 	t.Helper()
 	var recs []eventlog.Record
 	for _, e := range r.snapshot() {
-		recs = append(recs, eventlog.FromEvent(e))
+		recs = append(recs, eventlog.FromEvent(e)...)
 	}
 	eventlog.SortByMono(recs)
 	ivs := history.GateIntervals(recs, scope, monotime.Now())

@@ -33,6 +33,21 @@ type Scope struct {
 	queued    bool          // a claim of this scope is queued or in flight
 	outcome   *claimOutcome // the last outcome, not yet taken by the campaign
 	sig       chan struct{} // cap 1: an outcome arrived
+
+	opened atomic.Pointer[chan struct{}] // closed (and replaced) when a gate period opens: Await
+}
+
+func newScope(e *Elector, name string, key int64) *Scope {
+	s := &Scope{e: e, name: name, key: key, sig: make(chan struct{}, 1)}
+	ch := make(chan struct{})
+	s.opened.Store(&ch)
+	return s
+}
+
+// gateOpened wakes the Await calls waiting for the scope's gate.
+func (s *Scope) gateOpened() {
+	next := make(chan struct{})
+	close(*s.opened.Swap(&next))
 }
 
 type resignRequest struct {
@@ -48,15 +63,48 @@ func (s *Scope) LockKey() int64 { return s.key }
 // Require returns a Token if this node leads the scope and its gate is open at this
 // moment, else ErrNotLeader. It does not wait and does not touch the database.
 func (s *Scope) Require(ctx context.Context) (Token, error) {
+	tok, err := s.current()
+	if errors.Is(err, ErrNotLeader) {
+		s.blocked.Add(1)
+	}
+	return tok, err
+}
+
+// current is Require without counting a refusal.
+func (s *Scope) current() (Token, error) {
 	if s == nil || s.e == nil {
 		return Token{}, ErrUnknownScope
 	}
 	p := s.cur.Load()
 	if p == nil || !p.term.standalone && !p.open(monotime.Now()) || p.term.draining.Load() {
-		s.blocked.Add(1)
 		return Token{}, ErrNotLeader
 	}
 	return Token{Scope: s.name, Epoch: p.term.epoch, Holder: s.e.cfg.NodeID, p: p}, nil
+}
+
+// Await waits until this node leads the scope with its gate open and returns the
+// token, like Require once it would succeed. It returns ctx's error when ctx ends
+// first (give it a deadline to bound the wait), ErrClosed when the Elector has
+// stopped, and ErrUnknownScope for a scope not in Config.Scopes. A refusal while
+// waiting is not counted in GateBlocked.
+func (s *Scope) Await(ctx context.Context) (Token, error) {
+	if s == nil || s.e == nil {
+		return Token{}, ErrUnknownScope
+	}
+	for {
+		opened := *s.opened.Load() // before the check: an opening after it closes this channel
+		tok, err := s.current()
+		if err == nil {
+			return tok, nil
+		}
+		select {
+		case <-opened:
+		case <-ctx.Done():
+			return Token{}, ctx.Err()
+		case <-s.e.stopped:
+			return Token{}, ErrClosed
+		}
+	}
 }
 
 // GateBlocked returns how many Require (and Do) calls of this scope were refused
@@ -85,6 +133,12 @@ func (s *Scope) TrustRemaining() time.Duration {
 // the gate closes (trust window ended, leadership lost) or ctx ends. It returns
 // ErrNotLeader without calling fn otherwise. Resign and shutdown wait for running
 // Do calls (up to Config.DrainTimeout) before releasing the scope.
+//
+// When the gate closes, the cause of fn's context (context.Cause) is a *LostError
+// (errors.Is ErrLeadershipLost) that says why. Do is for work that a caller
+// starts; the context it passes is derived from ctx, so a ctx that a shutdown
+// signal cancels cuts fn at once: for work that should run whenever this node
+// leads and finish cleanly at shutdown, use Lead.
 func (s *Scope) Do(ctx context.Context, fn func(ctx context.Context, tok Token) error) error {
 	tok, err := s.Require(ctx)
 	if err != nil {
@@ -95,11 +149,118 @@ func (s *Scope) Do(ctx context.Context, fn func(ctx context.Context, tok Token) 
 		return ErrNotLeader
 	}
 	defer t.leave()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(tok.p.ctx, cancel)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(tok.p.ctx, func() { cancel(context.Cause(tok.p.ctx)) })
 	defer stop()
 	return fn(ctx, tok)
+}
+
+// Lead runs fn whenever this node leads the scope, until ctx ends or the Elector
+// stops: it waits for leadership (an open gate), calls fn with the term's token,
+// and when fn returns because leadership ended, waits for the next term and calls
+// fn again. fn runs once per term (and again if the gate closes and reopens within
+// a term, after a heartbeat outage shorter than the session lease).
+//
+// fn's context is cancelled at once when the gate closes (trust window ended,
+// leadership lost): its cause (context.Cause) is a *LostError saying why. A stop
+// request is gentler: when the term is handed over or released (Resign,
+// pgleader resign, the Elector's shutdown), or when ctx ends, tok.Draining() is
+// closed first and fn's context is cancelled only Config.DrainTimeout later (with
+// the cause ErrLeadershipLost for a release, context.Cause(ctx) for ctx) unless
+// fn returned before; the term stays this node's, and fn's writes fenced, until
+// fn returns. So the same signal context may be passed to Start and to Lead: at
+// SIGTERM, fn is told to finish and has DrainTimeout to do it.
+//
+// fn's return decides what Lead does next. When leadership ended (fn's context or
+// token says so, or it returned ErrFenced or ErrNotLeader), Lead waits for the
+// next term whatever fn returned. nil while still leading: fn's work for this
+// term is done, and Lead waits for the next term. Any other error while still
+// leading: Lead returns it. Lead returns nil when ctx ends or the Elector stops,
+// and ErrUnknownScope for a scope not in Config.Scopes. fn runs on Lead's
+// goroutine; Do and Require stay usable alongside.
+func (s *Scope) Lead(ctx context.Context, fn func(ctx context.Context, tok Token) error) error {
+	if s == nil || s.e == nil {
+		return ErrUnknownScope
+	}
+	for {
+		tok, err := s.Await(ctx)
+		switch {
+		case errors.Is(err, ErrClosed), ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return err
+		}
+		t := tok.p.term
+		if !t.enter() {
+			// Draining: this term ends without new work; wait for the next one.
+			if !s.waitPeriodEnd(ctx, tok.p) {
+				return nil
+			}
+			continue
+		}
+		err = s.leadPeriod(ctx, tok, fn)
+		t.leave()
+		ended := tok.p.ctx.Err() != nil || errors.Is(err, ErrFenced) || errors.Is(err, ErrNotLeader)
+		if err != nil && !ended && ctx.Err() == nil {
+			return err
+		}
+		if !s.waitPeriodEnd(ctx, tok.p) {
+			return nil
+		}
+	}
+}
+
+// leadPeriod calls fn for one period of an open gate (see Lead).
+func (s *Scope) leadPeriod(ctx context.Context, tok Token, fn func(context.Context, Token) error) error {
+	t := tok.p.term
+	fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stopGate := context.AfterFunc(tok.p.ctx, func() { cancel(context.Cause(tok.p.ctx)) })
+	defer stopGate()
+
+	// Draining: the term's drain or ctx's end; then fn's context ends
+	// DrainTimeout later.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var watch sync.WaitGroup
+	defer watch.Wait()
+	defer close(done)
+	watch.Go(func() {
+		select {
+		case <-t.drainCh:
+			// The term's drain closes the gate once fn returns or DrainTimeout
+			// passes; the gate's cause then ends fctx.
+			close(stop)
+			return
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		close(stop)
+		timer := time.NewTimer(s.e.cfg.DrainTimeout)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			cancel(context.Cause(ctx))
+		case <-done:
+		}
+	})
+	tok.stop = stop
+	return fn(fctx, tok)
+}
+
+// waitPeriodEnd waits until the gate period p has closed; false when ctx ended
+// or the Elector stopped first.
+func (s *Scope) waitPeriodEnd(ctx context.Context, p *period) bool {
+	select {
+	case <-p.ctx.Done():
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	case <-s.e.stopped:
+		return false
+	}
 }
 
 // Resign gives up leadership of the scope: the gate closes to new work, in-flight Do
@@ -242,7 +403,7 @@ func (s *Scope) campaign(ctx context.Context) {
 					retry.Stop()
 					s.setFollowing(false)
 					reason := s.lead(ctx, sess, o.r)
-					if reason == "resigned" {
+					if reason == ReasonResigned {
 						sleepCtx(ctx, e.cfg.ResignCooldown)
 					}
 					break follow
@@ -296,11 +457,11 @@ func (s *Scope) observe(holder string, epoch int64) {
 }
 
 // lead runs one term from a won claim to its end and returns the end's reason.
-func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) string {
+func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	e := s.e
 	t := newTerm(s, *r.epoch, sess, r.start)
 	if !sess.addTerm(t) {
-		return "lost_connection"
+		return ReasonLostConnection
 	}
 	s.term.Store(t)
 	defer s.term.CompareAndSwap(t, nil)
@@ -324,7 +485,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) string {
 			break
 		}
 		if monotime.Now() > giveUp {
-			sess.lose("lost_connection", fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
+			sess.lose(ReasonLostConnection, fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
 		}
 	}
 
@@ -339,31 +500,31 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) string {
 		case <-t.ctx.Done():
 		default:
 			elected = true
-			e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now()})
+			e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
 			e.log.Info("elected", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
 				"predecessor", deref(r.prevHolder), "prev_epoch", deref(r.prevEpoch))
 		}
 	}
 
-	var reason string
+	var reason Reason
 	select {
 	case <-t.ctx.Done():
 		reason = t.reason
 		if !sess.isLost() {
 			// Evicted while the session lives: make sure the lock is not kept.
 			if _, _, err := sess.releaseTerm(s, t.epoch, reason); err != nil {
-				sess.lose("lost_connection", err)
+				sess.lose(ReasonLostConnection, err)
 			}
 		}
 	case req := <-t.resign:
-		reason = "resigned"
+		reason = ReasonResigned
 		req.reply <- s.release(t, reason)
 	case <-ctx.Done():
-		reason = "shutdown"
+		reason = ReasonShutdown
 		_ = s.release(t, reason)
 	}
 	if elected {
-		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now()})
+		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now(), Token: t.token()})
 		e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
 	}
 	return reason
@@ -410,7 +571,7 @@ func (s *Scope) awaitPredecessors(t *term, sess *session, r claimResult) {
 }
 
 // release drains the term, closes its gate, then records the release and unlocks.
-func (s *Scope) release(t *term, reason string) error {
+func (s *Scope) release(t *term, reason Reason) error {
 	e := s.e
 	t.drain(e.cfg.DrainTimeout)
 	t.closeGate(reason)
@@ -431,13 +592,13 @@ func (s *Scope) release(t *term, reason string) error {
 	}
 	switch {
 	case err != nil:
-		t.end("lost_connection", false)
+		t.end(ReasonLostConnection, false)
 		// The lock may still be held on a session we cannot use: drop the session
 		// so the server frees it now rather than after the lease.
-		t.sess.lose("lost_connection", err)
+		t.sess.lose(ReasonLostConnection, err)
 		return fmt.Errorf("release %s: %w", s.name, err)
 	case !ok:
-		t.end("evicted", false)
+		t.end(ReasonEvicted, false)
 		return fmt.Errorf("release %s: %w (epoch %d was no longer ours)", s.name, ErrNotLeader, t.epoch)
 	}
 	t.end(reason, true)

@@ -53,7 +53,7 @@ type session struct {
 	loops      sync.WaitGroup // guardLoop
 	lostOnce   sync.Once
 	lost       chan struct{}
-	lostReason string
+	lostReason Reason
 	ctx        context.Context // cancelled when the session is lost
 	cancel     context.CancelFunc
 }
@@ -155,7 +155,7 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		return fail(fmt.Errorf("warm up leadership session: %w", err))
 	}
 	for _, conn := range []*pgx.Conn{lead, guard} {
-		w := watchSocket(conn.PgConn().Conn(), func() { s.lose("lost_connection", errors.New("the server closed the connection")) })
+		w := watchSocket(conn.PgConn().Conn(), func() { s.lose(ReasonLostConnection, errors.New("the server closed the connection")) })
 		s.termsMu.Lock()
 		s.watches = append(s.watches, w)
 		s.termsMu.Unlock()
@@ -207,7 +207,7 @@ func (s *session) warm(ctx context.Context) error {
 		return err
 	}
 	for i := range 2 {
-		rel, err := s.releaseRows(ctx, tx, []releaseReq{{scope: scope, epoch: epoch, reason: "resigned"}})
+		rel, err := s.releaseRows(ctx, tx, []releaseReq{{scope: scope, epoch: epoch, reason: ReasonResigned}})
 		if err != nil || len(rel) != 1 || rel[0].ok != (i == 0) {
 			return fmt.Errorf("release scratch scope: %v err=%v", rel, err)
 		}
@@ -226,7 +226,7 @@ func (s *session) isLost() bool {
 
 // lose ends the session: first every term (gates closed), then the connections
 // (which frees the guard lock and, if the server still has them, the scope locks).
-func (s *session) lose(reason string, cause error) {
+func (s *session) lose(reason Reason, cause error) {
 	s.lostOnce.Do(func() {
 		s.lostReason = reason
 		close(s.lost)
@@ -250,7 +250,7 @@ func (s *session) lose(reason string, cause error) {
 		_ = s.guard.PgConn().Conn().Close()
 		_ = s.lead.PgConn().Conn().Close()
 		level := slog.LevelWarn
-		if reason == "closed" {
+		if reason == ReasonClosed {
 			level = slog.LevelInfo
 		}
 		s.e.log.Log(context.Background(), level, "leadership session ended", "node", s.e.cfg.NodeID, "reason", reason,
@@ -260,7 +260,7 @@ func (s *session) lose(reason string, cause error) {
 
 // close releases the connections' resources after lose, from the session's owner.
 func (s *session) close() {
-	s.lose("closed", nil)
+	s.lose(ReasonClosed, nil)
 	s.loops.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -378,16 +378,11 @@ func (s *session) heartbeat() {
 		err = fmt.Errorf("heartbeat took %v, timeout is %v", latency, e.cfg.HeartbeatTimeout)
 	}
 	if err != nil {
-		reason := "heartbeat_timeout"
+		reason := ReasonHeartbeatTimeout
 		if !errors.Is(err, context.DeadlineExceeded) && latency < e.cfg.HeartbeatTimeout {
-			reason = "lost_connection"
+			reason = ReasonLostConnection
 		}
-		for _, t := range terms {
-			e.emit(Event{Kind: EventHeartbeatFailed, Scope: t.scope.name, Epoch: t.epoch, Reason: err.Error(), Latency: latency})
-		}
-		if len(terms) == 0 {
-			e.emit(Event{Kind: EventHeartbeatFailed, Reason: err.Error(), Latency: latency})
-		}
+		e.emit(Event{Kind: EventHeartbeatFailed, Reason: reason, Err: err, Latency: latency, Terms: termRefs(terms)})
 		e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
 		s.lose(reason, err)
 		return
@@ -410,17 +405,38 @@ func (s *session) heartbeat() {
 	if len(free) > 0 {
 		s.requestClaims(free, "")
 	}
+	var confirmed []*term
 	for _, t := range terms {
 		if ok[t.scope.name] {
-			t.confirm(start, latency)
+			t.confirm(start)
+			confirmed = append(confirmed, t)
+		}
+	}
+	// One event for the round trip, before the terms it confirmed act on it.
+	e.emit(Event{Kind: EventHeartbeatOK, TrustUntilMonoNS: start + int64(e.cfg.TrustWindow), Latency: latency,
+		Terms: termRefs(confirmed)})
+	for _, t := range terms {
+		if ok[t.scope.name] {
 			if resign[t.scope.name] {
 				t.requestResign()
 			}
 		} else if s.removeTerm(t) {
 			// Still ours when the answer came: not a term released meanwhile.
-			t.end("evicted", false)
+			t.end(ReasonEvicted, false)
 		}
 	}
+}
+
+// termRefs names the terms of a heartbeat event.
+func termRefs(terms []*term) []TermRef {
+	if len(terms) == 0 {
+		return nil
+	}
+	refs := make([]TermRef, len(terms))
+	for i, t := range terms {
+		refs[i] = TermRef{Scope: t.scope.name, Epoch: t.epoch}
+	}
+	return refs
 }
 
 // guardReq is a statement for guardLoop to run on the guard connection.
@@ -484,7 +500,7 @@ func (s *session) guardLoop() {
 			}
 			req.reply <- err
 			if err != nil && s.guard.IsClosed() { // the statement was cut: the guard is gone
-				s.lose("lost_connection", fmt.Errorf("guard session: %w", err))
+				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
 			continue
@@ -496,7 +512,7 @@ func (s *session) guardLoop() {
 			err := s.pingGuard(ctx)
 			cancel()
 			if err != nil {
-				s.lose("lost_connection", fmt.Errorf("guard session: %w", err))
+				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
 			continue
@@ -508,7 +524,7 @@ func (s *session) guardLoop() {
 			s.e.onNotification(n.Payload)
 		}
 		if err != nil && !interrupted {
-			s.lose("lost_connection", fmt.Errorf("guard session: %w", err))
+			s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 			return
 		}
 	}

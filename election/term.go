@@ -24,6 +24,8 @@ type term struct {
 
 	resign    chan resignRequest // Resign → the campaign leading this term
 	resigning atomic.Bool        // a resignation requested through the database is under way
+	drainCh   chan struct{}      // closed when a drain starts (Token.Draining)
+	drainOnce sync.Once
 
 	mu        sync.Mutex
 	allowOpen bool
@@ -33,14 +35,14 @@ type term struct {
 	inflight  int
 	idle      chan struct{} // closed when inflight drops to 0 while draining
 	ended     bool
-	reason    string
+	reason    Reason
 	clean     bool
 }
 
 func newTerm(sc *Scope, epoch int64, sess *session, claimStart int64) *term {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &term{scope: sc, epoch: epoch, sess: sess, ctx: ctx, cancel: cancel, lastHB: claimStart,
-		resign: make(chan resignRequest)}
+		resign: make(chan resignRequest), drainCh: make(chan struct{})}
 }
 
 // requestResign hands the term over as Scope.Resign would, because an operator asked
@@ -95,8 +97,9 @@ func (t *term) isSettled() bool {
 	return t.allowOpen
 }
 
-// confirm records a successful heartbeat that started at start.
-func (t *term) confirm(start int64, latency time.Duration) {
+// confirm records a successful heartbeat that started at start (the session
+// reports the round trip's heartbeat_ok event).
+func (t *term) confirm(start int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
@@ -106,7 +109,6 @@ func (t *term) confirm(start int64, latency time.Duration) {
 		t.lastHB = start
 	}
 	t.refreshLocked()
-	t.emit(Event{Kind: EventHeartbeatOK, TrustUntilMonoNS: t.lastHB + int64(t.scope.e.cfg.TrustWindow), Latency: latency})
 }
 
 // refreshLocked extends the open period or opens a new one.
@@ -120,7 +122,7 @@ func (t *term) refreshLocked() {
 		if p.extend(until, now) {
 			return
 		}
-		t.closePeriodLocked("trust_expired")
+		t.closePeriodLocked(ReasonTrustExpired)
 	}
 	if until <= now {
 		return // a confirmation too old to open anything
@@ -131,13 +133,26 @@ func (t *term) refreshLocked() {
 func (t *term) openPeriodLocked(until, now int64) {
 	p := &period{term: t}
 	p.trustUntil.Store(until)
-	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	p.ctx, p.cancel = context.WithCancelCause(t.ctx)
 	if !t.standalone {
 		p.timer = time.AfterFunc(time.Duration(until-now), func() { t.onTrustTimer(p) })
 	}
 	t.period = p
 	t.scope.cur.Store(p)
 	t.emit(Event{Kind: EventGateOpen, TrustUntilMonoNS: until})
+	t.scope.gateOpened()
+}
+
+// token returns a token of the term's open period (a token whose gate is closed
+// when none is open).
+func (t *term) token() Token {
+	t.mu.Lock()
+	p := t.period
+	t.mu.Unlock()
+	if p == nil {
+		p = &period{term: t, ctx: t.ctx}
+	}
+	return Token{Scope: t.scope.name, Epoch: t.epoch, Holder: t.scope.e.cfg.NodeID, p: p}
 }
 
 // onTrustTimer closes the period when its trust runs out without a newer heartbeat.
@@ -154,10 +169,10 @@ func (t *term) onTrustTimer(p *period) {
 		p.timer.Reset(time.Duration(left))
 		return
 	}
-	t.closePeriodLocked("trust_expired")
+	t.closePeriodLocked(ReasonTrustExpired)
 }
 
-func (t *term) closePeriodLocked(reason string) {
+func (t *term) closePeriodLocked(reason Reason) {
 	p := t.period
 	if p == nil {
 		return
@@ -168,11 +183,11 @@ func (t *term) closePeriodLocked(reason string) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	p.cancel()
+	p.cancel(&LostError{Scope: t.scope.name, Epoch: t.epoch, Reason: reason})
 	t.emit(Event{Kind: EventGateClosed, Reason: reason})
 }
 
-// enter registers an in-flight Do call; false when the term is draining or over.
+// enter registers an in-flight Do or Lead call; false when the term is draining or over.
 func (t *term) enter() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -196,6 +211,7 @@ func (t *term) leave() {
 // drain refuses new work and waits up to d for in-flight Do calls, or until the
 // term ends. The gate stays open for the work already running.
 func (t *term) drain(d time.Duration) {
+	t.drainOnce.Do(func() { close(t.drainCh) })
 	t.mu.Lock()
 	t.draining.Store(true)
 	if t.inflight == 0 || t.ended {
@@ -219,7 +235,7 @@ func (t *term) drain(d time.Duration) {
 }
 
 // closeGate closes the gate (before a release).
-func (t *term) closeGate(reason string) {
+func (t *term) closeGate(reason Reason) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.allowOpen = false
@@ -228,7 +244,7 @@ func (t *term) closeGate(reason string) {
 
 // end finishes the term once: gate closed, contexts cancelled. clean reports a
 // release recorded in the database.
-func (t *term) end(reason string, clean bool) {
+func (t *term) end(reason Reason, clean bool) {
 	t.mu.Lock()
 	if t.ended {
 		t.mu.Unlock()

@@ -3,12 +3,8 @@ package exporter_test
 import (
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -63,28 +59,5 @@ func TestEscapeHostileLabels(t *testing.T) {
 	assertInertExposition(t, body, want)
 	if !strings.Contains(body, `pgleader_node_stale{node="node-b\\x1b[2J`) {
 		t.Errorf("stale_node alert not matched to its escaped node:\n%s", body)
-	}
-}
-
-// TestEscapeHostileElectionLabels: the engine's own exporter escapes the same
-// way (its scope names are validated already; this holds whatever reaches it).
-func TestEscapeHostileElectionLabels(t *testing.T) {
-	t.Parallel()
-	reg := prometheus.NewPedanticRegistry()
-	m, err := exporter.NewElectionMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []election.EventKind{election.EventAcquired, election.EventGateOpen, election.EventLost, election.EventHeartbeatFailed} {
-		m.Observe(election.Event{Kind: k, Scope: "billing" + payload, Epoch: 1, Reason: "evicted", Time: time.Now(), Latency: time.Millisecond})
-	}
-	_, body := get(t, exporter.Handler(reg, nil), "/metrics")
-	for i, r := range body {
-		if r != '\n' && termsafe.Unsafe(r) {
-			t.Fatalf("%U at byte %d of the scrape:\n%q", r, i, body)
-		}
-	}
-	if !strings.Contains(body, `pgleader_losses_total{reason="evicted",scope="billing\\x1b[2J`) {
-		t.Fatalf("scrape:\n%s", body)
 	}
 }

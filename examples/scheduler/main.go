@@ -9,7 +9,7 @@
 // Stop a replica with Ctrl-C: it drains and hands over to another at once. With
 // METRICS_ADDR=127.0.0.1:9100 it serves its own election metrics (pgleader_is_leader,
 // pgleader_epoch, acquisitions, losses, heartbeat latency, gate refusals) on
-// /metrics, registered on the service's registry through exporter.ElectionMetrics.
+// /metrics, registered on the service's registry through electionprom.Register.
 package main
 
 import (
@@ -28,7 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/exporter"
+	"github.com/pgleader/pgleader/election/electionprom"
 )
 
 func main() {
@@ -44,23 +44,19 @@ func run() error {
 	dsn := os.Getenv("DATABASE_URL")
 	host, _ := os.Hostname()
 
-	// The service's own registry; the election's metrics join it in two steps:
-	// the observer goes into the Config, the elector is attached once it exists.
-	reg := prometheus.NewRegistry()
-	metrics, err := exporter.NewElectionMetrics(reg)
-	if err != nil {
-		return err
-	}
 	e, err := election.New(election.Config{
-		DSN:      dsn,
-		NodeID:   fmt.Sprintf("scheduler-%s-%d", host, os.Getpid()),
-		Scopes:   []string{"nightly-report"},
-		Observer: metrics,
+		DSN:    dsn,
+		NodeID: fmt.Sprintf("scheduler-%s-%d", host, os.Getpid()),
+		Scopes: []string{"nightly-report"},
 	})
 	if err != nil {
 		return err
 	}
-	metrics.Attach(e)
+	// The service's own registry; the election's metrics join it.
+	reg := prometheus.NewRegistry()
+	if _, err := electionprom.Register(reg, e); err != nil {
+		return err
+	}
 	if addr := os.Getenv("METRICS_ADDR"); addr != "" {
 		srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.ListenAndServe() }()

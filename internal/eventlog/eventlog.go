@@ -4,12 +4,16 @@
 // by mono_ns (CLOCK_MONOTONIC, comparable across processes on one host).
 //
 // A line carries mono_ns, time (RFC 3339, nanoseconds, UTC), node, scope, event and
-// epoch; trust_until_mono_ns, reason, latency_ns, holder and request_id appear
-// when non-zero. The events are the engine's (election.EventKind) and the
+// epoch; trust_until_mono_ns, reason, error, latency_ns, holder and request_id
+// appear when non-zero. The engine reports a heartbeat once per round trip for all
+// the terms it confirmed; the file keeps one heartbeat_ok line per term (the
+// contract: a reader follows each scope's trust from its own lines), and a
+// heartbeat_failed line per term that ended with it, or one without a scope when
+// the node led nothing. The events are the engine's (election.EventKind) and the
 // workload's action outcomes (ActionOK, ActionRejected, ActionUnknown).
 //
-// Each line is written with a single write(2) on a file opened with O_APPEND, so
-// lines of concurrent writers never interleave and a crash loses at most the line
+// The lines of one event are written with a single write(2) on a file opened with
+// O_APPEND, so lines of concurrent writers never interleave and a crash loses at most the line
 // being written. A Writer is safe for concurrent use.
 package eventlog
 
@@ -52,6 +56,7 @@ type Record struct {
 	Epoch            int64  `json:"epoch"`
 	TrustUntilMonoNS int64  `json:"trust_until_mono_ns,omitempty"`
 	Reason           string `json:"reason,omitempty"`
+	Error            string `json:"error,omitempty"`
 	LatencyNS        int64  `json:"latency_ns,omitempty"`
 	Holder           string `json:"holder,omitempty"`
 	RequestID        string `json:"request_id,omitempty"`
@@ -80,13 +85,15 @@ func Open(path, node string) (*Writer, error) {
 	return &Writer{node: node, f: f}, nil
 }
 
-// Observe writes an engine event. It is called synchronously from the engine's
-// goroutines and costs one write(2).
-func (w *Writer) Observe(ev election.Event) { w.write(FromEvent(ev)) }
+// Observe writes an engine event's lines. It is called synchronously from the
+// engine's goroutines and costs one write(2).
+func (w *Writer) Observe(ev election.Event) { w.write(FromEvent(ev)...) }
 
-// FromEvent converts an engine event to its line.
-func FromEvent(ev election.Event) Record {
-	return Record{
+// FromEvent converts an engine event to its lines: one, or for a heartbeat one per
+// term of the round trip (a failed heartbeat of a node that led nothing: one line
+// without a scope; a successful one: none).
+func FromEvent(ev election.Event) []Record {
+	r := Record{
 		MonoNS:           ev.MonoNS,
 		Time:             ev.Time.UTC().Format(time.RFC3339Nano),
 		Node:             ev.Node,
@@ -94,10 +101,30 @@ func FromEvent(ev election.Event) Record {
 		Event:            string(ev.Kind),
 		Epoch:            ev.Epoch,
 		TrustUntilMonoNS: ev.TrustUntilMonoNS,
-		Reason:           ev.Reason,
+		Reason:           string(ev.Reason),
 		LatencyNS:        int64(ev.Latency),
 		Holder:           ev.Holder,
 	}
+	if ev.Err != nil {
+		r.Error = ev.Err.Error()
+	}
+	switch ev.Kind {
+	case election.EventHeartbeatOK, election.EventHeartbeatFailed:
+	default:
+		return []Record{r}
+	}
+	if len(ev.Terms) == 0 {
+		if ev.Kind == election.EventHeartbeatFailed {
+			return []Record{r}
+		}
+		return nil
+	}
+	out := make([]Record, len(ev.Terms))
+	for i, t := range ev.Terms {
+		out[i] = r
+		out[i].Scope, out[i].Epoch = t.Scope, t.Epoch
+	}
+	return out
 }
 
 // Action writes the outcome of one workload action, stamped now.
@@ -114,12 +141,18 @@ func (w *Writer) Action(kind ActionKind, scope string, epoch int64, requestID, r
 	})
 }
 
-func (w *Writer) write(l Record) {
-	b, err := json.Marshal(l)
-	if err != nil { // cannot happen: strings and integers only
-		panic(err)
+func (w *Writer) write(lines ...Record) {
+	if len(lines) == 0 {
+		return
 	}
-	b = append(b, '\n')
+	var b []byte
+	for _, l := range lines {
+		line, err := json.Marshal(l)
+		if err != nil { // cannot happen: strings and integers only
+			panic(err)
+		}
+		b = append(append(b, line...), '\n')
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {

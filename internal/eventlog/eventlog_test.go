@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -56,11 +57,13 @@ func TestWriter(t *testing.T) {
 		at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 		events := []election.Event{
 			{Kind: election.EventAcquired, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 100, Time: at},
-			{Kind: election.EventHeartbeatOK, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 200, Time: at,
-				TrustUntilMonoNS: 1_500_000_200, Latency: 300 * time.Microsecond},
+			{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 200, Time: at,
+				TrustUntilMonoNS: 1_500_000_200, Latency: 300 * time.Microsecond,
+				Terms: []election.TermRef{{Scope: "billing", Epoch: 7}}},
 			{Kind: election.EventGateClosed, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 300, Time: at, Reason: "shutdown"},
 			{Kind: election.EventObserved, Scope: "billing", Node: "n1", Epoch: 8, MonoNS: 400, Time: at, Holder: "n2"},
-			{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 500, Time: at, Reason: "timeout"}, // no scope led
+			{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 500, Time: at, Reason: "heartbeat_timeout",
+				Err: errors.New("heartbeat took 120ms, timeout is 100ms")}, // no scope led
 		}
 		for _, ev := range events {
 			w.Observe(ev)
@@ -93,7 +96,8 @@ func TestWriter(t *testing.T) {
 				t.Errorf("acquired line has zero-valued %q: %v", k, got[0])
 			}
 		}
-		if got[1]["trust_until_mono_ns"] != float64(1_500_000_200) || got[1]["latency_ns"] != float64(300_000) {
+		if got[1]["trust_until_mono_ns"] != float64(1_500_000_200) || got[1]["latency_ns"] != float64(300_000) ||
+			got[1]["scope"] != "billing" || got[1]["epoch"] != float64(7) {
 			t.Errorf("heartbeat_ok line = %v", got[1])
 		}
 		if got[2]["reason"] != "shutdown" {
@@ -102,8 +106,34 @@ func TestWriter(t *testing.T) {
 		if got[3]["holder"] != "n2" {
 			t.Errorf("leader_observed line = %v", got[3])
 		}
-		if got[4]["scope"] != "" {
+		if got[4]["scope"] != "" || got[4]["reason"] != "heartbeat_timeout" || got[4]["error"] != "heartbeat took 120ms, timeout is 100ms" {
 			t.Errorf("heartbeat_failed line = %v", got[4])
+		}
+	})
+
+	// A heartbeat round trip is one engine event; the file has a line per term,
+	// none for a follower's successful heartbeat.
+	t.Run("HeartbeatPerTerm", func(t *testing.T) {
+		w, path := open(t)
+		terms := []election.TermRef{{Scope: "a", Epoch: 3}, {Scope: "b", Epoch: 9}}
+		w.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 10, TrustUntilMonoNS: 99, Terms: terms})
+		w.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 11, TrustUntilMonoNS: 100})
+		w.Observe(election.Event{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 12, Reason: "lost_connection", Terms: terms})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got := readLines(t, path)
+		want := []struct {
+			event, scope string
+			epoch        float64
+		}{{"heartbeat_ok", "a", 3}, {"heartbeat_ok", "b", 9}, {"heartbeat_failed", "a", 3}, {"heartbeat_failed", "b", 9}}
+		if len(got) != len(want) {
+			t.Fatalf("got %d lines, want %d: %v", len(got), len(want), got)
+		}
+		for i, w := range want {
+			if got[i]["event"] != w.event || got[i]["scope"] != w.scope || got[i]["epoch"] != w.epoch {
+				t.Errorf("line %d = %v, want %s %s epoch %v", i+1, got[i], w.event, w.scope, w.epoch)
+			}
 		}
 	})
 
@@ -158,7 +188,8 @@ func TestWriter(t *testing.T) {
 			wg.Go(func() {
 				for i := range each {
 					if i%2 == 0 {
-						w.Observe(election.Event{Kind: election.EventHeartbeatOK, Scope: "s", Node: "n1", Epoch: int64(g), Time: time.Now()})
+						w.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", Time: time.Now(),
+							Terms: []election.TermRef{{Scope: "s", Epoch: int64(g)}}})
 					} else {
 						w.Action(ActionOK, "s", int64(g), "req", "")
 					}

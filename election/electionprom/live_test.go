@@ -1,4 +1,4 @@
-package exporter_test
+package electionprom_test
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/exporter"
+	"github.com/pgleader/pgleader/election/electionprom"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // value returns the value of the sample of name whose labels include the given
 // name/value pairs: a gauge's or counter's value, a histogram's sample count. ok
@@ -64,111 +64,6 @@ func want(t testing.TB, g prometheus.Gatherer, v float64, name string, labels ..
 	}
 }
 
-func TestElectionMetricsObserve(t *testing.T) {
-	t.Parallel()
-	reg := prometheus.NewPedanticRegistry()
-	m, err := exporter.NewElectionMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mono := int64(time.Hour)
-	ev := func(kind election.EventKind, scope string, epoch int64, reason string, latency time.Duration) {
-		mono += int64(time.Microsecond)
-		m.Observe(election.Event{Kind: kind, Scope: scope, Node: "node-1", Epoch: epoch, MonoNS: mono,
-			Time: time.Now(), Reason: reason, Latency: latency})
-	}
-
-	t.Run("Term", func(t *testing.T) {
-		ev(election.EventAcquired, "billing", 5, "", 0)
-		want(t, reg, 1, "pgleader_acquisitions_total", "scope", "billing")
-		want(t, reg, 5, "pgleader_epoch", "scope", "billing")
-		want(t, reg, 0, "pgleader_is_leader", "scope", "billing") // acquired: gate still closed
-		ev(election.EventGateOpen, "billing", 5, "", 0)
-		want(t, reg, 1, "pgleader_is_leader", "scope", "billing")
-		ev(election.EventGateClosed, "billing", 5, "trust_expired", 0)
-		want(t, reg, 0, "pgleader_is_leader", "scope", "billing")
-		ev(election.EventGateOpen, "billing", 5, "", 0)
-		want(t, reg, 1, "pgleader_is_leader", "scope", "billing")
-		ev(election.EventLost, "billing", 5, "heartbeat_timeout", 0)
-		want(t, reg, 0, "pgleader_is_leader", "scope", "billing")
-		want(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "heartbeat_timeout")
-		ev(election.EventObserved, "billing", 6, "", 0)
-		want(t, reg, 6, "pgleader_epoch", "scope", "billing")
-	})
-
-	t.Run("Reasons", func(t *testing.T) {
-		ev(election.EventResigned, "reports", 1, "resigned", 0)
-		ev(election.EventResigned, "reports", 2, "shutdown", 0)
-		ev(election.EventLost, "reports", 3, "a reason no engine reports today", 0)
-		ev(election.EventLost, "reports", 4, "", 0)
-		want(t, reg, 1, "pgleader_losses_total", "scope", "reports", "reason", "resigned")
-		want(t, reg, 1, "pgleader_losses_total", "scope", "reports", "reason", "shutdown")
-		want(t, reg, 2, "pgleader_losses_total", "scope", "reports", "reason", "other")
-		for _, r := range []string{"resigned", "shutdown", "lost_connection", "heartbeat_timeout", "evicted", "closed", "crashed"} {
-			if got := exporter.LossReason(r); got != r {
-				t.Errorf("LossReason(%q) = %q", r, got)
-			}
-		}
-	})
-
-	t.Run("Heartbeats", func(t *testing.T) {
-		// One round trip confirming three scopes is one observation.
-		for _, s := range []string{"a", "b", "c"} {
-			ev(election.EventHeartbeatOK, s, 1, "", 300*time.Microsecond)
-		}
-		want(t, reg, 1, "pgleader_heartbeat_duration_seconds")
-		// The next round trip, even with the very same latency, is another one.
-		mono += int64(500 * time.Millisecond)
-		for _, s := range []string{"a", "b", "c"} {
-			ev(election.EventHeartbeatOK, s, 1, "", 300*time.Microsecond)
-		}
-		want(t, reg, 2, "pgleader_heartbeat_duration_seconds")
-		ev(election.EventHeartbeatOK, "a", 1, "", 310*time.Microsecond)
-		want(t, reg, 3, "pgleader_heartbeat_duration_seconds")
-		// A failed round trip counts per scope, and once in the histogram.
-		mono += int64(500 * time.Millisecond)
-		ev(election.EventHeartbeatFailed, "a", 1, "heartbeat took 120ms, timeout is 100ms", 120*time.Millisecond)
-		ev(election.EventHeartbeatFailed, "b", 1, "heartbeat took 120ms, timeout is 100ms", 120*time.Millisecond)
-		want(t, reg, 4, "pgleader_heartbeat_duration_seconds")
-		want(t, reg, 1, "pgleader_heartbeat_failures_total", "scope", "a")
-		want(t, reg, 1, "pgleader_heartbeat_failures_total", "scope", "b")
-		// A node that leads nothing reports failures without a scope.
-		ev(election.EventHeartbeatFailed, "", 0, "connection reset", time.Millisecond)
-		want(t, reg, 1, "pgleader_heartbeat_failures_total", "scope", "")
-	})
-
-	t.Run("NotAttached", func(t *testing.T) {
-		for _, name := range []string{"pgleader_gate_blocked_total", "pgleader_trust_remaining_seconds"} {
-			if _, ok := value(t, reg, name); ok {
-				t.Errorf("%s present before Attach", name)
-			}
-		}
-	})
-
-	t.Run("Lint", func(t *testing.T) {
-		problems, err := testutil.GatherAndLint(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range problems {
-			t.Errorf("lint: %s: %s", p.Metric, p.Text)
-		}
-	})
-}
-
-func TestElectionMetricsDuplicateRegistration(t *testing.T) {
-	t.Parallel()
-	reg := prometheus.NewRegistry()
-	if _, err := exporter.NewElectionMetrics(reg); err != nil {
-		t.Fatal(err)
-	}
-	_, err := exporter.NewElectionMetrics(reg)
-	var already prometheus.AlreadyRegisteredError
-	if !errors.As(err, &already) {
-		t.Fatalf("second registration: %v, want an AlreadyRegisteredError", err)
-	}
-}
-
 // fastConfig is election timing fit for tests: I + T < W < L, L − W ≥ 100ms.
 func fastConfig(dsn, node string, obs election.Observer, scopes ...string) election.Config {
 	return election.Config{
@@ -192,21 +87,19 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// TestElectionMetricsLive runs a real Elector against PostgreSQL: lead, resign,
+// TestLive runs a real Elector against PostgreSQL: lead, resign,
 // lead again, shut down.
-func TestElectionMetricsLive(t *testing.T) {
+func TestLive(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	reg := prometheus.NewPedanticRegistry()
-	m, err := exporter.NewElectionMetrics(reg)
+	e, err := election.New(fastConfig(dsn, "node-1", nil, "billing"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := election.New(fastConfig(dsn, "node-1", m, "billing"))
-	if err != nil {
+	if _, err := electionprom.Register(reg, e); err != nil {
 		t.Fatal(err)
 	}
-	m.Attach(e)
 	billing := e.Scope("billing")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -228,7 +121,7 @@ func TestElectionMetricsLive(t *testing.T) {
 	}
 	t.Cleanup(stop)
 
-	// Attach created the scope's series; a refusal before Run is counted.
+	// Register created the scope's series; a refusal before Run is counted.
 	want(t, reg, 0, "pgleader_is_leader", "scope", "billing")
 	want(t, reg, 0, "pgleader_acquisitions_total", "scope", "billing")
 	if _, err := billing.Require(ctx); !errors.Is(err, election.ErrNotLeader) {
@@ -255,6 +148,9 @@ func TestElectionMetricsLive(t *testing.T) {
 		v, _ := value(t, reg, "pgleader_heartbeat_duration_seconds")
 		return v >= 1
 	})
+	if v, _ := value(t, reg, "pgleader_last_heartbeat_timestamp_seconds"); time.Since(time.Unix(int64(v), 0)) > 10*time.Second {
+		t.Errorf("last heartbeat timestamp %v, want recent", v)
+	}
 
 	// Resign returns after the release is recorded: the gate closed and the loss
 	// counted by then.
