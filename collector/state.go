@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 )
@@ -50,19 +49,6 @@ type scopeMem struct {
 type nodeMem struct {
 	live      bool
 	startedAt time.Time
-}
-
-// evictOrder asks for the eviction of a stale holder.
-type evictOrder struct {
-	scope  string
-	expect holderID
-}
-
-// holderID is the holder an eviction expects to find.
-type holderID struct {
-	epoch  int64
-	holder string
-	pid    int
 }
 
 func newState() *state {
@@ -404,22 +390,6 @@ func (st *state) trackLeaderless(sc *Scope, row scopeRow, m *scopeMem, dbNow, no
 		}
 	}
 	sc.LeaderlessFor = max(0, now.Sub(m.leaderlessSince))
-}
-
-// evictOrder decides the automatic eviction of a stale holder: once per term,
-// EvictAfter after its stale-leader alert began, only while its own backend holds
-// the lock.
-func (st *state) evictOrder(cfg *Config, sc *Scope, now time.Time) (evictOrder, bool) {
-	if !cfg.EvictStale || st.evicted[sc.Name] == sc.Epoch || !slices.Contains(sc.LockPIDs, sc.HolderPID) {
-		return evictOrder{}, false
-	}
-	for _, a := range sc.Alerts {
-		if a.Kind == AlertStaleLeader && now.Sub(a.Since) >= cfg.EvictAfter {
-			st.evicted[sc.Name] = sc.Epoch
-			return evictOrder{scope: sc.Name, expect: holderID{epoch: sc.Epoch, holder: sc.Leader, pid: sc.HolderPID}}, true
-		}
-	}
-	return evictOrder{}, false
 }
 
 // via formats what an audit row's caller said it is, after the role it was.
