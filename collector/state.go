@@ -1,10 +1,8 @@
 package collector
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 )
 
@@ -390,46 +388,4 @@ func (st *state) trackLeaderless(sc *Scope, row scopeRow, m *scopeMem, dbNow, no
 		}
 	}
 	sc.LeaderlessFor = max(0, now.Sub(m.leaderlessSince))
-}
-
-// via formats what an audit row's caller said it is, after the role it was.
-func via(v string) string {
-	if v == "" {
-		return ""
-	}
-	return " via " + v
-}
-
-func runbook(k AlertKind) string { return "docs/runbooks.md#" + string(k) }
-
-// fmtDur prints a duration for a one-line summary: milliseconds below a second,
-// tenths of a second above.
-func fmtDur(d time.Duration) string {
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
-}
-
-func pids(ps []int) string {
-	if len(ps) == 1 {
-		return fmt.Sprint(ps[0])
-	}
-	return "[" + pidList(ps) + "]"
-}
-
-func pidList(ps []int) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = fmt.Sprint(p)
-	}
-	return strings.Join(s, ", ")
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return cmp.Or(s, "unknown error")
 }
