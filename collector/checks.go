@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/human"
 )
 
 // finding is a check result before the grace and Since rules apply.
@@ -71,7 +73,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 		for _, n := range ro.claimants[row.Name] {
 			if n.Live && n.ID != row.Holder && n.LastSeen.After(row.AcquiredAt) {
 				split(n.ID, fmt.Sprintf("%s and %s both report leading %s (%s seen %s after epoch %d began)",
-					row.Holder, n.ID, row.Name, n.ID, fmtDur(n.LastSeen.Sub(row.AcquiredAt)), row.Epoch),
+					row.Holder, n.ID, row.Name, n.ID, human.Duration(n.LastSeen.Sub(row.AcquiredAt)), row.Epoch),
 					fmt.Sprintf("node %s acts as leader without the term: stop it (or pg_terminate_backend(%d)) and check its version and configuration", n.ID, n.BackendPID),
 					cfg.SplitBrainGrace)
 			}
@@ -107,11 +109,11 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 		if sc.HeartbeatAge > w+cfg.StaleMargin {
 			lease := "unknown"
 			if row.Timing.SessionLease > 0 {
-				lease = fmtDur(row.Timing.SessionLease)
+				lease = human.Duration(row.Timing.SessionLease)
 			}
 			out = append(out, finding{grace: cfg.SplitBrainGrace, alert: Alert{Kind: AlertStaleLeader, Severity: SeverityCritical, Scope: row.Name, Node: row.Holder,
 				Summary: fmt.Sprintf("%s (pid %d) holds the lock of %s but its last heartbeat is %s old (trust window %s, session lease %s)",
-					row.Holder, row.HolderPID, row.Name, fmtDur(sc.HeartbeatAge), fmtDur(w), lease),
+					row.Holder, row.HolderPID, row.Name, human.Duration(sc.HeartbeatAge), human.Duration(w), lease),
 				Hint:    fmt.Sprintf("the holder is frozen, cut off, or its leadership session runs a statement, and its lease did not end it: check the node, then evict it (SELECT pg_terminate_backend(%d))", row.HolderPID),
 				Runbook: runbook(AlertStaleLeader)}})
 		}
@@ -133,7 +135,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 
 	if row.Changes > cfg.FlapMax {
 		out = append(out, finding{alert: Alert{Kind: AlertFlapping, Severity: SeverityWarning, Scope: row.Name,
-			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d)", row.Changes, row.Name, fmtDur(cfg.FlapWindow), cfg.FlapMax),
+			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d)", row.Changes, row.Name, human.Duration(cfg.FlapWindow), cfg.FlapMax),
 			Hint:    "leaders keep losing the scope: read the release reasons (pgleader history); heartbeat_timeout points at database latency, crashed at a crash loop, resigned at the application",
 			Runbook: runbook(AlertFlapping)}})
 	}
@@ -176,7 +178,7 @@ func noLeader(row scopeRow, sc *Scope, cands int, since time.Time) finding {
 		hint = "candidates exist but none claims: check their logs and the database (connection limits, lock_timeout errors)"
 	}
 	return finding{since: since, alert: Alert{Kind: AlertNoLeader, Severity: SeverityCritical, Scope: row.Name,
-		Summary: fmt.Sprintf("%s has had no leader for %s: %s", row.Name, fmtDur(sc.LeaderlessFor), what),
+		Summary: fmt.Sprintf("%s has had no leader for %s: %s", row.Name, human.Duration(sc.LeaderlessFor), what),
 		Hint:    hint, Runbook: runbook(AlertNoLeader)}}
 }
 
@@ -193,7 +195,7 @@ func heartbeatLate(sc *Scope, m *scopeMem, now time.Time) (Event, bool) {
 	}
 	m.lateEpoch = sc.Epoch
 	return Event{At: now, Kind: EventHeartbeatLate, Scope: sc.Name, Node: sc.Leader, Epoch: sc.Epoch,
-		Detail: fmt.Sprintf("last heartbeat %s ago, interval %s", fmtDur(sc.HeartbeatAge), fmtDur(iv))}, true
+		Detail: fmt.Sprintf("last heartbeat %s ago, interval %s", human.Duration(sc.HeartbeatAge), human.Duration(iv))}, true
 }
 
 func verdict(sc *Scope, late bool) Verdict {
@@ -216,7 +218,7 @@ func checkNodes(cfg *Config, nodes []Node) []finding {
 	for _, n := range nodes {
 		if n.StoppedAt.IsZero() && n.LastSeenAge > cfg.StaleNodeAfter {
 			out = append(out, finding{alert: Alert{Kind: AlertStaleNode, Severity: SeverityWarning, Node: n.ID,
-				Summary: fmt.Sprintf("node %s (%s, os pid %d) was last seen %s ago and did not stop cleanly", n.ID, n.Hostname, n.OSPID, fmtDur(n.LastSeenAge)),
+				Summary: fmt.Sprintf("node %s (%s, os pid %d) was last seen %s ago and did not stop cleanly", n.ID, n.Hostname, n.OSPID, human.Duration(n.LastSeenAge)),
 				Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, mark it stopped (UPDATE pgleader.nodes SET stopped_at = now() WHERE node_id = '%s')", n.Hostname, n.ID),
 				Runbook: runbook(AlertStaleNode)}})
 		}
@@ -277,7 +279,7 @@ func (st *state) checkFence(cfg *Config, dbNow time.Time) []finding {
 		}
 		out = append(out, finding{alert: Alert{Kind: AlertFenceRejected, Severity: SeverityWarning, Scope: scope, Node: node,
 			Summary: fmt.Sprintf("the database refused %d fenced write(s) by %s on %s within %s; the last at epoch %d%s, %s ago",
-				len(hits), node, scope, fmtDur(cfg.FenceAlertFor), last.epoch, current, fmtDur(dbNow.Sub(last.at))),
+				len(hits), node, scope, human.Duration(cfg.FenceAlertFor), last.epoch, current, human.Duration(dbNow.Sub(last.at))),
 			Hint:    fmt.Sprintf("%s acted after losing leadership (a pause or a partition): the database write was refused, but check its side effects outside the database and why it kept acting", node),
 			Runbook: runbook(AlertFenceRejected)}})
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
-	"time"
 )
 
 func runbook(k AlertKind) string { return "docs/runbooks.md#" + string(k) }
@@ -38,13 +37,4 @@ func oneLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return cmp.Or(s, "unknown error")
-}
-
-// fmtDur prints a duration for a one-line summary: milliseconds below a second,
-// tenths of a second above.
-func fmtDur(d time.Duration) string {
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
 }

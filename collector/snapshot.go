@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/human"
 )
 
 // apply turns one read into the next snapshot and the events between the last
@@ -140,7 +142,7 @@ func (st *state) down(cfg *Config, now time.Time, h Health) (*Snapshot, []Event)
 	}
 	if quiet := now.Sub(st.lastOK); quiet >= cfg.CollectorDownAfter {
 		a := Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Since: st.downSince,
-			Summary: fmt.Sprintf("no successful read of %s for %s: %s", h.Database, fmtDur(quiet), oneLine(h.LastError)),
+			Summary: fmt.Sprintf("no successful read of %s for %s: %s", h.Database, human.Duration(quiet), oneLine(h.LastError)),
 			Hint:    "check that the database is up and reachable from the collector's host (credentials, network, max_connections); the state shown is the last good read",
 			Runbook: runbook(AlertCollectorDown)}
 		if prev, ok := st.active[a.Key()]; ok {
@@ -226,7 +228,7 @@ func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) (
 				evs = append(evs, Event{At: n.StoppedAt, Kind: EventNodeLeft, Node: n.ID, Reason: "stopped"})
 			} else {
 				evs = append(evs, Event{At: now, Kind: EventNodeLeft, Node: n.ID, Reason: "stale",
-					Detail: "last seen " + fmtDur(n.LastSeenAge) + " ago"})
+					Detail: "last seen " + human.Duration(n.LastSeenAge) + " ago"})
 			}
 		}
 	}
