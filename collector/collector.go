@@ -10,18 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pgleader/pgleader/internal/retry"
 )
 
-const (
-	// minReadGap spaces reads while notifications keep coming: the first one is
-	// read at once, a burst costs one read per gap.
-	minReadGap = 5 * time.Millisecond
-	// backoffMin and backoffMax bound the delay between reconnection attempts.
-	backoffMin = 100 * time.Millisecond
-	backoffMax = 5 * time.Second
-)
+// minReadGap spaces reads while notifications keep coming: the first one is
+// read at once, a burst costs one read per gap.
+const minReadGap = 5 * time.Millisecond
 
 // Collector watches one pgleader database and publishes immutable Snapshots and an
 // ordered stream of Events. Create it with New, run it with Run; Poll reads once
@@ -520,18 +513,4 @@ func (c *Collector) logEvents(evs []Event) {
 			c.log.Warn("audit history reset", "database", c.database, "reason", ev.Detail)
 		}
 	}
-}
-
-// reconnect is the collector's backoff between reconnection attempts.
-var reconnect = retry.Backoff{Base: backoffMin, Max: backoffMax}
-
-// backoff is the delay before the n-th consecutive reconnection attempt.
-func backoff(n int) time.Duration { return reconnect.Delay(n) }
-
-func sleepCtx(ctx context.Context, d time.Duration) { retry.Sleep(ctx, d) }
-
-func closeConn(conn *pgx.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = conn.Close(ctx)
 }
