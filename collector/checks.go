@@ -300,3 +300,12 @@ func checkLockPressure(cfg *Config, r *dbRead) (finding, bool) {
 		Hint:    "find who holds them (SELECT pid, count(*) FROM pg_locks WHERE locktype = 'advisory' GROUP BY pid ORDER BY 2 DESC); when the table is full every session of the server fails: raise max_locks_per_transaction if the use is legitimate",
 		Runbook: runbook(AlertLockPressure)}}, true
 }
+
+// collectorDown is the alert of an outage: no successful read for quiet, since
+// the first failed read.
+func collectorDown(h Health, quiet time.Duration, since time.Time) Alert {
+	return Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Since: since,
+		Summary: fmt.Sprintf("no successful read of %s for %s: %s", h.Database, human.Duration(quiet), oneLine(h.LastError)),
+		Hint:    "check that the database is up and reachable from the collector's host (credentials, network, max_connections); the state shown is the last good read",
+		Runbook: runbook(AlertCollectorDown)}
+}

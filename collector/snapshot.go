@@ -141,10 +141,7 @@ func (st *state) down(cfg *Config, now time.Time, h Health) (*Snapshot, []Event)
 		}
 	}
 	if quiet := now.Sub(st.lastOK); quiet >= cfg.CollectorDownAfter {
-		a := Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Since: st.downSince,
-			Summary: fmt.Sprintf("no successful read of %s for %s: %s", h.Database, human.Duration(quiet), oneLine(h.LastError)),
-			Hint:    "check that the database is up and reachable from the collector's host (credentials, network, max_connections); the state shown is the last good read",
-			Runbook: runbook(AlertCollectorDown)}
+		a := collectorDown(h, quiet, st.downSince)
 		if prev, ok := st.active[a.Key()]; ok {
 			a.Since = prev.Since
 		}
