@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -176,4 +177,33 @@ func forbidden(scope, me, theirs string, pid int, cause error) error {
 		return fmt.Errorf("%w (%v)", err, cause)
 	}
 	return err
+}
+
+// holderID is the holder an eviction expects to find.
+type holderID struct {
+	epoch  int64
+	holder string
+	pid    int
+}
+
+// evictOrder asks for the eviction of a stale holder.
+type evictOrder struct {
+	scope  string
+	expect holderID
+}
+
+// evictOrder decides the automatic eviction of a stale holder: once per term,
+// EvictAfter after its stale-leader alert began, only while its own backend holds
+// the lock.
+func (st *state) evictOrder(cfg *Config, sc *Scope, now time.Time) (evictOrder, bool) {
+	if !cfg.EvictStale || st.evicted[sc.Name] == sc.Epoch || !slices.Contains(sc.LockPIDs, sc.HolderPID) {
+		return evictOrder{}, false
+	}
+	for _, a := range sc.Alerts {
+		if a.Kind == AlertStaleLeader && now.Sub(a.Since) >= cfg.EvictAfter {
+			st.evicted[sc.Name] = sc.Epoch
+			return evictOrder{scope: sc.Name, expect: holderID{epoch: sc.Epoch, holder: sc.Leader, pid: sc.HolderPID}}, true
+		}
+	}
+	return evictOrder{}, false
 }

@@ -3,22 +3,11 @@ package collector
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-)
-
-// Connection roles, the suffix of each connection's application_name.
-const (
-	appListener = "pgleader-collector listen"
-	appReader   = "pgleader-collector read"
-	appEvict    = "pgleader-collector evict"
-	appResign   = "pgleader-collector resign"
 )
 
 const (
@@ -26,7 +15,6 @@ const (
 	// readTimeout bounds a whole read on the client (a silent network).
 	readStatementTimeout = 5 * time.Second
 	readTimeout          = 10 * time.Second
-	connectTimeout       = 10 * time.Second
 	// auditBatch is the most audit rows one read takes; a read that hits it asks
 	// for another at once.
 	auditBatch = 1000
@@ -235,67 +223,6 @@ SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.ep
          THEN (SELECT t.holder FROM pgleader.terms t
                 WHERE t.scope = a.scope AND t.epoch = (a.detail->>'prev_epoch')::bigint) END`
 )
-
-// connConfig returns a copy of the configured connection settings for one of the
-// collector's connections.
-func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnConfig {
-	cc := c.cfg.ConnConfig.Copy()
-	// Client-side keepalives: a listener blocked in WaitForNotification must fail,
-	// not hang, when the path to the server goes silent.
-	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
-		Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
-	cc.DialFunc = dialer.DialContext
-	cc.RuntimeParams["application_name"] = app
-	// Only the system catalogs: every statement names pgleader.* in full, and an
-	// operator another role planted in public (an exact type match beats
-	// pg_catalog's implicit cast) must never run inside a read.
-	cc.RuntimeParams["search_path"] = "pg_catalog"
-	if cc.ValidateConnect != nil {
-		// A multi-host DSN with target_session_attrs (read-write, primary, …) is
-		// how a collector follows a failover. Its reader sessions are read-only by
-		// default_transaction_read_only, which read-write would reject on every
-		// host; and it needs the primary in any case (LISTEN, logical decoding and
-		// the lock table of the nodes are there): so the primary it is.
-		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsPrimary
-	}
-	for k, v := range params {
-		cc.RuntimeParams[k] = v
-	}
-	return cc
-}
-
-// connect opens one of the collector's connections, bounded by connectTimeout.
-func (c *Collector) connect(ctx context.Context, app string, params map[string]string) (*pgx.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	return pgx.ConnectConfig(ctx, c.connConfig(app, params))
-}
-
-// connectReader opens a reader connection: read-only by default, statements
-// bounded on the server.
-func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error) {
-	conn, err := c.connect(ctx, appReader, map[string]string{
-		"statement_timeout":                   fmt.Sprint(readStatementTimeout.Milliseconds()),
-		"idle_in_transaction_session_timeout": fmt.Sprint(readTimeout.Milliseconds()),
-		"default_transaction_read_only":       "on",
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	var has bool
-	if err := conn.QueryRow(ctx, sqlHasInterference).Scan(&has); err != nil {
-		closeConn(conn)
-		return nil, "", fmt.Errorf("read the schema's functions: %w", err)
-	}
-	c.hasInterference.Store(has)
-	version := conn.PgConn().ParameterStatus("server_version")
-	if version == "" {
-		ctx, cancel := context.WithTimeout(ctx, readTimeout)
-		defer cancel()
-		_ = conn.QueryRow(ctx, "SHOW server_version").Scan(&version)
-	}
-	return conn, version, nil
-}
 
 // readCursor says which audit rows a read takes (state.cursor).
 type readCursor struct {
@@ -540,10 +467,4 @@ func scanAudit(row pgx.CollectableRow) (auditRow, error) {
 	a.PrevHolder = str(prev)
 	_ = json.Unmarshal(detail, &a.Detail) // a malformed detail must not stop the collector
 	return a, nil
-}
-
-// isConnErr reports whether err means the connection is gone (as opposed to a
-// statement that failed on a healthy connection).
-func isConnErr(conn *pgx.Conn, err error) bool {
-	return err != nil && (conn == nil || conn.IsClosed() || errors.Is(err, net.ErrClosed))
 }

@@ -1,0 +1,141 @@
+package collector
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+const (
+	// notifyBurst and notifyShare bound the reads that notifications cause and
+	// that find nothing new (notifyBudget): notifyBurst of them after a quiet
+	// spell, then one per PollInterval/notifyShare.
+	notifyBurst = 8
+	notifyShare = 4
+	// listenPing: a listener that heard nothing for this long pings its
+	// connection, so a silently dead path is noticed even without keepalives.
+	listenPing = 30 * time.Second
+)
+
+// listen keeps the listener connection: LISTEN first, then ask for a full read,
+// then turn every notification into a read request (notified). Payloads are not
+// read: anyone may NOTIFY anything on the channel.
+func (c *Collector) listen(ctx context.Context) {
+	failures := 0
+	connected := false
+	for ctx.Err() == nil {
+		conn, err := c.connect(ctx, appListener, nil)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN leader_change"); err != nil {
+				closeConn(conn)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			c.noteSourceError("listener", err)
+			if failures == 1 {
+				c.log.Warn("collector cannot LISTEN; polling only until it can", "database", c.database, "err", err)
+				c.Refresh() // read anyway (at start-up: the first read)
+			}
+			sleepCtx(ctx, backoff(failures))
+			continue
+		}
+		if connected {
+			c.reconnects.Add(1)
+		}
+		if failures > 0 {
+			c.log.Info("collector listening again", "database", c.database)
+		}
+		connected, failures = true, 0
+		c.listening.Store(true)
+		c.Refresh() // the full read that makes the notifications from now on sufficient
+		err = c.wait(ctx, conn)
+		c.listening.Store(false)
+		closeConn(conn)
+		if ctx.Err() != nil {
+			return
+		}
+		c.noteSourceError("listener", err)
+		c.log.Warn("collector lost its LISTEN connection; polling until it is back", "database", c.database, "err", err)
+		c.Refresh() // publish the polling source now
+		failures = 1
+		sleepCtx(ctx, backoff(failures))
+	}
+}
+
+// wait turns notifications into reads (notified) until the connection fails or
+// ctx ends.
+func (c *Collector) wait(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenPing)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			c.notified()
+			continue
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case pgconn.Timeout(err) && !conn.IsClosed():
+			pctx, cancel := context.WithTimeout(ctx, readTimeout)
+			err = conn.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+		}
+		return err
+	}
+}
+
+// notified records a notification and asks the loop for a read. The payload is
+// not looked at: the read decides what changed. A notification that arrives
+// while an earlier one still waits for its read is coalesced into that read.
+func (c *Collector) notified() {
+	c.notifications.Add(1)
+	if c.notifyPending.Swap(true) {
+		c.coalesced.Add(1)
+		return
+	}
+	select {
+	case c.notifyCh <- struct{}{}:
+	default:
+	}
+}
+
+// notifyBudget bounds the reads that notifications cause and that find nothing
+// new. Anyone who may connect may NOTIFY leader_change as fast as the server
+// lets them, and a notification is a hint: what it costs is a read. The budget
+// is a token bucket (as a theoretical arrival time, GCRA): full after a quiet
+// spell, notifyBurst reads, then one per PollInterval/notifyShare. A read that
+// finds something new (it publishes an event) gives its token back, so genuine
+// changes are read as fast as they come and only forged (or redundant)
+// notifications are throttled.
+type notifyBudget struct {
+	tat time.Time // when the bucket would be full again
+}
+
+// notifyCost is the refill time of one token for a poll interval.
+func notifyCost(poll time.Duration) time.Duration {
+	return max(minReadGap, poll/notifyShare)
+}
+
+// next returns the earliest time a notification may be read with tokens of cost.
+func (b *notifyBudget) next(cost time.Duration) time.Time {
+	return b.tat.Add(-(notifyBurst - 1) * cost)
+}
+
+// take spends a token of cost at now.
+func (b *notifyBudget) take(now time.Time, cost time.Duration) {
+	b.tat = maxTime(b.tat, now).Add(cost)
+}
+
+// refund gives back a token of cost.
+func (b *notifyBudget) refund(cost time.Duration) {
+	b.tat = b.tat.Add(-cost)
+}
