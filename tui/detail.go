@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -165,4 +168,39 @@ func timingText(t collector.Timing) string {
 		s += " · timeout " + fmtDur(t.HeartbeatTimeout)
 	}
 	return s + " · trust " + fmtDur(t.TrustWindow) + " · lease " + fmtDur(t.SessionLease)
+}
+
+func (m *Model) detailKey(msg tea.KeyPressMsg) {
+	switch {
+	case key.Matches(msg, m.keys.Back), msg.String() == "backspace", key.Matches(msg, m.keys.Enter):
+		m.detail, m.detailScroll = "", 0
+	case key.Matches(msg, m.keys.Up):
+		m.detailScroll = max(0, m.detailScroll-1)
+	case key.Matches(msg, m.keys.Down):
+		m.detailScroll++
+	case key.Matches(msg, m.keys.PageUp):
+		m.detailScroll = max(0, m.detailScroll-m.pageSize())
+	case key.Matches(msg, m.keys.PageDown):
+		m.detailScroll += m.pageSize()
+	case key.Matches(msg, m.keys.Top):
+		m.detailScroll = 0
+	}
+}
+
+func (m *Model) openDetail() {
+	m.ensureRows()
+	var scope string
+	switch m.focus {
+	case paneScopes:
+		scope = m.scopes.selected()
+	case paneTerms:
+		if i := m.terms.cursor; i < len(m.terms.rows) {
+			scope = m.terms.rows[i].cells[1].text
+		}
+	case paneNodes:
+		scope = m.scopes.selected()
+	}
+	if scope != "" {
+		m.detail, m.detailScroll = scope, 0
+	}
 }

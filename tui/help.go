@@ -2,6 +2,8 @@ package tui
 
 import (
 	"strings"
+
+	tea "charm.land/bubbletea/v2"
 )
 
 // legend explains the glyphs; it is searchable like the keys.
@@ -114,4 +116,40 @@ func (m *Model) helpLines(w, h int) []string {
 	}
 	title := m.paneTitle(st, m.focus, "HELP · "+query, hint, w)
 	return append([]string{title}, lines[m.helpScroll:]...)
+}
+
+func (m *Model) helpKey(msg tea.KeyPressMsg) {
+	switch msg.String() {
+	case "esc":
+		if m.helpQuery != "" {
+			m.helpQuery = ""
+		} else {
+			m.helpOpen = false
+		}
+	case "?":
+		if m.helpQuery == "" {
+			m.helpOpen = false
+		} else {
+			m.helpQuery += "?"
+		}
+	case "enter":
+		m.helpOpen = false
+	case "backspace":
+		if r := []rune(m.helpQuery); len(r) > 0 {
+			m.helpQuery = string(r[:len(r)-1])
+		}
+	case "up":
+		m.helpScroll = max(0, m.helpScroll-1)
+	case "down":
+		m.helpScroll++
+	case "pgup":
+		m.helpScroll = max(0, m.helpScroll-m.pageSize())
+	case "pgdown":
+		m.helpScroll += m.pageSize()
+	default:
+		if msg.Text != "" {
+			m.helpQuery += msg.Text
+			m.helpScroll = 0
+		}
+	}
 }
