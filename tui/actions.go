@@ -3,9 +3,13 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // actionTimeout bounds one operator action or fault.
@@ -138,4 +142,37 @@ func (m *Model) runFault(k string) tea.Cmd {
 		}
 		return localEventMsg{kind: eventFault, scope: scope, detail: out, err: err}
 	}
+}
+
+// confirmWrap is the width the confirmation's explanation is wrapped at.
+const confirmWrap = 58
+
+// confirmBox renders the open y/N question: which action, on whom, and what it
+// does.
+func (m *Model) confirmBox(w int) string {
+	c := *m.confirm
+	c.scope, c.leader = termsafe.String(c.scope), termsafe.String(c.leader) // shown, not acted on
+	var title string
+	var body []string
+	switch c.kind {
+	case actionResign:
+		title = "Resign the leader of " + c.scope + "?"
+		body = strings.Split(ansi.Wrap(fmt.Sprintf("Asks %s through the database to hand %s over: it drains in-flight work "+
+			"(up to its drain timeout), releases the lock, and a follower takes over under a new epoch, usually "+
+			"within one heartbeat interval.", c.leader, c.scope), min(confirmWrap, max(20, w-4)), ""), "\n")
+	default:
+		pid := "unknown backend pid"
+		if c.pid > 0 {
+			pid = fmt.Sprintf("backend pid %d", c.pid)
+		}
+		title = "Evict the leader of " + c.scope + "?"
+		body = []string{
+			fmt.Sprintf("Terminates %s's leadership session (%s).", c.leader, pid),
+			"A follower takes over under a new epoch; the",
+			"evicted node's fenced writes are refused.",
+		}
+	}
+	lines := append([]string{m.look.title.Render(title), ""}, body...)
+	lines = append(lines, "", m.look.key.Render("y")+" "+c.kind.verb()+"    "+m.look.key.Render("any other key")+" cancel   [y/N]")
+	return m.look.modal.MaxWidth(w).Render(strings.Join(lines, "\n"))
 }
