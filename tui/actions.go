@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -19,8 +20,8 @@ const actionTimeout = 15 * time.Second
 type actionKind int
 
 const (
-	actionEvict  actionKind = iota // x: terminate the leader's session (Actions.Evict)
-	actionResign                   // R: a graceful resign through the database (Actions.Resign)
+	actionEvict  actionKind = iota // terminate the leader's session (Actions.Evict)
+	actionResign                   // a graceful resign through the database (Actions.Resign)
 )
 
 // verb names the action in messages ("evict", "resign").
@@ -37,14 +38,6 @@ func (k actionKind) gerund() string {
 		return "resigning"
 	}
 	return "evicting"
-}
-
-// key is the key that asks for the action.
-func (k actionKind) key() string {
-	if k == actionResign {
-		return "R"
-	}
-	return "x"
 }
 
 // confirmation is an open y/N question about an action on a scope's leader.
@@ -79,7 +72,7 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 	c := m.confirm
 	m.confirm = nil
-	if s := msg.String(); s != "y" && s != "Y" {
+	if !key.Matches(msg, m.keys.Confirm) {
 		m.setStatus(fmt.Sprintf("%s %s cancelled", c.kind.verb(), c.scope), toneNone)
 		return nil
 	}
@@ -95,7 +88,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 			now = sc.Leader
 		}
 		m.setStatus(fmt.Sprintf("not %s: %s is now led by %s, not %s; press %s again",
-			c.kind.gerund(), c.scope, now, c.leader, c.kind.key()), toneWarn)
+			c.kind.gerund(), c.scope, now, c.leader, m.keys.action(c.kind).Help().Key), toneWarn)
 		return nil
 	}
 	actions, ctx := m.opts.Actions, m.ctx
@@ -125,14 +118,16 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 	}
 }
 
-func (m *Model) runFault(k string) tea.Cmd {
+// runFault runs the demo fault bound to b on the selected scope.
+func (m *Model) runFault(b key.Binding) tea.Cmd {
 	scope := m.selectedScope()
 	if scope == "" {
 		m.setStatus("no scope selected for the fault", toneWarn)
 		return nil
 	}
-	m.setStatus(fmt.Sprintf("%s on %s…", m.faults[k], scope), toneWarn)
-	faults, ctx, help := m.opts.Faults, m.ctx, m.faults[k]
+	k, help := b.Keys()[0], b.Help().Desc
+	m.setStatus(fmt.Sprintf("%s on %s…", help, scope), toneWarn)
+	faults, ctx := m.opts.Faults, m.ctx
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
@@ -173,6 +168,7 @@ func (m *Model) confirmBox(w int) string {
 		}
 	}
 	lines := append([]string{m.look.title.Render(title), ""}, body...)
-	lines = append(lines, "", m.look.key.Render("y")+" "+c.kind.verb()+"    "+m.look.key.Render("any other key")+" cancel   [y/N]")
+	yes, no := m.keys.Confirm.Help().Key, m.keys.Decline.Help().Key
+	lines = append(lines, "", m.look.key.Render(yes)+" "+c.kind.verb()+"    "+m.look.key.Render("any other key")+" cancel   ["+yes+"/"+no+"]")
 	return m.look.modal.MaxWidth(w).Render(strings.Join(lines, "\n"))
 }

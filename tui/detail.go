@@ -23,7 +23,7 @@ func (m *Model) detailLines(w, h int) []string {
 		name += " · STALE"
 	}
 	if !ok {
-		title := m.paneTitle(st, m.focus, name, "esc back", w)
+		title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
 		return []string{title, "", st.render(toneWarn, fitLine("  scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
 	}
 	label, vt := verdictLabel(sc.Verdict)
@@ -119,9 +119,9 @@ func (m *Model) detailLines(w, h int) []string {
 	// Scroll the body, keep the title.
 	view := h - 1
 	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
-	hint := "esc back"
+	hint := m.keys.Back.Help().Key + " back"
 	if len(lines) > view {
-		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · ↑↓ scroll · esc back"
+		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
 	}
 	title := m.paneTitle(st, m.focus, name, hint, w)
 	return append([]string{title}, lines[m.detailScroll:]...)
@@ -170,9 +170,11 @@ func timingText(t collector.Timing) string {
 	return s + " · trust " + fmtDur(t.TrustWindow) + " · lease " + fmtDur(t.SessionLease)
 }
 
+// detailKey handles a key in the detail view: Back, Erase or Enter again
+// return to the panes; the movement keys scroll.
 func (m *Model) detailKey(msg tea.KeyPressMsg) {
 	switch {
-	case key.Matches(msg, m.keys.Back), msg.String() == "backspace", key.Matches(msg, m.keys.Enter):
+	case key.Matches(msg, m.keys.Back, m.keys.Erase, m.keys.Enter):
 		m.detail, m.detailScroll = "", 0
 	case key.Matches(msg, m.keys.Up):
 		m.detailScroll = max(0, m.detailScroll-1)

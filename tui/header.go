@@ -28,8 +28,8 @@ func (m *Model) headerLines(w int) []string {
 	}
 	lines := []string{fitLine(strings.Join(parts, sep), w), m.verdictLine(w)}
 	if m.paused {
-		msg := fmt.Sprintf(" ⏸ PAUSED · space resumes · showing seq %d from %s · %s buffered",
-			m.snap.Seq, fmtClock(m.snap.At), plural(len(m.pausedEvents), "event"))
+		msg := fmt.Sprintf(" ⏸ PAUSED · %s resumes · showing seq %d from %s · %s buffered",
+			m.keys.Pause.Help().Key, m.snap.Seq, fmtClock(m.snap.At), plural(len(m.pausedEvents), "event"))
 		lines = append(lines, st.paused.Render(fitLine(msg, w)))
 	}
 	return lines

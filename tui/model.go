@@ -32,9 +32,8 @@ type Model struct {
 	feed   Feed
 	opts   Options
 	keys   keyMap
-	faults map[string]string // fault key → help
-	look   *styles           // normal
-	dimmed *styles           // the data may be stale
+	look   *styles // normal
+	dimmed *styles // the data may be stale
 
 	ctx    context.Context // ends the feed readers and ticks when the dashboard stops
 	cancel context.CancelFunc
@@ -90,7 +89,6 @@ func New(feed Feed, opts Options) *Model {
 		feed:     feed,
 		opts:     opts,
 		keys:     newKeyMap(opts.Actions != nil),
-		faults:   map[string]string{},
 		look:     newStyles(opts.NoColor, false),
 		dimmed:   newStyles(opts.NoColor, true),
 		width:    80,
@@ -110,12 +108,11 @@ func New(feed Feed, opts Options) *Model {
 			if fk.Key == "" {
 				continue
 			}
-			if m.keys.reserved(fk.Key) || m.faults[fk.Key] != "" {
+			if m.keys.bound(fk.Key) {
 				m.events.add(m.localEvent(eventFault, "", fmt.Sprintf("fault key %q (%s) ignored: the dashboard uses it", fk.Key, fk.Help), nil))
 				continue
 			}
-			m.faults[fk.Key] = fk.Help
-			m.keys.Faults = append(m.keys.Faults, key.NewBinding(key.WithKeys(fk.Key), key.WithHelp(fk.Key, fk.Help)))
+			m.keys.Faults = append(m.keys.Faults, bind(fk.Help, fk.Key))
 		}
 	}
 	if s := feed.Snapshot(); s != nil {
@@ -202,12 +199,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
-	k := msg.String()
-	if k == "ctrl+c" {
+	// A quit key that types no text (ctrl+c) quits from anywhere, the filter
+	// line and the help search included; q types there.
+	if key.Matches(msg, m.keys.Quit) && msg.Text == "" {
 		return m.quit()
 	}
-	if k == "alt+esc" {
-		// Two quick escapes (or a multiplexer's) arrive as one key: honour both.
+	if msg.Code == tea.KeyEscape && msg.Mod == tea.ModAlt {
+		// Two quick escapes (or a multiplexer's) arrive as one key, alt+esc:
+		// honour both. This is the terminal's escape byte, not a binding.
 		esc := tea.KeyPressMsg{Code: tea.KeyEscape}
 		return tea.Batch(m.handleKey(esc), m.handleKey(esc))
 	}
@@ -227,8 +226,10 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if _, ok := m.faults[k]; ok {
-		return m.runFault(k)
+	for _, f := range m.keys.Faults {
+		if key.Matches(msg, f) {
+			return m.runFault(f)
+		}
 	}
 
 	switch {
@@ -246,9 +247,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus("refresh requested", toneNone)
 		feed := m.feed
 		return func() tea.Msg { feed.Refresh(); return nil }
-	case k == actionEvict.key():
+	case key.Matches(msg, m.keys.Evict):
 		return m.ask(actionEvict)
-	case k == actionResign.key():
+	case key.Matches(msg, m.keys.Resign):
 		return m.ask(actionResign)
 	case m.detail != "":
 		m.detailKey(msg)

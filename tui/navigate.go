@@ -44,18 +44,20 @@ func (m *Model) focusedTable() *table {
 
 func (m *Model) pageSize() int { return max(1, m.height/3) }
 
+// editFilter handles a key while the filter line has the keyboard: Enter
+// keeps the filter, Back clears it, other keys edit it.
 func (m *Model) editFilter(msg tea.KeyPressMsg) {
-	switch msg.String() {
-	case "enter":
+	switch {
+	case key.Matches(msg, m.keys.Enter):
 		m.filtering = false
-	case "esc":
+	case key.Matches(msg, m.keys.Back):
 		m.filtering = false
 		m.filter = ""
-	case "backspace":
+	case key.Matches(msg, m.keys.Erase):
 		if r := []rune(m.filter); len(r) > 0 {
 			m.filter = string(r[:len(r)-1])
 		}
-	case "ctrl+u":
+	case key.Matches(msg, m.keys.EraseAll):
 		m.filter = ""
 	default:
 		if msg.Text == "" {

@@ -32,7 +32,7 @@ func (m *Model) render() string {
 	w, h := m.width, m.height
 	if m.tooSmall() {
 		return truncate(fmt.Sprintf("terminal too small: need ≥%d×%d, have %d×%d", minWidth, minHeight, w, h), max(w, 1)) +
-			"\n" + truncate("enlarge the window, or q to quit", max(w, 1))
+			"\n" + truncate("enlarge the window, or "+m.keys.Quit.Help().Key+" to quit", max(w, 1))
 	}
 	m.ensureRows()
 	lines := make([]string, 0, h)
@@ -102,7 +102,8 @@ func (m *Model) footerLines(w int) []string {
 	var status, errLine string
 	switch {
 	case m.filtering:
-		status = st.key.Render("/") + " filter: " + termsafe.String(m.filter) + "▏" + st.render(toneMuted, "  enter keeps · esc clears")
+		status = st.key.Render(m.keys.Filter.Help().Key) + " filter: " + termsafe.String(m.filter) + "▏" +
+			st.render(toneMuted, "  "+m.keys.Enter.Help().Key+" keeps · "+m.keys.Back.Help().Key+" clears")
 	case m.snap != nil && m.stale():
 		h := m.snap.Health
 		head := "✖ READ FAILING"
@@ -130,10 +131,10 @@ func (m *Model) footerLines(w int) []string {
 	}
 	var flags []string
 	if m.filter != "" && !m.filtering {
-		flags = append(flags, "filter “"+termsafe.String(m.filter)+"” (esc clears)")
+		flags = append(flags, "filter “"+termsafe.String(m.filter)+"” ("+m.keys.Back.Help().Key+" clears)")
 	}
 	if m.problems {
-		flags = append(flags, "problems only (p)")
+		flags = append(flags, "problems only ("+m.keys.Problems.Help().Key+")")
 	}
 	if len(flags) > 0 {
 		right := st.render(toneWarn, strings.Join(flags, " · "))
@@ -263,7 +264,7 @@ func (m *Model) paneLines(st *styles, p pane, w, h int) []string {
 	case paneEvents:
 		body = m.events.render(st, w, h-1)
 		title = "EVENTS"
-		hint = m.events.hint()
+		hint = m.events.hint(m.keys)
 	}
 	if m.stale() {
 		title += " · STALE"
