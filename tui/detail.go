@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -37,11 +38,11 @@ func (m *Model) detailLines(w, h int) []string {
 			host = " on " + termsafe.String(sc.LeaderHost)
 		}
 		lines = append(lines, kv("leader", fmt.Sprintf("%s%s · epoch %d · since %s (tenure %s)",
-			termsafe.String(sc.Leader), host, sc.Epoch, fmtClock(sc.AcquiredAt), fmtDur(sc.Tenure))))
+			termsafe.String(sc.Leader), host, sc.Epoch, fmtClock(sc.AcquiredAt), human.Cell(sc.Tenure))))
 	} else {
 		text := fmt.Sprintf("none · epoch %d", sc.Epoch)
 		if sc.LeaderlessFor > 0 {
-			text += " · leaderless for " + fmtDur(sc.LeaderlessFor)
+			text += " · leaderless for " + human.Cell(sc.LeaderlessFor)
 		}
 		if !sc.ReleasedAt.IsZero() {
 			text += " · released at " + fmtClock(sc.ReleasedAt)
@@ -54,7 +55,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	hb := "—"
 	if sc.Leader != "" {
-		hb = st.render(heartbeatTone(sc.HeartbeatAge, sc.Timing), fmtDur(sc.HeartbeatAge)+" ago") +
+		hb = st.render(heartbeatTone(sc.HeartbeatAge, sc.Timing), human.Cell(sc.HeartbeatAge)+" ago") +
 			" (at " + fmtStamp(sc.LastHeartbeat) + ")"
 	}
 	lines = append(lines, kv("heartbeat", hb))
@@ -78,11 +79,17 @@ func (m *Model) detailLines(w, h int) []string {
 			peak = max(peak, v)
 		}
 		full := sc.Timing.TrustWindow
-		scale := "full bar = trust window " + fmtDur(full)
+		scale := "full bar = trust window " + human.Cell(full)
 		if full <= 0 {
 			scale = "full bar = peak"
 		}
-		lines = append(lines, kv("hb history", fmt.Sprintf("%s, %s · now %s · peak %s", plural(len(vals), "sample"), scale, fmtDurOrGap(last), fmtDurOrGap(peak))))
+		sample := func(d time.Duration) string { // the ring keeps -1 for "no holder"
+			if d < 0 {
+				return "no leader"
+			}
+			return human.Cell(d)
+		}
+		lines = append(lines, kv("hb history", fmt.Sprintf("%s, %s · now %s · peak %s", plural(len(vals), "sample"), scale, sample(last), sample(peak))))
 		lines = append(lines, fitLine("  "+strings.Repeat(" ", 12)+sparkline(vals, full), w))
 	}
 
@@ -127,13 +134,6 @@ func (m *Model) detailLines(w, h int) []string {
 	return append([]string{title}, lines[m.detailScroll:]...)
 }
 
-func fmtDurOrGap(d time.Duration) string {
-	if d < 0 {
-		return "no leader"
-	}
-	return fmtDur(d)
-}
-
 // backendsText compares the holder's backend with the lock's holders: a
 // mismatch is the split-brain signature.
 func (m *Model) backendsText(st *styles, sc collector.Scope) string {
@@ -163,11 +163,11 @@ func timingText(t collector.Timing) string {
 	if t.HeartbeatInterval <= 0 {
 		return "unknown (no holder)"
 	}
-	s := "interval " + fmtDur(t.HeartbeatInterval)
+	s := "interval " + human.Cell(t.HeartbeatInterval)
 	if t.HeartbeatTimeout > 0 {
-		s += " · timeout " + fmtDur(t.HeartbeatTimeout)
+		s += " · timeout " + human.Cell(t.HeartbeatTimeout)
 	}
-	return s + " · trust " + fmtDur(t.TrustWindow) + " · lease " + fmtDur(t.SessionLease)
+	return s + " · trust " + human.Cell(t.TrustWindow) + " · lease " + human.Cell(t.SessionLease)
 }
 
 // detailKey handles a key in the detail view: Back, Erase or Enter again

@@ -49,16 +49,6 @@ func (m *Model) freshness(st *styles) string {
 	return text
 }
 
-func fmtAgo(d time.Duration) string {
-	if d < time.Second {
-		return "just now"
-	}
-	if d < time.Minute {
-		return fmt.Sprintf("%ds ago", int(d/time.Second))
-	}
-	return fmtDur(d) + " ago"
-}
-
 // verdictListMax is the most scopes the header names one by one; beyond it
 // a row of names no longer reads at a glance, and the header counts instead.
 const verdictListMax = 16

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/human"
 )
 
 // Scopes table columns.
@@ -208,12 +209,12 @@ func scopeCells(sc *collector.Scope) []cell {
 	c[scVerdict] = cell{text: v, tone: t}
 	if sc.Leader != "" {
 		c[scLeader] = cell{text: sc.Leader}
-		c[scTenure] = cell{text: fmtDur(sc.Tenure)}
-		c[scHeartbeat] = cell{text: fmtDur(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
+		c[scTenure] = cell{text: human.Cell(sc.Tenure)}
+		c[scHeartbeat] = cell{text: human.Cell(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
 	} else {
 		text := "—"
 		if sc.LeaderlessFor > 0 {
-			text = "— for " + fmtDur(sc.LeaderlessFor)
+			text = "— for " + human.Cell(sc.LeaderlessFor)
 		}
 		c[scLeader] = cell{text: text, tone: toneBad}
 		c[scTenure] = cell{text: "—", tone: toneMuted}
@@ -317,7 +318,7 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
 	}
 	c[ndRoles] = cell{text: rolesText(n)}
-	seen := cell{text: fmtDur(n.LastSeenAge)}
+	seen := cell{text: human.Cell(n.LastSeenAge)}
 	if !n.Live && n.StoppedAt.IsZero() {
 		seen.tone = toneBad
 	}
@@ -410,14 +411,14 @@ func termCells(t collector.Term) []cell {
 	c[tmScope] = cell{text: t.Scope}
 	c[tmLeader] = cell{text: t.Holder}
 	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}
-	c[tmHeld] = cell{text: fmtDur(t.HeldFor)}
+	c[tmHeld] = cell{text: human.Cell(t.HeldFor)}
 	if t.Open() {
 		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
 	} else {
 		c[tmEnded] = cell{text: t.EndedBy, tone: endedTone(t.EndedBy)}
 	}
 	if t.HandoverGap > 0 {
-		c[tmGap] = cell{text: fmtDur(t.HandoverGap)}
+		c[tmGap] = cell{text: human.Cell(t.HandoverGap)}
 	} else {
 		c[tmGap] = cell{text: "—", tone: toneMuted}
 	}
