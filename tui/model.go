@@ -198,6 +198,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// handleKey dispatches a key press, every case through m.keys: the open y/N
+// question, the filter line or the help search take it first, then the demo's
+// fault keys, then the dashboard's own.
 func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	// A quit key that types no text (ctrl+c) quits from anywhere, the filter
 	// line and the help search included; q types there.
