@@ -6,7 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -20,7 +24,7 @@ func (m *Model) detailLines(w, h int) []string {
 		name += " · STALE"
 	}
 	if !ok {
-		title := m.paneTitle(st, m.focus, name, "esc back", w)
+		title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
 		return []string{title, "", st.render(toneWarn, fitLine("  scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
 	}
 	label, vt := verdictLabel(sc.Verdict)
@@ -34,11 +38,11 @@ func (m *Model) detailLines(w, h int) []string {
 			host = " on " + termsafe.String(sc.LeaderHost)
 		}
 		lines = append(lines, kv("leader", fmt.Sprintf("%s%s · epoch %d · since %s (tenure %s)",
-			termsafe.String(sc.Leader), host, sc.Epoch, fmtClock(sc.AcquiredAt), fmtDur(sc.Tenure))))
+			termsafe.String(sc.Leader), host, sc.Epoch, fmtClock(sc.AcquiredAt), human.Cell(sc.Tenure))))
 	} else {
 		text := fmt.Sprintf("none · epoch %d", sc.Epoch)
 		if sc.LeaderlessFor > 0 {
-			text += " · leaderless for " + fmtDur(sc.LeaderlessFor)
+			text += " · leaderless for " + human.Cell(sc.LeaderlessFor)
 		}
 		if !sc.ReleasedAt.IsZero() {
 			text += " · released at " + fmtClock(sc.ReleasedAt)
@@ -51,7 +55,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	hb := "—"
 	if sc.Leader != "" {
-		hb = st.render(heartbeatTone(sc.HeartbeatAge, sc.Timing), fmtDur(sc.HeartbeatAge)+" ago") +
+		hb = st.render(heartbeatTone(sc.HeartbeatAge, sc.Timing), human.Cell(sc.HeartbeatAge)+" ago") +
 			" (at " + fmtStamp(sc.LastHeartbeat) + ")"
 	}
 	lines = append(lines, kv("heartbeat", hb))
@@ -75,11 +79,17 @@ func (m *Model) detailLines(w, h int) []string {
 			peak = max(peak, v)
 		}
 		full := sc.Timing.TrustWindow
-		scale := "full bar = trust window " + fmtDur(full)
+		scale := "full bar = trust window " + human.Cell(full)
 		if full <= 0 {
 			scale = "full bar = peak"
 		}
-		lines = append(lines, kv("hb history", fmt.Sprintf("%s, %s · now %s · peak %s", plural(len(vals), "sample"), scale, fmtDurOrGap(last), fmtDurOrGap(peak))))
+		sample := func(d time.Duration) string { // the ring keeps -1 for "no holder"
+			if d < 0 {
+				return "no leader"
+			}
+			return human.Cell(d)
+		}
+		lines = append(lines, kv("hb history", fmt.Sprintf("%s, %s · now %s · peak %s", plural(len(vals), "sample"), scale, sample(last), sample(peak))))
 		lines = append(lines, fitLine("  "+strings.Repeat(" ", 12)+sparkline(vals, full), w))
 	}
 
@@ -116,19 +126,12 @@ func (m *Model) detailLines(w, h int) []string {
 	// Scroll the body, keep the title.
 	view := h - 1
 	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
-	hint := "esc back"
+	hint := m.keys.Back.Help().Key + " back"
 	if len(lines) > view {
-		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · ↑↓ scroll · esc back"
+		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
 	}
 	title := m.paneTitle(st, m.focus, name, hint, w)
 	return append([]string{title}, lines[m.detailScroll:]...)
-}
-
-func fmtDurOrGap(d time.Duration) string {
-	if d < 0 {
-		return "no leader"
-	}
-	return fmtDur(d)
 }
 
 // backendsText compares the holder's backend with the lock's holders: a
@@ -160,9 +163,46 @@ func timingText(t collector.Timing) string {
 	if t.HeartbeatInterval <= 0 {
 		return "unknown (no holder)"
 	}
-	s := "interval " + fmtDur(t.HeartbeatInterval)
+	s := "interval " + human.Cell(t.HeartbeatInterval)
 	if t.HeartbeatTimeout > 0 {
-		s += " · timeout " + fmtDur(t.HeartbeatTimeout)
+		s += " · timeout " + human.Cell(t.HeartbeatTimeout)
 	}
-	return s + " · trust " + fmtDur(t.TrustWindow) + " · lease " + fmtDur(t.SessionLease)
+	return s + " · trust " + human.Cell(t.TrustWindow) + " · lease " + human.Cell(t.SessionLease)
+}
+
+// detailKey handles a key in the detail view: Back, Erase or Enter again
+// return to the panes; the movement keys scroll.
+func (m *Model) detailKey(msg tea.KeyPressMsg) {
+	switch {
+	case key.Matches(msg, m.keys.Back, m.keys.Erase, m.keys.Enter):
+		m.detail, m.detailScroll = "", 0
+	case key.Matches(msg, m.keys.Up):
+		m.detailScroll = max(0, m.detailScroll-1)
+	case key.Matches(msg, m.keys.Down):
+		m.detailScroll++
+	case key.Matches(msg, m.keys.PageUp):
+		m.detailScroll = max(0, m.detailScroll-m.pageSize())
+	case key.Matches(msg, m.keys.PageDown):
+		m.detailScroll += m.pageSize()
+	case key.Matches(msg, m.keys.Top):
+		m.detailScroll = 0
+	}
+}
+
+func (m *Model) openDetail() {
+	m.ensureRows()
+	var scope string
+	switch m.focus {
+	case paneScopes:
+		scope = m.scopes.selected()
+	case paneTerms:
+		if i := m.terms.cursor; i < len(m.terms.rows) {
+			scope = m.terms.rows[i].cells[1].text
+		}
+	case paneNodes:
+		scope = m.scopes.selected()
+	}
+	if scope != "" {
+		m.detail, m.detailScroll = scope, 0
+	}
 }

@@ -146,7 +146,8 @@ func (l *eventLog) render(st *styles, width, height int) []string {
 	return strings.Split(l.vp.View(), "\n")
 }
 
-func (l *eventLog) hint() string {
+// hint is the events pane's title hint: how many, and whether it follows.
+func (l *eventLog) hint(k keyMap) string {
 	if len(l.shown) == 0 {
 		return ""
 	}
@@ -154,7 +155,7 @@ func (l *eventLog) hint() string {
 	if l.follow {
 		return s + " · following"
 	}
-	return s + " · scrolled (end follows)"
+	return s + " · scrolled (" + k.Bottom.Help().Key + " follows)"
 }
 
 // eventLine renders one event as a log line and says what it means.

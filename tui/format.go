@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/human"
 )
 
 const ellipsis = "…"
@@ -82,25 +82,14 @@ func fitLine(s string, w int) string {
 	return s
 }
 
-// fmtDur renders a duration for a narrow cell: 0.4s, 9.9s, 42s, 3m12s, 2h05m, 3d04h.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < 10*time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < time.Minute:
-		return strconv.Itoa(int(d/time.Second)) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	default:
-		return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
-	}
-}
+// Durations in the dashboard's cells and texts are human.Cell's (0.4s, 42s,
+// 3m12s, 2h05m). fmtInterval and fmtAgo say something else; so does fmtAxis
+// (terms.go), a tick label.
 
-// fmtInterval renders a poll interval: 100ms, 1.5s, 1m.
+// fmtInterval renders a poll interval, or the collector's read time, as an
+// operator would set it: 100ms, 250ms, 1s, 1.5s, 15s; from a minute on as a
+// cell (1m00s). human.Cell would show 250ms as "0.2s", human.Duration 1s as
+// "1.00s".
 func fmtInterval(d time.Duration) string {
 	switch {
 	case d < time.Second:
@@ -108,7 +97,20 @@ func fmtInterval(d time.Duration) string {
 	case d < time.Minute:
 		return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(d.Seconds(), 'f', 1, 64), "0"), ".") + "s"
 	default:
-		return d.Round(time.Second).String()
+		return human.Cell(d)
+	}
+}
+
+// fmtAgo is the age of the data at the one-second resolution of the
+// dashboard's clock: "just now", "4s ago", then a cell ("3m12s ago").
+func fmtAgo(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s ago"
+	default:
+		return human.Cell(d) + " ago"
 	}
 }
 

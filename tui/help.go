@@ -2,6 +2,9 @@ package tui
 
 import (
 	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 )
 
 // legend explains the glyphs; it is searchable like the keys.
@@ -68,8 +71,9 @@ func (m *Model) helpLines(w, h int) []string {
 		blocks = append(blocks, b)
 	}
 	if len(blocks) == 0 {
-		title := m.paneTitle(st, m.focus, "HELP · "+query, "esc closes", w)
-		return []string{title, "", st.render(toneMuted, fitLine("  nothing matches “"+q+"” (backspace edits, esc clears)", w))}
+		title := m.paneTitle(st, m.focus, "HELP · "+query, m.keys.Back.Help().Key+" closes", w)
+		edit := m.keys.Erase.Help().Key + " edits, " + m.keys.Back.Help().Key + " clears"
+		return []string{title, "", st.render(toneMuted, fitLine("  nothing matches “"+q+"” ("+edit+")", w))}
 	}
 
 	// Flow the blocks into columns, a block never split.
@@ -108,10 +112,49 @@ func (m *Model) helpLines(w, h int) []string {
 	}
 	view := h - 1
 	m.helpScroll = min(m.helpScroll, max(0, len(lines)-view))
-	hint := "esc closes"
+	hint := m.keys.Back.Help().Key + " closes"
 	if len(lines) > view {
-		hint = itoa(m.helpScroll+1) + "–" + itoa(min(len(lines), m.helpScroll+view)) + " of " + itoa(len(lines)) + " · ↑↓ scroll · esc closes"
+		hint = itoa(m.helpScroll+1) + "–" + itoa(min(len(lines), m.helpScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
 	}
 	title := m.paneTitle(st, m.focus, "HELP · "+query, hint, w)
 	return append([]string{title}, lines[m.helpScroll:]...)
+}
+
+// helpKey handles a key while the help screen is open: text goes to the
+// search; Back clears the search, then closes the screen, as Help and Enter
+// do.
+func (m *Model) helpKey(msg tea.KeyPressMsg) {
+	switch {
+	case key.Matches(msg, m.keys.Back):
+		if m.helpQuery != "" {
+			m.helpQuery = ""
+		} else {
+			m.helpOpen = false
+		}
+	case key.Matches(msg, m.keys.Help):
+		if m.helpQuery == "" {
+			m.helpOpen = false
+		} else {
+			m.helpQuery += msg.Text
+		}
+	case key.Matches(msg, m.keys.Enter):
+		m.helpOpen = false
+	case key.Matches(msg, m.keys.Erase):
+		if r := []rune(m.helpQuery); len(r) > 0 {
+			m.helpQuery = string(r[:len(r)-1])
+		}
+	case key.Matches(msg, m.keys.Up):
+		m.helpScroll = max(0, m.helpScroll-1)
+	case key.Matches(msg, m.keys.Down):
+		m.helpScroll++
+	case key.Matches(msg, m.keys.PageUp):
+		m.helpScroll = max(0, m.helpScroll-m.pageSize())
+	case key.Matches(msg, m.keys.PageDown):
+		m.helpScroll += m.pageSize()
+	default:
+		if msg.Text != "" {
+			m.helpQuery += msg.Text
+			m.helpScroll = 0
+		}
+	}
 }

@@ -1,13 +1,17 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 )
 
-// keyMap holds every binding; the help screen and the footer are built from
-// it, so a key that is not here does not exist.
+// keyMap holds every key the dashboard reacts to, each spelled once. Update
+// dispatches on these bindings (key.Matches), the footer (ShortHelp) and the
+// help screen (groups) list them, the in-place hints ("esc back", "[y/N]")
+// name them through Help().Key, and a demo fault key may not reuse one
+// (bound): rebinding a key here changes all of them together.
 type keyMap struct {
 	// navigation
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
@@ -15,47 +19,102 @@ type keyMap struct {
 	Enter, Back                             key.Binding
 	// view
 	Filter, Problems, Sort, Reverse, Help key.Binding
+	// typing in the filter line or the help search (other keys type text)
+	Erase, EraseAll key.Binding
 	// feed
 	Pause, Slower, Faster, Refresh key.Binding
-	// actions
-	Evict, Resign key.Binding
-	Quit          key.Binding
+	// actions, and the answer to their y/N question (any key but Confirm
+	// cancels; Decline is the key an operator reaches for, so it is reserved)
+	Evict, Resign    key.Binding
+	Confirm, Decline key.Binding
+	// Quit: a quit key that types no text (ctrl+c) quits from anywhere, even
+	// the filter line or the help search, where q types
+	Quit key.Binding
+	// actions lists the action keys in the help and the footer. Read-only,
+	// Evict and Resign stay bound: they say how to enable actions.
+	actions bool
 
 	// Faults are the demo's fault keys (empty outside the demo).
 	Faults []key.Binding
 }
 
+// newKeyMap is the dashboard's keys; actions lists the action keys.
 func newKeyMap(actions bool) keyMap {
-	k := keyMap{
-		Up:       key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "move up / scroll")),
-		Down:     key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "move down / scroll")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "first row")),
-		Bottom:   key.NewBinding(key.WithKeys("end"), key.WithHelp("end", "last row / follow events")),
-		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
-		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
-		Enter:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "scope detail")),
-		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back / clear filter")),
+	return keyMap{
+		Up:       bind("move up / scroll", "up"),
+		Down:     bind("move down / scroll", "down"),
+		PageUp:   bind("page up", "pgup"),
+		PageDown: bind("page down", "pgdown"),
+		Top:      bind("first row", "home"),
+		Bottom:   bind("last row / follow events", "end"),
+		NextPane: bind("next pane", "tab"),
+		PrevPane: bind("previous pane", "shift+tab"),
+		Enter:    bind("scope detail", "enter"),
+		Back:     bind("back / clear filter", "esc"),
 
-		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter: scope/node substring")),
-		Problems: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "problems only (toggle)")),
-		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by next column")),
-		Reverse:  key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort order")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help (type to search)")),
+		Filter:   bind("filter: scope/node substring", "/"),
+		Problems: bind("problems only (toggle)", "p"),
+		Sort:     bind("sort by next column", "s"),
+		Reverse:  bind("reverse sort order", "S"),
+		Help:     bind("help (type to search)", "?"),
 
-		Pause:   key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pause / resume snapshots")),
-		Slower:  key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "longer poll interval")),
-		Faster:  key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "shorter poll interval")),
-		Refresh: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh now")),
+		Erase:    bind("erase a character", "backspace"),
+		EraseAll: bind("empty the filter line", "ctrl+u"),
 
-		Evict:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "evict: terminate leader's session")),
-		Resign: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "resign the leader gracefully")),
-		Quit:   key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Pause:   bind("pause / resume snapshots", "space"),
+		Slower:  bind("longer poll interval", "+", "="),
+		Faster:  bind("shorter poll interval", "-", "_"),
+		Refresh: bind("refresh now", "r"),
+
+		Evict:   bind("evict: terminate leader's session", "x"),
+		Resign:  bind("resign the leader gracefully", "R"),
+		Confirm: bind("confirm the action", "y", "Y"),
+		Decline: bind("cancel (so does any other key)", "N", "n"),
+		Quit:    bind("quit", "q", "ctrl+c"),
+		actions: actions,
 	}
-	k.Evict.SetEnabled(actions)
-	k.Resign.SetEnabled(actions)
-	return k
+}
+
+// keyLabels spells a few keys the way the help shows them.
+var keyLabels = map[string]string{"up": "↑", "down": "↓", "pgdown": "pgdn"}
+
+// bind is a binding to keys whose help shows the first of them, so that a
+// key is written once.
+func bind(desc string, keys ...string) key.Binding {
+	label := keys[0]
+	if l, ok := keyLabels[label]; ok {
+		label = l
+	}
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label, desc))
+}
+
+// brief is the footer's entry for bindings: their keys, their labels joined
+// ("s/S"), and a shorter description.
+func brief(desc string, bs ...key.Binding) key.Binding {
+	var keys, labels []string
+	for _, b := range bs {
+		keys = append(keys, b.Keys()...)
+		labels = append(labels, b.Help().Key)
+	}
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(labels, "/"), desc))
+}
+
+// scrollHint is "↑↓ scroll", for a view's title.
+func (k keyMap) scrollHint() string { return k.Up.Help().Key + k.Down.Help().Key + " scroll" }
+
+// action is the binding that asks for kind.
+func (k keyMap) action(kind actionKind) key.Binding {
+	if kind == actionResign {
+		return k.Resign
+	}
+	return k.Evict
+}
+
+// all is every binding but the fault keys.
+func (k keyMap) all() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
+		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Erase, k.EraseAll,
+		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Confirm, k.Decline, k.Quit}
 }
 
 // helpGroup is one titled group of the help screen.
@@ -68,10 +127,11 @@ func (k keyMap) groups() []helpGroup {
 	g := []helpGroup{
 		{"navigate", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane, k.Enter, k.Back}},
 		{"view", []key.Binding{k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Quit}},
+		{"typing (filter, help search)", []key.Binding{k.Erase, k.EraseAll}},
 		{"updates", []key.Binding{k.Pause, k.Slower, k.Faster, k.Refresh}},
 	}
-	if k.Evict.Enabled() {
-		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Resign, k.Evict}})
+	if k.actions {
+		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Resign, k.Evict, k.Confirm, k.Decline}})
 	}
 	if len(k.Faults) > 0 {
 		g = append(g, helpGroup{"demo faults (selected scope)", k.Faults})
@@ -82,25 +142,22 @@ func (k keyMap) groups() []helpGroup {
 // ShortHelp is the footer line (help.KeyMap).
 func (k keyMap) ShortHelp() []key.Binding {
 	short := []key.Binding{
-		key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "pane")),
-		key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
-		key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "problems")),
-		key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pause")),
+		brief("help", k.Help),
+		brief("quit", k.Quit),
+		brief("pane", k.NextPane),
+		brief("filter", k.Filter),
+		brief("problems", k.Problems),
+		brief("pause", k.Pause),
 	}
-	if k.Evict.Enabled() {
-		short = append(short,
-			key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "resign")),
-			key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "evict")))
+	if k.actions {
+		short = append(short, brief("resign", k.Resign), brief("evict", k.Evict))
 	}
 	short = append(short, k.Faults...)
-	short = append(short,
-		key.NewBinding(key.WithKeys("s"), key.WithHelp("s/S", "sort")),
-		key.NewBinding(key.WithKeys("+"), key.WithHelp("+/-", "interval")),
-		key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
+	return append(short,
+		brief("sort", k.Sort, k.Reverse),
+		brief("interval", k.Slower, k.Faster),
+		brief("refresh", k.Refresh),
 	)
-	return short
 }
 
 // FullHelp is every group as a column (help.KeyMap).
@@ -112,17 +169,13 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return out
 }
 
-// reserved reports whether a key string is bound by the dashboard itself.
-func (k keyMap) reserved(s string) bool {
-	all := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
-		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Pause, k.Slower, k.Faster,
-		k.Refresh, k.Quit,
-		key.NewBinding(key.WithKeys("x", "R", "y", "n", "Y", "N"))} // x and R even when read-only; y/n answer prompts
-	for _, b := range all {
-		for _, ks := range b.Keys() {
-			if ks == s {
-				return true
-			}
+// bound reports whether a key string is already bound: by the dashboard
+// itself (the action keys and the y/N answers even when read-only) or by a
+// fault key.
+func (k keyMap) bound(s string) bool {
+	for _, b := range append(k.all(), k.Faults...) {
+		if slices.Contains(b.Keys(), s) {
+			return true
 		}
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/human"
 )
 
 // Scopes table columns.
@@ -75,74 +76,6 @@ var termColumns = []column{
 	tmGap:     {title: "GAP", min: 4, right: true, drop: 1},
 }
 
-// sortState is a table's sort: an index into the table's sort orders and a
-// direction.
-type sortState struct {
-	col  int
-	desc bool
-}
-
-// scopeSorts lists the scope sort orders in the order s cycles through them.
-// The first is the default: the worst verdict on top.
-var scopeSorts = []struct {
-	col int
-	cmp func(a, b *collector.Scope) int
-}{
-	{scVerdict, func(a, b *collector.Scope) int { return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict)) }},
-	{scName, func(a, b *collector.Scope) int { return 0 }}, // the tie-break is the name
-	{scLeader, func(a, b *collector.Scope) int { return cmp.Compare(a.Leader, b.Leader) }},
-	{scEpoch, func(a, b *collector.Scope) int { return cmp.Compare(a.Epoch, b.Epoch) }},
-	{scTenure, func(a, b *collector.Scope) int { return cmp.Compare(a.Tenure, b.Tenure) }},
-	{scHeartbeat, func(a, b *collector.Scope) int { return cmp.Compare(a.HeartbeatAge, b.HeartbeatAge) }},
-	{scAlerts, func(a, b *collector.Scope) int { return cmp.Compare(len(b.Alerts), len(a.Alerts)) }},
-}
-
-var nodeSorts = []struct {
-	col int
-	cmp func(a, b *collector.Node) int
-}{
-	{ndID, func(a, b *collector.Node) int { return 0 }},
-	{ndState, func(a, b *collector.Node) int { return cmp.Compare(nodeStateRank(a), nodeStateRank(b)) }},
-	{ndHost, func(a, b *collector.Node) int { return cmp.Compare(a.Hostname, b.Hostname) }},
-	{ndRoles, func(a, b *collector.Node) int { return cmp.Compare(len(b.Leads), len(a.Leads)) }},
-	{ndSeen, func(a, b *collector.Node) int { return cmp.Compare(a.LastSeenAge, b.LastSeenAge) }},
-	{ndVersion, func(a, b *collector.Node) int { return cmp.Compare(a.Version, b.Version) }},
-}
-
-// cycleSort moves the focused table to its next sort order, or reverses it.
-func (m *Model) cycleSort(reverse bool) {
-	var st *sortState
-	var n int
-	var name string
-	switch m.focus {
-	case paneScopes:
-		st, n = &m.scopeSort, len(scopeSorts)
-	case paneNodes:
-		st, n = &m.nodeSort, len(nodeSorts)
-	default:
-		m.setStatus(m.focus.String()+" are in time order (newest "+map[bool]string{true: "first", false: "last"}[m.focus == paneTerms]+")", toneNone)
-		return
-	}
-	if reverse {
-		st.desc = !st.desc
-	} else {
-		st.col = (st.col + 1) % n
-		st.desc = false
-	}
-	m.invalidate()
-	m.ensureRows()
-	if m.focus == paneScopes {
-		name = scopeColumns[scopeSorts[st.col].col].title
-	} else {
-		name = nodeColumns[nodeSorts[st.col].col].title
-	}
-	dir := "ascending"
-	if st.desc {
-		dir = "descending"
-	}
-	m.setStatus("sorted by "+strings.ToLower(name)+", "+dir, toneNone)
-}
-
 // ensureRows rebuilds the table rows when the snapshot, the filter, the
 // problems toggle or a sort changed; otherwise it does nothing, so renders do
 // not re-sort.
@@ -208,12 +141,12 @@ func scopeCells(sc *collector.Scope) []cell {
 	c[scVerdict] = cell{text: v, tone: t}
 	if sc.Leader != "" {
 		c[scLeader] = cell{text: sc.Leader}
-		c[scTenure] = cell{text: fmtDur(sc.Tenure)}
-		c[scHeartbeat] = cell{text: fmtDur(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
+		c[scTenure] = cell{text: human.Cell(sc.Tenure)}
+		c[scHeartbeat] = cell{text: human.Cell(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
 	} else {
 		text := "—"
 		if sc.LeaderlessFor > 0 {
-			text = "— for " + fmtDur(sc.LeaderlessFor)
+			text = "— for " + human.Cell(sc.LeaderlessFor)
 		}
 		c[scLeader] = cell{text: text, tone: toneBad}
 		c[scTenure] = cell{text: "—", tone: toneMuted}
@@ -317,7 +250,7 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
 	}
 	c[ndRoles] = cell{text: rolesText(n)}
-	seen := cell{text: fmtDur(n.LastSeenAge)}
+	seen := cell{text: human.Cell(n.LastSeenAge)}
 	if !n.Live && n.StoppedAt.IsZero() {
 		seen.tone = toneBad
 	}
@@ -410,14 +343,14 @@ func termCells(t collector.Term) []cell {
 	c[tmScope] = cell{text: t.Scope}
 	c[tmLeader] = cell{text: t.Holder}
 	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}
-	c[tmHeld] = cell{text: fmtDur(t.HeldFor)}
+	c[tmHeld] = cell{text: human.Cell(t.HeldFor)}
 	if t.Open() {
 		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
 	} else {
 		c[tmEnded] = cell{text: t.EndedBy, tone: endedTone(t.EndedBy)}
 	}
 	if t.HandoverGap > 0 {
-		c[tmGap] = cell{text: fmtDur(t.HandoverGap)}
+		c[tmGap] = cell{text: human.Cell(t.HandoverGap)}
 	} else {
 		c[tmGap] = cell{text: "—", tone: toneMuted}
 	}

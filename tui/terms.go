@@ -229,6 +229,8 @@ func timeAxis(cols int, window time.Duration) string {
 	return string(axis)
 }
 
+// fmtAxis labels a time-axis tick or the span of the timeline: whole minutes
+// ("5m"), else whole seconds ("30s"); a cell's "5m00s" would crowd the axis.
 func fmtAxis(d time.Duration) string {
 	if d%time.Minute == 0 {
 		return itoa(int(d/time.Minute)) + "m"

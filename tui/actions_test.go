@@ -1,0 +1,234 @@
+package tui
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestEvictConfirm(t *testing.T) {
+	m, b := setup(t, healthySnapshot())
+
+	keys(m, "x")
+	if m.confirm == nil || !strings.Contains(screen(m), "Evict the leader of billing?") {
+		t.Fatal("x does not ask for confirmation")
+	}
+	if cmd := keys(m, "n"); cmd != nil {
+		t.Fatal("n returned a command")
+	}
+	if m.confirm != nil || len(b.actions.calls) != 0 {
+		t.Fatalf("n: confirm=%v calls=%v", m.confirm, b.actions.calls)
+	}
+	keys(m, "x")
+	if cmd := keys(m, "enter"); cmd != nil || len(b.actions.calls) != 0 {
+		t.Fatal("enter is not a yes")
+	}
+
+	keys(m, "down", "x") // reports, led by node-b
+	runCmd(t, m, keys(m, "y"))
+	if want := []evictCall{{"reports", "operator eviction from pgleader top"}}; !slices.Equal(b.actions.calls, want) {
+		t.Fatalf("Evict calls %v, want %v", b.actions.calls, want)
+	}
+	last := m.events.entries[len(m.events.entries)-1]
+	if last.ev.Kind != eventAction || !strings.Contains(last.line, "evicted node-b, leader of reports") {
+		t.Fatalf("log entry %+v", last)
+	}
+
+	// An error reaches the log and the status line.
+	b.actions.err = errors.New("permission denied to terminate process")
+	keys(m, "x")
+	runCmd(t, m, keys(m, "Y"))
+	if !strings.Contains(screen(m), "permission denied") {
+		t.Error("the eviction error is not shown")
+	}
+}
+
+func TestEvictGuards(t *testing.T) {
+	t.Run("LeaderChangedWhileAsking", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "x")
+		next := healthySnapshot()
+		next.Seq = 101
+		next.Scopes[0].Leader = "node-c"
+		m.Update(snapshotMsg{next})
+		if cmd := keys(m, "y"); cmd != nil || len(b.actions.calls) != 0 {
+			t.Fatal("evicted a leader the operator did not confirm")
+		}
+		if !strings.Contains(screen(m), "not evicting: billing is now led by node-c, not node-a") {
+			t.Fatalf("no explanation:\n%s", screen(m))
+		}
+	})
+	t.Run("ReadOnly", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
+		keys(m, "x")
+		if m.confirm != nil || !strings.Contains(screen(m), "read-only") {
+			t.Fatal("x without Actions must explain read-only mode")
+		}
+		keys(m, "?")
+		if s := screen(m); strings.Contains(s, "evict: terminate") || strings.Contains(s, "resign the leader") {
+			t.Error("help lists the actions in read-only mode")
+		}
+	})
+	t.Run("NoLeader", func(t *testing.T) {
+		m, b := setup(t, troubleSnapshot())
+		keys(m, "down", "x") // reports has no leader
+		if m.confirm != nil || !strings.Contains(screen(m), "reports has no leader") {
+			t.Fatal("x on a leaderless scope must say so")
+		}
+		if len(b.actions.calls) != 0 {
+			t.Fatal("Evict called")
+		}
+	})
+	t.Run("FromDetail", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "down", "enter", "x")
+		runCmd(t, m, keys(m, "y"))
+		if len(b.actions.calls) != 1 || b.actions.calls[0].scope != "reports" {
+			t.Fatalf("calls %v", b.actions.calls)
+		}
+	})
+}
+
+func TestResignConfirm(t *testing.T) {
+	m, b := setup(t, healthySnapshot())
+
+	keys(m, "R")
+	s := screen(m)
+	if m.confirm == nil || m.confirm.kind != actionResign || !strings.Contains(s, "Resign the leader of billing?") ||
+		!strings.Contains(s, "Asks node-a through the database to hand billing over") || !strings.Contains(s, "y resign") {
+		t.Fatalf("R does not ask for confirmation of a resign:\n%s", s)
+	}
+	if strings.Contains(s, "Evict") || strings.Contains(s, "Terminates") {
+		t.Fatalf("the resign question reads like an eviction:\n%s", s)
+	}
+	if cmd := keys(m, "N"); cmd != nil {
+		t.Fatal("N returned a command")
+	}
+	if m.confirm != nil || len(b.actions.resignCalls()) != 0 || !strings.Contains(screen(m), "resign billing cancelled") {
+		t.Fatalf("N: confirm=%v calls=%v", m.confirm, b.actions.resignCalls())
+	}
+
+	keys(m, "down", "R") // reports, led by node-b
+	runCmd(t, m, keys(m, "y"))
+	if want := []evictCall{{"reports", "operator resign from pgleader top"}}; !slices.Equal(b.actions.resignCalls(), want) {
+		t.Fatalf("Resign calls %v, want %v", b.actions.resignCalls(), want)
+	}
+	if len(b.actions.calls) != 0 {
+		t.Fatalf("a resign evicted: %v", b.actions.calls)
+	}
+	last := m.events.entries[len(m.events.entries)-1]
+	if last.ev.Kind != eventAction || !strings.Contains(last.line, "asked node-b, leader of reports (epoch 7), to resign") {
+		t.Fatalf("log entry %+v", last)
+	}
+
+	// An error reaches the log and the status line.
+	b.actions.err = errors.New("collector: holder changed: reports is now held by node-c")
+	keys(m, "R")
+	runCmd(t, m, keys(m, "Y"))
+	if s := screen(m); !strings.Contains(s, "holder changed") {
+		t.Errorf("the resign error is not shown:\n%s", s)
+	}
+	if last := m.events.entries[len(m.events.entries)-1]; !strings.Contains(last.line, "resign node-b of reports: error:") || last.tone != toneBad {
+		t.Errorf("log entry %+v", last)
+	}
+}
+
+func TestResignGuards(t *testing.T) {
+	t.Run("LeaderChangedWhileAsking", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "R")
+		next := healthySnapshot()
+		next.Seq = 101
+		next.Scopes[0].Leader = "node-c"
+		m.Update(snapshotMsg{next})
+		if cmd := keys(m, "y"); cmd != nil || len(b.actions.resignCalls()) != 0 {
+			t.Fatal("asked a leader the operator did not confirm to resign")
+		}
+		if !strings.Contains(screen(m), "not resigning: billing is now led by node-c, not node-a; press R again") {
+			t.Fatalf("no explanation:\n%s", screen(m))
+		}
+	})
+	t.Run("ReadOnly", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
+		keys(m, "R")
+		if m.confirm != nil || !strings.Contains(screen(m), "read-only: start with --allow-actions to resign a leader") {
+			t.Fatal("R without Actions must explain read-only mode")
+		}
+		if strings.Contains(screen(m), "R resign") {
+			t.Error("the footer offers R in read-only mode")
+		}
+	})
+	t.Run("NoLeader", func(t *testing.T) {
+		m, b := setup(t, troubleSnapshot())
+		keys(m, "down", "R") // reports has no leader
+		if m.confirm != nil || !strings.Contains(screen(m), "reports has no leader to resign") {
+			t.Fatal("R on a leaderless scope must say so")
+		}
+		if len(b.actions.resignCalls()) != 0 {
+			t.Fatal("Resign called")
+		}
+	})
+	t.Run("FromDetail", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "down", "enter", "R")
+		runCmd(t, m, keys(m, "y"))
+		if calls := b.actions.resignCalls(); len(calls) != 1 || calls[0].scope != "reports" {
+			t.Fatalf("calls %v", calls)
+		}
+	})
+	t.Run("NotRefresh", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		if cmd := keys(m, "R"); cmd != nil {
+			t.Fatal("R returned a command before the answer")
+		}
+		b.feed.mu.Lock()
+		refreshes := b.feed.refreshes
+		b.feed.mu.Unlock()
+		if m.confirm == nil || refreshes != 0 {
+			t.Fatalf("R: confirm=%v refreshes=%d", m.confirm, refreshes)
+		}
+	})
+	t.Run("Help", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot())
+		if s := screen(m); !strings.Contains(s, "R resign") || !strings.Contains(s, "x evict") {
+			t.Errorf("footer lacks the actions:\n%s", s)
+		}
+		keys(m, "?")
+		typed(m, "gracefully")
+		if s := screen(m); !strings.Contains(s, "R resign the leader gracefully") {
+			t.Fatalf("help search 'gracefully':\n%s", s)
+		}
+	})
+}
+
+func TestFaultKeys(t *testing.T) {
+	m, b := setup(t, healthySnapshot(), func(o *Options) {
+		o.Faults = &fakeFaults{keys: []FaultKey{{Key: "k", Help: "kill -9 leader"}, {Key: "s", Help: "SIGSTOP leader"}}}
+	})
+	b.faults = m.opts.Faults.(*fakeFaults)
+
+	keys(m, "down")
+	runCmd(t, m, keys(m, "k"))
+	if want := []faultCall{{"k", "reports"}}; !slices.Equal(b.faults.calls, want) {
+		t.Fatalf("Do calls %v, want %v", b.faults.calls, want)
+	}
+	var lines []string
+	for _, e := range m.events.entries {
+		lines = append(lines, e.line)
+	}
+	log := strings.Join(lines, "\n")
+	if !strings.Contains(log, "» fault") || !strings.Contains(log, "sent SIGKILL to the leader of reports") {
+		t.Fatalf("fault result not logged:\n%s", log)
+	}
+	// "s" is the sort key: the fault is refused and said so.
+	if !strings.Contains(log, `fault key "s" (SIGSTOP leader) ignored`) {
+		t.Errorf("colliding fault key not reported:\n%s", log)
+	}
+	if cmd := keys(m, "s"); cmd != nil || len(b.faults.calls) != 1 {
+		t.Fatal("s ran a fault")
+	}
+	if !strings.Contains(screen(m), "k kill -9 leader") {
+		t.Error("the fault key is not in the footer")
+	}
+}

@@ -1,0 +1,76 @@
+package tui
+
+import (
+	"cmp"
+	"strings"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// sortState is a table's sort: an index into the table's sort orders and a
+// direction.
+type sortState struct {
+	col  int
+	desc bool
+}
+
+// scopeSorts lists the scope sort orders in the order s cycles through them.
+// The first is the default: the worst verdict on top.
+var scopeSorts = []struct {
+	col int
+	cmp func(a, b *collector.Scope) int
+}{
+	{scVerdict, func(a, b *collector.Scope) int { return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict)) }},
+	{scName, func(a, b *collector.Scope) int { return 0 }}, // the tie-break is the name
+	{scLeader, func(a, b *collector.Scope) int { return cmp.Compare(a.Leader, b.Leader) }},
+	{scEpoch, func(a, b *collector.Scope) int { return cmp.Compare(a.Epoch, b.Epoch) }},
+	{scTenure, func(a, b *collector.Scope) int { return cmp.Compare(a.Tenure, b.Tenure) }},
+	{scHeartbeat, func(a, b *collector.Scope) int { return cmp.Compare(a.HeartbeatAge, b.HeartbeatAge) }},
+	{scAlerts, func(a, b *collector.Scope) int { return cmp.Compare(len(b.Alerts), len(a.Alerts)) }},
+}
+
+var nodeSorts = []struct {
+	col int
+	cmp func(a, b *collector.Node) int
+}{
+	{ndID, func(a, b *collector.Node) int { return 0 }},
+	{ndState, func(a, b *collector.Node) int { return cmp.Compare(nodeStateRank(a), nodeStateRank(b)) }},
+	{ndHost, func(a, b *collector.Node) int { return cmp.Compare(a.Hostname, b.Hostname) }},
+	{ndRoles, func(a, b *collector.Node) int { return cmp.Compare(len(b.Leads), len(a.Leads)) }},
+	{ndSeen, func(a, b *collector.Node) int { return cmp.Compare(a.LastSeenAge, b.LastSeenAge) }},
+	{ndVersion, func(a, b *collector.Node) int { return cmp.Compare(a.Version, b.Version) }},
+}
+
+// cycleSort moves the focused table to its next sort order, or reverses it.
+func (m *Model) cycleSort(reverse bool) {
+	var st *sortState
+	var n int
+	var name string
+	switch m.focus {
+	case paneScopes:
+		st, n = &m.scopeSort, len(scopeSorts)
+	case paneNodes:
+		st, n = &m.nodeSort, len(nodeSorts)
+	default:
+		m.setStatus(m.focus.String()+" are in time order (newest "+map[bool]string{true: "first", false: "last"}[m.focus == paneTerms]+")", toneNone)
+		return
+	}
+	if reverse {
+		st.desc = !st.desc
+	} else {
+		st.col = (st.col + 1) % n
+		st.desc = false
+	}
+	m.invalidate()
+	m.ensureRows()
+	if m.focus == paneScopes {
+		name = scopeColumns[scopeSorts[st.col].col].title
+	} else {
+		name = nodeColumns[nodeSorts[st.col].col].title
+	}
+	dir := "ascending"
+	if st.desc {
+		dir = "descending"
+	}
+	m.setStatus("sorted by "+strings.ToLower(name)+", "+dir, toneNone)
+}

@@ -1,0 +1,243 @@
+package tui
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+func TestDetailView(t *testing.T) {
+	m, _ := setup(t, troubleSnapshot())
+	keys(m, "enter")
+	if m.detail != "billing" {
+		t.Fatalf("enter opened %q", m.detail)
+	}
+	s := screen(m)
+	for _, want := range []string{"SCOPE billing", "holder pid 4242", "lock pids 4242, 6262 ✖ (≠ holder)", "split_brain", "terminate the backend", "TERMS 3", "hb history"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("detail view lacks %q:\n%s", want, s)
+		}
+	}
+	// The sparkline collects one sample per snapshot.
+	for i := range 5 {
+		n := troubleSnapshot()
+		n.Seq = uint64(300 + i)
+		n.Scopes[0].HeartbeatAge = time.Duration(i) * 300 * time.Millisecond
+		m.Update(snapshotMsg{n})
+	}
+	if got := m.hb["billing"].values(); len(got) != 6 || got[5] != 1200*time.Millisecond {
+		t.Fatalf("heartbeat ring %v", got)
+	}
+	keys(m, "esc")
+	if m.detail != "" || !strings.Contains(screen(m), "SCOPES 2") {
+		t.Fatal("esc does not return to the main view")
+	}
+}
+
+func TestHelpSearch(t *testing.T) {
+	m, _ := setup(t, healthySnapshot())
+	keys(m, "?")
+	if !m.helpOpen {
+		t.Fatal("? does not open help")
+	}
+	s := screen(m)
+	for _, want := range []string{"navigate", "page up", "evict: terminate leader's session", "resign the leader gracefully", "kill -9 leader", "SPLIT BRAIN"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	typed(m, "interval")
+	s = screen(m)
+	if !strings.Contains(s, "longer poll interval") || strings.Contains(s, "page up") {
+		t.Fatalf("help search 'interval':\n%s", s)
+	}
+	typed(m, "q") // typing goes to the search, it does not quit
+	if !m.helpOpen || !strings.Contains(screen(m), "nothing matches") {
+		t.Fatal("q in help must search, not quit")
+	}
+	keys(m, "esc")
+	if !m.helpOpen || m.helpQuery != "" {
+		t.Fatal("esc clears the search first")
+	}
+	keys(m, "esc")
+	if m.helpOpen {
+		t.Fatal("esc closes help")
+	}
+	// Two quick escapes can arrive as one alt+esc: search cleared and closed.
+	keys(m, "?")
+	typed(m, "page")
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt})
+	if m.helpOpen {
+		t.Fatal("alt+esc must act as esc twice")
+	}
+}
+
+func TestTooSmall(t *testing.T) {
+	m, _ := setup(t, healthySnapshot())
+	m.Update(tea.WindowSizeMsg{Width: 59, Height: 30})
+	if s := screen(m); !strings.Contains(s, "terminal too small: need ≥60×16, have 59×30") {
+		t.Fatalf("got:\n%s", s)
+	}
+	m.Update(tea.WindowSizeMsg{Width: 60, Height: 16})
+	if s := screen(m); strings.Contains(s, "too small") || !strings.Contains(s, "billing") {
+		t.Fatalf("60×16 must render:\n%s", s)
+	}
+}
+
+// TestFrameFits checks every frame is exactly the terminal's size.
+func TestFrameFits(t *testing.T) {
+	snaps := map[string]*collector.Snapshot{
+		"healthy": healthySnapshot(), "trouble": troubleSnapshot(), "disconnected": disconnectedSnapshot(),
+		"big": bigSnapshot(100, 300), "empty": {Seq: 1, At: t0, Health: health()}, "none": nil,
+	}
+	for name, snap := range snaps {
+		for _, sz := range [][2]int{{60, 16}, {80, 24}, {100, 34}, {120, 40}, {160, 48}, {250, 70}} {
+			for i, ks := range [][]string{nil, {"?"}, {"enter"}, {"x"}, {"R"}, {"tab", "tab"}, {"space"}, {"/", "a"}, {"tab", "tab", "tab", "up"}} {
+				m, _ := setup(t, snap, func(o *Options) { o.NoColor = i%2 == 0 })
+				for _, e := range sampleEvents() {
+					m.events.add(e)
+				}
+				m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+				keys(m, ks...)
+				lines := strings.Split(m.View().Content, "\n")
+				if len(lines) != sz[1] {
+					t.Errorf("%s %v %v: %d lines", name, sz, ks, len(lines))
+				}
+				for i, l := range lines {
+					if w := textWidth(l); w > sz[0] {
+						t.Errorf("%s %v %v: line %d is %d wide: %q", name, sz, ks, i, w, l)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNoColor(t *testing.T) {
+	colour := regexp.MustCompile(`\x1b\[[0-9;]*(3[0-9]|9[0-7]|38;)[0-9;]*m`)
+	m, _ := setup(t, troubleSnapshot(), func(o *Options) { o.NoColor = false })
+	if !colour.MatchString(m.View().Content) {
+		t.Fatal("no colour without NoColor (the test's pattern is wrong?)")
+	}
+	m, _ = setup(t, troubleSnapshot())
+	if c := m.View().Content; colour.MatchString(c) {
+		t.Fatalf("colour codes with NoColor: %q", colour.FindString(c))
+	}
+	t.Setenv("NO_COLOR", "1")
+	m, _ = setup(t, troubleSnapshot(), func(o *Options) { o.NoColor = false })
+	if c := m.View().Content; colour.MatchString(c) {
+		t.Fatal("colour codes with NO_COLOR set")
+	}
+	if s := screen(m); !strings.Contains(s, "‼ SPLIT BRAIN") || !strings.Contains(s, "✖ NO LEADER") {
+		t.Fatal("verdict glyphs and words must remain")
+	}
+}
+
+func TestHeartbeatTone(t *testing.T) {
+	for _, tc := range []struct {
+		age  time.Duration
+		want tone
+	}{
+		{0, toneOK}, {time.Second, toneOK}, {1001 * time.Millisecond, toneWarn},
+		{1500 * time.Millisecond, toneWarn}, {1501 * time.Millisecond, toneBad},
+	} {
+		if got := heartbeatTone(tc.age, timing); got != tc.want {
+			t.Errorf("age %v: tone %d, want %d", tc.age, got, tc.want)
+		}
+	}
+	if got := heartbeatTone(time.Hour, collector.Timing{}); got != toneNone {
+		t.Errorf("unknown timing: tone %d", got)
+	}
+}
+
+func TestTimeline(t *testing.T) {
+	m, _ := setup(t, healthySnapshot())
+	m.ensureRows()
+	lines, legend := m.timelineLines(m.look, 2+7+1+60, 3, []string{"billing", "reports"})
+	if len(lines) != 3 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	// 60 columns over 5 minutes: 5 s each. billing: node-b until -4m31s,
+	// node-c until -3m, a 1.8 s gap (inside one column: not drawn), node-a since.
+	billing := strings.TrimPrefix(plain(lines[1]), "▸ billing ")
+	if got, want := strings.TrimSpace(billing), strings.Repeat("▓", 6)+strings.Repeat("▒", 18)+strings.Repeat("█", 36); got != want {
+		t.Fatalf("billing strip\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(plain(legend), "█ node-a  ▓ node-b  ▒ node-c  · none") {
+		t.Fatalf("legend %q", plain(legend))
+	}
+	// More holders than glyphs: glyphs alternate per term.
+	big, _ := setup(t, bigSnapshot(10, 10))
+	_, legend = big.timelineLines(big.look, 80, 11, scopeKeys(big))
+	if !strings.Contains(plain(legend), "alternate per term") {
+		t.Fatalf("legend %q", plain(legend))
+	}
+}
+
+func TestEventLines(t *testing.T) {
+	crit := &collector.Alert{Kind: collector.AlertNoLeader, Severity: collector.SeverityCritical, Summary: "no leader for 42s"}
+	for _, tc := range []struct {
+		ev   collector.Event
+		want string
+		tone tone
+	}{
+		{collector.Event{At: t0, Kind: collector.EventElected, Scope: "billing", Node: "node-b", Epoch: 43, PrevHolder: "node-a"},
+			"  03:12:00.000  ★ elected        node-b leads billing at epoch 43 (was node-a)", toneNone},
+		{collector.Event{At: t0.Add(1500 * time.Microsecond), Kind: collector.EventAlertFiring, Scope: "reports", Alert: crit},
+			"  03:12:00.001  ‼ alert          no_leader: no leader for 42s", toneBad},
+		{collector.Event{At: t0, Kind: collector.EventFenceRejected, Scope: "billing", Node: "node-a", Epoch: 41},
+			"  03:12:00.000  ‼ fence rejected database refused a write by node-a on billing at stale epoch 41", toneBad},
+		{collector.Event{At: t0, Kind: collector.EventEvicted, Scope: "billing", Node: "node-a", Epoch: 42, Reason: "operator"},
+			"  03:12:00.000  ⏏ evicted        node-a evicted from billing at epoch 42: operator", toneWarn},
+		{collector.Event{At: t0, Kind: collector.EventResignRequested, Scope: "billing", Node: "node-a", Epoch: 42,
+			Detail: "requested by collector: operator resign from pgleader top"},
+			"  03:12:00.000  ↷ resign asked   node-a asked to resign billing at epoch 42: requested by collector: operator resign from pgleader top", toneWarn},
+		{collector.Event{At: t0, Kind: collector.EventSourceChanged, Detail: "live → polling"},
+			"  03:12:00.000  ◐ source         live → polling", toneWarn},
+		{collector.Event{At: t0, Kind: collector.EventFailover, Epoch: 1 << 40, Detail: "the database failed over: WAL timeline 1 → 2"},
+			"  03:12:00.000  ⇄ db failover    the database failed over: WAL timeline 1 → 2", toneBad},
+		{collector.Event{At: t0, Kind: eventFault, Scope: "billing", Detail: "SIGSTOP node-a", Reason: "error: no such process"},
+			"  03:12:00.000  » fault          billing: SIGSTOP node-a: error: no such process", toneBad},
+	} {
+		line, tn := eventLine(tc.ev)
+		if line != tc.want || tn != tc.tone {
+			t.Errorf("%s:\n got %q (tone %d)\nwant %q (tone %d)", tc.ev.Kind, line, tn, tc.want, tc.tone)
+		}
+	}
+}
+
+func TestEventLogBounded(t *testing.T) {
+	m, _ := setup(t, healthySnapshot())
+	var burst []collector.Event
+	for i := range 3 * eventLogCap {
+		scope := "billing"
+		if i%2 == 1 {
+			scope = "reports"
+		}
+		burst = append(burst, collector.Event{Seq: uint64(i), At: t0, Kind: collector.EventHeartbeatLate, Scope: scope, Node: "node-a"})
+	}
+	m.Update(eventsMsg{burst})
+	if n := len(m.events.entries); n < eventLogCap || n > eventLogCap+eventLogCap/4 {
+		t.Fatalf("log holds %d entries", n)
+	}
+	if last := m.events.entries[len(m.events.entries)-1].ev.Seq; last != uint64(3*eventLogCap-1) {
+		t.Fatalf("newest entry is seq %d", last)
+	}
+	keys(m, "/")
+	typed(m, "reports")
+	keys(m, "enter")
+	m.ensureRows()
+	for _, i := range m.events.shown {
+		if m.events.entries[i].ev.Scope != "reports" {
+			t.Fatal("the filter let another scope through")
+		}
+	}
+	if len(m.events.shown) != len(m.events.entries)/2 {
+		t.Fatalf("%d of %d shown", len(m.events.shown), len(m.events.entries))
+	}
+}
