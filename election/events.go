@@ -153,7 +153,7 @@ type Transition struct {
 	// opened stays open (pass it to Fence); for Revoked, the ended term's (no
 	// longer valid). Zero for LeaderObserved.
 	Token Token
-	At     time.Time
+	At    time.Time
 	// Missed counts transitions dropped before this one because the subscriber
 	// fell more than Config.SubscriberBuffer behind.
 	Missed int
