@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/election"
 )
 
 const (
@@ -394,7 +396,7 @@ func scanScope(row pgx.CollectableRow) (scopeRow, error) {
 	s.LockPIDs, s.OtherPIDs = ints(excl), ints(other)
 	if tID != nil {
 		t := Term{ID: *tID, Scope: s.Name, Epoch: *tEpoch, Holder: str(tHolder), Hostname: str(tHost),
-			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: str(tReason)}
+			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: election.Reason(str(tReason))}
 		if tGap != nil {
 			t.HandoverGap = time.Duration(*tGap) * time.Microsecond
 		}
@@ -448,7 +450,7 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap); err != nil {
 		return t, err
 	}
-	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), str(reason)
+	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), election.Reason(str(reason))
 	if gap != nil {
 		t.HandoverGap = time.Duration(*gap) * time.Microsecond
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pgleader/pgleader/election"
 )
 
 // Source says where the collector's picture comes from.
@@ -225,6 +227,11 @@ func (n Node) Role(scope string) Role {
 	return RoleNone
 }
 
+// Reason is why a term ended: the engine's vocabulary (election.Reason, with its
+// constants and its Known and Clean methods), named here so that the views, which
+// read collector types only, share it without importing the engine.
+type Reason = election.Reason
+
 // Term is a row of pgleader.terms.
 type Term struct {
 	ID         int64     `json:"id"`
@@ -235,9 +242,10 @@ type Term struct {
 	HolderPID  int       `json:"holder_pid,omitempty"`
 	AcquiredAt time.Time `json:"acquired_at"`
 	ReleasedAt time.Time `json:"released_at,omitzero"` // zero while open
-	// EndedBy is release_reason: resigned, shutdown, lost_connection,
-	// heartbeat_timeout, evicted or crashed ("" while open).
-	EndedBy string `json:"ended_by,omitempty"`
+	// EndedBy is release_reason, in the engine's vocabulary (election.Reason):
+	// resigned, shutdown, handed_over, lost_connection, heartbeat_timeout, evicted
+	// or crashed ("" while open).
+	EndedBy Reason `json:"ended_by,omitempty"`
 	// HandoverGap is the time without a leader before this term began.
 	HandoverGap time.Duration `json:"handover_gap"`
 	// HeldFor is ReleasedAt − AcquiredAt, or DB now − AcquiredAt while open.

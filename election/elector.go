@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,7 +36,11 @@ type Elector struct {
 	broker *broker
 	ring   *ring
 
-	obs observers
+	obs    observers
+	manual *manualDriver // electiontest's Elector; nil otherwise
+
+	started       atomic.Bool                   // Start got past its checks
+	lastHeartbeat atomic.Pointer[heartbeatMark] // the last successful heartbeat (Health)
 
 	startOnce sync.Once
 	stopped   chan struct{} // closed when the Elector has stopped (after Start's work, or a failed start)
@@ -360,10 +365,20 @@ func (e *Elector) Start(ctx context.Context) error {
 	if !first {
 		return ErrClosed
 	}
+	if e.manual != nil {
+		e.started.Store(true)
+		e.manual.mu.Lock()
+		e.manual.ctx = ctx
+		e.manual.mu.Unlock()
+		go func() { e.finish(e.manual.run(ctx)) }()
+		return nil
+	}
 	if e.cfg.Standalone {
+		e.started.Store(true)
 		go func() { e.finish(e.runStandalone(ctx)) }()
 		return nil
 	}
+
 	if err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: stopped before it could start: %w", ErrClosed, context.Cause(ctx))
@@ -371,6 +386,7 @@ func (e *Elector) Start(ctx context.Context) error {
 		e.finish(err)
 		return err
 	}
+	e.started.Store(true)
 	go func() { e.finish(e.campaignAll(ctx)) }()
 	return nil
 }

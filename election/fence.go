@@ -2,10 +2,13 @@ package election
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -29,10 +32,12 @@ const FencedSQLState = "PLF01"
 // over; the caller must then roll back. A successor's claim waits for the
 // transaction to finish, so a write that commits after Fence succeeded is part of
 // tok's term. Because that claim waits, the fence also bounds the transaction: it
-// sets idle_in_transaction_session_timeout to the holder's session lease for the rest
-// of the transaction, so a client that freezes mid-transaction cannot hold up a
-// failover for longer than it would hold its own leadership session. In standalone
-// mode Fence does nothing.
+// sets idle_in_transaction_session_timeout to Config.FencedTxIdleTimeout (default:
+// the session lease) for the rest of the transaction, so a client that freezes
+// mid-transaction cannot hold up a failover for longer than that; a healthy
+// transaction that idles longer fails with SQLSTATE 25P03 (FencedTx reports it as
+// ErrFencedTxIdle). In standalone mode Fence does nothing. FencedTx does all of
+// this (begin, fence, commit, error mapping) around a function.
 func Fence(ctx context.Context, tx Execer, tok Token) error {
 	if tok.p == nil {
 		return ErrNotLeader
@@ -40,12 +45,163 @@ func Fence(ctx context.Context, tx Execer, tok Token) error {
 	if tok.p.term.standalone {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, FenceSQL, tok.Scope, tok.Epoch, tok.Holder); err != nil {
+	if tok.p.term.manual {
+		return manualFence(tok)
+	}
+	query, args := fenceStatement(tok)
+	if _, err := tx.Exec(ctx, query, args...); err != nil {
+		return fenceError(tok, err)
+	}
+	return nil
+}
+
+// fenceStatement is the statement that fences tok, with the idle limit of the
+// token's Elector: pgleader.fence sets the holder's session lease itself; another
+// limit is set in the same statement (one round trip), after it.
+func fenceStatement(tok Token) (string, []any) {
+	c := tok.p.term.scope.e.cfg
+	switch {
+	case c.FencedTxIdleTimeout == c.SessionLease:
+		return FenceSQL, []any{tok.Scope, tok.Epoch, tok.Holder}
+	case c.FencedTxIdleTimeout < 0: // keep what the session had before the fence
+		return `WITH prev AS MATERIALIZED (SELECT current_setting('idle_in_transaction_session_timeout') AS v)
+		        SELECT pgleader.fence($1, $2, $3), set_config('idle_in_transaction_session_timeout', prev.v, true) FROM prev`,
+			[]any{tok.Scope, tok.Epoch, tok.Holder}
+	}
+	return "SELECT pgleader.fence($1, $2, $3), set_config('idle_in_transaction_session_timeout', $4, true)",
+		[]any{tok.Scope, tok.Epoch, tok.Holder, strconv.FormatInt(c.FencedTxIdleTimeout.Milliseconds(), 10)}
+}
+
+// manualFence is Fence for electiontest's Elector: the epoch is checked in memory.
+func manualFence(tok Token) error {
+	if !tok.p.term.scope.e.manual.current(tok.Scope, tok.Epoch) {
+		return fmt.Errorf("%w: write for scope %q carries epoch %d, current is %d", ErrFenced, tok.Scope, tok.Epoch,
+			tok.p.term.scope.e.manual.Epoch(tok.Scope))
+	}
+	return nil
+}
+
+// sqlStater is the SQLSTATE accessor of pgx's *pgconn.PgError and of other
+// drivers' errors (lib/pq's *pq.Error).
+type sqlStater interface{ SQLState() string }
+
+// sqlState returns the SQLSTATE of err ("" when it carries none).
+func sqlState(err error) string {
+	var se sqlStater
+	if errors.As(err, &se) {
+		return se.SQLState()
+	}
+	return ""
+}
+
+// fenceError maps an error of a fenced transaction: a refused fence to ErrFenced,
+// an idle transaction the server ended to ErrFencedTxIdle; other errors keep their
+// cause (errors.As finds the driver's error).
+func fenceError(tok Token, err error) error {
+	switch sqlState(err) {
+	case FencedSQLState:
+		msg := err.Error()
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == FencedSQLState {
-			return fmt.Errorf("%w: %s", ErrFenced, strings.TrimPrefix(pe.Message, "pgleader: fenced: "))
+		if errors.As(err, &pe) {
+			msg = pe.Message
 		}
-		return fmt.Errorf("fence %s epoch %d: %w", tok.Scope, tok.Epoch, err)
+		return fmt.Errorf("%w: %s", ErrFenced, strings.TrimPrefix(msg, "pgleader: fenced: "))
+	case "25P03": // idle_in_transaction_session_timeout
+		return fmt.Errorf("%w (%v, Config.FencedTxIdleTimeout): %w", ErrFencedTxIdle, tok.p.term.scope.e.cfg.FencedTxIdleTimeout, err)
+	}
+	return fmt.Errorf("fence %s epoch %d: %w", tok.Scope, tok.Epoch, err)
+}
+
+// Beginner begins a pgx transaction: *pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy
+// it (a pgx.Tx begins a savepoint).
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// FencedTx runs fn in a transaction fenced with tok and commits it: the whole
+// pattern of a write made under leadership, in one call. It checks the token
+// first (ErrNotLeader when its gate has closed), begins a transaction on db,
+// fences it (Fence), runs fn, and commits; fn's error, or any other, rolls it
+// back. The errors it returns:
+//
+//   - ErrNotLeader: the token was no longer valid; nothing was begun.
+//   - ErrFenced: a successor leads; nothing was written. FencedTx records the
+//     refusal in pgleader.audit (ReportFenced, outside the transaction) when db
+//     can run statements (a pool or a connection), so the collector alerts on it.
+//   - ErrFencedTxIdle: the transaction sat idle longer than
+//     Config.FencedTxIdleTimeout and the server ended it (and its connection);
+//     nothing was committed.
+//   - ErrLeadershipLost (a *LostError): ctx, from Do or Lead, was cancelled because
+//     the gate closed while the transaction ran; nothing was committed.
+//   - fn's own error, as fn returned it, or the driver's (errors.As finds
+//     *pgconn.PgError).
+//
+// A commit that fails for a lost connection leaves the outcome unknown, as with
+// any transaction; the error says so through the driver's error.
+func FencedTx(ctx context.Context, db Beginner, tok Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if !tok.Valid() {
+		return fmt.Errorf("%w: %s epoch %d: the token's gate has closed", ErrNotLeader, tok.Scope, tok.Epoch)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return txError(ctx, tok, fmt.Errorf("begin: %w", err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // after Commit, a no-op
+	if err := Fence(ctx, tx, tok); err != nil {
+		if errors.Is(err, ErrFenced) {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			if ex, ok := db.(Execer); ok {
+				if rerr := ReportFenced(context.WithoutCancel(ctx), ex, tok, err.Error()); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
+			return err
+		}
+		return txError(ctx, tok, err)
+	}
+	if err := fn(ctx, tx); err != nil {
+		return txError(ctx, tok, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return txError(ctx, tok, fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// txError maps an error of FencedTx: the server's codes (fenceError), and a
+// context cancelled because the gate closed (its *LostError cause).
+func txError(ctx context.Context, tok Token, err error) error {
+	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, ErrLeadershipLost) && !errors.Is(err, ErrLeadershipLost) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	if s := sqlState(err); (s == FencedSQLState || s == "25P03") && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrFencedTxIdle) {
+		return fenceError(tok, err)
+	}
+	return err
+}
+
+// SQLExecer is what FenceSQLTx needs of a database/sql transaction: *sql.Tx
+// satisfies it.
+type SQLExecer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// FenceSQLTx is Fence for a database/sql transaction (any driver whose errors
+// carry a SQLSTATE through a SQLState() method: pgx's stdlib, lib/pq): same
+// statement, same idle limit, same errors (ErrFenced, ErrFencedTxIdle).
+func FenceSQLTx(ctx context.Context, tx SQLExecer, tok Token) error {
+	if tok.p == nil {
+		return ErrNotLeader
+	}
+	if tok.p.term.standalone {
+		return nil
+	}
+	if tok.p.term.manual {
+		return manualFence(tok)
+	}
+	query, args := fenceStatement(tok)
+	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		return fenceError(tok, err)
 	}
 	return nil
 }
@@ -62,7 +218,7 @@ const ReportFencedSQL = "SELECT pgleader.fence_rejected($1, $2, $3, $4)"
 // short free-form note (the error text, a request id). ReportFenced does nothing
 // for a zero token or in standalone mode.
 func ReportFenced(ctx context.Context, db Execer, tok Token, detail string) error {
-	if tok.p == nil || tok.p.term.standalone {
+	if tok.p == nil || tok.p.term.standalone || tok.p.term.manual {
 		return nil
 	}
 	if _, err := db.Exec(ctx, ReportFencedSQL, tok.Scope, tok.Epoch, tok.Holder, detail); err != nil {

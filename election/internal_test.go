@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,5 +62,20 @@ func TestInTransition(t *testing.T) {
 				t.Errorf("inTransition(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDefaultNodeID(t *testing.T) {
+	host, _ := os.Hostname()
+	id := DefaultNodeID()
+	want := regexp.MustCompile("^" + regexp.QuoteMeta(host) + fmt.Sprintf("-%d-", os.Getpid()) + "[0-9a-f]{6}$")
+	if !want.MatchString(id) {
+		t.Fatalf("DefaultNodeID() = %q", id)
+	}
+	if id == DefaultNodeID() {
+		t.Fatal("two default node ids are equal")
+	}
+	if err := validateName("node id", id); err != nil {
+		t.Fatal(err)
 	}
 }

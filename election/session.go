@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/monotime"
 )
@@ -70,9 +71,10 @@ func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
 	c := e.base.Copy()
 	// Client-side keepalives too: a connection blocked in a wait (a follower's
 	// await_release) must fail, not hang, when the path to the server goes silent.
-	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
-		Idle: max(e.cfg.SessionLease, time.Second), Interval: time.Second, Count: 3}}
-	c.DialFunc = dialer.DialContext
+	// They are set on what the configured DialFunc returns, so a caller's own
+	// dialer (Config.ConnConfig: a proxy, a custom resolver, IAM) is kept.
+	c.DialFunc = withKeepalive(c.DialFunc, net.KeepAliveConfig{Enable: true,
+		Idle: max(e.cfg.SessionLease, time.Second), Interval: time.Second, Count: 3})
 	p := c.RuntimeParams
 	p["application_name"] = "pgleader " + role + " " + e.cfg.NodeID
 	if len(p["application_name"]) > 63 {
@@ -94,6 +96,27 @@ func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
 		p["tcp_keepalives_count"] = "3"
 	}
 	return c
+}
+
+// withKeepalive wraps dial so that the TCP connections it returns probe a silent
+// peer as ka says (a connection that is not TCP, a Unix socket, is left alone).
+func withKeepalive(dial pgconn.DialFunc, ka net.KeepAliveConfig) pgconn.DialFunc {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			if err := tc.SetKeepAliveConfig(ka); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("set TCP keepalives: %w", err)
+			}
+		}
+		return conn, nil
+	}
 }
 
 func (e *Elector) openSession(ctx context.Context) (*session, error) {
@@ -405,6 +428,7 @@ func (s *session) heartbeat() {
 	if len(free) > 0 {
 		s.requestClaims(free, "")
 	}
+	e.lastHeartbeat.Store(&heartbeatMark{mono: start, wall: time.Now()})
 	var confirmed []*term
 	for _, t := range terms {
 		if ok[t.scope.name] {

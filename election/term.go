@@ -16,8 +16,9 @@ import (
 type term struct {
 	scope      *Scope
 	epoch      int64
-	sess       *session // nil when standalone
+	sess       *session // nil when standalone or manual
 	standalone bool
+	manual     bool // electiontest: granted by hand, fenced in memory
 
 	ctx    context.Context // cancelled when the term ends
 	cancel context.CancelFunc
@@ -134,7 +135,7 @@ func (t *term) openPeriodLocked(until, now int64) {
 	p := &period{term: t}
 	p.trustUntil.Store(until)
 	p.ctx, p.cancel = context.WithCancelCause(t.ctx)
-	if !t.standalone {
+	if !t.standalone && !t.manual {
 		p.timer = time.AfterFunc(time.Duration(until-now), func() { t.onTrustTimer(p) })
 	}
 	t.period = p

@@ -176,7 +176,7 @@ func openTerm(scope string, epoch int64, holder, host string, pid int, since tim
 	}
 }
 
-func closedTerm(scope string, epoch int64, holder string, from, to time.Duration, reason string, gap time.Duration) collector.Term {
+func closedTerm(scope string, epoch int64, holder string, from, to time.Duration, reason collector.Reason, gap time.Duration) collector.Term {
 	return collector.Term{
 		ID: epoch, Scope: scope, Epoch: epoch, Holder: holder, Hostname: "host-" + holder[len(holder)-1:],
 		AcquiredAt: t0.Add(-from), ReleasedAt: t0.Add(-to), EndedBy: reason, HandoverGap: gap, HeldFor: from - to,

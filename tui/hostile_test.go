@@ -76,7 +76,7 @@ func renamed(s *collector.Snapshot, f func(string) string) *collector.Snapshot {
 		t := &c.Terms[i]
 		t.Scope, t.Holder, t.Hostname = f(t.Scope), f(t.Holder), f(t.Hostname)
 		if t.EndedBy != "" {
-			t.EndedBy = f(t.EndedBy)
+			t.EndedBy = collector.Reason(f(string(t.EndedBy)))
 		}
 	}
 	c.Alerts = alerts(s.Alerts)

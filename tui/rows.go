@@ -347,7 +347,7 @@ func termCells(t collector.Term) []cell {
 	if t.Open() {
 		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
 	} else {
-		c[tmEnded] = cell{text: t.EndedBy, tone: endedTone(t.EndedBy)}
+		c[tmEnded] = cell{text: string(t.EndedBy), tone: endedTone(t)}
 	}
 	if t.HandoverGap > 0 {
 		c[tmGap] = cell{text: human.Cell(t.HandoverGap)}
@@ -357,12 +357,13 @@ func termCells(t collector.Term) []cell {
 	return c
 }
 
-// endedTone: a clean hand-over is normal; anything else is worth a look.
-func endedTone(reason string) tone {
-	switch reason {
-	case "resigned", "shutdown", "":
+// endedTone: a clean hand-over (or an open term) is normal; a crash or a silent
+// leader is bad; anything else is worth a look.
+func endedTone(t collector.Term) tone {
+	switch {
+	case t.EndedBy == "" || t.EndedBy.Clean():
 		return toneNone
-	case "crashed", "heartbeat_timeout":
+	case t.EndedBy == "crashed", t.EndedBy == "heartbeat_timeout":
 		return toneBad
 	default:
 		return toneWarn

@@ -138,7 +138,7 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s")
 		for _, t := range terms {
-			ended := t.EndedBy
+			ended := string(t.EndedBy)
 			if t.Open() {
 				ended = "open"
 			}
@@ -154,7 +154,7 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
 	for _, t := range terms {
-		ended, held := t.EndedBy, human.Duration(t.HeldFor)
+		ended, held := string(t.EndedBy), human.Duration(t.HeldFor)
 		if t.Open() {
 			ended, held = "(leading)", held+" so far"
 		}

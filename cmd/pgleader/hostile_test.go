@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/termsafe"
 	"github.com/pgleader/pgleader/lab/pgtest"
@@ -150,7 +151,7 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	terms := []collector.Term{
 		{Scope: evil("billing"), Epoch: 2, Holder: evil("n2"), Hostname: evil("host"), AcquiredAt: t0, HeldFor: time.Minute},
 		{Scope: evil("billing"), Epoch: 1, Holder: evil("n1"), Hostname: evil("host"), AcquiredAt: t0.Add(-time.Hour),
-			ReleasedAt: t0, EndedBy: evil("crashed"), HeldFor: time.Hour},
+			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HeldFor: time.Hour},
 	}
 	t.Run("Table", func(t *testing.T) {
 		var b bytes.Buffer

@@ -38,7 +38,7 @@ type nodeFlags struct {
 func (f *nodeFlags) config(dsn string) election.Config {
 	id := f.id
 	if !f.idSet {
-		id = cli.DefaultNodeID()
+		id = election.DefaultNodeID()
 	}
 	return election.Config{
 		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,
@@ -124,15 +124,19 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	})
 	defer onSignal() // runs before stop: returning is not a signal
 
-	// The events file is created only once the checks have passed, and the
-	// Elector is built after it because its Observer is fixed at New; so the checks
-	// run here on the same connection configuration (what Run does): they wait out
-	// a database in the middle of a failover, and report anything else at once
-	// (exit 2; ErrTooManyScopes names the settings).
+	// The events file is created only once the checks have passed (bad input
+	// leaves nothing behind), and observes the Elector before it starts, so that
+	// no event is missing from it. The checks wait out a database in the middle of
+	// a failover, and report anything else at once (exit 2; ErrTooManyScopes
+	// names the settings); Start repeats them, cheaply, before it campaigns.
 	if err := election.AwaitDatabase(ctx, t.Config, len(cfg.Scopes), a.log); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before starting
 		}
+		return err
+	}
+	e, err := election.New(cfg)
+	if err != nil {
 		return err
 	}
 	var events *eventlog.Writer
@@ -140,11 +144,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		if events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
 			return cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
 		}
-		cfg.Observer = events
-	}
-	e, err := election.New(cfg)
-	if err != nil {
-		return errors.Join(err, closeEvents(events))
+		e.Observe(events)
 	}
 
 	// The workload outlives ctx until the elector has drained, so writes in flight

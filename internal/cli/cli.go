@@ -9,6 +9,5 @@
 //     exits 2 with a line that names the problem and the fix; any other failure
 //     exits 1; a password never reaches the terminal, nor does a control
 //     character an error quotes (termsafe);
-//   - how logs are written (NewLogger: text or JSON on stderr);
-//   - how a node names itself by default (DefaultNodeID).
+//   - how logs are written (NewLogger: text or JSON on stderr).
 package cli

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -191,21 +190,6 @@ func TestNewLogger(t *testing.T) {
 		if _, err := NewLogger(&buf, bad[0], bad[1]); ExitCode(err) != ExitBadInput {
 			t.Errorf("NewLogger(%q, %q): %v", bad[0], bad[1], err)
 		}
-	}
-}
-
-func TestDefaultNodeID(t *testing.T) {
-	host, _ := os.Hostname()
-	id := DefaultNodeID()
-	want := regexp.MustCompile("^" + regexp.QuoteMeta(host) + fmt.Sprintf("-%d-", os.Getpid()) + "[0-9a-f]{6}$")
-	if !want.MatchString(id) {
-		t.Fatalf("DefaultNodeID() = %q", id)
-	}
-	if id == DefaultNodeID() {
-		t.Fatal("two default node ids are equal")
-	}
-	if err := election.ValidateScopeName(id); err != nil {
-		t.Fatal(err)
 	}
 }
 
