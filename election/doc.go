@@ -4,22 +4,57 @@
 //
 // # Using it
 //
-//	e, err := election.New(election.Config{DSN: dsn, Scopes: []string{"billing"}})
-//	go e.Run(ctx)                        // campaigns, heartbeats, drains on cancel
-//	s := e.Scope("billing")
-//	err = s.Do(ctx, func(ctx context.Context, tok election.Token) error {
-//		tx, _ := pool.Begin(ctx)
-//		if err := election.Fence(ctx, tx, tok); err != nil { // ErrFenced: a successor took over
-//			return err
-//		}
-//		... writes ...
-//		return tx.Commit(ctx)
+//	e, err := election.New(election.Config{
+//		DSN:    os.Getenv("DATABASE_URL"), // or ConnConfig: pool.Config().ConnConfig
+//		Scopes: []string{"billing"},       // NodeID defaults to <hostname>-<pid>-<random>
 //	})
+//	if err != nil {
+//		return err // the field and the rule it breaks
+//	}
+//	if err := e.Start(ctx); err != nil {
+//		return err // unreachable, no schema, no grants: now, not never
+//	}
+//	http.Handle("/readyz", e.HealthHandler()) // 200 while it reaches the database
 //
-// Require returns a Token (scope, epoch, holder) or ErrNotLeader; Token.Valid
-// re-checks the gate just in time; Do runs a function under a context that is
-// cancelled when the trust window ends or leadership is lost; Fence makes a write in
-// the caller's transaction conditional on the epoch still being current at commit.
+//	err = e.Scope("billing").Lead(ctx, func(ctx context.Context, tok election.Token) error {
+//		for {
+//			select {
+//			case <-ctx.Done():
+//				return ctx.Err() // leadership lost: stop at once
+//			case <-tok.Draining():
+//				return nil // SIGTERM or a handover: finish, the next leader takes over
+//			case <-time.After(time.Second):
+//			}
+//			err := election.FencedTx(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
+//				_, err := tx.Exec(ctx, "UPDATE invoices SET sent = true WHERE due < now()")
+//				return err
+//			})
+//			if err != nil {
+//				return err // ErrFenced: a successor took over; nothing was written
+//			}
+//		}
+//	})
+//	return errors.Join(err, e.Wait()) // Lead returns at SIGTERM; Wait, once handed over
+//
+// (Example_service compiles exactly this.) Start checks what campaigning needs and
+// reports it at once, then campaigns in the background for the lifetime of ctx;
+// when ctx ends the Elector drains (in-flight work gets Config.DrainTimeout),
+// releases every scope so that a follower takes over at once, and Wait returns.
+// Lead waits for leadership and calls its function once per term: the function's
+// context is cancelled the moment leadership is lost (its cause is a *LostError),
+// while a stop (ctx, the Elector's shutdown, Resign, a handover) first closes
+// tok.Draining() and keeps the term valid until the function returns or
+// DrainTimeout passes. FencedTx begins, fences, runs and commits a transaction,
+// mapping the outcomes to ErrFenced, ErrFencedTxIdle and ErrLeadershipLost.
+//
+// The smaller verbs remain: Require returns a Token (scope, epoch, holder) or
+// ErrNotLeader without waiting; Await waits for one; Token.Valid re-checks the gate
+// just in time; Do runs a function under a context cancelled when the gate closes;
+// Fence fences a transaction the caller manages (FenceSQLTx one of database/sql);
+// Subscribe delivers transitions that carry the term's Token; HealthHandler serves
+// the node's role per scope to a readiness probe. Package electionprom exports the
+// node's metrics to Prometheus; package electiontest gives a service's unit tests
+// an Elector that leads when the test says so.
 //
 // # Moving parts (per node): three connections, whatever the number of scopes
 //
@@ -217,8 +252,10 @@
 // subscriber falls more than SubscriberBuffer transitions behind, the oldest are
 // dropped and the next delivered transition reports how many were missed.
 //
-// Config.Observer receives fine-grained events (acquired, gate_open, heartbeat_ok,
-// gate_closed, …) synchronously from the engine's goroutines; it must return quickly.
-// It is the hook for metrics (the exporter adapts it to Prometheus) and for the
-// event files of `pgleader node --events`.
+// Observers (Config.Observer, or Elector.Observe at any time) receive fine-grained
+// events (acquired, gate_open, heartbeat_ok, gate_closed, …) synchronously from the
+// engine's goroutines; they must return quickly. A heartbeat is one event per round
+// trip, followers' included, listing the terms it confirmed. It is the hook for
+// metrics (package electionprom) and for the event files of `pgleader node
+// --events`.
 package election

@@ -5,17 +5,73 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgleader/pgleader/election"
 )
 
-// A service embeds an Elector, runs it for its lifetime, and does its singleton work
-// through Scope.Do. Standalone mode (no database) keeps this example runnable; a real
-// service sets DSN instead.
+// The shape of a service (the README's snippet, compiled here): start the
+// Elector with the service's signal context, run the singleton work with Lead,
+// fence every write with FencedTx, and wait for the drain on the way out.
+func Example_service() {
+	if err := service(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func service() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	e, err := election.New(election.Config{
+		DSN:    os.Getenv("DATABASE_URL"), // or ConnConfig: pool.Config().ConnConfig
+		Scopes: []string{"billing"},       // NodeID defaults to <hostname>-<pid>-<random>
+	})
+	if err != nil {
+		return err // the field and the rule it breaks
+	}
+	if err := e.Start(ctx); err != nil {
+		return err // unreachable, no schema, no grants: now, not never
+	}
+	http.Handle("/readyz", e.HealthHandler()) // 200 while it reaches the database
+
+	err = e.Scope("billing").Lead(ctx, func(ctx context.Context, tok election.Token) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return ctx.Err() // leadership lost: stop at once
+			case <-tok.Draining():
+				return nil // SIGTERM or a handover: finish, the next leader takes over
+			case <-time.After(time.Second):
+			}
+			err := election.FencedTx(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, "UPDATE invoices SET sent = true WHERE due < now()")
+				return err
+			})
+			if err != nil {
+				return err // ErrFenced: a successor took over; nothing was written
+			}
+		}
+	})
+	return errors.Join(err, e.Wait()) // Lead returns at SIGTERM; Wait, once handed over
+}
+
+// A service embeds an Elector, starts it for its lifetime, and does its singleton
+// work under Lead. Standalone mode (no database) keeps this example runnable; a
+// real service sets DSN instead.
 func Example() {
 	e, err := election.New(election.Config{
 		Standalone: true, // DSN: os.Getenv("DATABASE_URL") in a real service
@@ -28,28 +84,57 @@ func Example() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
-
-	billing := e.Scope("billing")
-	for billing.Do(ctx, func(ctx context.Context, tok election.Token) error {
-		fmt.Printf("sending invoices as %s, epoch %d\n", tok.Holder, tok.Epoch)
-		return nil
-	}) != nil {
-		time.Sleep(time.Millisecond) // not leader (yet): a real service would wait for its next tick
+	defer cancel()
+	if err := e.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
 	}
-	cancel() // drains: in-flight work finishes, the scope is released, followers take over
-	fmt.Println("run:", <-done)
+	err = e.Scope("billing").Lead(ctx, func(ctx context.Context, tok election.Token) error {
+		fmt.Printf("sending invoices as %s, epoch %d\n", tok.Holder, tok.Epoch)
+		cancel() // stop: Lead returns once this function has
+		return nil
+	})
+	fmt.Println("lead:", err, "wait:", e.Wait())
 	// Output:
 	// sending invoices as worker-1, epoch 0
-	// run: <nil>
+	// lead: <nil> wait: <nil>
+}
+
+// Start reports at once what keeps a node from campaigning, with the cause
+// intact: here, nothing listens on the port.
+func ExampleElector_Start() {
+	e, err := election.New(election.Config{
+		DSN:    "postgres://app@127.0.0.1:1/app?connect_timeout=2",
+		Scopes: []string{"billing"},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	err = e.Start(context.Background())
+	fmt.Println(errors.Is(err, election.ErrUnreachable), errors.Is(err, syscall.ECONNREFUSED))
+	// Output: true true
+}
+
+// Await waits for leadership, bounded by its context.
+func ExampleScope_Await() {
+	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+		Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_ = e.Start(ctx)
+	wait, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	tok, err := e.Scope("billing").Await(wait)
+	fmt.Println(tok.Holder, tok.Epoch, err)
+	// Output: worker-1 0 <nil>
 }
 
 // Config.Validate names the field and the rule a configuration breaks.
 func ExampleConfig_Validate() {
 	cfg := election.Config{
 		DSN:               "postgres://app@db/app",
-		NodeID:            "worker-1",
 		Scopes:            []string{"billing"},
 		HeartbeatInterval: time.Second,
 		HeartbeatTimeout:  time.Second,
@@ -60,8 +145,25 @@ func ExampleConfig_Validate() {
 	// TrustWindow: heartbeat interval (1s) + heartbeat timeout (1s) must be shorter than trust window (1.5s), or a healthy leader's gate closes between heartbeats
 }
 
-// Fence makes a write conditional on the token's epoch still being current when the
-// transaction commits. A leader that was paused and replaced gets ErrFenced.
+// FencedTx is the whole pattern of a write under leadership: begin, fence, write,
+// commit. A leader that was paused and replaced gets ErrFenced and writes nothing.
+func ExampleFencedTx() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return
+	}
+	defer pool.Close()
+	var e *election.Elector // started elsewhere in the service
+	_ = e.Scope("billing").Do(ctx, func(ctx context.Context, tok election.Token) error {
+		return election.FencedTx(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "UPDATE invoices SET sent = true WHERE due < now()")
+			return err
+		})
+	})
+}
+
+// Fence alone, in a transaction the caller manages.
 func ExampleFence() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
@@ -69,37 +171,49 @@ func ExampleFence() {
 		return
 	}
 	defer pool.Close()
-	var e *election.Elector // running elsewhere in the service
-	_ = e.Scope("billing").Do(ctx, func(ctx context.Context, tok election.Token) error {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx)
-		if err := election.Fence(ctx, tx, tok); errors.Is(err, election.ErrFenced) {
-			return err // a successor leads now; do not write
-		} else if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "UPDATE invoices SET sent = true WHERE due < now()"); err != nil {
-			return err
-		}
-		return tx.Commit(ctx)
-	})
+	var tok election.Token // from Require, Await, Do or Lead
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return
+	}
+	defer tx.Rollback(ctx)
+	if err := election.Fence(ctx, tx, tok); errors.Is(err, election.ErrFenced) {
+		return // a successor leads now; do not write
+	}
+	_, _ = tx.Exec(ctx, "UPDATE invoices SET sent = true WHERE due < now()")
+	_ = tx.Commit(ctx)
 }
 
-// Subscribe delivers leadership transitions in order without ever blocking the engine.
+// Subscribe delivers leadership transitions in order without ever blocking the
+// engine; an Elected transition carries the term's token.
 func ExampleElector_Subscribe() {
 	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
 		Logger: slog.New(slog.DiscardHandler)})
 	transitions, stop := e.Subscribe()
 	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- e.Run(ctx) }()
+	_ = e.Start(ctx)
 	tr := <-transitions
-	fmt.Println(tr.Kind, tr.Scope, tr.Holder)
+	fmt.Println(tr.Kind, tr.Scope, tr.Holder, tr.Token.Valid())
 	cancel()
-	<-done
-	// Output: elected billing worker-1
+	_ = e.Wait()
+	// Output: elected billing worker-1 true
+}
+
+// Observe adds an observer of engine events at any time (metrics, logs, files).
+func ExampleElector_Observe() {
+	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+		Logger: slog.New(slog.DiscardHandler)})
+	remove := e.Observe(election.ObserverFunc(func(ev election.Event) {
+		if ev.Kind == election.EventGateOpen {
+			fmt.Println("gate open:", ev.Scope)
+		}
+	}))
+	defer remove()
+	ctx, cancel := context.WithCancel(context.Background())
+	_ = e.Start(ctx)
+	_, _ = e.Scope("billing").Await(ctx)
+	cancel()
+	_ = e.Wait()
+	// Output: gate open: billing
 }
