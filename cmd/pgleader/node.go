@@ -109,6 +109,9 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	}
 	cfg := f.config(t.DSN)
 	cfg.Logger = a.log
+	if f.idSet && f.id == "" {
+		return &election.ConfigError{Field: "NodeID", Rule: `must not be empty (--id ""): omit --id for the default <hostname>-<pid>-<random>`}
+	}
 	if f.workInterval < 0 {
 		return cli.BadInput("invalid --work-interval %v: must be positive, or 0 for no workload", f.workInterval)
 	}

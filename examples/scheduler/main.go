@@ -7,9 +7,8 @@
 //	DATABASE_URL=postgres://… go run ./examples/scheduler   # start it 2–3 times
 //
 // Stop a replica with Ctrl-C: it drains and hands over to another at once. With
-// METRICS_ADDR=127.0.0.1:9100 it serves its own election metrics (pgleader_is_leader,
-// pgleader_epoch, acquisitions, losses, heartbeat latency, gate refusals) on
-// /metrics, registered on the service's registry through electionprom.Register.
+// METRICS_ADDR=127.0.0.1:9100 it serves its election metrics on /metrics
+// (electionprom) and its role per scope on /readyz.
 package main
 
 import (
@@ -23,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -41,31 +41,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	dsn := os.Getenv("DATABASE_URL")
-	host, _ := os.Hostname()
-
-	e, err := election.New(election.Config{
-		DSN:    dsn,
-		NodeID: fmt.Sprintf("scheduler-%s-%d", host, os.Getpid()),
-		Scopes: []string{"nightly-report"},
-	})
-	if err != nil {
-		return err
-	}
-	// The service's own registry; the election's metrics join it.
-	reg := prometheus.NewRegistry()
-	if _, err := electionprom.Register(reg, e); err != nil {
-		return err
-	}
-	if addr := os.Getenv("METRICS_ADDR"); addr != "" {
-		srv := &http.Server{Addr: addr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.ListenAndServe() }()
-		defer srv.Close()
-	}
-	if err := e.Check(ctx); err != nil {
-		return err // e.g. "… has no pgleader schema: run `pgleader migrate`"
-	}
-	pool, err := pgxpool.New(ctx, dsn)
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		return err
 	}
@@ -74,50 +50,48 @@ func run() error {
 		id bigserial PRIMARY KEY, epoch bigint NOT NULL, ran_by text NOT NULL, at timestamptz DEFAULT now())`); err != nil {
 		return err
 	}
-
-	transitions, unsubscribe := e.Subscribe()
-	defer unsubscribe()
-	go func() {
-		for t := range transitions {
-			slog.Info("leadership", "kind", t.Kind, "scope", t.Scope, "epoch", t.Epoch, "holder", t.Holder, "reason", t.Reason)
-		}
-	}()
-
-	runErr := make(chan error, 1)
-	go func() { runErr <- e.Run(ctx) }()
-
-	report := e.Scope("nightly-report")
-	tick := time.NewTicker(2 * time.Second) // "nightly", sped up for the example
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return <-runErr // Run drains and releases before returning
-		case <-tick.C:
-			err := report.Do(ctx, func(ctx context.Context, tok election.Token) error {
-				tx, err := pool.Begin(ctx)
-				if err != nil {
-					return err
-				}
-				defer tx.Rollback(ctx)
-				if err := election.Fence(ctx, tx, tok); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, "INSERT INTO report_runs (epoch, ran_by) VALUES ($1, $2)", tok.Epoch, tok.Holder); err != nil {
-					return err
-				}
-				return tx.Commit(ctx)
-			})
-			switch {
-			case err == nil:
-				slog.Info("report generated", "node", e.NodeID())
-			case errors.Is(err, election.ErrNotLeader):
-				// another replica's turn
-			case errors.Is(err, election.ErrFenced):
-				slog.Warn("write refused: a newer leader exists", "err", err)
-			default:
-				slog.Error("report failed", "err", err)
-			}
-		}
+	e, err := election.New(election.Config{ConnConfig: pool.Config().ConnConfig, Scopes: []string{"nightly-report"}})
+	if err != nil {
+		return err
 	}
+	if err := e.Start(ctx); err != nil {
+		return err // e.g. "… has no pgleader schema: run `pgleader migrate`"
+	}
+	if addr := os.Getenv("METRICS_ADDR"); addr != "" {
+		reg := prometheus.NewRegistry()
+		if _, err := electionprom.Register(reg, e); err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("/readyz", e.HealthHandler())
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.ListenAndServe() }()
+		defer srv.Close()
+	}
+
+	err = e.Scope("nightly-report").Lead(ctx, func(ctx context.Context, tok election.Token) error {
+		slog.Info("leading", "epoch", tok.Epoch, "node", tok.Holder)
+		tick := time.NewTicker(2 * time.Second) // "nightly", sped up for the example
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				slog.Warn("leadership lost", "cause", context.Cause(ctx))
+				return ctx.Err()
+			case <-tok.Draining():
+				return nil
+			case <-tick.C:
+			}
+			err := election.FencedTx(ctx, pool, tok, func(ctx context.Context, tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, "INSERT INTO report_runs (epoch, ran_by) VALUES ($1, $2)", tok.Epoch, tok.Holder)
+				return err
+			})
+			if err != nil {
+				return err // ErrFenced: a newer leader exists; Lead waits for the next term
+			}
+			slog.Info("report generated", "epoch", tok.Epoch)
+		}
+	})
+	return errors.Join(err, e.Wait()) // Wait: drained and handed over
 }
