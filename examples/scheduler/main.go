@@ -46,8 +46,12 @@ func run() error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS report_runs (
-		id bigserial PRIMARY KEY, epoch bigint NOT NULL, ran_by text NOT NULL, at timestamptz DEFAULT now())`); err != nil {
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { // replicas start together: one creates the table
+		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('report_runs'));
+			CREATE TABLE IF NOT EXISTS report_runs (
+				id bigserial PRIMARY KEY, epoch bigint NOT NULL, ran_by text NOT NULL, at timestamptz DEFAULT now())`)
+		return err
+	}); err != nil {
 		return err
 	}
 	e, err := election.New(election.Config{ConnConfig: pool.Config().ConnConfig, Scopes: []string{"nightly-report"}})
