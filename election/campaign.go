@@ -1,0 +1,331 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// queueClaim marks a claim of the scope as queued in sess's batch; false when the
+// campaign is not waiting as a follower or a claim is queued or won already.
+func (s *Scope) queueClaim(sess *session) bool {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if !s.following || s.queued || (s.outcome != nil && s.outcome.r.acquired && s.outcome.sess == sess) {
+		return false
+	}
+	s.queued = true
+	return true
+}
+
+// deliver hands the outcome of a batched claim to the campaign.
+func (s *Scope) deliver(o claimOutcome) {
+	s.cmu.Lock()
+	s.queued = false
+	s.outcome = &o
+	s.cmu.Unlock()
+	select {
+	case s.sig <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Scope) takeOutcome() *claimOutcome {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	o := s.outcome
+	s.outcome = nil
+	return o
+}
+
+func (s *Scope) setFollowing(f bool) {
+	s.cmu.Lock()
+	s.following = f
+	s.cmu.Unlock()
+}
+
+// observed returns the holder this node last saw leading the scope ("" if none).
+func (s *Scope) observed() string {
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
+	return s.observedHolder
+}
+
+// knownEpoch returns the epoch this node last saw (0 if none): heartbeats report a
+// followed scope only when the epoch on record differs, or it has no live holder.
+func (s *Scope) knownEpoch() int64 {
+	s.obsMu.Lock()
+	defer s.obsMu.Unlock()
+	return s.observedEpoch
+}
+
+// campaign is the scope's state machine (see the package doc): it runs until ctx
+// ends, and when ctx ends while leading it drains and releases. As a follower it
+// holds no connection and sends nothing: it waits for the outcome of a claim that a
+// wake-up (a release or a lost peer announced, a heartbeat that found the scope
+// without a live holder, the watch of its ring peer) queued for it.
+func (s *Scope) campaign(ctx context.Context) {
+	e := s.e
+	defer s.settle()
+	failures := 0
+	for ctx.Err() == nil {
+		sess := e.awaitSession(ctx)
+		if sess == nil {
+			return
+		}
+		s.setFollowing(true)
+		sess.requestClaims([]*Scope{s}, "")
+		retry := time.NewTimer(time.Hour)
+		retry.Stop()
+	follow:
+		for {
+			select {
+			case <-ctx.Done():
+				retry.Stop()
+				return
+			case <-sess.lost:
+				break follow
+			case <-retry.C:
+				sess.requestClaims([]*Scope{s}, "")
+			case <-s.sig:
+				o := s.takeOutcome()
+				if o == nil || o.sess != sess {
+					continue // a lost session's outcome: its locks went with it
+				}
+				switch {
+				case o.err != nil:
+					failures++
+					if !errors.Is(o.err, errSessionLost) {
+						e.log.Warn("claim failed", "scope", s.name, "node", e.cfg.NodeID, "err", o.err)
+					}
+					retry.Reset(backoff(failures))
+				case o.r.busy:
+					// The previous term's fenced writers still hold the scope's row (they
+					// end at the latest L after their client went idle): retry soon.
+					failures++
+					if failures%10 == 1 {
+						e.log.Info("claim waits for the previous term's fenced transactions", "scope", s.name, "node", e.cfg.NodeID, "attempt", failures)
+					}
+					retry.Reset(min(backoff(failures), e.cfg.HeartbeatInterval/5))
+				case o.r.acquired:
+					failures = 0
+					retry.Stop()
+					s.setFollowing(false)
+					reason := s.lead(ctx, sess, o.r)
+					if reason == ReasonResigned {
+						sleepCtx(ctx, e.cfg.ResignCooldown)
+					}
+					break follow
+				default:
+					failures = 0
+					if o.r.holder != nil && o.r.epoch != nil && *o.r.holder != e.cfg.NodeID {
+						s.observe(*o.r.holder, *o.r.epoch)
+					}
+				}
+			}
+		}
+		retry.Stop()
+	}
+}
+
+// settle ends the campaign's part in claims: no new claim is queued for the scope,
+// and a claim still in flight is waited for; if it was won, the term is released at
+// once (the gate never opens: the campaign is over).
+func (s *Scope) settle() {
+	s.cmu.Lock()
+	s.following = false
+	for s.queued {
+		s.cmu.Unlock()
+		<-s.sig
+		s.cmu.Lock()
+	}
+	o := s.outcome
+	s.outcome = nil
+	s.cmu.Unlock()
+	if o != nil && o.err == nil && o.r.acquired && !o.sess.isLost() {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		s.lead(done, o.sess, o.r)
+	}
+}
+
+// observe records that holder leads the scope with epoch and reports it once per
+// (holder, epoch), never going back to an older epoch.
+func (s *Scope) observe(holder string, epoch int64) {
+	s.obsMu.Lock()
+	if epoch < s.observedEpoch || (holder == s.observedHolder && epoch == s.observedEpoch) {
+		s.obsMu.Unlock()
+		return
+	}
+	s.observedHolder, s.observedEpoch = holder, epoch
+	s.obsMu.Unlock()
+	e := s.e
+	e.emit(Event{Kind: EventObserved, Scope: s.name, Epoch: epoch, Holder: holder})
+	e.broker.publish(Transition{Kind: LeaderObserved, Scope: s.name, Epoch: epoch, Holder: holder, At: time.Now()})
+	e.log.Info("leader observed", "scope", s.name, "node", e.cfg.NodeID, "holder", holder, "epoch", epoch)
+}
+
+// lead runs one term from a won claim to its end and returns the end's reason.
+func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
+	e := s.e
+	t := newTerm(s, *r.epoch, sess, r.start)
+	if !sess.addTerm(t) {
+		return ReasonLostConnection
+	}
+	s.term.Store(t)
+	defer s.term.CompareAndSwap(t, nil)
+	s.obsMu.Lock()
+	s.observedHolder, s.observedEpoch = e.cfg.NodeID, t.epoch
+	s.obsMu.Unlock()
+	t.emit(Event{Kind: EventAcquired})
+	// Lease the guard before the gate can open, so that a freeze from here on
+	// frees the guard together with the scope locks. A request that timed out in
+	// the guard's queue (a busy node) broke nothing: try again; a guard statement
+	// that was cut closed the guard connection, which ends the session.
+	// Never for longer than a trust window: a term that cannot arm its guard must
+	// not hold its scope with the gate shut; dropping the session frees it for
+	// another node (and is always safe).
+	giveUp := monotime.Now() + int64(e.cfg.TrustWindow)
+	for !sess.isLost() {
+		gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
+		err := sess.armGuard(gctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if monotime.Now() > giveUp {
+			sess.lose(ReasonLostConnection, fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
+		}
+	}
+
+	if ctx.Err() == nil { // a term won while the campaign ends never opens its gate
+		s.awaitPredecessors(t, sess, r)
+	}
+
+	elected := false
+	if ctx.Err() == nil {
+		t.open()
+		select {
+		case <-t.ctx.Done():
+		default:
+			elected = true
+			e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
+			e.log.Info("elected", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
+				"predecessor", deref(r.prevHolder), "prev_epoch", deref(r.prevEpoch))
+		}
+	}
+
+	var reason Reason
+	select {
+	case <-t.ctx.Done():
+		reason = t.reason
+		if !sess.isLost() {
+			// Evicted while the session lives: make sure the lock is not kept.
+			if _, _, err := sess.releaseTerm(s, t.epoch, reason); err != nil {
+				sess.lose(ReasonLostConnection, err)
+			}
+		}
+	case req := <-t.resign:
+		reason = ReasonResigned
+		req.reply <- s.release(t, reason)
+	case <-ctx.Done():
+		reason = ReasonShutdown
+		_ = s.release(t, reason)
+	}
+	if elected {
+		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now(), Token: t.token()})
+		e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
+	}
+	return reason
+}
+
+// awaitPredecessors keeps a new term pending until no earlier holder can trust its
+// gate: until each guard the claim reported as held is free, or until the largest
+// trust window among those holders (plus a margin) has passed since the claim
+// returned, whichever comes first (see "No overlap" in the package doc). Guards of
+// this very session are skipped: its earlier terms closed their gates before this
+// claim was sent.
+func (s *Scope) awaitPredecessors(t *term, sess *session, r claimResult) {
+	e := s.e
+	var keys []int64
+	for _, k := range r.waitGuards {
+		if k != sess.guardKey {
+			keys = append(keys, k)
+		}
+	}
+	// A predecessor that left its term open without a recorded guard (not written
+	// by this engine): nothing to watch, so wait out its trust.
+	blind := r.prevClosed != nil && !*r.prevClosed && r.prevGuardKey == nil
+	if len(keys) == 0 && !blind {
+		return
+	}
+	trust := e.cfg.TrustWindow
+	if r.prevTrustMS != nil && time.Duration(*r.prevTrustMS)*time.Millisecond > trust {
+		trust = time.Duration(*r.prevTrustMS) * time.Millisecond
+	}
+	deadline := r.done + int64(trust+safetyMargin(trust))
+	waitedOut := blind
+	for _, k := range keys {
+		if !e.ring.awaitFree(t.ctx, k, deadline) {
+			waitedOut = true // cannot see the guard, or it outlived the bound
+			break
+		}
+	}
+	if waitedOut {
+		sleepCtx(t.ctx, time.Duration(deadline-monotime.Now()))
+	}
+	e.log.Info("predecessors safe", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
+		"predecessor", deref(r.prevHolder), "prev_reason", deref(r.prevReason), "guards", len(keys),
+		"waited", time.Duration(monotime.Now()-r.done), "waited_out_trust", waitedOut)
+}
+
+// release drains the term, closes its gate, then records the release and unlocks.
+func (s *Scope) release(t *term, reason Reason) error {
+	e := s.e
+	t.drain(e.cfg.DrainTimeout)
+	t.closeGate(reason)
+	t.sess.removeTerm(t)
+	// The release waits for the term's own fenced writers in bounded steps, giving
+	// the session back to the other scopes' heartbeats in between. A writer holds
+	// out at most the lease once its client goes idle (fence sets
+	// idle_in_transaction_session_timeout); past a generous bound the session is
+	// dropped instead, which frees the lock all the same.
+	giveUp := monotime.Now() + int64(e.cfg.DrainTimeout+2*e.cfg.SessionLease)
+	ok, busy, err := t.sess.releaseTerm(s, t.epoch, reason)
+	for err == nil && busy && monotime.Now() < giveUp {
+		sleepCtx(t.ctx, e.cfg.HeartbeatTimeout/5)
+		ok, busy, err = t.sess.releaseTerm(s, t.epoch, reason)
+	}
+	if err == nil && busy {
+		err = fmt.Errorf("its fenced transactions still hold the scope's row after %v", e.cfg.DrainTimeout+2*e.cfg.SessionLease)
+	}
+	switch {
+	case err != nil:
+		t.end(ReasonLostConnection, false)
+		// The lock may still be held on a session we cannot use: drop the session
+		// so the server frees it now rather than after the lease.
+		t.sess.lose(ReasonLostConnection, err)
+		return fmt.Errorf("release %s: %w", s.name, err)
+	case !ok:
+		t.end(ReasonEvicted, false)
+		return fmt.Errorf("release %s: %w (epoch %d was no longer ours)", s.name, ErrNotLeader, t.epoch)
+	}
+	t.end(reason, true)
+	return nil
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// safetyMargin covers clock-rate differences between hosts when a successor waits
+// out its predecessor's trust window.
+func safetyMargin(w time.Duration) time.Duration {
+	return max(10*time.Millisecond, w/50)
+}

@@ -1,0 +1,219 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/migrations"
+)
+
+// Check connects once and verifies what Run needs: the server is reachable,
+// PostgreSQL 14 or newer, and the pgleader schema is at the version this build
+// requires. Its errors wrap ErrUnreachable, ErrUnsupportedServer or
+// ErrSchemaMissing and say how to fix the problem.
+func (e *Elector) Check(ctx context.Context) error {
+	if e.cfg.Standalone {
+		return nil
+	}
+	if err := CheckDatabase(ctx, e.base); err != nil {
+		return err
+	}
+	if err := checkNodeRole(ctx, e.base); err != nil {
+		return err
+	}
+	return CheckLockTable(ctx, e.base, len(e.cfg.Scopes))
+}
+
+// checkNodeRole reports, wrapping ErrPermission, a role that may not run the
+// engine's functions (it is not in pgleader_node, nor the owner).
+func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
+	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT has_function_privilege(
+		        'pgleader.register_node(text, text, integer, text, text[], integer, integer, integer, bigint, bigint)', 'EXECUTE')
+		    AND has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
+			return fmt.Errorf("%w: read the role's privileges: %w", ErrUnreachable, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: role %q may not run the engine's functions: GRANT pgleader_node TO %q (docs/security.md)", ErrPermission, cfg.User, cfg.User)
+		}
+		return nil
+	})
+}
+
+// withCheckConn runs fn on a connection of its own, bounded by 10 s: the start-up
+// checks.
+func withCheckConn(ctx context.Context, cfg *pgx.ConnConfig, fn func(context.Context, *pgx.Conn) error) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
+	}
+	defer conn.Close(context.Background())
+	return fn(cctx, conn)
+}
+
+// LockTableCapacity is the size of PostgreSQL's shared lock table:
+// max_locks_per_transaction × (max_connections + max_prepared_transactions)
+// entries, shared by every session of the server. Exhausting it fails every
+// session ("out of shared memory"), so pgleader allows the scopes of one node to
+// use at most half of it (the collector's lock_pressure alert fires at half too).
+type LockTableCapacity struct {
+	MaxLocksPerTransaction  int
+	MaxConnections          int
+	MaxPreparedTransactions int
+}
+
+// Entries is the table's size.
+func (c LockTableCapacity) Entries() int {
+	return c.MaxLocksPerTransaction * (c.MaxConnections + c.MaxPreparedTransactions)
+}
+
+// MaxScopes is the most scopes one node may campaign for on this server.
+func (c LockTableCapacity) MaxScopes() int { return c.Entries() / 2 }
+
+// Check reports why n scopes are too many for this server, or nil.
+func (c LockTableCapacity) Check(n int) error {
+	if n <= c.MaxScopes() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d scopes exceed what this server's lock table can hold for pgleader: max_locks_per_transaction (%d) × (max_connections (%d) + max_prepared_transactions (%d)) = %d entries, shared by every session of the server, of which pgleader may use half (%d scopes, one lock each while led); raise max_locks_per_transaction (needs a restart) or campaign for fewer scopes per node",
+		ErrTooManyScopes, n, c.MaxLocksPerTransaction, c.MaxConnections, c.MaxPreparedTransactions, c.Entries(), c.MaxScopes())
+}
+
+// CheckLockTable reads the server's lock table settings and reports, wrapping
+// ErrTooManyScopes, when a node campaigning for n scopes could fill more than half
+// of it (see LockTableCapacity). Check runs it.
+func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
+	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
+		var c LockTableCapacity
+		if err := conn.QueryRow(ctx, `SELECT current_setting('max_locks_per_transaction')::int,
+		        current_setting('max_connections')::int, current_setting('max_prepared_transactions')::int`).
+			Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
+			return fmt.Errorf("%w: read lock table settings: %w", ErrUnreachable, err)
+		}
+		return c.Check(n)
+	})
+}
+
+// CheckDatabase is Check for a connection configuration.
+func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: cannot connect to %s:%d: %w", ErrUnreachable, cfg.Host, cfg.Port, unwrapConnectErr(err))
+	}
+	defer conn.Close(context.Background())
+	var num int
+	if err := conn.QueryRow(cctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if err := checkServerVersion(num); err != nil {
+		return err
+	}
+	var exists, usable bool
+	if err := conn.QueryRow(cctx, `SELECT to_regnamespace('pgleader') IS NOT NULL,
+	        coalesce(has_schema_privilege(to_regnamespace('pgleader'), 'USAGE'), false)`).Scan(&exists, &usable); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if exists && !usable {
+		return fmt.Errorf("%w: role %q may not use schema pgleader: grant it pgleader_node (nodes), pgleader_reader (status, history, top, exporter) or pgleader_operator (resign), e.g. GRANT pgleader_node TO %q (docs/security.md)",
+			ErrPermission, cfg.User, cfg.User)
+	}
+	v, err := migrations.Version(cctx, conn)
+	if err != nil {
+		return fmt.Errorf("%w: read schema version: %w", ErrUnreachable, err)
+	}
+	switch {
+	case v == 0:
+		return fmt.Errorf("%w: database %q has no pgleader schema: run `pgleader migrate`", ErrSchemaMissing, cfg.Database)
+	case v < migrations.Latest:
+		return fmt.Errorf("%w: database %q has pgleader schema version %d, this build needs %d: run `pgleader migrate`", ErrSchemaMissing, cfg.Database, v, migrations.Latest)
+	}
+	return nil
+}
+
+// AwaitDatabase runs the checks of Check (CheckDatabase, then CheckLockTable for n
+// scopes) and, while they fail only because the database is in the middle of a
+// restart or a failover, retries them with backoff (at most a second apart) until
+// they pass or ctx ends, logging each failure. In transition means: a server
+// answered that it is starting up, shutting down or in recovery (SQLSTATE 57P03);
+// a host of a multi-host DSN with target_session_attrs answered that it is
+// read-only (a standby, none promoted yet); with several hosts, one refused the
+// connection; or a server that accepted the connection dropped it. Anything else
+// (a wrong host, password, certificate or database, a missing schema) is returned
+// at once: it will not heal by itself. Run calls it.
+func AwaitDatabase(ctx context.Context, cfg *pgx.ConnConfig, n int, log *slog.Logger) error {
+	for attempt := 1; ; attempt++ {
+		err := CheckDatabase(ctx, cfg)
+		if err == nil {
+			err = checkNodeRole(ctx, cfg)
+		}
+		if err == nil {
+			err = CheckLockTable(ctx, cfg, n)
+		}
+		if err == nil || ctx.Err() != nil || !inTransition(err, cfg) {
+			return err
+		}
+		if log != nil {
+			log.Warn("database in transition (restart or failover); waiting for a writable server", "err", err, "attempt", attempt)
+		}
+		sleepCtx(ctx, backoff(attempt))
+	}
+}
+
+// inTransition reports whether a connection error says the database is restarting
+// or failing over rather than misconfigured (see AwaitDatabase).
+func inTransition(err error, cfg *pgx.ConnConfig) bool {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "57P03": // cannot_connect_now
+		return true
+	case errors.Is(err, pgconn.ErrReadOnlyConnection):
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return severalHosts(cfg)
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF):
+		return true // a server that accepted the connection went away during the check
+	}
+	return false
+}
+
+// severalHosts reports whether cfg lists more than one server (a multi-host DSN;
+// pgx's fallbacks also repeat one host for sslmode=prefer).
+func severalHosts(cfg *pgx.ConnConfig) bool {
+	for _, f := range cfg.Fallbacks {
+		if f.Host != cfg.Host || f.Port != cfg.Port {
+			return true
+		}
+	}
+	return false
+}
+
+// checkServerVersion refuses servers older than PostgreSQL 14 (server_version_num).
+func checkServerVersion(num int) error {
+	if num < 140000 {
+		return fmt.Errorf("%w: server is %d.%d, pgleader needs PostgreSQL 14 or newer (idle_session_timeout bounds failover): upgrade the server",
+			ErrUnsupportedServer, num/10000, num%10000/100)
+	}
+	return nil
+}
+
+// unwrapConnectErr shortens pgx's connect errors to their cause.
+func unwrapConnectErr(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && ce.Unwrap() != nil {
+		return ce.Unwrap()
+	}
+	return err
+}

@@ -1,0 +1,161 @@
+package election
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// guardReq is a statement for guardLoop to run on the guard connection.
+type guardReq struct {
+	ctx   context.Context
+	run   func(ctx context.Context) error
+	reply chan error
+}
+
+// guardDo runs fn on the guard connection, in guardLoop, interrupting its wait for
+// notifications.
+func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) error) error {
+	req := guardReq{ctx: ctx, run: fn, reply: make(chan error, 1)}
+	select {
+	case s.guardReqs <- req:
+	case <-s.lost:
+		return errSessionLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Sent first, then woken: guardLoop publishes its wake-up before it looks for
+	// requests, so either it sees this request or this call interrupts its wait.
+	if wake := s.guardWake.Load(); wake != nil {
+		(*wake)()
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-s.lost:
+		return errSessionLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// guardLoop owns the guard connection: it waits for leader_change notifications and
+// runs guardDo requests (lease arming, the heartbeat's ping) in between. While the
+// lease is armed and no heartbeat has pinged the guard for an interval (the
+// leadership session is busy with a long batch), it pings the guard itself: the
+// guard must never expire while the process runs, and must never expire before
+// the trust of the last heartbeat has (the heartbeat's own ping, sent after the
+// heartbeat started, sees to that: see "No overlap" in the package doc). A broken
+// guard connection loses the session.
+func (s *session) guardLoop() {
+	T := s.e.cfg.HeartbeatTimeout
+	for !s.isLost() {
+		var wctx context.Context
+		var wake context.CancelFunc
+		if s.guardLease {
+			wctx, wake = context.WithDeadline(s.ctx, s.guardPing)
+		} else {
+			wctx, wake = context.WithCancel(s.ctx)
+		}
+		s.guardWake.Store(&wake)
+		select {
+		case req := <-s.guardReqs:
+			wake()
+			err := req.ctx.Err()
+			if err == nil {
+				err = req.run(req.ctx)
+			}
+			req.reply <- err
+			if err != nil && s.guard.IsClosed() { // the statement was cut: the guard is gone
+				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+				return
+			}
+			continue
+		default:
+		}
+		if s.guardLease && !time.Now().Before(s.guardPing) {
+			wake()
+			ctx, cancel := s.stmtCtx(T)
+			err := s.pingGuard(ctx)
+			cancel()
+			if err != nil {
+				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+				return
+			}
+			continue
+		}
+		n, err := s.guard.WaitForNotification(wctx)
+		interrupted := wctx.Err() != nil
+		wake()
+		if n != nil {
+			s.e.onNotification(n.Payload)
+		}
+		if err != nil && !interrupted {
+			s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+			return
+		}
+	}
+}
+
+// guardBeat keeps the guard session's lease in step with leadership, at every
+// heartbeat: while the node leads any scope the guard has idle_session_timeout = L
+// and is pinged with every heartbeat, so it expires together with the leadership
+// session if the process freezes; otherwise the lease is disarmed and the guard left
+// alone, costing the server nothing.
+//
+// Whether the node leads is read in guardLoop, not taken from the caller: a
+// heartbeat's snapshot of the terms may predate a claim whose lead() has already
+// armed the lease (addTerm happens before that arming), and must not disarm it.
+func (s *session) guardBeat(ctx context.Context) error {
+	return s.guardDo(ctx, func(ctx context.Context) error {
+		s.termsMu.Lock()
+		leading := len(s.terms) > 0
+		s.termsMu.Unlock()
+		switch {
+		case leading && s.guardLease:
+			return s.pingGuard(ctx)
+		case leading == s.guardLease:
+			return nil
+		}
+		return s.setGuardLease(ctx, leading)
+	})
+}
+
+// armGuard makes sure the guard's lease is armed, without a ping when it already
+// is: before a new term's gate may open (lead), and speculatively alongside a claim
+// by a node that leads nothing, so that a won claim does not wait for it. A lease
+// armed for a claim that was lost is disarmed by the next heartbeat.
+func (s *session) armGuard(ctx context.Context) error {
+	return s.guardDo(ctx, func(ctx context.Context) error {
+		if s.guardLease {
+			return nil
+		}
+		return s.setGuardLease(ctx, true)
+	})
+}
+
+// pingGuard resets the guard's idle timer (guardLoop only).
+func (s *session) pingGuard(ctx context.Context) error {
+	if err := s.guard.Ping(ctx); err != nil {
+		return err
+	}
+	s.guardPing = time.Now().Add(s.e.cfg.HeartbeatInterval)
+	return nil
+}
+
+func (s *session) setGuardLease(ctx context.Context, on bool) error {
+	lease := "0"
+	if on {
+		lease = strconv.FormatInt(s.e.cfg.SessionLease.Milliseconds(), 10)
+	}
+	// No arguments: pgx sends it with the simple protocol, one round trip (with an
+	// argument its first use costs a prepare round trip too, inside a heartbeat's
+	// deadline).
+	if _, err := s.guard.Exec(ctx, "SELECT set_config('idle_session_timeout', '"+lease+"', false)"); err != nil {
+		return err
+	}
+	s.guardLease = on
+	s.guardPing = time.Now().Add(s.e.cfg.HeartbeatInterval)
+	return nil
+}
