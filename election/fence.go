@@ -39,17 +39,25 @@ const FencedSQLState = "PLF01"
 // ErrFencedTxIdle). In standalone mode Fence does nothing. FencedTx does all of
 // this (begin, fence, commit, error mapping) around a function.
 func Fence(ctx context.Context, tx Execer, tok Token) error {
-	if tok.p == nil {
+	return fence(tok, func(query string, args ...any) error {
+		_, err := tx.Exec(ctx, query, args...)
+		return err
+	})
+}
+
+// fence fences tok with exec, which runs the statement in the caller's
+// transaction (pgx or database/sql).
+func fence(tok Token, exec func(query string, args ...any) error) error {
+	switch {
+	case tok.p == nil:
 		return ErrNotLeader
-	}
-	if tok.p.term.standalone {
+	case tok.p.term.standalone:
 		return nil
-	}
-	if tok.p.term.manual {
+	case tok.p.term.manual:
 		return manualFence(tok)
 	}
 	query, args := fenceStatement(tok)
-	if _, err := tx.Exec(ctx, query, args...); err != nil {
+	if err := exec(query, args...); err != nil {
 		return fenceError(tok, err)
 	}
 	return nil
@@ -190,20 +198,10 @@ type SQLExecer interface {
 // carry a SQLSTATE through a SQLState() method: pgx's stdlib, lib/pq): same
 // statement, same idle limit, same errors (ErrFenced, ErrFencedTxIdle).
 func FenceSQLTx(ctx context.Context, tx SQLExecer, tok Token) error {
-	if tok.p == nil {
-		return ErrNotLeader
-	}
-	if tok.p.term.standalone {
-		return nil
-	}
-	if tok.p.term.manual {
-		return manualFence(tok)
-	}
-	query, args := fenceStatement(tok)
-	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
-		return fenceError(tok, err)
-	}
-	return nil
+	return fence(tok, func(query string, args ...any) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
 }
 
 // ReportFencedSQL is the statement ReportFenced runs: pgleader.fence_rejected(scope,

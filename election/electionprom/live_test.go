@@ -1,68 +1,19 @@
-package electionprom_test
+package electionprom
 
 import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/election/electionprom"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// value returns the value of the sample of name whose labels include the given
-// name/value pairs: a gauge's or counter's value, a histogram's sample count. ok
-// is false when there is no such sample.
-func value(t testing.TB, g prometheus.Gatherer, name string, labels ...string) (v float64, ok bool) {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if !slices.ContainsFunc(m.GetLabel(), func(p *dto.LabelPair) bool {
-					return p.GetName() == labels[i] && p.GetValue() == labels[i+1]
-				}) {
-					continue next
-				}
-			}
-			switch {
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue(), true
-			case m.Counter != nil:
-				return m.GetCounter().GetValue(), true
-			case m.Histogram != nil:
-				return float64(m.GetHistogram().GetSampleCount()), true
-			}
-		}
-	}
-	return 0, false
-}
-
-// want fails the test unless the sample exists with value v.
-func want(t testing.TB, g prometheus.Gatherer, v float64, name string, labels ...string) {
-	t.Helper()
-	got, ok := value(t, g, name, labels...)
-	if !ok {
-		t.Errorf("%s%v: no sample, want %v", name, labels, v)
-	} else if got != v {
-		t.Errorf("%s%v = %v, want %v", name, labels, got, v)
-	}
-}
 
 // fastConfig is election timing fit for tests: I + T < W < L, L − W ≥ 100ms.
 func fastConfig(dsn, node string, obs election.Observer, scopes ...string) election.Config {
@@ -97,7 +48,7 @@ func TestLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := electionprom.Register(reg, e); err != nil {
+	if _, err := Register(reg, e); err != nil {
 		t.Fatal(err)
 	}
 	billing := e.Scope("billing")
@@ -122,33 +73,33 @@ func TestLive(t *testing.T) {
 	t.Cleanup(stop)
 
 	// Register created the scope's series; a refusal before Run is counted.
-	want(t, reg, 0, "pgleader_is_leader", "scope", "billing")
-	want(t, reg, 0, "pgleader_acquisitions_total", "scope", "billing")
+	expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
+	expect(t, reg, 0, "pgleader_acquisitions_total", "scope", "billing")
 	if _, err := billing.Require(ctx); !errors.Is(err, election.ErrNotLeader) {
 		t.Fatalf("Require before Run: %v", err)
 	}
-	want(t, reg, 1, "pgleader_gate_blocked_total", "scope", "billing")
-	want(t, reg, 0, "pgleader_trust_remaining_seconds", "scope", "billing")
+	expect(t, reg, 1, "pgleader_gate_blocked_total", "scope", "billing")
+	expect(t, reg, 0, "pgleader_trust_remaining_seconds", "scope", "billing")
 
 	go func() { done <- e.Run(ctx) }()
 
-	isLeader := func() bool { v, _ := value(t, reg, "pgleader_is_leader", "scope", "billing"); return v == 1 }
+	isLeader := func() bool { v, _ := sample(t, reg, "pgleader_is_leader", "scope", "billing"); return v == 1 }
 	waitFor(t, "the gate to open", isLeader)
 	tok, err := billing.Require(ctx)
 	if err != nil {
 		t.Fatalf("is_leader is 1 but Require: %v", err)
 	}
-	want(t, reg, 1, "pgleader_acquisitions_total", "scope", "billing")
-	want(t, reg, float64(tok.Epoch), "pgleader_epoch", "scope", "billing")
-	want(t, reg, float64(billing.GateBlocked()), "pgleader_gate_blocked_total", "scope", "billing")
-	if v, _ := value(t, reg, "pgleader_trust_remaining_seconds", "scope", "billing"); v <= 0 || v > 0.3 {
+	expect(t, reg, 1, "pgleader_acquisitions_total", "scope", "billing")
+	expect(t, reg, float64(tok.Epoch), "pgleader_epoch", "scope", "billing")
+	expect(t, reg, float64(billing.GateBlocked()), "pgleader_gate_blocked_total", "scope", "billing")
+	if v, _ := sample(t, reg, "pgleader_trust_remaining_seconds", "scope", "billing"); v <= 0 || v > 0.3 {
 		t.Errorf("trust remaining %vs while leading, want in (0, 0.3]", v)
 	}
 	waitFor(t, "a heartbeat", func() bool {
-		v, _ := value(t, reg, "pgleader_heartbeat_duration_seconds")
+		v, _ := sample(t, reg, "pgleader_heartbeat_duration_seconds")
 		return v >= 1
 	})
-	if v, _ := value(t, reg, "pgleader_last_heartbeat_timestamp_seconds"); time.Since(time.Unix(int64(v), 0)) > 10*time.Second {
+	if v, _ := sample(t, reg, "pgleader_last_heartbeat_timestamp_seconds"); time.Since(time.Unix(int64(v), 0)) > 10*time.Second {
 		t.Errorf("last heartbeat timestamp %v, want recent", v)
 	}
 
@@ -157,17 +108,17 @@ func TestLive(t *testing.T) {
 	if err := billing.Resign(ctx); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
-	want(t, reg, 0, "pgleader_is_leader", "scope", "billing")
-	want(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "resigned")
-	want(t, reg, 0, "pgleader_trust_remaining_seconds", "scope", "billing")
+	expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
+	expect(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "resigned")
+	expect(t, reg, 0, "pgleader_trust_remaining_seconds", "scope", "billing")
 
 	// Alone in the election, the node leads again after its cooldown, one epoch on.
 	waitFor(t, "the second term", isLeader)
-	want(t, reg, 2, "pgleader_acquisitions_total", "scope", "billing")
-	want(t, reg, float64(tok.Epoch+1), "pgleader_epoch", "scope", "billing")
+	expect(t, reg, 2, "pgleader_acquisitions_total", "scope", "billing")
+	expect(t, reg, float64(tok.Epoch+1), "pgleader_epoch", "scope", "billing")
 
 	stop()
-	want(t, reg, 0, "pgleader_is_leader", "scope", "billing")
-	want(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "shutdown")
-	want(t, reg, 0, "pgleader_heartbeat_failures_total", "scope", "billing")
+	expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
+	expect(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "shutdown")
+	expect(t, reg, 0, "pgleader_heartbeat_failures_total", "scope", "billing")
 }

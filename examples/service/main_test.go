@@ -2,88 +2,25 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgleader/pgleader/examples/internal/replica"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// replica is one running process of the service.
-type replica struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{} // closed when it exited
-	err  error         // how it exited, once done
-}
-
-func startReplica(t *testing.T, bin, dsn string) *replica {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "ADDR="+addr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{cmd: cmd, addr: addr, done: make(chan struct{})}
-	go func() { r.err = cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-r.done })
-	return r
-}
-
-// role returns the replica's role in "invoices" as its /readyz reports it.
-func (r *replica) role() string {
-	resp, err := http.Get("http://" + r.addr + "/readyz")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Scopes []struct{ Role string }
-	}
-	if json.NewDecoder(resp.Body).Decode(&h) != nil || len(h.Scopes) != 1 {
-		return ""
-	}
-	return h.Scopes[0].Role
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestHandover runs the service as two replicas, the way the README describes
 // it: kill -9 of the leader hands the work to the other; SIGTERM of a leader
 // exits 0 after handing over; every epoch's writes come from one process.
 func TestHandover(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	bin := filepath.Join(t.TempDir(), "service")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := replica.Build(t)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -97,45 +34,37 @@ func TestHandover(t *testing.T) {
 		return n
 	}
 
-	a, b := startReplica(t, bin, dsn), startReplica(t, bin, dsn)
-	leaderOf := func(rs ...*replica) *replica {
-		for _, r := range rs {
-			if r.role() == "leader" {
-				return r
-			}
-		}
-		return nil
-	}
-	waitFor(t, "a leader", func() bool { return leaderOf(a, b) != nil })
-	first := leaderOf(a, b)
-	other := map[*replica]*replica{a: b, b: a}[first]
-	waitFor(t, "the leader's first runs", func() bool { return runs("WHERE pid = $1", first.cmd.Process.Pid) >= 2 })
+	a, b := replica.Start(t, bin, dsn), replica.Start(t, bin, dsn)
+	replica.WaitFor(t, "a leader", 30*time.Second, func() bool { return replica.Leader(a, b) != nil })
+	first := replica.Leader(a, b)
+	other := map[*replica.Replica]*replica.Replica{a: b, b: a}[first]
+	replica.WaitFor(t, "the leader's first runs", 30*time.Second, func() bool { return runs("WHERE pid = $1", first.Cmd.Process.Pid) >= 2 })
 
 	// kill -9: the other replica takes over and runs the job.
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-first.done
-	waitFor(t, "the survivor to lead and run", func() bool {
-		return other.role() == "leader" && runs("WHERE pid = $1", other.cmd.Process.Pid) >= 2
+	<-first.Done
+	replica.WaitFor(t, "the survivor to lead and run", 30*time.Second, func() bool {
+		return other.Role() == "leader" && runs("WHERE pid = $1", other.Cmd.Process.Pid) >= 2
 	})
 
 	// A new replica joins as a follower; SIGTERM to the leader hands over and exits 0.
-	c := startReplica(t, bin, dsn)
-	waitFor(t, "the new replica to follow", func() bool { return c.role() == "follower" })
-	if err := other.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	c := replica.Start(t, bin, dsn)
+	replica.WaitFor(t, "the new replica to follow", 30*time.Second, func() bool { return c.Role() == "follower" })
+	if err := other.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-other.done:
-		if other.err != nil {
-			t.Fatalf("the leader exited with %v after SIGTERM, want 0", other.err)
+	case <-other.Done:
+		if other.Err != nil {
+			t.Fatalf("the leader exited with %v after SIGTERM, want 0", other.Err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the leader did not exit within 30s of SIGTERM")
 	}
-	waitFor(t, "the follower to take over and run", func() bool {
-		return runs("WHERE pid = $1", c.cmd.Process.Pid) >= 2
+	replica.WaitFor(t, "the follower to take over and run", 30*time.Second, func() bool {
+		return runs("WHERE pid = $1", c.Cmd.Process.Pid) >= 2
 	})
 
 	// Every epoch's writes come from one process, and three processes led.

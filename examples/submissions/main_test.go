@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,52 +13,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgleader/pgleader/examples/internal/replica"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-type replica struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
-}
-
-func startReplica(t *testing.T, bin, dsn string) *replica {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "ADDR="+addr)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{cmd: cmd, addr: addr, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(r.done) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-r.done })
-	return r
-}
-
-func (r *replica) role() string {
-	resp, err := http.Get("http://" + r.addr + "/readyz")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var h struct{ Scopes []struct{ Role string } }
-	if json.NewDecoder(resp.Body).Decode(&h) != nil || len(h.Scopes) != 1 {
-		return ""
-	}
-	return h.Scopes[0].Role
-}
-
-func (r *replica) submit(payload, delay string) error {
-	resp, err := http.Post("http://"+r.addr+"/submit?delay="+delay, "text/plain", strings.NewReader(payload))
+func submitThrough(r *replica.Replica, payload, delay string) error {
+	resp, err := http.Post("http://"+r.Addr+"/submit?delay="+delay, "text/plain", strings.NewReader(payload))
 	if err != nil {
 		return err
 	}
@@ -75,27 +32,13 @@ func (r *replica) submit(payload, delay string) error {
 	return nil
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestExactlyOnceAcrossLeaderKill submits work through the followers only, kills
 // the leader with SIGKILL while submissions keep coming (some due at once, some
 // later), and checks that every submission ran exactly once, under the epoch
 // that marked it done.
 func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	bin := filepath.Join(t.TempDir(), "submissions")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := replica.Build(t)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -109,16 +52,9 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 		return n
 	}
 
-	rs := []*replica{startReplica(t, bin, dsn), startReplica(t, bin, dsn), startReplica(t, bin, dsn)}
-	leader := func() *replica {
-		for _, r := range rs {
-			if r.role() == "leader" {
-				return r
-			}
-		}
-		return nil
-	}
-	waitFor(t, "a leader", 30*time.Second, func() bool { return leader() != nil })
+	rs := []*replica.Replica{replica.Start(t, bin, dsn), replica.Start(t, bin, dsn), replica.Start(t, bin, dsn)}
+	leader := func() *replica.Replica { return replica.Leader(rs...) }
+	replica.WaitFor(t, "a leader", 30*time.Second, func() bool { return leader() != nil })
 
 	const total = 300
 	var mu sync.Mutex
@@ -132,9 +68,9 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 				close(killAt)
 			}
 			// Through a follower: whichever replica does not lead right now.
-			var via *replica
+			var via *replica.Replica
 			for _, r := range rs {
-				if r.role() == "follower" {
+				if r.Role() == "follower" {
 					via = r
 					break
 				}
@@ -145,7 +81,7 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 			}
 			err := fmt.Errorf("no follower to submit through")
 			if via != nil {
-				err = via.submit(fmt.Sprintf("job %d", i), delay)
+				err = submitThrough(via, fmt.Sprintf("job %d", i), delay)
 			}
 			if err != nil {
 				mu.Lock()
@@ -161,17 +97,17 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 	if victim == nil {
 		t.Fatal("no leader to kill")
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-victim.done
+	<-victim.Done
 	<-submitted
 	mu.Lock()
 	if len(submitErrs) > 0 {
 		t.Fatalf("%d submissions failed, first: %v", len(submitErrs), submitErrs[0])
 	}
 	mu.Unlock()
-	waitFor(t, "every submission done", 60*time.Second, func() bool {
+	replica.WaitFor(t, "every submission done", 60*time.Second, func() bool {
 		return count("SELECT count(*) FROM submissions WHERE done_at IS NULL") == 0
 	})
 
@@ -185,7 +121,7 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 		t.Errorf("%d submissions ran more than once", n)
 	}
 	if n := count(`SELECT count(*) FROM submissions s JOIN executions x ON x.submission_id = s.id
-	               WHERE x.epoch <> s.done_epoch OR x.node <> s.done_by`); n != 0 {
+	               WHERE x.epoch <> s.Done_epoch OR x.node <> s.Done_by`); n != 0 {
 		t.Errorf("%d executions disagree with the epoch or node that marked their submission done", n)
 	}
 	if n := count("SELECT count(DISTINCT epoch) FROM executions"); n < 2 {
