@@ -99,7 +99,7 @@ func TestAuditReset(t *testing.T) {
 				if err := rows.Err(); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, "an event per row of the new history", wait, func() bool {
+				pgtest.WaitFor(t, "an event per row of the new history", wait, func() bool {
 					n := 0
 					for _, e := range rec.all() {
 						if e.Seq > reset.Seq && e.AuditID != 0 {

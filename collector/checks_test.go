@@ -118,7 +118,7 @@ func TestSplitBrain(t *testing.T) {
 		cfg.SplitBrainGrace = time.Hour // regression must not wait for it
 		c := newCollector(t, cfg)
 		run(t, c)
-		waitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
+		pgtest.WaitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
 		waitSnap(t, c, "epoch 1", func(s *Snapshot) bool { sc, ok := s.Scope("s"); return ok && sc.Epoch == 1 })
 		admin := connect(t, dsn)
 		exec(t, admin, "UPDATE pgleader.leader_state SET epoch = epoch - 1 WHERE scope = 's'")
@@ -173,7 +173,7 @@ func TestSplitBrain(t *testing.T) {
 		c := newCollector(t, cfg)
 		rec := record(t, c)
 		run(t, c)
-		waitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
+		pgtest.WaitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
 		admin := connect(t, dsn)
 		// A live node whose leads entry predates the term (it led before, then
 		// froze): not counted.

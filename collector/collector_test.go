@@ -80,7 +80,7 @@ func TestSnapshot(t *testing.T) {
 		leader, follower = n2, n1
 	}
 	// The snapshot can show the claim a moment before the claimer's gate opens.
-	waitFor(t, sc.Leader+"'s gate open", wait, func() bool { return leader.leads("s") })
+	pgtest.WaitFor(t, sc.Leader+"'s gate open", wait, func() bool { return leader.leads("s") })
 	if follower.leads("s") {
 		t.Fatalf("snapshot says %s leads, the electors disagree", sc.Leader)
 	}

@@ -32,7 +32,7 @@ func TestEvents(t *testing.T) {
 		startNode(t, dsn, "n2", "s")
 		// n2 registering notifies nothing; its follower role shows at the next read.
 		admin := connect(t, dsn)
-		waitFor(t, "n2 campaigning (its leadership session holds its beacon)", wait, func() bool {
+		pgtest.WaitFor(t, "n2 campaigning (its leadership session holds its beacon)", wait, func() bool {
 			return queryInt(t, admin, `SELECT count(*) FROM pgleader.nodes n
 			                           WHERE n.node_id = 'n2' AND pgleader.lock_held(n.beacon_key, n.backend_pid)`) == 1
 		})
@@ -63,7 +63,7 @@ func TestEvents(t *testing.T) {
 		resigns := func(k int) {
 			for range k {
 				var l *node
-				waitFor(t, "a leader", wait, func() bool {
+				pgtest.WaitFor(t, "a leader", wait, func() bool {
 					for _, n := range nodes {
 						if n.leads("s") {
 							l = n
@@ -73,7 +73,7 @@ func TestEvents(t *testing.T) {
 					return false
 				})
 				_ = l.Scope("s").Resign(context.Background()) // an error (session lost) ends the term too
-				waitFor(t, "the next term", wait, func() bool { return !l.leads("s") })
+				pgtest.WaitFor(t, "the next term", wait, func() bool { return !l.leads("s") })
 			}
 		}
 		resigns(3)
@@ -84,11 +84,11 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("terminated %d collector backends, want 2 (listener and reader)", killed)
 		}
 		resigns(3)
-		waitFor(t, "the seventh term", wait, func() bool {
+		pgtest.WaitFor(t, "the seventh term", wait, func() bool {
 			return queryInt(t, admin, "SELECT count(*) FROM pgleader.terms WHERE scope = 's' AND epoch >= 7") > 0
 		})
 		var want, elected int64
-		waitFor(t, "an event per audit row", wait, func() bool {
+		pgtest.WaitFor(t, "an event per audit row", wait, func() bool {
 			want = queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind IN ('elected', 'released', 'term_closed_by_successor')`)
 			elected = queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'elected'`)
 			n := 0

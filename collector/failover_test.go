@@ -104,7 +104,7 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 // before the claimer has its answer) and resigns it.
 func resign(t *testing.T, n *node, scope string) {
 	t.Helper()
-	waitFor(t, n.NodeID()+" leading "+scope, wait, func() bool { return n.leads(scope) })
+	pgtest.WaitFor(t, n.NodeID()+" leading "+scope, wait, func() bool { return n.leads(scope) })
 	if err := n.Scope(scope).Resign(context.Background()); err != nil {
 		t.Fatal(err)
 	}

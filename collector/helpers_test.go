@@ -114,7 +114,7 @@ func (r *recorder) find(match func(Event) bool) (Event, bool) {
 func (r *recorder) waitEvent(t testing.TB, what string, match func(Event) bool) Event {
 	t.Helper()
 	var got Event
-	waitFor(t, what, wait, func() bool {
+	pgtest.WaitFor(t, what, wait, func() bool {
 		var ok bool
 		got, ok = r.find(match)
 		return ok
@@ -122,23 +122,11 @@ func (r *recorder) waitEvent(t testing.TB, what string, match func(Event) bool) 
 	return got
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // waitSnap waits for a snapshot that satisfies cond and returns it.
 func waitSnap(t testing.TB, c *Collector, what string, cond func(*Snapshot) bool) *Snapshot {
 	t.Helper()
 	var s *Snapshot
-	waitFor(t, what, wait, func() bool {
+	pgtest.WaitFor(t, what, wait, func() bool {
 		s = c.Snapshot()
 		return s != nil && cond(s)
 	})

@@ -21,7 +21,7 @@ func TestResign(t *testing.T) {
 		rec := record(t, c)
 		run(t, c)
 		n1 := startNode(t, dsn, "n1", "s")
-		waitFor(t, "n1 leading s", wait, func() bool { return n1.leads("s") })
+		pgtest.WaitFor(t, "n1 leading s", wait, func() bool { return n1.leads("s") })
 		n2 := startNode(t, dsn, "n2", "s")
 		s := waitSnap(t, c, "n1 leading s with n2 waiting", func(s *Snapshot) bool {
 			sc, ok := s.Scope("s")
@@ -38,7 +38,7 @@ func TestResign(t *testing.T) {
 		})
 		// The collector can see the claim commit before n2 has its answer and opens
 		// its gate (on the logical source, by a fraction of a millisecond).
-		waitFor(t, "n2's gate open", wait, func() bool { return n2.leads("s") })
+		pgtest.WaitFor(t, "n2's gate open", wait, func() bool { return n2.leads("s") })
 		if n1.leads("s") {
 			t.Fatalf("after the handover n1 still leads s")
 		}

@@ -68,7 +68,7 @@ func TestHealthyClusterSilent(t *testing.T) {
 		}
 	}
 	for _, scope := range scopes {
-		waitFor(t, "a leader of "+scope, wait, func() bool { return leaderOf(scope) != nil })
+		pgtest.WaitFor(t, "a leader of "+scope, wait, func() bool { return leaderOf(scope) != nil })
 	}
 	s := settle(t, c, 3)
 

@@ -145,7 +145,7 @@ func TestLogicalSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "ten heartbeats through the stream", wait, func() bool { return c.streamTxs.Load() >= s0.Health.Transactions+10 })
+		pgtest.WaitFor(t, "ten heartbeats through the stream", wait, func() bool { return c.streamTxs.Load() >= s0.Health.Transactions+10 })
 		s1, err := c.Poll(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -180,14 +180,14 @@ func TestLogicalSource(t *testing.T) {
 		defer tcancel()
 		terr := make(chan error, 1)
 		go func() { terr <- transitions(tctx, dsn, "r", n, &made) }()
-		waitFor(t, "20 elected events in the first run", wait, func() bool { return len(kinds(rec1.all(), EventElected)) >= 20 })
+		pgtest.WaitFor(t, "20 elected events in the first run", wait, func() bool { return len(kinds(rec1.all(), EventElected)) >= 20 })
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("first Run: %v", err)
 		}
 		<-rec1.done // Run closed the subscription: every event of the first run is recorded
 		stoppedAt := made.Load()
-		waitFor(t, "changes while no collector runs", wait, func() bool { return made.Load() >= min(stoppedAt+20, n) })
+		pgtest.WaitFor(t, "changes while no collector runs", wait, func() bool { return made.Load() >= min(stoppedAt+20, n) })
 		whileDown := made.Load()
 
 		second := newCollector(t, cfg)
@@ -197,7 +197,7 @@ func TestLogicalSource(t *testing.T) {
 			t.Fatal(err)
 		}
 		first1 := kinds(rec1.all(), EventElected)
-		waitFor(t, "all elected events", wait, func() bool { return len(first1)+len(kinds(rec2.all(), EventElected)) >= n })
+		pgtest.WaitFor(t, "all elected events", wait, func() bool { return len(first1)+len(kinds(rec2.all(), EventElected)) >= n })
 		all := append(first1, kinds(rec2.all(), EventElected)...)
 		var lastLSN uint64
 		for i, e := range all {
@@ -219,7 +219,7 @@ func TestLogicalSource(t *testing.T) {
 			}
 			seen[e.AuditID] = true
 		}
-		waitFor(t, "all released events", wait, func() bool {
+		pgtest.WaitFor(t, "all released events", wait, func() bool {
 			return len(kinds(rec1.all(), EventReleased))+len(kinds(rec2.all(), EventReleased)) == n
 		})
 		t.Logf("elected events: %d in the first run, %d in the second; %d changes were committed while no collector ran",
@@ -247,7 +247,7 @@ func TestLogicalSource(t *testing.T) {
 		for i := range 6 {
 			scope := []string{"s", "q"}[i%2]
 			var l *node
-			waitFor(t, "a leader of "+scope, wait, func() bool {
+			pgtest.WaitFor(t, "a leader of "+scope, wait, func() bool {
 				for _, n := range nodes {
 					if n.leads(scope) {
 						l = n
@@ -257,17 +257,17 @@ func TestLogicalSource(t *testing.T) {
 				return false
 			})
 			_ = l.Scope(scope).Resign(context.Background()) // an error (session lost) ends the term too
-			waitFor(t, "the next term of "+scope, wait, func() bool { return !l.leads(scope) })
+			pgtest.WaitFor(t, "the next term of "+scope, wait, func() bool { return !l.leads(scope) })
 		}
 		admin := connect(t, dsn)
 		exec(t, admin, "SELECT pgleader.fence_rejected('s', 1, 'zombie', 'test')")
 		nodes[0].stop(t)
-		waitFor(t, "n2 leading both scopes", wait, func() bool { return nodes[1].leads("s") && nodes[1].leads("q") })
+		pgtest.WaitFor(t, "n2 leading both scopes", wait, func() bool { return nodes[1].leads("s") && nodes[1].leads("q") })
 		audit := func(r *recorder) []Event {
 			return slices.DeleteFunc(r.all(), func(e Event) bool { return e.AuditID == 0 })
 		}
 		var want int64
-		waitFor(t, "both collectors' audit events", wait, func() bool {
+		pgtest.WaitFor(t, "both collectors' audit events", wait, func() bool {
 			want = queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = ANY ($1)`, auditKinds)
 			return int64(len(audit(byListen))) == want && int64(len(audit(byStream))) == want
 		})

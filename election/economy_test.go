@@ -69,11 +69,11 @@ func TestConnectionEconomy(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "every scope led by exactly one node", 15*time.Second, func() bool { return total(ledBy()) == len(scopes) })
+	pgtest.WaitFor(t, "every scope led by exactly one node", 15*time.Second, func() bool { return total(ledBy()) == len(scopes) })
 
 	t.Run("ThreeConnectionsPerNode", func(t *testing.T) {
 		// Give every node time to open its watch connection and settle.
-		waitFor(t, "every node's three sessions", 5*time.Second, func() bool {
+		pgtest.WaitFor(t, "every node's three sessions", 5*time.Second, func() bool {
 			for _, n := range connectionsOf(t, dsn, ids...) {
 				if n != 3 {
 					return false
@@ -116,7 +116,7 @@ func TestConnectionEconomy(t *testing.T) {
 		lost := m[victim.NodeID()]
 		// Led again, each by one node (the victim may win some back once its session
 		// is rebuilt; what matters is that none stays leaderless).
-		waitFor(t, "every scope led again", 15*time.Second, func() bool {
+		pgtest.WaitFor(t, "every scope led again", 15*time.Second, func() bool {
 			if total(ledBy()) != len(scopes) {
 				return false
 			}

@@ -29,7 +29,7 @@ func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string
 func waitOneLeader(t *testing.T, nodes []*node, scope string) *node {
 	t.Helper()
 	var l *node
-	waitFor(t, "exactly one leader of "+scope, 10*time.Second, func() bool {
+	pgtest.WaitFor(t, "exactly one leader of "+scope, 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) > 1 {
 			t.Fatalf("%d leaders of %s at once", len(ls), scope)
@@ -59,7 +59,7 @@ func TestElection(t *testing.T) {
 		nodes := startCluster(t, dsn, r, 5, "s")
 		l := waitOneLeader(t, nodes, "s")
 		// Followers observe the leader.
-		waitFor(t, "followers observing the leader", 5*time.Second, func() bool {
+		pgtest.WaitFor(t, "followers observing the leader", 5*time.Second, func() bool {
 			return r.count("", election.EventObserved) >= 4
 		})
 		for range 20 { // stays stable: no second grant while it lives
@@ -162,7 +162,7 @@ func TestElection(t *testing.T) {
 				t.Fatalf("Do returned %v", err)
 			}
 			var next *node
-			waitFor(t, "a new epoch's leader", 10*time.Second, func() bool {
+			pgtest.WaitFor(t, "a new epoch's leader", 10*time.Second, func() bool {
 				for _, n := range nodes {
 					if tk, err := n.Scope("s").Require(context.Background()); err == nil && tk.Epoch > tok.Epoch {
 						next = n
@@ -205,7 +205,7 @@ func TestElection(t *testing.T) {
 		cfg := fastConfig(dsn, "n2", scopes...)
 		cfg.Observer = r
 		second := startNode(t, cfg)
-		waitFor(t, "follower observing all scopes", 5*time.Second, func() bool {
+		pgtest.WaitFor(t, "follower observing all scopes", 5*time.Second, func() bool {
 			return r.count("n2", election.EventObserved) >= len(scopes)
 		})
 		// All scopes ride on one leadership session: one backend holds all locks.
@@ -251,7 +251,7 @@ func TestElection(t *testing.T) {
 			if err := srv.Stop(mode); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "gates closed while the database is down", 5*time.Second, func() bool {
+			pgtest.WaitFor(t, "gates closed while the database is down", 5*time.Second, func() bool {
 				return len(leaders(nodes, "s")) == 0
 			})
 			if err := srv.Boot(ctx); err != nil {

@@ -96,7 +96,7 @@ func TestDefaultsAndConnConfig(t *testing.T) {
 	c := fastConfig("", "", "billing")
 	c.ConnConfig = cc
 	n := startNode(t, c)
-	waitFor(t, "leadership", 15*time.Second, func() bool { return n.leads("billing") })
+	pgtest.WaitFor(t, "leadership", 15*time.Second, func() bool { return n.leads("billing") })
 	id := n.NodeID()
 	if parts := strings.Split(id, "-"); len(parts) < 3 || len(parts[len(parts)-1]) != 6 {
 		t.Fatalf("default node id %q, want <hostname>-<pid>-<6 hex>", id)
@@ -123,7 +123,7 @@ func TestFencedTx(t *testing.T) {
 	c := fastConfig(dsn, "a", "billing")
 	c.FencedTxIdleTimeout = 150 * time.Millisecond
 	a := startNode(t, c)
-	waitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
 	tok, err := a.Scope("billing").Require(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestFencedTx(t *testing.T) {
 	if err := a.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
+	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
 	stale := tok
 	err = election.FencedTx(ctx, pool, stale, insert("stale"))
 	if !errors.Is(err, election.ErrNotLeader) {
@@ -187,7 +187,7 @@ func TestFenceSQLTx(t *testing.T) {
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 	a := startNode(t, fastConfig(dsn, "a", "billing"))
-	waitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
 	ctx := context.Background()
 	tok, err := a.Scope("billing").Require(ctx)
 	if err != nil {
@@ -208,7 +208,7 @@ func TestFenceSQLTx(t *testing.T) {
 	if err := a.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
+	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
 	if err := fence(); !errors.Is(err, election.ErrFenced) {
 		t.Fatalf("FenceSQLTx with the old epoch = %v, want ErrFenced", err)
 	}
@@ -219,8 +219,8 @@ func TestFenceSQLTx(t *testing.T) {
 func TestHealthHandler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	n := startNode(t, fastConfig(dsn, "a", "billing"))
-	waitFor(t, "a leads", 15*time.Second, func() bool { return n.leads("billing") })
-	waitFor(t, "a healthy heartbeat", 15*time.Second, func() bool { return n.Health().Healthy })
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return n.leads("billing") })
+	pgtest.WaitFor(t, "a healthy heartbeat", 15*time.Second, func() bool { return n.Health().Healthy })
 	rec := httptest.NewRecorder()
 	n.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"role":"leader"`) || !strings.Contains(rec.Body.String(), `"scope":"billing"`) {

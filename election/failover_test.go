@@ -52,7 +52,7 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 		}
 		return nil
 	}
-	waitFor(t, "a leader", 10*time.Second, func() bool { return leader() != nil })
+	pgtest.WaitFor(t, "a leader", 10*time.Second, func() bool { return leader() != nil })
 
 	// Epochs acknowledged to the nodes before the failover: the standby has them
 	// all (sync), or stops receiving and misses the last ones (async).
@@ -66,7 +66,7 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 	current := func() (*node, election.Token) {
 		var l *node
 		var tok election.Token
-		waitFor(t, "a leader with an open gate", 10*time.Second, func() bool {
+		pgtest.WaitFor(t, "a leader with an open gate", 10*time.Second, func() bool {
 			if l = leader(); l == nil {
 				return false
 			}
@@ -79,7 +79,7 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 	for range 3 {
 		l, tok := current()
 		exec(t, primary.DSN("fo"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgleader leadership ' || $1`, l.NodeID())
-		waitFor(t, "a new term", 10*time.Second, func() bool {
+		pgtest.WaitFor(t, "a new term", 10*time.Second, func() bool {
 			n := leader()
 			if n == nil {
 				return false
@@ -119,7 +119,7 @@ func testPrimaryFailover(t *testing.T, sync bool) {
 		}
 	}
 
-	waitFor(t, "a leader on the new primary", 15*time.Second, func() bool {
+	pgtest.WaitFor(t, "a leader on the new primary", 15*time.Second, func() bool {
 		n := leader()
 		if n == nil {
 			return false
@@ -254,7 +254,7 @@ func TestSessionOnAStandbyRefused(t *testing.T) {
 	c := fastConfig(standby.DSN("fo"), "on-standby", "s")
 	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	n := startNode(t, c)
-	waitFor(t, "the refusal in the log", 10*time.Second, func() bool {
+	pgtest.WaitFor(t, "the refusal in the log", 10*time.Second, func() bool {
 		return strings.Contains(logs.String(), "is a standby (in recovery)")
 	})
 	if n.leads("s") {
@@ -297,7 +297,7 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 	var last int64
 	for i := range 8 {
 		for _, s := range []string{"a", "b"} {
-			waitFor(t, fmt.Sprintf("restart %d: %s led above epoch %d", i, s, last), 15*time.Second, func() bool {
+			pgtest.WaitFor(t, fmt.Sprintf("restart %d: %s led above epoch %d", i, s, last), 15*time.Second, func() bool {
 				tok, err := n.Scope(s).Require(ctx)
 				return err == nil && tok.Epoch > last
 			})
@@ -330,7 +330,7 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 		nodes = append(nodes, startNode(t, c))
 	}
 	var first *node
-	waitFor(t, "a leader", 10*time.Second, func() bool {
+	pgtest.WaitFor(t, "a leader", 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) != 1 {
 			return false
@@ -345,7 +345,7 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 	exec(t, primary.DSN("fo"), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgleader leadership ' || $1`,
 		first.NodeID())
 	// Claims now commit locally and wait for the standby, until their client gives up.
-	waitFor(t, "grants committed on the primary alone", 15*time.Second, func() bool {
+	pgtest.WaitFor(t, "grants committed on the primary alone", 15*time.Second, func() bool {
 		return queryInt(t, primary.DSN("fo"), "SELECT epoch FROM pgleader.leader_state WHERE scope = $1", scope) > acknowledged
 	})
 	local := queryInt(t, primary.DSN("fo"), "SELECT epoch FROM pgleader.leader_state WHERE scope = $1", scope)
@@ -361,7 +361,7 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 	if err := standby.SetPrimarySetting(ctx, "synchronous_standby_names", ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a leader on the new primary", 15*time.Second, func() bool {
+	pgtest.WaitFor(t, "a leader on the new primary", 15*time.Second, func() bool {
 		for _, n := range leaders(nodes, scope) {
 			if tok, err := n.Scope(scope).Require(ctx); err == nil && tok.Epoch > local {
 				return true

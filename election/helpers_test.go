@@ -113,18 +113,6 @@ func (n *node) leads(scope string) bool {
 	return err == nil
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func leaders(nodes []*node, scope string) []*node {
 	var out []*node
 	for _, n := range nodes {

@@ -65,12 +65,12 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 200*time.Millisecond
 	cfg.TrustWindow, cfg.SessionLease = W, 1500*time.Millisecond
 	c := startNode(t, cfg)
-	waitFor(t, "C leads", 10*time.Second, func() bool { return c.leads("s") })
+	pgtest.WaitFor(t, "C leads", 10*time.Second, func() bool { return c.leads("s") })
 	if since := time.Since(aStart); since < W {
 		t.Fatalf("C opened its gate %v after A's last confirmation, inside A's trust window (%v), with A's guard held", since, W)
 	}
 	// Once C's gate has opened, the chain is settled: a later claim owes A nothing.
-	waitFor(t, "unresolved guards cleared", 5*time.Second, func() bool {
+	pgtest.WaitFor(t, "unresolved guards cleared", 5*time.Second, func() bool {
 		return queryInt(t, dsn, "SELECT cardinality(unresolved_guards) FROM pgleader.leader_state WHERE scope = 's'") == 0
 	})
 }
@@ -158,17 +158,17 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 	lcfg := fastConfig(dsn, "leader", "s")
 	lcfg.Observer = rec
 	l := startNode(t, lcfg)
-	waitFor(t, "leader leads", 5*time.Second, func() bool { return l.leads("s") })
+	pgtest.WaitFor(t, "leader leads", 5*time.Second, func() bool { return l.leads("s") })
 	fcfg := fastConfig(via.String(), "follower", "s")
 	fcfg.Observer = rec
 	f := startNode(t, fcfg)
-	waitFor(t, "follower observes", 5*time.Second, func() bool { return rec.count("follower", election.EventObserved) > 0 })
+	pgtest.WaitFor(t, "follower observes", 5*time.Second, func() bool { return rec.count("follower", election.EventObserved) > 0 })
 	bh.silenceExisting()
-	waitFor(t, "follower's heartbeat failing", 5*time.Second, func() bool {
+	pgtest.WaitFor(t, "follower's heartbeat failing", 5*time.Second, func() bool {
 		return rec.count("follower", election.EventHeartbeatFailed) > 0
 	})
 	l.stop() // the leader releases: the follower must take over
-	waitFor(t, "follower taking over", 20*time.Second, func() bool { return f.leads("s") })
+	pgtest.WaitFor(t, "follower taking over", 20*time.Second, func() bool { return f.leads("s") })
 }
 
 // Resign right after Require succeeded never answers ErrNotLeader.
@@ -178,7 +178,7 @@ func TestResignRightAfterElected(t *testing.T) {
 	cfg.ResignCooldown = 20 * time.Millisecond
 	n := startNode(t, cfg)
 	for i := range 30 {
-		waitFor(t, "leadership", 10*time.Second, func() bool { return n.leads("s") })
+		pgtest.WaitFor(t, "leadership", 10*time.Second, func() bool { return n.leads("s") })
 		if err := n.Scope("s").Resign(context.Background()); err != nil {
 			t.Fatalf("resign %d right after Require succeeded: %v", i, err)
 		}
@@ -193,7 +193,7 @@ func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 	cfg := fastConfig(dsn, "a", "x", "y")
 	cfg.Observer = rec
 	n := startNode(t, cfg)
-	waitFor(t, "leads both", 5*time.Second, func() bool { return n.leads("x") && n.leads("y") })
+	pgtest.WaitFor(t, "leads both", 5*time.Second, func() bool { return n.leads("x") && n.leads("y") })
 	ctx := context.Background()
 	tok, err := n.Scope("x").Require(ctx)
 	if err != nil {
@@ -258,7 +258,7 @@ func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	cfgA := fastConfig(dsn, "a", "x", "y")
 	cfgA.Observer = rec
 	a := startNode(t, cfgA)
-	waitFor(t, "a leads both", 5*time.Second, func() bool { return a.leads("x") && a.leads("y") })
+	pgtest.WaitFor(t, "a leads both", 5*time.Second, func() bool { return a.leads("x") && a.leads("y") })
 	cfgB := fastConfig(dsn, "b", "x", "y")
 	cfgB.Observer = rec
 	b := startNode(t, cfgB)
@@ -270,7 +270,7 @@ func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	if ok := queryInt(t, dsn, "SELECT pgleader.request_resign('x', $1, 'test')::int", epoch); ok != 1 {
 		t.Fatal("the request for the current term was refused")
 	}
-	waitFor(t, "b leads x", 5*time.Second, func() bool { return b.leads("x") })
+	pgtest.WaitFor(t, "b leads x", 5*time.Second, func() bool { return b.leads("x") })
 	if reason := queryString(t, dsn, "SELECT release_reason FROM pgleader.terms WHERE scope = 'x' AND epoch = $1", epoch); reason != "resigned" {
 		t.Fatalf("term %d of x ended %q, want resigned", epoch, reason)
 	}

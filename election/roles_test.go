@@ -143,7 +143,7 @@ func TestLeastPrivilege(t *testing.T) {
 		nodes = append(nodes, startNode(t, fastConfig(as("node"), id, scope)))
 	}
 	var leader *node
-	waitFor(t, "a leader running as the node role", 10*time.Second, func() bool {
+	pgtest.WaitFor(t, "a leader running as the node role", 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) == 1 {
 			leader = ls[0]
@@ -289,7 +289,7 @@ func TestLeastPrivilege(t *testing.T) {
 		if want := prefix + "_operator"; by != want || sessionRole != want || via != "someone else" {
 			t.Errorf("resign audited as by=%q session_role=%q via=%q, want by=session_role=%q via=%q", by, sessionRole, via, want, "someone else")
 		}
-		waitFor(t, "the other node to lead after the resign", 10*time.Second, func() bool {
+		pgtest.WaitFor(t, "the other node to lead after the resign", 10*time.Second, func() bool {
 			for _, n := range nodes {
 				if cur, err := n.Scope(scope).Require(ctx); err == nil && cur.Epoch > tok.Epoch {
 					return true
@@ -346,7 +346,7 @@ func TestSquatterNamed(t *testing.T) {
 			}
 			// The node registers first (the scope has no row yet: the collector
 			// knows it from the node's candidacy); then one read names the squatter.
-			waitFor(t, "the node registered", 10*time.Second, func() bool {
+			pgtest.WaitFor(t, "the node registered", 10*time.Second, func() bool {
 				return queryInt(t, dsn, "SELECT count(*) FROM pgleader.nodes WHERE node_id = $1 AND stopped_at IS NULL", cfg.NodeID) == 1
 			})
 			snap, err := col.Poll(ctx)
@@ -365,7 +365,7 @@ func TestSquatterNamed(t *testing.T) {
 			if !alerted {
 				t.Errorf("no interference alert naming pid %d in %+v", pid, sc.Alerts)
 			}
-			waitFor(t, "the node's warning naming the squatter", 15*time.Second, func() bool {
+			pgtest.WaitFor(t, "the node's warning naming the squatter", 15*time.Second, func() bool {
 				s := logs.String()
 				return strings.Contains(s, "blocks leadership") && strings.Contains(s, fmt.Sprintf("pid %d", pid)) &&
 					strings.Contains(s, prefix+"_squat")
@@ -376,7 +376,7 @@ func TestSquatterNamed(t *testing.T) {
 			if _, err := c.Exec(ctx, "SELECT pg_advisory_unlock_all()"); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "leadership once the squatter let go", 10*time.Second, func() bool { return n.leads(scope) })
+			pgtest.WaitFor(t, "leadership once the squatter let go", 10*time.Second, func() bool { return n.leads(scope) })
 			snap, err = col.Poll(ctx)
 			if err != nil {
 				t.Fatal(err)

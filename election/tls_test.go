@@ -39,7 +39,7 @@ func TestTLSVerifyFull(t *testing.T) {
 	c := fastConfig(dsn, "tls-1", "s")
 	c.Observer = r
 	n := startNode(t, c)
-	waitFor(t, "leadership over TLS", 10*time.Second, func() bool { return n.leads("s") })
+	pgtest.WaitFor(t, "leadership over TLS", 10*time.Second, func() bool { return n.leads("s") })
 
 	var plain int64
 	conn, err := pgx.ConnectConfig(ctx, cfg)
@@ -68,10 +68,10 @@ func TestTLSVerifyFull(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("terminated TLS backend not noticed")
 	}
-	waitFor(t, "gate_closed after the terminated backend", 5*time.Second, func() bool {
+	pgtest.WaitFor(t, "gate_closed after the terminated backend", 5*time.Second, func() bool {
 		return r.count("tls-1", election.EventGateClosed) > 0
 	})
-	waitFor(t, "leadership again over TLS", 10*time.Second, func() bool { return n.leads("s") })
+	pgtest.WaitFor(t, "leadership again over TLS", 10*time.Second, func() bool { return n.leads("s") })
 
 	// A CA that did not sign the server's certificate: refused, and said so.
 	other := pgtest.NewServer(t, pgserver.Options{TLS: true})

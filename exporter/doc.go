@@ -71,13 +71,11 @@
 // 9187, which usually runs next to pgleader, and the Prometheus server's own
 // 9090–9094. Change it when it collides with something on the host.
 //
-// # The node view: ElectionMetrics
+// # The node view
 //
-// ElectionMetrics is for a service that embeds the election engine and wants its
-// own view on its own registry: whether this process leads (gate open), its
-// epochs, acquisitions, losses by reason, heartbeat round trips, and the gate's
-// refusals and remaining trust. The engine pushes events to it through
-// election.Config.Observer; the gauges that are state rather than events are read
-// from the Elector at scrape time once ElectionMetrics.Attach has been called.
-// The election package itself never imports Prometheus.
+// A service that embeds the election engine exports its own view (whether this
+// process leads, its epochs, losses by reason, heartbeat round trips) with package
+// election/electionprom, which depends on the engine and client_golang only; this
+// package, which reads the whole database through the collector, is for the
+// cluster view.
 package exporter

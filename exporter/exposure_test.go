@@ -149,7 +149,7 @@ func TestEndpointsShowNoConnectionDetails(t *testing.T) {
 	// checks every endpoint, then the body itself.
 	readyz := func(t *testing.T, h http.Handler, d connDetails, code int, want string) {
 		t.Helper()
-		waitFor(t, want, func() bool {
+		pgtest.WaitFor(t, want, 15*time.Second, func() bool {
 			c, body := get(t, h, "/readyz")
 			return c == code && strings.HasPrefix(body, strings.TrimSpace(want))
 		})
@@ -195,7 +195,7 @@ func TestEndpointsShowNoConnectionDetails(t *testing.T) {
 		closed := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
 		h, d, logs := exposedCollector(t, dsn, closed)
-		waitFor(t, "the collector's first failed read", func() bool { return strings.Contains(logs.String(), "cannot read") })
+		pgtest.WaitFor(t, "the collector's first failed read", 15*time.Second, func() bool { return strings.Contains(logs.String(), "cannot read") })
 		readyz(t, h, d, http.StatusServiceUnavailable, "not ready: no snapshot yet\n")
 		if l := logs.String(); !strings.Contains(l, net.JoinHostPort(d.host, strconv.Itoa(int(d.port)))) {
 			t.Errorf("the log lacks the address tried:\n%s", l)

@@ -26,18 +26,6 @@ func fastConfig(dsn, node string, obs election.Observer, scopes ...string) elect
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestLive runs a real Elector against PostgreSQL: lead, resign,
 // lead again, shut down.
 func TestLive(t *testing.T) {
@@ -84,7 +72,7 @@ func TestLive(t *testing.T) {
 	go func() { done <- e.Run(ctx) }()
 
 	isLeader := func() bool { v, _ := sample(t, reg, "pgleader_is_leader", "scope", "billing"); return v == 1 }
-	waitFor(t, "the gate to open", isLeader)
+	pgtest.WaitFor(t, "the gate to open", 15*time.Second, isLeader)
 	tok, err := billing.Require(ctx)
 	if err != nil {
 		t.Fatalf("is_leader is 1 but Require: %v", err)
@@ -95,7 +83,7 @@ func TestLive(t *testing.T) {
 	if v, _ := sample(t, reg, "pgleader_trust_remaining_seconds", "scope", "billing"); v <= 0 || v > 0.3 {
 		t.Errorf("trust remaining %vs while leading, want in (0, 0.3]", v)
 	}
-	waitFor(t, "a heartbeat", func() bool {
+	pgtest.WaitFor(t, "a heartbeat", 15*time.Second, func() bool {
 		v, _ := sample(t, reg, "pgleader_heartbeat_duration_seconds")
 		return v >= 1
 	})
@@ -113,7 +101,7 @@ func TestLive(t *testing.T) {
 	expect(t, reg, 0, "pgleader_trust_remaining_seconds", "scope", "billing")
 
 	// Alone in the election, the node leads again after its cooldown, one epoch on.
-	waitFor(t, "the second term", isLeader)
+	pgtest.WaitFor(t, "the second term", 15*time.Second, isLeader)
 	expect(t, reg, 2, "pgleader_acquisitions_total", "scope", "billing")
 	expect(t, reg, float64(tok.Epoch+1), "pgleader_epoch", "scope", "billing")
 

@@ -35,23 +35,23 @@ func TestHandover(t *testing.T) {
 	}
 
 	a, b := replica.Start(t, bin, dsn), replica.Start(t, bin, dsn)
-	replica.WaitFor(t, "a leader", 30*time.Second, func() bool { return replica.Leader(a, b) != nil })
+	pgtest.WaitFor(t, "a leader", 30*time.Second, func() bool { return replica.Leader(a, b) != nil })
 	first := replica.Leader(a, b)
 	other := map[*replica.Replica]*replica.Replica{a: b, b: a}[first]
-	replica.WaitFor(t, "the leader's first runs", 30*time.Second, func() bool { return runs("WHERE pid = $1", first.Cmd.Process.Pid) >= 2 })
+	pgtest.WaitFor(t, "the leader's first runs", 30*time.Second, func() bool { return runs("WHERE pid = $1", first.Cmd.Process.Pid) >= 2 })
 
 	// kill -9: the other replica takes over and runs the job.
 	if err := first.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-first.Done
-	replica.WaitFor(t, "the survivor to lead and run", 30*time.Second, func() bool {
+	pgtest.WaitFor(t, "the survivor to lead and run", 30*time.Second, func() bool {
 		return other.Role() == "leader" && runs("WHERE pid = $1", other.Cmd.Process.Pid) >= 2
 	})
 
 	// A new replica joins as a follower; SIGTERM to the leader hands over and exits 0.
 	c := replica.Start(t, bin, dsn)
-	replica.WaitFor(t, "the new replica to follow", 30*time.Second, func() bool { return c.Role() == "follower" })
+	pgtest.WaitFor(t, "the new replica to follow", 30*time.Second, func() bool { return c.Role() == "follower" })
 	if err := other.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestHandover(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the leader did not exit within 30s of SIGTERM")
 	}
-	replica.WaitFor(t, "the follower to take over and run", 30*time.Second, func() bool {
+	pgtest.WaitFor(t, "the follower to take over and run", 30*time.Second, func() bool {
 		return runs("WHERE pid = $1", c.Cmd.Process.Pid) >= 2
 	})
 

@@ -54,7 +54,7 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 
 	rs := []*replica.Replica{replica.Start(t, bin, dsn), replica.Start(t, bin, dsn), replica.Start(t, bin, dsn)}
 	leader := func() *replica.Replica { return replica.Leader(rs...) }
-	replica.WaitFor(t, "a leader", 30*time.Second, func() bool { return leader() != nil })
+	pgtest.WaitFor(t, "a leader", 30*time.Second, func() bool { return leader() != nil })
 
 	const total = 300
 	var mu sync.Mutex
@@ -107,7 +107,7 @@ func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
 		t.Fatalf("%d submissions failed, first: %v", len(submitErrs), submitErrs[0])
 	}
 	mu.Unlock()
-	replica.WaitFor(t, "every submission done", 60*time.Second, func() bool {
+	pgtest.WaitFor(t, "every submission done", 60*time.Second, func() bool {
 		return count("SELECT count(*) FROM submissions WHERE done_at IS NULL") == 0
 	})
 

@@ -308,3 +308,16 @@ func Migrate(t testing.TB, dsn string) {
 		t.Fatal(err)
 	}
 }
+
+// WaitFor polls cond every few milliseconds until it holds, or fails t after d:
+// tests wait on conditions with a deadline, never on a fixed sleep.
+func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

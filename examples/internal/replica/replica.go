@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // Build compiles the example in the current directory and returns the binary.
@@ -77,16 +76,4 @@ func Leader(rs ...*Replica) *Replica {
 		}
 	}
 	return nil
-}
-
-// WaitFor polls cond every 20 ms until it holds, or fails the test after d.
-func WaitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
