@@ -122,14 +122,17 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 	// No leader for NoLeaderAfter, while someone is meant to lead: a live
 	// candidate, or a term its dead holder never closed.
 	if !sc.HasLeader() && sc.LeaderlessFor >= cfg.NoLeaderAfter {
-		cands := 0
+		cands, crashed := 0, 0
 		for _, n := range ro.candidates[row.Name] {
-			if n.Live {
+			switch {
+			case n.Live:
 				cands++
+			case n.StoppedAt.IsZero():
+				crashed++ // gone without stopping cleanly: it was meant to lead
 			}
 		}
-		if cands > 0 || row.open() {
-			out = append(out, noLeader(row, sc, cands, m.leaderlessSince))
+		if cands > 0 || crashed > 0 || row.open() {
+			out = append(out, noLeader(row, sc, cands, crashed, m.leaderlessSince))
 		}
 	}
 
@@ -160,16 +163,19 @@ func interference(scope string, fs []ForeignSession) finding {
 		Runbook: runbook(AlertInterference)}}
 }
 
-func noLeader(row scopeRow, sc *Scope, cands int, since time.Time) finding {
+func noLeader(row scopeRow, sc *Scope, cands, crashed int, since time.Time) finding {
 	var what, hint string
 	held := append(slices.Clone(row.LockPIDs), row.OtherPIDs...)
 	switch {
 	case len(held) > 0:
 		what = fmt.Sprintf("its lock is held outside a term by pid %s", pids(held))
 		hint = fmt.Sprintf("a session holds the scope's lock without being its leader: identify it (SELECT pid, usename, application_name FROM pg_stat_activity WHERE pid IN (%s)) and terminate it", pidList(held))
-	case cands == 0:
+	case cands == 0 && row.open():
 		what = fmt.Sprintf("term %d of %s is still open and no live candidate is left", row.Epoch, row.Holder)
-		hint = "every candidate is gone: start a node for this scope (if the scope is retired, stop its nodes cleanly instead)"
+		hint = "every candidate is gone: start a node for this scope (if the scope is no longer used, stop its nodes cleanly and run pgleader scope retire)"
+	case cands == 0:
+		what = fmt.Sprintf("no live candidate is left, and %d of its candidates went away without stopping cleanly", crashed)
+		hint = "its candidates crashed or lost the database: start a node for this scope (if the scope is no longer used, run pgleader scope retire)"
 	case row.open():
 		what = fmt.Sprintf("term %d of %s is still open, its lock is free, %d live candidate(s) are not claiming", row.Epoch, row.Holder, cands)
 		hint = "candidates exist but none claims: check their logs and the database (connection limits, lock_timeout errors)"
@@ -198,13 +204,15 @@ func heartbeatLate(sc *Scope, m *scopeMem, now time.Time) (Event, bool) {
 		Detail: fmt.Sprintf("last heartbeat %s ago, interval %s", human.Duration(sc.HeartbeatAge), human.Duration(iv))}, true
 }
 
-func verdict(sc *Scope, late bool) Verdict {
+func verdict(sc *Scope, late, idle bool) Verdict {
 	for _, a := range sc.Alerts {
 		if a.Kind == AlertSplitBrain {
 			return VerdictSplitBrain
 		}
 	}
 	switch {
+	case !sc.HasLeader() && idle && len(sc.Alerts) == 0:
+		return VerdictIdle
 	case !sc.HasLeader():
 		return VerdictNoLeader
 	case len(sc.Alerts) > 0 || late:

@@ -19,6 +19,8 @@ const (
 	appReader   = "pgleader-collector read"
 	appEvict    = "pgleader-collector evict"
 	appResign   = "pgleader-collector resign"
+	appHandover = "pgleader-collector handover"
+	appRetire   = "pgleader-collector retire"
 )
 
 const (
@@ -75,12 +77,12 @@ func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	var has bool
-	if err := conn.QueryRow(ctx, sqlHasInterference).Scan(&has); err != nil {
+	var schema int
+	if err := conn.QueryRow(ctx, sqlSchemaVersion).Scan(&schema); err != nil {
 		closeConn(conn)
-		return nil, "", fmt.Errorf("read the schema's functions: %w", err)
+		return nil, "", fmt.Errorf("read the schema's version: %w", err)
 	}
-	c.hasInterference.Store(has)
+	c.schema.Store(int32(schema))
 	version := conn.PgConn().ParameterStatus("server_version")
 	if version == "" {
 		ctx, cancel := context.WithTimeout(ctx, readTimeout)

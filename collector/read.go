@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,7 +28,8 @@ const (
 )
 
 // auditKinds are the audit rows that become events.
-var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted", "resign_requested"}
+var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted", "resign_requested",
+	"handover_requested", "handover_cancelled", "scope_retired", "scope_revived"}
 
 // dbRead is the raw result of one read: everything comes from one REPEATABLE READ
 // transaction, except the lock table, which is not transactional and is read by
@@ -54,22 +57,25 @@ type dbRead struct {
 // scopeRow is a scope name (from leader_state or from a candidate's scopes), its
 // leader_state row if any, its lock in pg_locks, and its latest term.
 type scopeRow struct {
-	Name          string
-	Recorded      bool // a leader_state row exists
-	LockKey       int64
-	Epoch         int64
-	Holder        string
-	HolderPID     int
-	AcquiredAt    time.Time
-	ReleasedAt    time.Time
-	LastHeartbeat time.Time
-	Timing        Timing
-	LockPIDs      []int // granted ExclusiveLock
-	OtherPIDs     []int // granted in another mode (ShareLock: a waiter's await_release, or a squatter)
-	Waiters       int
-	Latest        *Term // the newest term (by acquired_at)
-	Changes       int   // terms acquired within FlapWindow
-	MaxTermEpoch  int64 // highest epoch in pgleader.terms
+	Name             string
+	Recorded         bool // a leader_state row exists
+	LockKey          int64
+	Epoch            int64
+	Holder           string
+	HolderPID        int
+	AcquiredAt       time.Time
+	ReleasedAt       time.Time
+	LastHeartbeat    time.Time
+	Timing           Timing
+	LockPIDs         []int // granted ExclusiveLock
+	OtherPIDs        []int // granted in another mode (ShareLock: a waiter's await_release, or a squatter)
+	Waiters          int
+	Latest           *Term     // the newest term (by acquired_at)
+	HandoverTo       string    // schema 8: a pending handover's target
+	HandoverDeadline time.Time //   and its deadline
+	RetiredAt        time.Time // schema 8: retired (pgleader scope retire)
+	Changes          int       // terms acquired within FlapWindow
+	MaxTermEpoch     int64     // highest epoch in pgleader.terms
 }
 
 // open reports whether leader_state records an open term.
@@ -140,15 +146,18 @@ WITH l AS MATERIALIZED (
   SELECT nm.scope, s.scope IS NOT NULL AS recorded,
          coalesce(s.lock_key, pgleader.lock_key(nm.scope)) AS lock_key, coalesce(s.epoch, 0) AS epoch,
          s.holder, s.holder_pid, s.acquired_at, s.released_at, s.last_heartbeat,
-         s.heartbeat_interval_ms, s.heartbeat_timeout_ms, s.trust_window_ms, s.session_lease_ms
+         s.heartbeat_interval_ms, s.heartbeat_timeout_ms, s.trust_window_ms, s.session_lease_ms,
+         {{v8:s.handover_to|NULL::text}} AS handover_to, {{v8:s.handover_deadline|NULL::timestamptz}} AS handover_deadline,
+         {{v8:s.retired_at|NULL::timestamptz}} AS retired_at
     FROM names nm LEFT JOIN pgleader.leader_state s ON s.scope = nm.scope
 )
 SELECT sc.scope, sc.recorded, sc.lock_key, sc.epoch, sc.holder, sc.holder_pid,
        sc.acquired_at, sc.released_at, sc.last_heartbeat,
        sc.heartbeat_interval_ms, sc.heartbeat_timeout_ms, sc.trust_window_ms, sc.session_lease_ms,
+       sc.handover_to, sc.handover_deadline, sc.retired_at,
        coalesce(lk.excl, '{}'), coalesce(lk.other, '{}'), coalesce(lk.waiting, 0)::int,
        t.id, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
-       (extract(epoch FROM t.handover_gap) * 1000000)::bigint,
+       (extract(epoch FROM t.handover_gap) * 1000000)::bigint, {{v8:t.handed_to|NULL::text}},
        (SELECT count(*) FROM pgleader.terms f
          WHERE f.scope = sc.scope AND f.acquired_at > now() - make_interval(secs => $1))::int,
        coalesce((SELECT max(m.epoch) FROM pgleader.terms m WHERE m.scope = sc.scope), 0)
@@ -180,18 +189,19 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
        coalesce(i.client_addr, ''), i.backend_start, i.wait_start
   FROM pgleader.interference() i`
 
-	// Whether the schema has pgleader.interference (version 7).
-	sqlHasInterference = `SELECT to_regprocedure('pgleader.interference(text[])') IS NOT NULL`
+	// The schema's version (0 when pgleader.schema_version is missing).
+	sqlSchemaVersion = `SELECT CASE WHEN to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
+	                        ELSE pgleader.schema_version() END`
 
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
-       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms
+       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, {{v8:priority|1}}
   FROM pgleader.nodes ORDER BY node_id`
 
 	// $1: how many.
 	sqlTerms = `
 SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason,
-       (extract(epoch FROM handover_gap) * 1000000)::bigint
+       (extract(epoch FROM handover_gap) * 1000000)::bigint, {{v8:handed_to|NULL::text}}
   FROM pgleader.terms ORDER BY id DESC LIMIT $1`
 
 	// Later reads: every row after the last one seen, plus ids an earlier read
@@ -226,6 +236,22 @@ SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.ep
                 WHERE t.scope = a.scope AND t.epoch = (a.detail->>'prev_epoch')::bigint) END`
 )
 
+// forSchema returns q for a database of schema version v: each {{vN:new|old}}
+// becomes new from version N on and old before it (a column a later version
+// added, and its stand-in), so one collector reads databases of every version.
+func forSchema(q string, v int) string {
+	return schemaSlot.ReplaceAllStringFunc(q, func(m string) string {
+		sub := schemaSlot.FindStringSubmatch(m)
+		need, _ := strconv.Atoi(sub[1])
+		if v >= need {
+			return sub[2]
+		}
+		return sub[3]
+	})
+}
+
+var schemaSlot = regexp.MustCompile(`\{\{v(\d+):([^|}]*)\|([^}]*)\}\}`)
+
 // readCursor says which audit rows a read takes (state.cursor).
 type readCursor struct {
 	skip    bool    // none
@@ -237,19 +263,20 @@ type readCursor struct {
 
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
 // COMMIT). On an error the connection may be unusable; the caller closes it.
-// interference says whether the schema has pgleader.interference.
-func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, interference bool) (*dbRead, error) {
+// schema is the database's schema version (what it can be asked).
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, schema int) (*dbRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
+	interference := schema >= 7
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
-	b.Queue(sqlScopes, cfg.FlapWindow.Seconds())
+	b.Queue(forSchema(sqlScopes, schema), cfg.FlapWindow.Seconds())
 	if interference {
 		b.Queue(sqlInterference)
 	}
 	b.Queue(sqlMeta)
-	b.Queue(sqlNodes)
-	b.Queue(sqlTerms, cfg.RecentTerms)
+	b.Queue(forSchema(sqlNodes, schema))
+	b.Queue(forSchema(sqlTerms, schema), cfg.RecentTerms)
 	switch {
 	case cur.skip:
 	case cur.first:
@@ -383,20 +410,24 @@ func scanScope(row pgx.CollectableRow) (scopeRow, error) {
 		tPID                     *int32
 		tAcq, tRel               *time.Time
 		tGap                     *int64
+		handTo, tHandedTo        *string
+		handBy, retired          *time.Time
 	)
 	if err := row.Scan(&s.Name, &s.Recorded, &s.LockKey, &s.Epoch, &holder, &holderPID, &acq, &rel, &hb,
-		&ival, &tout, &trust, &lease, &excl, &other, &s.Waiters,
-		&tID, &tEpoch, &tHolder, &tHost, &tPID, &tAcq, &tRel, &tReason, &tGap,
+		&ival, &tout, &trust, &lease, &handTo, &handBy, &retired, &excl, &other, &s.Waiters,
+		&tID, &tEpoch, &tHolder, &tHost, &tPID, &tAcq, &tRel, &tReason, &tGap, &tHandedTo,
 		&s.Changes, &s.MaxTermEpoch); err != nil {
 		return s, err
 	}
+	s.HandoverTo, s.HandoverDeadline, s.RetiredAt = str(handTo), tm(handBy), tm(retired)
 	s.Holder, s.HolderPID = str(holder), num(holderPID)
 	s.AcquiredAt, s.ReleasedAt, s.LastHeartbeat = tm(acq), tm(rel), tm(hb)
 	s.Timing = Timing{HeartbeatInterval: ms(ival), HeartbeatTimeout: ms(tout), TrustWindow: ms(trust), SessionLease: ms(lease)}
 	s.LockPIDs, s.OtherPIDs = ints(excl), ints(other)
 	if tID != nil {
 		t := Term{ID: *tID, Scope: s.Name, Epoch: *tEpoch, Holder: str(tHolder), Hostname: str(tHost),
-			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: election.Reason(str(tReason))}
+			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: election.Reason(str(tReason)),
+			HandedTo: str(tHandedTo)}
 		if tGap != nil {
 			t.HandoverGap = time.Duration(*tGap) * time.Microsecond
 		}
@@ -424,7 +455,7 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		ival, trust, lease *int32
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority); err != nil {
 		return n, err
 	}
 	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)
@@ -446,10 +477,12 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 		pid    *int32
 		rel    *time.Time
 		gap    *int64
+		to     *string
 	)
-	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap); err != nil {
+	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap, &to); err != nil {
 		return t, err
 	}
+	t.HandedTo = str(to)
 	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), election.Reason(str(reason))
 	if gap != nil {
 		t.HandoverGap = time.Duration(*gap) * time.Microsecond

@@ -42,7 +42,13 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	for _, i := range r.Interference {
 		foreign[i.Scope] = append(foreign[i.Scope], i.ForeignSession)
 	}
+	retired := 0
+	idle := map[string]bool{}
 	for _, row := range r.Scopes {
+		if !row.RetiredAt.IsZero() {
+			retired++ // out of the views and the checks; its history stays
+			continue
+		}
 		seen[row.Name] = true
 		m := st.scopes[row.Name]
 		isNew := m == nil
@@ -52,6 +58,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 		}
 		sc := buildScope(r, row, ro, byID)
 		sc.Interference = foreign[row.Name]
+		idle[row.Name] = isIdle(row, &sc, ro)
 		st.trackLeaderless(&sc, row, m, r.Now, now, isNew)
 		findings = append(findings, st.checkScope(cfg, r, row, &sc, m, ro, byID)...)
 		if ev, ok := heartbeatLate(&sc, m, now); ok {
@@ -81,7 +88,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	for i := range scopes {
 		sc := &scopes[i]
 		sc.Alerts = byScope[sc.Name]
-		sc.Verdict = verdict(sc, st.scopes[sc.Name].lateEpoch != 0)
+		sc.Verdict = verdict(sc, st.scopes[sc.Name].lateEpoch != 0, idle[sc.Name])
 		if o, ok := st.evictOrder(cfg, sc, now); ok {
 			orders = append(orders, o)
 		}
@@ -116,7 +123,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	snap := &Snapshot{
 		Seq: st.snapSeq, At: now, DBTime: r.Now, Scopes: scopes, Nodes: nodes, Terms: terms, Alerts: alerts,
 		Locks:    LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity},
-		Timeline: st.timeline, EpochFloor: EpochFloor(st.timeline),
+		Timeline: st.timeline, EpochFloor: EpochFloor(st.timeline), Retired: retired,
 		FenceRejected: maps.Clone(st.fenceCount), Health: h,
 	}
 	st.last = snap
@@ -299,7 +306,25 @@ func buildScope(r *dbRead, row scopeRow, ro roster, byID map[string]*Node) Scope
 			sc.Followers = append(sc.Followers, n.ID)
 		}
 	}
+	if row.HandoverTo != "" && row.HandoverDeadline.After(r.Now) {
+		sc.HandoverTo, sc.HandoverDeadline = row.HandoverTo, row.HandoverDeadline
+	}
 	return sc
+}
+
+// isIdle reports a scope nobody is meant to lead: no leader, no term left open,
+// no squatter, and none of its candidates alive or gone without stopping
+// cleanly (they all stopped, or dropped it from their configuration).
+func isIdle(row scopeRow, sc *Scope, ro roster) bool {
+	if sc.HasLeader() || row.open() || len(sc.Interference) > 0 || len(row.LockPIDs) > 0 {
+		return false
+	}
+	for _, n := range ro.candidates[row.Name] {
+		if n.Live || n.StoppedAt.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 func heldFor(t Term, dbNow time.Time) time.Duration {

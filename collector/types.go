@@ -126,6 +126,10 @@ const (
 	VerdictNoLeader   Verdict = "NO LEADER"
 	VerdictDegraded   Verdict = "DEGRADED"
 	VerdictOK         Verdict = "OK"
+	// VerdictIdle: no leader, and nobody is meant to lead: every candidate of the
+	// scope stopped cleanly (or dropped it from its configuration) and no term is
+	// open. Not an incident; pgleader scope retire takes it out of the views.
+	VerdictIdle Verdict = "IDLE"
 )
 
 // Timing is the election timing a holder or node runs with (from its rows).
@@ -171,6 +175,10 @@ type Scope struct {
 	// Interference lists the sessions that hold or wait on the scope's lock
 	// without being its candidates (AlertInterference).
 	Interference []ForeignSession `json:"interference,omitempty"`
+	// HandoverTo is the node a requested handover reserves the scope for, until
+	// HandoverDeadline (pgleader handover; "" when none is pending).
+	HandoverTo       string    `json:"handover_to,omitempty"`
+	HandoverDeadline time.Time `json:"handover_deadline,omitzero"`
 	// Changes is the number of leadership changes within Config.FlapWindow.
 	Changes int     `json:"changes_in_window"`
 	Verdict Verdict `json:"verdict"`
@@ -210,7 +218,14 @@ type Node struct {
 	Timing   Timing   `json:"timing"`
 	// Live: not stopped and seen within Config.StaleNodeAfter.
 	Live bool `json:"live"`
+	// Priority ranks the node among its scopes' candidates (schema 8; 1 before):
+	// a free scope goes to the live candidate of highest priority; 0 never leads.
+	Priority int `json:"priority"`
 }
+
+// Eligible reports whether the node may be handed a scope it campaigns for: it is
+// live and its priority is above 0.
+func (n Node) Eligible() bool { return n.Live && n.Priority > 0 }
 
 // Role returns the node's role in scope.
 func (n Node) Role(scope string) Role {
@@ -246,6 +261,9 @@ type Term struct {
 	// resigned, shutdown, handed_over, lost_connection, heartbeat_timeout, evicted
 	// or crashed ("" while open).
 	EndedBy Reason `json:"ended_by,omitempty"`
+	// HandedTo is the node a handover gave the scope to, when the term ended as
+	// handed_over.
+	HandedTo string `json:"handed_to,omitempty"`
 	// HandoverGap is the time without a leader before this term began.
 	HandoverGap time.Duration `json:"handover_gap"`
 	// HeldFor is ReleasedAt − AcquiredAt, or DB now − AcquiredAt while open.
@@ -325,7 +343,10 @@ type Snapshot struct {
 	// EpochFloor is that timeline's epoch floor (EpochFloor).
 	Timeline   int64  `json:"timeline"`
 	EpochFloor int64  `json:"epoch_floor"`
-	Health     Health `json:"health"`
+	// Retired counts the scopes taken out of the views (pgleader scope retire);
+	// they are not in Scopes.
+	Retired int    `json:"retired"`
+	Health  Health `json:"health"`
 }
 
 // Scope returns the named scope.

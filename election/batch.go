@@ -62,6 +62,7 @@ type claimResult struct {
 	prevTrustMS   *int32
 	prevReason    *string
 	waitGuards    []int64 // guards whose holders may still trust a gate
+	deferredTo    *string // not acquired: the scope waits for this node (a handover's target, a higher priority)
 	start, done   int64   // monotonic, around the round trip
 }
 
@@ -73,7 +74,7 @@ type claimOutcome struct {
 }
 
 const claimBatchSQL = `SELECT scope, acquired, busy, epoch, holder, prev_holder, prev_epoch, prev_closed,
-	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards, deferred_to
 	   FROM pgleader.claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 func scanClaims(rows pgx.Rows) ([]claimResult, error) {
@@ -81,7 +82,7 @@ func scanClaims(rows pgx.Rows) ([]claimResult, error) {
 	var r claimResult
 	_, err := pgx.ForEachRow(rows, []any{&r.scope, &r.acquired, &r.busy, &r.epoch, &r.holder,
 		&r.prevHolder, &r.prevEpoch, &r.prevClosed, &r.prevGuardKey, &r.prevGuardHeld,
-		&r.prevTrustMS, &r.prevReason, &r.waitGuards}, func() error {
+		&r.prevTrustMS, &r.prevReason, &r.waitGuards, &r.deferredTo}, func() error {
 		out = append(out, r)
 		return nil
 	})
@@ -150,6 +151,16 @@ func (s *session) releaseTerm(sc *Scope, epoch int64, reason Reason) (ok, busy b
 	}
 }
 
+// kickHeartbeat makes the session heartbeat now rather than at the next tick: an
+// operator's request to resign or hand over a led scope is read by the
+// heartbeat, and should not wait up to an interval.
+func (s *session) kickHeartbeat() {
+	select {
+	case s.hbKick <- struct{}{}:
+	default:
+	}
+}
+
 // serve runs the leadership session until it is lost or ctx ends: a heartbeat every
 // interval, and the queued releases and claims in between, releases first (they
 // free scopes for others), each round trip at most maxBatch scopes. One goroutine
@@ -167,6 +178,8 @@ func (s *session) serve(ctx context.Context) {
 		case <-s.lost:
 			return
 		case <-tick.C:
+			s.heartbeat()
+		case <-s.hbKick:
 			s.heartbeat()
 		case <-s.batch.kick:
 			for ctx.Err() == nil && !s.isLost() && s.runNext() {
@@ -292,7 +305,7 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 	for _, r := range got {
 		r.start, r.done = start, done
 		byName[r.scope] = r
-		if !r.acquired && !r.busy && r.holder == nil {
+		if !r.acquired && !r.busy && r.holder == nil && r.deferredTo == nil {
 			blocked = append(blocked, r.scope)
 		}
 	}

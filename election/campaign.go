@@ -12,6 +12,9 @@ import (
 // queueClaim marks a claim of the scope as queued in sess's batch; false when the
 // campaign is not waiting as a follower or a claim is queued or won already.
 func (s *Scope) queueClaim(sess *session) bool {
+	if s.e.cfg.priority() == 0 {
+		return false // an observer never claims
+	}
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if !s.following || s.queued || (s.outcome != nil && s.outcome.r.acquired && s.outcome.sess == sess) {
@@ -115,7 +118,7 @@ func (s *Scope) campaign(ctx context.Context) {
 					retry.Stop()
 					s.setFollowing(false)
 					reason := s.lead(ctx, sess, o.r)
-					if reason == ReasonResigned {
+					if reason == ReasonResigned || reason == ReasonHandedOver {
 						sleepCtx(ctx, e.cfg.ResignCooldown)
 					}
 					break follow
@@ -229,7 +232,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 			}
 		}
 	case req := <-t.resign:
-		reason = ReasonResigned
+		reason = req.reason
 		req.reply <- s.release(t, reason)
 	case <-ctx.Done():
 		reason = ReasonShutdown

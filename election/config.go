@@ -43,6 +43,15 @@ type Config struct {
 	// Scopes).
 	NodeID string
 
+	// Priority ranks this node among the candidates of its scopes: when a scope is
+	// free, the live waiting candidate of highest priority wins it (others defer
+	// for at most three of its heartbeat intervals), so leadership goes where it
+	// is preferred, not to whoever claims first. nil means the default, 1.
+	// Priority(0) makes an observer that never leads: it heartbeats, shows in
+	// pgleader status, and watches its ring peer, but never claims. Set it with
+	// the Priority function: Config{Priority: election.Priority(0)}.
+	Priority *int
+
 	// Hostname is recorded with every term. Default: os.Hostname().
 	Hostname string
 
@@ -173,6 +182,9 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
 	}
+	if c.Priority != nil && *c.Priority < 0 {
+		return bad("Priority", "priority %d: must be 0 (never leads) or more (default 1)", *c.Priority)
+	}
 	if c.DSN != "" && c.ConnConfig != nil {
 		return bad("ConnConfig", "set DSN or ConnConfig, not both")
 	}
@@ -223,6 +235,18 @@ func (c *Config) Validate() error {
 		return bad("FencedTxIdleTimeout", "fenced transaction idle timeout (%v) must be a whole number of milliseconds (idle_in_transaction_session_timeout)", c.FencedTxIdleTimeout)
 	}
 	return nil
+}
+
+// Priority returns a pointer to n, for Config.Priority: Priority(0) never leads,
+// higher values win free scopes over lower ones, the default is 1.
+func Priority(n int) *int { return &n }
+
+// priority is the effective Config.Priority.
+func (c *Config) priority() int {
+	if c.Priority == nil {
+		return 1
+	}
+	return *c.Priority
 }
 
 // DefaultNodeID returns <hostname>-<pid>-<6 random hex digits>: unique among the

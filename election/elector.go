@@ -327,22 +327,37 @@ func (e *Elector) currentSession() *session {
 }
 
 // onNotification handles a leader_change payload. Anyone can NOTIFY anything, so a
-// payload is only a hint to claim (the lock and the claim function decide): a
-// released scope, or the scopes of a node whose leadership session was lost.
+// payload is only a hint (the lock and the claim function decide): to claim a
+// released scope or the scopes of a node whose leadership session was lost, or to
+// heartbeat now because an operator asked this node to resign or hand over a
+// scope it leads (the heartbeat reads the request from the database).
 func (e *Elector) onNotification(payload string) {
 	var n struct {
 		Scope  string `json:"scope"`
 		Holder string `json:"holder"`
 		Event  string `json:"event"`
+		To     string `json:"to"`
 	}
 	if json.Unmarshal([]byte(payload), &n) != nil {
 		return
 	}
 	switch n.Event {
 	case "released":
-		if sc := e.scopes[n.Scope]; sc != nil {
+		sc := e.scopes[n.Scope]
+		if sc == nil {
+			return
+		}
+		sc.reserve(n.To)
+		if n.To != "" && n.To != e.cfg.NodeID {
+			return // reserved for another node; claimed by everyone should it die (node_lost)
+		}
+		if sess := e.currentSession(); sess != nil {
+			sess.requestClaims([]*Scope{sc}, "")
+		}
+	case "resign_requested", "handover_requested":
+		if sc := e.scopes[n.Scope]; sc != nil && sc.term.Load() != nil {
 			if sess := e.currentSession(); sess != nil {
-				sess.requestClaims([]*Scope{sc}, "")
+				sess.kickHeartbeat()
 			}
 		}
 	case "node_joined":

@@ -365,8 +365,9 @@ func isCancel(err error) bool {
 }
 
 // claimScopesOf claims every scope this node follows whose holder was node (or is
-// unknown), in one round trip; announce adds the node_lost notification that tells
-// the other nodes (the ring watcher of node announces, the others only claim).
+// unknown), or that a handover reserved for node, in one round trip; announce adds
+// the node_lost notification that tells the other nodes (the ring watcher of node
+// announces, the others only claim).
 func (e *Elector) claimScopesOf(node string, announce bool) {
 	sess := e.currentSession()
 	if sess == nil {
@@ -374,7 +375,7 @@ func (e *Elector) claimScopesOf(node string, announce bool) {
 	}
 	var scopes []*Scope
 	for _, sc := range e.order {
-		if h := sc.observed(); h == node || h == "" {
+		if h := sc.observed(); h == node || h == "" || sc.reservedFor() == node {
 			scopes = append(scopes, sc)
 		}
 	}

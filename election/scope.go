@@ -35,6 +35,19 @@ type Scope struct {
 	sig       chan struct{} // cap 1: an outcome arrived
 
 	opened atomic.Pointer[chan struct{}] // closed (and replaced) when a gate period opens: Await
+
+	reservation atomic.Pointer[string] // the node a handover reserved the free scope for ("" or nil: none)
+}
+
+// reserve records the node a release reserved the scope for ("": nobody).
+func (s *Scope) reserve(node string) { s.reservation.Store(&node) }
+
+// reservedFor returns the node the scope's last release reserved it for, "" if none.
+func (s *Scope) reservedFor() string {
+	if p := s.reservation.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func newScope(e *Elector, name string, key int64) *Scope {
@@ -51,7 +64,8 @@ func (s *Scope) gateOpened() {
 }
 
 type resignRequest struct {
-	reply chan error
+	reply  chan error
+	reason Reason // ReasonResigned, or ReasonHandedOver for a handover
 }
 
 // Name returns the scope's name.
@@ -281,7 +295,7 @@ func (s *Scope) Resign(ctx context.Context) error {
 	}
 	// The term's campaign takes the request as soon as it is leading (a pending
 	// term first waits out its predecessor); a term that ends first answers no.
-	req := resignRequest{reply: make(chan error, 1)}
+	req := resignRequest{reply: make(chan error, 1), reason: ReasonResigned}
 	select {
 	case t.resign <- req:
 	case <-t.ctx.Done():

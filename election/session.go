@@ -44,7 +44,8 @@ type session struct {
 	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
 	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
 
-	batch batchQueue // claims and releases waiting for the next round trip
+	batch  batchQueue    // claims and releases waiting for the next round trip
+	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
 
 	blockers blockers // serving goroutine only (nameBlockers)
 
@@ -134,7 +135,8 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("%w: guard session: %w", ErrUnreachable, err)
 	}
 	s := &session{e: e, lead: lead, guard: guard, guardKey: randomKey(), beaconKey: randomKey(),
-		terms: map[*term]struct{}{}, lost: make(chan struct{}), guardReqs: make(chan guardReq, 16)}
+		terms: map[*term]struct{}{}, lost: make(chan struct{}), guardReqs: make(chan guardReq, 16),
+		hbKick: make(chan struct{}, 1)}
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	fail := func(err error) (*session, error) {
@@ -168,14 +170,16 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	// Register (bound to this backend and login role) and tell the node whose ring
 	// successor this one now is to watch it from now on, not from its next
 	// heartbeat: a crash in between would go unwatched.
-	if _, err := lead.Exec(cctx, "SELECT pgleader.register_node($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+	if _, err := lead.Exec(cctx, "SELECT pgleader.register_node($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
 		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
-		s.beaconKey, s.guardKey); err != nil {
+		s.beaconKey, s.guardKey, c.priority(), c.ResignCooldown.Milliseconds()); err != nil {
 		return fail(fmt.Errorf("register node: %w", err))
 	}
-	if err := s.warm(cctx); err != nil {
-		return fail(fmt.Errorf("warm up leadership session: %w", err))
+	if c.priority() > 0 { // a node that never leads never claims: nothing to warm up
+		if err := s.warm(cctx); err != nil {
+			return fail(fmt.Errorf("warm up leadership session: %w", err))
+		}
 	}
 	for _, conn := range []*pgx.Conn{lead, guard} {
 		w := watchSocket(conn.PgConn().Conn(), func() { s.lose(ReasonLostConnection, errors.New("the server closed the connection")) })
@@ -316,7 +320,7 @@ func (s *session) stmtCtx(d time.Duration) (context.Context, context.CancelFunc)
 	return context.WithTimeout(context.Background(), d)
 }
 
-const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
+const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign, handover FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
 
 // heartbeat confirms every term of the session in one round trip on the leadership
 // session, pings the guard session concurrently, and extends or ends the terms. For
@@ -363,7 +367,8 @@ func (s *session) heartbeat() {
 	guardErr := make(chan error, 1)
 	go func() { guardErr <- s.guardBeat(ctx) }()
 	ok := make(map[string]bool, len(scopes))
-	resign := map[string]bool{} // led scopes an operator asked to hand over (request_resign)
+	resign := map[string]bool{}     // led scopes an operator asked to give up (request_resign, request_handover)
+	handover := map[string]string{} // of those, the ones to hand to a chosen node (request_handover)
 	type observation struct {
 		scope  string
 		epoch  int64
@@ -377,12 +382,15 @@ func (s *session) heartbeat() {
 		var scope *string
 		var good, wantResign bool
 		var epoch *int64
-		var holder *string
-		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign}, func() error {
+		var holder, to *string
+		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign, &to}, func() error {
 			switch {
 			case kind == "led" && scope != nil:
 				ok[*scope] = good
 				resign[*scope] = wantResign
+				if to != nil {
+					handover[*scope] = *to
+				}
 			case kind == "follow" && scope != nil && epoch != nil:
 				seen = append(seen, observation{*scope, *epoch, holder})
 			case kind == "ring" && holder != nil && epoch != nil:
@@ -442,7 +450,7 @@ func (s *session) heartbeat() {
 	for _, t := range terms {
 		if ok[t.scope.name] {
 			if resign[t.scope.name] {
-				t.requestResign()
+				t.requestResign(handover[t.scope.name])
 			}
 		} else if s.removeTerm(t) {
 			// Still ours when the answer came: not a term released meanwhile.

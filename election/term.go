@@ -46,18 +46,29 @@ func newTerm(sc *Scope, epoch int64, sess *session, claimStart int64) *term {
 		resign: make(chan resignRequest), drainCh: make(chan struct{})}
 }
 
-// requestResign hands the term over as Scope.Resign would, because an operator asked
-// for it through the database (pgleader.request_resign). Heartbeats keep reporting
-// the request until the term ends; only the first starts the resignation. The
-// goroutine ends with the term at the latest.
-func (t *term) requestResign() {
+// requestResign gives the term up as Scope.Resign would, because an operator asked
+// for it through the database: pgleader.request_resign, or request_handover to
+// the node named by to (the release is then recorded as handed_over and the scope
+// stays reserved for that node). Heartbeats keep reporting the request until the
+// term ends; only the first starts the release. The goroutine ends with the term
+// at the latest.
+func (t *term) requestResign(to string) {
 	if !t.resigning.CompareAndSwap(false, true) {
 		return
 	}
-	t.scope.e.log.Info("resign requested through the database", "scope", t.scope.name, "epoch", t.epoch,
-		"node", t.scope.e.cfg.NodeID)
+	e := t.scope.e
+	if to != "" {
+		e.log.Info("handover requested through the database", "scope", t.scope.name, "epoch", t.epoch,
+			"node", e.cfg.NodeID, "to", to)
+	} else {
+		e.log.Info("resign requested through the database", "scope", t.scope.name, "epoch", t.epoch,
+			"node", e.cfg.NodeID)
+	}
 	go func() {
-		req := resignRequest{reply: make(chan error, 1)}
+		req := resignRequest{reply: make(chan error, 1), reason: ReasonResigned}
+		if to != "" {
+			req.reason = ReasonHandedOver
+		}
 		select {
 		case t.resign <- req:
 		case <-t.ctx.Done():
@@ -66,7 +77,7 @@ func (t *term) requestResign() {
 		select {
 		case err := <-req.reply:
 			if err != nil {
-				t.scope.e.log.Warn("requested resignation failed", "scope", t.scope.name, "epoch", t.epoch, "err", err)
+				e.log.Warn("requested release failed", "scope", t.scope.name, "epoch", t.epoch, "to", to, "err", err)
 			}
 		case <-t.ctx.Done():
 		}
