@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -61,17 +58,13 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 			if err := checkScopes(scopes); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			t, err := a.checkedTarget(ctx)
-			if err != nil {
-				return err
-			}
-			terms, err := readTerms(ctx, t.Config, scopes, since, limit)
-			if err != nil {
-				return err
-			}
-			return writeTerms(a.stdout, terms, output)
+			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
+				terms, err := readTerms(ctx, t.Config, scopes, since, limit)
+				if err != nil {
+					return err
+				}
+				return writeTerms(a.stdout, terms, output)
+			})
 		}),
 	}
 	f := cmd.Flags()
