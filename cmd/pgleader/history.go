@@ -124,10 +124,7 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	safe := termsafe.String
 	switch format {
 	case cli.FormatJSON:
-		if terms == nil {
-			terms = []collector.Term{}
-		}
-		return cli.WriteJSON(w, terms)
+		return cli.WriteJSON(w, orEmpty(terms))
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s")
 		for _, t := range terms {

@@ -143,10 +143,7 @@ func (a *app) withSlotsConn(cmd *cobra.Command, fn func(ctx context.Context, con
 func writeSlots(w io.Writer, slots []logical.Slot, format string) error {
 	switch format {
 	case cli.FormatJSON:
-		if slots == nil {
-			slots = []logical.Slot{}
-		}
-		return cli.WriteJSON(w, slots)
+		return cli.WriteJSON(w, orEmpty(slots))
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "name\ttemporary\tactive_pid\tconfirmed_flush_lsn\tretained_bytes")
 		for _, s := range slots {

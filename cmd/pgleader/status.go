@@ -359,6 +359,7 @@ func nodeList(ids []string) string {
 	return strings.Join(safe, ",")
 }
 
+// orEmpty is xs, or an empty slice for nil: -o json prints [] rather than null.
 func orEmpty[T any](xs []T) []T {
 	if xs == nil {
 		return []T{}
