@@ -108,12 +108,8 @@ only seen by polling.`,
 					}
 					return err
 				}
-				kind := "permanent"
-				if s.Temporary {
-					kind = "temporary"
-				}
 				fmt.Fprintf(a.stdout, "dropped %s slot %s (plugin %s, confirmed flush %s, retained %s of WAL)\n",
-					kind, s.Name, s.Plugin, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
+					slotKind(s), s.Name, s.Plugin, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
 				return nil
 			})
 		}),
@@ -158,16 +154,21 @@ func writeSlots(w io.Writer, slots []logical.Slot, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tKIND\tACTIVE PID\tCONFIRMED FLUSH\tRETAINED WAL")
 	for _, s := range slots {
-		kind, pid := "permanent", "—"
-		if s.Temporary {
-			kind = "temporary"
-		}
+		pid := "—"
 		if s.Active {
 			pid = fmt.Sprint(s.ActivePID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, kind, pid, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, slotKind(s), pid, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
 	}
 	return tw.Flush()
+}
+
+// slotKind is "temporary" or "permanent".
+func slotKind(s logical.Slot) string {
+	if s.Temporary {
+		return "temporary"
+	}
+	return "permanent"
 }
 
 // humanBytes formats n in binary units: 512 B, 16 MB, 1.5 GB.
