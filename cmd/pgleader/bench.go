@@ -48,6 +48,9 @@ func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 	return writeJSON(jsonPath, fs)
 }
 
+// debugf is the progress log of the benchmarks: debug lines (--log-level debug).
+func (a *app) debugf(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) }
+
 // latencyCommand is the shape of the benchmarks that time leadership changes made
 // by SQL on a throwaway PostgreSQL: run returns the figures to print.
 func (a *app) latencyCommand(use, short, long, example string, defaultN int,
@@ -64,7 +67,7 @@ func (a *app) latencyCommand(use, short, long, example string, defaultN int,
 				return cli.BadInput("-n must be ≥ 1 (got %d)", n)
 			}
 			return a.withHarness(cmd, "bench", false, func(ctx context.Context, h *harness) error {
-				fs, err := run(ctx, h, n, func(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) })
+				fs, err := run(ctx, h, n, a.debugf)
 				if err != nil {
 					return err
 				}
@@ -308,7 +311,7 @@ that no node process is left. Targets: < 10 s and < 2 s. Needs tmux.`,
 			if err != nil {
 				return err
 			}
-			res, err := bench.DemoTiming(ctx, bin, n, func(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) })
+			res, err := bench.DemoTiming(ctx, bin, n, a.debugf)
 			if err != nil {
 				return err
 			}
