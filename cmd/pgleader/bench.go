@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -48,6 +48,9 @@ func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 	return writeJSON(jsonPath, fs)
 }
 
+// debugf is the progress log of the benchmarks: debug lines (--log-level debug).
+func (a *app) debugf(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) }
+
 // latencyCommand is the shape of the benchmarks that time leadership changes made
 // by SQL on a throwaway PostgreSQL: run returns the figures to print.
 func (a *app) latencyCommand(use, short, long, example string, defaultN int,
@@ -63,23 +66,42 @@ func (a *app) latencyCommand(use, short, long, example string, defaultN int,
 			if n < 1 {
 				return cli.BadInput("-n must be ≥ 1 (got %d)", n)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			h, done, err := a.newHarness(ctx, "bench", false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			fs, err := run(ctx, h, n, func(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) })
-			if err != nil {
-				return err
-			}
-			return a.writeFigures(jsonPath, fs...)
+			return a.withHarness(cmd, "bench", false, func(ctx context.Context, h *harness) error {
+				fs, err := run(ctx, h, n, a.debugf)
+				if err != nil {
+					return err
+				}
+				return a.writeFigures(jsonPath, fs...)
+			})
 		}),
 	}
 	cmd.Flags().IntVarP(&n, "iterations", "n", defaultN, "leadership changes")
 	cmd.Flags().StringVar(&jsonPath, "json", "", "also write the figures as JSON to `FILE`")
 	return cmd
+}
+
+// runReport runs a benchmark that produces a report (bench failover, bench
+// scale) on a fresh harness, then prints the report's table and what ran in how
+// long, and writes the report as JSON to jsonPath. A run that failed part-way
+// still returns what it measured: that is printed too, before its error.
+func runReport[T any, R interface {
+	*T
+	WriteTable(io.Writer)
+}](a *app, cmd *cobra.Command, what, jsonPath string, run func(ctx context.Context, h *harness) (R, error)) error {
+	return a.withHarness(cmd, "bench", false, func(ctx context.Context, h *harness) error {
+		began := time.Now()
+		rep, err := run(ctx, h)
+		if rep == nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout)
+		rep.WriteTable(a.stdout)
+		fmt.Fprintf(a.stdout, "\n(%s in %v)\n", what, time.Since(began).Round(time.Second))
+		if werr := writeJSON(jsonPath, rep); werr != nil {
+			return werr
+		}
+		return err
+	})
 }
 
 func (a *app) benchCollectorCommand() *cobra.Command {
@@ -176,25 +198,10 @@ it migrates that database and uses scopes named bench-*.`,
 			if n < 1 || nodes < 2 {
 				return cli.BadInput("-n must be ≥ 1 and --nodes ≥ 2 (got %d and %d)", n, nodes)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			h, done, err := a.newHarness(ctx, "bench", false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			began := time.Now()
-			rep, err := bench.Run(ctx, bench.Options{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n, Nodes: nodes,
-				Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
-			if rep != nil {
-				fmt.Fprintln(a.stdout)
-				rep.WriteTable(a.stdout)
-				fmt.Fprintf(a.stdout, "\n(%s in %v)\n", strings.Join(scenarios, ", "), time.Since(began).Round(time.Second))
-				if werr := writeJSON(jsonPath, rep); werr != nil {
-					return werr
-				}
-			}
-			return err
+			return runReport(a, cmd, strings.Join(scenarios, ", "), jsonPath, func(ctx context.Context, h *harness) (*bench.Report, error) {
+				return bench.Run(ctx, bench.Options{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n, Nodes: nodes,
+					Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -239,25 +246,10 @@ exceeds it, the nodes refuse to start and the command prints their error. Withou
 			if nodes < 2 || scopes < 1 || n < 0 {
 				return cli.BadInput("--nodes must be ≥ 2, --scopes ≥ 1 and -n ≥ 0 (got %d, %d and %d)", nodes, scopes, n)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			h, done, err := a.newHarness(ctx, "bench", false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			began := time.Now()
-			rep, err := bench.RunScale(ctx, bench.ScaleOptions{Bin: h.bin, DSN: h.dsn, Dir: h.dir, Nodes: nodes, Scopes: scopes,
-				LimitN: n, IdleWindow: idle, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Timeout: timeout})
-			if rep != nil {
-				fmt.Fprintln(a.stdout)
-				rep.WriteTable(a.stdout)
-				fmt.Fprintf(a.stdout, "\n(scale in %v)\n", time.Since(began).Round(time.Second))
-				if werr := writeJSON(jsonPath, rep); werr != nil {
-					return werr
-				}
-			}
-			return err
+			return runReport(a, cmd, "scale", jsonPath, func(ctx context.Context, h *harness) (*bench.ScaleReport, error) {
+				return bench.RunScale(ctx, bench.ScaleOptions{Bin: h.bin, DSN: h.dsn, Dir: h.dir, Nodes: nodes, Scopes: scopes,
+					LimitN: n, IdleWindow: idle, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Timeout: timeout})
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -295,15 +287,6 @@ func (a *app) benchHolderCommand() *cobra.Command {
 	return cmd
 }
 
-// writeJSON writes v as indented JSON to path (nothing when path is empty).
-func writeJSON(path string, v any) error {
-	if path == "" {
-		return nil
-	}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
 func (a *app) benchDemoCommand() *cobra.Command {
 	var (
 		n        int
@@ -328,7 +311,7 @@ that no node process is left. Targets: < 10 s and < 2 s. Needs tmux.`,
 			if err != nil {
 				return err
 			}
-			res, err := bench.DemoTiming(ctx, bin, n, func(f string, args ...any) { a.log.Debug(fmt.Sprintf(f, args...)) })
+			res, err := bench.DemoTiming(ctx, bin, n, a.debugf)
 			if err != nil {
 				return err
 			}

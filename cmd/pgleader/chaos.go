@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,45 +57,37 @@ that restart the server); with one, those are skipped and the verdict says so.`,
 			if !cmd.Flags().Changed("seed") {
 				seed = time.Now().UnixNano() % 1_000_000
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			h, done, err := a.newHarness(ctx, "chaos", keep)
-			if err != nil {
-				return err
-			}
-			defer done()
-			fmt.Fprintf(a.stderr, "chaos: seed %d, %v per scenario\n", seed, duration)
-			rs, runErr := chaos.Run(ctx, chaos.Options{Bin: h.bin, DSN: h.dsn, Server: h.srv, Dir: h.dir, Seed: seed,
-				Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
-			fmt.Fprintln(a.stdout)
-			chaos.WriteTable(a.stdout, rs)
-			if jsonPath != "" {
-				b, _ := json.MarshalIndent(map[string]any{"seed": seed, "duration": duration.String(), "results": rs}, "", "  ")
-				if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+			return a.withHarness(cmd, "chaos", keep, func(ctx context.Context, h *harness) error {
+				fmt.Fprintf(a.stderr, "chaos: seed %d, %v per scenario\n", seed, duration)
+				rs, runErr := chaos.Run(ctx, chaos.Options{Bin: h.bin, DSN: h.dsn, Server: h.srv, Dir: h.dir, Seed: seed,
+					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
+				fmt.Fprintln(a.stdout)
+				chaos.WriteTable(a.stdout, rs)
+				if err := writeJSON(jsonPath, map[string]any{"seed": seed, "duration": duration.String(), "results": rs}); err != nil {
 					return err
 				}
-			}
-			if runErr != nil {
-				return runErr
-			}
-			failed, skipped := 0, 0
-			for _, r := range rs {
-				switch {
-				case r.Skipped != "":
-					skipped++
-				case !r.OK():
-					failed++
+				if runErr != nil {
+					return runErr
 				}
-			}
-			if failed > 0 {
-				return fmt.Errorf("chaos: %d of %d scenarios failed (seed %d)", failed, len(rs), seed)
-			}
-			if skipped > 0 {
-				fmt.Fprintf(a.stdout, "\n%d scenarios passed, %d skipped (seed %d)\n", len(rs)-skipped, skipped, seed)
+				failed, skipped := 0, 0
+				for _, r := range rs {
+					switch {
+					case r.Skipped != "":
+						skipped++
+					case !r.OK():
+						failed++
+					}
+				}
+				if failed > 0 {
+					return fmt.Errorf("chaos: %d of %d scenarios failed (seed %d)", failed, len(rs), seed)
+				}
+				if skipped > 0 {
+					fmt.Fprintf(a.stdout, "\n%d scenarios passed, %d skipped (seed %d)\n", len(rs)-skipped, skipped, seed)
+					return nil
+				}
+				fmt.Fprintf(a.stdout, "\nall %d scenarios passed (seed %d)\n", len(rs), seed)
 				return nil
-			}
-			fmt.Fprintf(a.stdout, "\nall %d scenarios passed (seed %d)\n", len(rs), seed)
-			return nil
+			})
 		}),
 	}
 	f := cmd.Flags()

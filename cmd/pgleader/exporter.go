@@ -6,10 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,58 +57,54 @@ pg_signal_backend role (or superuser, or the leader's own role).
 			if interval < 100*time.Millisecond || interval > time.Minute {
 				return cli.BadInput("--interval must be between 100ms and 1m (got %v)", interval)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			t, err := a.checkedTarget(ctx)
-			if err != nil {
+			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
+				ln, err := net.Listen("tcp", listen)
+				if err != nil {
+					return cli.BadInput("--listen %s: %v", listen, err)
+				}
+				col, err := newCollector(t, interval, evictStale, a.log, source)
+				if err != nil {
+					ln.Close()
+					return err
+				}
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(exporter.New(col, exporter.Options{}),
+					collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				// /readyz says why in two words; the details (which name the
+				// connection) go to the log.
+				ready := exporter.Ready(col, a.log)
+				hs := &http.Server{Handler: exporter.Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				done := make(chan error, 1)
+				go func() { done <- col.Run(runCtx) }()
+				serveErr := make(chan error, 1)
+				go func() { serveErr <- hs.Serve(ln) }()
+				a.log.Info("exporter listening", "metrics", "http://"+ln.Addr().String()+"/metrics",
+					"database", redacted(t), "interval", interval)
+				var runErr error
+				ran := false
+				select {
+				case <-ctx.Done():
+				case err = <-serveErr:
+				case runErr = <-done: // the collector cannot run (e.g. --source logical without it)
+					ran = true
+				}
+				sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer scancel()
+				_ = hs.Shutdown(sctx)
+				cancel()
+				if !ran {
+					runErr = <-done
+				}
+				if runErr != nil {
+					return collectorError(runErr)
+				}
+				if errors.Is(err, http.ErrServerClosed) {
+					err = nil
+				}
 				return err
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return cli.BadInput("--listen %s: %v", listen, err)
-			}
-			col, err := newCollector(t, interval, evictStale, a.log, source)
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			reg := prometheus.NewRegistry()
-			reg.MustRegister(exporter.New(col, exporter.Options{}),
-				collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			// /readyz says why in two words; the details (which name the
-			// connection) go to the log.
-			ready := exporter.Ready(col, a.log)
-			hs := &http.Server{Handler: exporter.Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
-			runCtx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- col.Run(runCtx) }()
-			serveErr := make(chan error, 1)
-			go func() { serveErr <- hs.Serve(ln) }()
-			a.log.Info("exporter listening", "metrics", "http://"+ln.Addr().String()+"/metrics",
-				"database", redacted(t), "interval", interval)
-			var runErr error
-			ran := false
-			select {
-			case <-ctx.Done():
-			case err = <-serveErr:
-			case runErr = <-done: // the collector cannot run (e.g. --source logical without it)
-				ran = true
-			}
-			sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer scancel()
-			_ = hs.Shutdown(sctx)
-			cancel()
-			if !ran {
-				runErr = <-done
-			}
-			if runErr != nil {
-				return collectorError(runErr)
-			}
-			if errors.Is(err, http.ErrServerClosed) {
-				err = nil
-			}
-			return err
+			})
 		}),
 	}
 	f := cmd.Flags()

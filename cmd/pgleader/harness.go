@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/pgserver"
@@ -29,9 +34,12 @@ func (a *app) harnessDSN() string {
 	return os.Getenv("DATABASE_URL")
 }
 
-// newHarness prepares a harness; close removes what it created (keep: not the
-// scratch directory).
-func (a *app) newHarness(ctx context.Context, name string, keep bool) (*harness, func(), error) {
+// withHarness prepares a harness and runs fn on it, with a context that SIGINT
+// and SIGTERM cancel; then it removes what it created (keep: not the scratch
+// directory).
+func (a *app) withHarness(cmd *cobra.Command, name string, keep bool, fn func(ctx context.Context, h *harness) error) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	h := &harness{dsn: a.harnessDSN()}
 	if h.dsn == "" {
 		fmt.Fprintf(a.stderr, "%s: starting a throwaway PostgreSQL\n", name)
@@ -40,23 +48,28 @@ func (a *app) newHarness(ctx context.Context, name string, keep bool) (*harness,
 	var err error
 	h.dsn, h.srv, closeDB, err = cluster.Database(ctx, h.dsn, nil)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
+	defer closeDB()
 	if h.bin, err = os.Executable(); err != nil {
-		closeDB()
-		return nil, nil, err
+		return err
 	}
 	if h.dir, err = os.MkdirTemp("", "pgleader-"+name+"-"); err != nil {
-		closeDB()
-		return nil, nil, err
+		return err
 	}
 	if keep {
 		fmt.Fprintf(a.stderr, "%s: events and logs kept in %s\n", name, h.dir)
+	} else {
+		defer os.RemoveAll(h.dir)
 	}
-	return h, func() {
-		if !keep {
-			os.RemoveAll(h.dir)
-		}
-		closeDB()
-	}, nil
+	return fn(ctx, h)
+}
+
+// writeJSON writes v as indented JSON to path (nothing when path is empty).
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

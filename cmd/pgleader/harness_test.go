@@ -31,15 +31,6 @@ func TestDemoHeadlessFaults(t *testing.T) {
 }
 
 func TestBenchFailoverRuns(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "bench.json")
-	r := pgleader(t, nil, "bench", "failover", "-n", "2", "--scenarios", "crash,graceful,gate", "--json", out)
-	if r.code != 0 {
-		t.Fatalf("bench exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Limit *struct {
 			N     int     `json:"n"`
@@ -62,9 +53,7 @@ func TestBenchFailoverRuns(t *testing.T) {
 			NsPerOp float64 `json:"ns_per_op"`
 		} `json:"gate"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	r, b := pgleaderJSON(t, &rep, "bench", "failover", "-n", "2", "--scenarios", "crash,graceful,gate")
 	if len(rep.Stats) != 3 || len(rep.Gate) != 2 {
 		t.Fatalf("report has %d stats and %d gate figures, want 3 and 2:\n%s", len(rep.Stats), len(rep.Gate), b)
 	}
@@ -90,15 +79,6 @@ func TestBenchFailoverRuns(t *testing.T) {
 }
 
 func TestBenchScaleRuns(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "scale.json")
-	r := pgleader(t, nil, "bench", "scale", "--nodes", "2", "--scopes", "5", "-n", "2", "--idle-window", "500ms", "--json", out)
-	if r.code != 0 {
-		t.Fatalf("bench scale exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Led     int `json:"led"`
 		PerNode []struct {
@@ -113,9 +93,7 @@ func TestBenchScaleRuns(t *testing.T) {
 		KilledLed int  `json:"killed_led"`
 		AllReLed  bool `json:"all_re_led"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	_, b := pgleaderJSON(t, &rep, "bench", "scale", "--nodes", "2", "--scopes", "5", "-n", "2", "--idle-window", "500ms")
 	if rep.Led != 5 || len(rep.PerNode) != 2 || rep.PerNode[0].Connections <= 0 || rep.Limit == nil || rep.Limit.N != 2 ||
 		rep.Takeover == nil || rep.Takeover.N != rep.KilledLed || !rep.AllReLed {
 		t.Fatalf("report:\n%s", b)
@@ -126,15 +104,6 @@ func TestBenchScaleRuns(t *testing.T) {
 }
 
 func TestChaosRuns(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "chaos.json")
-	r := pgleader(t, nil, "chaos", "--duration", "2s", "--scenario", "resign", "--seed", "3", "--json", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "all 1 scenarios passed (seed 3)") {
-		t.Fatalf("chaos exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rep struct {
 		Seed    int64 `json:"seed"`
 		Results []struct {
@@ -142,8 +111,9 @@ func TestChaosRuns(t *testing.T) {
 			Faults   int    `json:"faults"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
+	r, _ := pgleaderJSON(t, &rep, "chaos", "--duration", "2s", "--scenario", "resign", "--seed", "3")
+	if !strings.Contains(r.stdout, "all 1 scenarios passed (seed 3)") {
+		t.Fatalf("chaos stdout lacks the verdict:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	if rep.Seed != 3 || len(rep.Results) != 1 || rep.Results[0].Scenario != "resign" || rep.Results[0].Faults == 0 {
 		t.Fatalf("report %+v", rep)
@@ -151,4 +121,23 @@ func TestChaosRuns(t *testing.T) {
 	if r := pgleader(t, nil, "chaos", "--scenario", "nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown --scenario") {
 		t.Errorf("bad scenario: exit %d, stderr %q", r.code, r.stderr)
 	}
+}
+
+// pgleaderJSON runs the binary with args and --json FILE, fails t unless it exits
+// 0, and decodes FILE into v; it returns the run and FILE's content.
+func pgleaderJSON(t *testing.T, v any, args ...string) (result, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "report.json")
+	r := pgleader(t, nil, append(args, "--json", path)...)
+	if r.code != 0 {
+		t.Fatalf("pgleader %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+	return r, b
 }

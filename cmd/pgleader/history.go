@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -61,17 +58,13 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 			if err := checkScopes(scopes); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			t, err := a.checkedTarget(ctx)
-			if err != nil {
-				return err
-			}
-			terms, err := readTerms(ctx, t.Config, scopes, since, limit)
-			if err != nil {
-				return err
-			}
-			return writeTerms(a.stdout, terms, output)
+			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
+				terms, err := readTerms(ctx, t.Config, scopes, since, limit)
+				if err != nil {
+					return err
+				}
+				return writeTerms(a.stdout, terms, output)
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -131,10 +124,7 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	safe := termsafe.String
 	switch format {
 	case cli.FormatJSON:
-		if terms == nil {
-			terms = []collector.Term{}
-		}
-		return cli.WriteJSON(w, terms)
+		return cli.WriteJSON(w, orEmpty(terms))
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s")
 		for _, t := range terms {

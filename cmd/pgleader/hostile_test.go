@@ -126,12 +126,7 @@ func TestStatusEscapesHostileNames(t *testing.T) {
 	t.Run("JSON", func(t *testing.T) {
 		var b bytes.Buffer
 		writeStatus(&b, snap, nil, cli.FormatJSON)
-		out := b.String()
-		for i, r := range out {
-			if termsafe.Unsafe(r) && r != '\n' {
-				t.Fatalf("%U at byte %d of the JSON", r, i)
-			}
-		}
+		assertNoRawControl(t, b.String())
 		var doc struct {
 			Scopes []collector.Scope `json:"scopes"`
 			Nodes  []collector.Node  `json:"nodes"`
@@ -153,36 +148,31 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 		{Scope: evil("billing"), Epoch: 1, Holder: evil("n1"), Hostname: evil("host"), AcquiredAt: t0.Add(-time.Hour),
 			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HeldFor: time.Hour},
 	}
-	t.Run("Table", func(t *testing.T) {
+	render := func(t *testing.T, format string) string {
+		t.Helper()
 		var b bytes.Buffer
-		if err := writeTerms(&b, terms, cli.FormatTable); err != nil {
+		if err := writeTerms(&b, terms, format); err != nil {
 			t.Fatal(err)
 		}
-		assertInert(t, "history table", b.String(), false)
-		if n := strings.Count(b.String(), "\n"); n != 1+len(terms) {
-			t.Fatalf("%d lines, want %d:\n%s", n, 1+len(terms), b.String())
+		return b.String()
+	}
+	t.Run("Table", func(t *testing.T) {
+		out := render(t, cli.FormatTable)
+		assertInert(t, "history table", out, false)
+		if n := strings.Count(out, "\n"); n != 1+len(terms) {
+			t.Fatalf("%d lines, want %d:\n%s", n, 1+len(terms), out)
 		}
 	})
 	t.Run("TSV", func(t *testing.T) {
-		var b bytes.Buffer
-		if err := writeTerms(&b, terms, cli.FormatTSV); err != nil {
-			t.Fatal(err)
-		}
-		assertInert(t, "history tsv", b.String(), true)
-		assertTSV(t, "history tsv", b.String(), 1+len(terms), 8)
+		out := render(t, cli.FormatTSV)
+		assertInert(t, "history tsv", out, true)
+		assertTSV(t, "history tsv", out, 1+len(terms), 8)
 	})
 	t.Run("JSON", func(t *testing.T) {
-		var b bytes.Buffer
-		if err := writeTerms(&b, terms, cli.FormatJSON); err != nil {
-			t.Fatal(err)
-		}
-		for i, r := range b.String() {
-			if termsafe.Unsafe(r) && r != '\n' {
-				t.Fatalf("%U at byte %d of the JSON", r, i)
-			}
-		}
+		out := render(t, cli.FormatJSON)
+		assertNoRawControl(t, out)
 		var back []collector.Term
-		if err := json.Unmarshal(b.Bytes(), &back); err != nil || back[1].Holder != terms[1].Holder || back[1].EndedBy != terms[1].EndedBy {
+		if err := json.Unmarshal([]byte(out), &back); err != nil || back[1].Holder != terms[1].Holder || back[1].EndedBy != terms[1].EndedBy {
 			t.Fatalf("JSON must stay exact: %+v, %v", back, err)
 		}
 	})

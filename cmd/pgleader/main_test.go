@@ -47,6 +47,22 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
+// startNodes starts a node process of the binary for each id on a fresh migrated
+// database, every one campaigning for scope; they stop when the test ends.
+func startNodes(t *testing.T, scope string, ids ...string) (dsn string, c *cluster.Cluster) {
+	t.Helper()
+	dsn = pgtest.MigratedDSN(t)
+	c = cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{scope},
+		NodeArgs: []string{"--log-level", "warn"}})
+	t.Cleanup(c.Close)
+	for _, id := range ids {
+		if _, err := c.Start(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dsn, c
+}
+
 // pgleader runs the binary to completion (at most a minute) with args.
 func pgleader(t *testing.T, env []string, args ...string) result {
 	t.Helper()

@@ -58,10 +58,7 @@ const unreachable = "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"
 
 func TestBadInput(t *testing.T) {
 	fresh := pgtest.DSN(t) // a database without the pgleader schema
-	migrated := pgtest.DSN(t)
-	if r := pgleader(t, nil, "migrate", "--dsn", migrated); r.code != 0 {
-		t.Fatalf("migrate: exit %d, stderr %s", r.code, r.stderr)
-	}
+	migrated := pgtest.MigratedDSN(t)
 	eventsPath := filepath.Join(t.TempDir(), "events.jsonl")
 	tests := []struct {
 		name string
@@ -283,10 +280,7 @@ func TestMigrate(t *testing.T) {
 }
 
 func TestNode(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	if r := pgleader(t, nil, "migrate", "--dsn", dsn); r.code != 0 {
-		t.Fatalf("migrate: exit %d, stderr %s", r.code, r.stderr)
-	}
+	dsn := pgtest.MigratedDSN(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	var stderr syncBuffer
 	cmd := exec.Command(binary, "node", "--dsn", dsn, "--scope", "a", "--id", "n1",

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"os/user"
-	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
@@ -39,44 +37,40 @@ the pgleader tables, and nothing is cut off mid-write.`,
 			if err := checkScopes([]string{scope}); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			t, err := a.checkedTarget(ctx)
-			if err != nil {
-				return err
-			}
-			conn, err := pgx.ConnectConfig(ctx, t.Config)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(context.WithoutCancel(ctx))
-			by := "pgleader resign"
-			if u, err := user.Current(); err == nil {
-				host, _ := os.Hostname()
-				by += " by " + u.Username + "@" + host
-			}
-			var want *int64
-			if cmd.Flags().Changed("epoch") {
-				want = &epoch
-			}
-			var ok bool
-			var holder *string
-			var current *int64
-			if err := conn.QueryRow(ctx, `SELECT pgleader.request_resign($1, $2, $3),
-				(SELECT holder FROM pgleader.leader_state WHERE scope = $1),
-				(SELECT epoch FROM pgleader.leader_state WHERE scope = $1)`, scope, want, by).Scan(&ok, &holder, &current); err != nil {
-				return err
-			}
-			if !ok {
-				msg := fmt.Sprintf("%s has no open term to resign", scope)
-				if want != nil && current != nil {
-					msg = fmt.Sprintf("%s: epoch %d is not the open term (current epoch %d)", scope, *want, *current)
+			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
+				conn, err := pgx.ConnectConfig(ctx, t.Config)
+				if err != nil {
+					return err
 				}
-				return &cli.StatusError{Code: cli.ExitNoLeader, Msg: "pgleader: " + msg}
-			}
-			fmt.Fprintf(a.stdout, "asked %s to resign %s (epoch %d); a follower takes over within one heartbeat interval — watch it with `pgleader history --scope %s`\n",
-				orUnknown(holder), scope, *current, scope)
-			return nil
+				defer conn.Close(context.WithoutCancel(ctx))
+				by := "pgleader resign"
+				if u, err := user.Current(); err == nil {
+					host, _ := os.Hostname()
+					by += " by " + u.Username + "@" + host
+				}
+				var want *int64
+				if cmd.Flags().Changed("epoch") {
+					want = &epoch
+				}
+				var ok bool
+				var holder *string
+				var current *int64
+				if err := conn.QueryRow(ctx, `SELECT pgleader.request_resign($1, $2, $3),
+					(SELECT holder FROM pgleader.leader_state WHERE scope = $1),
+					(SELECT epoch FROM pgleader.leader_state WHERE scope = $1)`, scope, want, by).Scan(&ok, &holder, &current); err != nil {
+					return err
+				}
+				if !ok {
+					msg := fmt.Sprintf("%s has no open term to resign", scope)
+					if want != nil && current != nil {
+						msg = fmt.Sprintf("%s: epoch %d is not the open term (current epoch %d)", scope, *want, *current)
+					}
+					return &cli.StatusError{Code: cli.ExitNoLeader, Msg: "pgleader: " + msg}
+				}
+				fmt.Fprintf(a.stdout, "asked %s to resign %s (epoch %d); a follower takes over within one heartbeat interval — watch it with `pgleader history --scope %s`\n",
+					orUnknown(holder), scope, *current, scope)
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().Int64Var(&epoch, "epoch", 0, "resign only if `N` is the scope's open term")

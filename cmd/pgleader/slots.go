@@ -57,27 +57,22 @@ Output: -o table (default), json or tsv.`,
 			if err := cli.CheckFormat(output); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			conn, err := a.connectSlots(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(context.WithoutCancel(ctx))
-			slots, err := logical.ListSlots(ctx, conn)
-			if err != nil {
-				return err
-			}
-			if err := writeSlots(a.stdout, slots, output); err != nil {
-				return err
-			}
-			for _, s := range slots {
-				if !s.Active && !s.Temporary {
-					fmt.Fprintf(a.stderr, "warning: inactive permanent slot %s retains %s of WAL: drop it with `pgleader slots drop %s` if no collector uses it\n",
-						s.Name, humanBytes(s.RetainedBytes), s.Name)
+			return a.withSlotsConn(cmd, func(ctx context.Context, conn *pgx.Conn) error {
+				slots, err := logical.ListSlots(ctx, conn)
+				if err != nil {
+					return err
 				}
-			}
-			return nil
+				if err := writeSlots(a.stdout, slots, output); err != nil {
+					return err
+				}
+				for _, s := range slots {
+					if !s.Active && !s.Temporary {
+						fmt.Fprintf(a.stderr, "warning: inactive permanent slot %s retains %s of WAL: drop it with `pgleader slots drop %s` if no collector uses it\n",
+							s.Name, humanBytes(s.RetainedBytes), s.Name)
+					}
+				}
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
@@ -99,60 +94,52 @@ only seen by polling.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: a.runE(func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			conn, err := a.connectSlots(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(context.WithoutCancel(ctx))
-			s, err := logical.LookupSlot(ctx, conn, name)
-			if errors.Is(err, logical.ErrNoSlot) {
-				return cli.BadInput("no replication slot is called %q: see `pgleader slots list`", name)
-			}
-			if err != nil {
-				return err
-			}
-			if err := logical.DropSlot(ctx, conn, name); err != nil {
+			return a.withSlotsConn(cmd, func(ctx context.Context, conn *pgx.Conn) error {
+				s, err := logical.LookupSlot(ctx, conn, name)
 				if errors.Is(err, logical.ErrNoSlot) {
 					return cli.BadInput("no replication slot is called %q: see `pgleader slots list`", name)
 				}
-				return err
-			}
-			kind := "permanent"
-			if s.Temporary {
-				kind = "temporary"
-			}
-			fmt.Fprintf(a.stdout, "dropped %s slot %s (plugin %s, confirmed flush %s, retained %s of WAL)\n",
-				kind, s.Name, s.Plugin, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
-			return nil
+				if err != nil {
+					return err
+				}
+				if err := logical.DropSlot(ctx, conn, name); err != nil {
+					if errors.Is(err, logical.ErrNoSlot) {
+						return cli.BadInput("no replication slot is called %q: see `pgleader slots list`", name)
+					}
+					return err
+				}
+				fmt.Fprintf(a.stdout, "dropped %s slot %s (plugin %s, confirmed flush %s, retained %s of WAL)\n",
+					slotKind(s), s.Name, s.Plugin, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
+				return nil
+			})
 		}),
 	}
 }
 
-// connectSlots opens an ordinary connection to the invocation's database. The
-// slot commands need no pgleader schema: they work on any database.
-func (a *app) connectSlots(ctx context.Context) (*pgx.Conn, error) {
+// withSlotsConn runs fn on an ordinary connection to the invocation's database,
+// with a context that SIGINT and SIGTERM cancel. The slot commands need no
+// pgleader schema: they work on any database.
+func (a *app) withSlotsConn(cmd *cobra.Command, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	t, err := a.resolve()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the connection attempt's, not the command's
 	conn, err := pgx.ConnectConfig(cctx, t.Config)
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot connect to %s:%d: %v", election.ErrUnreachable, t.Config.Host, t.Config.Port, err)
+		return fmt.Errorf("%w: cannot connect to %s:%d: %v", election.ErrUnreachable, t.Config.Host, t.Config.Port, err)
 	}
-	return conn, nil
+	defer conn.Close(context.WithoutCancel(ctx))
+	return fn(ctx, conn)
 }
 
 func writeSlots(w io.Writer, slots []logical.Slot, format string) error {
 	switch format {
 	case cli.FormatJSON:
-		if slots == nil {
-			slots = []logical.Slot{}
-		}
-		return cli.WriteJSON(w, slots)
+		return cli.WriteJSON(w, orEmpty(slots))
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "name\ttemporary\tactive_pid\tconfirmed_flush_lsn\tretained_bytes")
 		for _, s := range slots {
@@ -167,16 +154,21 @@ func writeSlots(w io.Writer, slots []logical.Slot, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tKIND\tACTIVE PID\tCONFIRMED FLUSH\tRETAINED WAL")
 	for _, s := range slots {
-		kind, pid := "permanent", "—"
-		if s.Temporary {
-			kind = "temporary"
-		}
+		pid := "—"
 		if s.Active {
 			pid = fmt.Sprint(s.ActivePID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, kind, pid, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, slotKind(s), pid, orDash(s.ConfirmedFlush), humanBytes(s.RetainedBytes))
 	}
 	return tw.Flush()
+}
+
+// slotKind is "temporary" or "permanent".
+func slotKind(s logical.Slot) string {
+	if s.Temporary {
+		return "temporary"
+	}
+	return "permanent"
 }
 
 // humanBytes formats n in binary units: 512 B, 16 MB, 1.5 GB.

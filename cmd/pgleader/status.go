@@ -7,10 +7,8 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -72,28 +70,24 @@ and on every change the collector learns of in between. With --watch:
 			if err := checkScopes(scopes); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			t, err := a.checkedTarget(ctx)
-			if err != nil {
-				return err
-			}
-			// The report lists every alert; the collector's log would repeat each
-			// one on stderr as it "fires" at the first read (a thousand lines at a
-			// thousand scopes) and tear the --watch redraw. Errors still come back
-			// from Poll and Run.
-			c, err := newCollector(t, interval, false, quietLogger(), source)
-			if err != nil {
-				return err
-			}
-			if !watch {
-				snap, err := c.Poll(ctx)
+			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
+				// The report lists every alert; the collector's log would repeat each
+				// one on stderr as it "fires" at the first read (a thousand lines at a
+				// thousand scopes) and tear the --watch redraw. Errors still come back
+				// from Poll and Run.
+				c, err := newCollector(t, interval, false, quietLogger(), source)
 				if err != nil {
 					return err
 				}
-				return statusExit(writeStatus(a.stdout, snap, scopes, output))
-			}
-			return a.watchStatus(ctx, c, scopes, output)
+				if !watch {
+					snap, err := c.Poll(ctx)
+					if err != nil {
+						return err
+					}
+					return statusExit(writeStatus(a.stdout, snap, scopes, output))
+				}
+				return a.watchStatus(ctx, c, scopes, output)
+			})
 		}),
 	}
 	f := cmd.Flags()
@@ -365,6 +359,7 @@ func nodeList(ids []string) string {
 	return strings.Join(safe, ",")
 }
 
+// orEmpty is xs, or an empty slice for nil: -o json prints [] rather than null.
 func orEmpty[T any](xs []T) []T {
 	if xs == nil {
 		return []T{}

@@ -12,22 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestStatusAndHistory: status and history against real nodes, in every format,
 // and the exit codes scripts rely on.
 func TestStatusAndHistory(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
-	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"billing"},
-		NodeArgs: []string{"--log-level", "warn"}})
-	defer c.Close()
-	for _, id := range []string{"n1", "n2"} {
-		if _, err := c.Start(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dsn, c := startNodes(t, "billing", "n1", "n2")
 	var leader string
 	waitFor(t, "a leader", func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
@@ -125,13 +116,7 @@ func TestStatusAndHistory(t *testing.T) {
 // TestExporterServes: `pgleader exporter` serves metrics of a live scope and
 // reports ready.
 func TestExporterServes(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
-	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"jobs"},
-		NodeArgs: []string{"--log-level", "warn"}})
-	defer c.Close()
-	if _, err := c.Start("only"); err != nil {
-		t.Fatal(err)
-	}
+	dsn, _ := startNodes(t, "jobs", "only")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -229,15 +214,7 @@ func TestSlots(t *testing.T) {
 // TestResignCommand: `pgleader resign` hands the scope over gracefully; a stale
 // --epoch is refused with exit 3.
 func TestResignCommand(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
-	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"jobs"},
-		NodeArgs: []string{"--log-level", "warn"}})
-	defer c.Close()
-	for _, id := range []string{"r1", "r2"} {
-		if _, err := c.Start(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dsn, c := startNodes(t, "jobs", "r1", "r2")
 	var first string
 	waitFor(t, "a leader", func() bool {
 		first, _ = c.Leader("jobs")

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +34,18 @@ func (a *app) checkedTarget(ctx context.Context) (cli.Target, error) {
 		return t, err
 	}
 	return t, election.CheckDatabase(ctx, t.Config)
+}
+
+// withCheckedTarget runs fn on the invocation's database once checkedTarget has
+// passed, with a context that SIGINT and SIGTERM cancel.
+func (a *app) withCheckedTarget(cmd *cobra.Command, fn func(ctx context.Context, t cli.Target) error) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t, err := a.checkedTarget(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, t)
 }
 
 // newCollector builds the collector of the commands that watch the database.

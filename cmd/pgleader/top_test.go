@@ -16,7 +16,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/tui"
 )
@@ -35,15 +34,7 @@ func screenShows(s string) func([]byte) bool {
 // TestTopEndToEnd: real nodes, a real collector, the real dashboard model: kill
 // the leader and the scope's row shows its successor.
 func TestTopEndToEnd(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
-	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"e2e"},
-		NodeArgs: []string{"--log-level", "warn"}})
-	defer c.Close()
-	for _, id := range []string{"alpha", "bravo"} {
-		if _, err := c.Start(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dsn, c := startNodes(t, "e2e", "alpha", "bravo")
 	cfg := collector.DefaultConfig()
 	var err error
 	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
@@ -115,13 +106,7 @@ func TestTopSmokeTmux(t *testing.T) {
 		}
 		t.Skip("tmux not installed")
 	}
-	dsn := pgtest.MigratedDSN(t)
-	c := cluster.New(cluster.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Scopes: []string{"smoke"},
-		NodeArgs: []string{"--log-level", "warn"}})
-	defer c.Close()
-	if _, err := c.Start("smoke-node"); err != nil {
-		t.Fatal(err)
-	}
+	dsn, _ := startNodes(t, "smoke", "smoke-node")
 	session := "pgleader-smoke-" + strings.ReplaceAll(t.Name(), "/", "-")
 	tmux := func(args ...string) string {
 		out, err := exec.Command("tmux", args...).CombinedOutput()
