@@ -92,7 +92,7 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 		return res, fmt.Errorf("collector: handover %s: %w", scope, err)
 	}
 	res.From = str(holder)
-	c.log.Info("asked for a handover", "scope", scope, "from", res.From, "epoch", res.FromEpoch, "to", res.To, "via", via)
+	c.log.Debug("asked for a handover", "scope", scope, "from", res.From, "epoch", res.FromEpoch, "to", res.To, "via", via)
 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()

@@ -280,6 +280,10 @@ func DefaultNodeID() string {
 // line naming the character as an escape and its position.
 func ValidateScopeName(name string) error { return validateName("scope name", name) }
 
+// ValidateNodeID reports why id cannot be a node id, or nil: the rules of scope
+// names (ValidateScopeName) apply.
+func ValidateNodeID(id string) error { return validateName("node id", id) }
+
 // validateName applies the rules of scope names to what (a scope name, a node
 // id).
 func validateName(what, name string) error {

@@ -184,7 +184,7 @@ BEGIN
                    THEN s.handover_to
                  ELSE (SELECT ln.node_id FROM pgleader.live_nodes(v_locks) ln
                         WHERE ln.priority > v_prio AND s.scope = ANY (ln.scopes) AND ln.node_id <> p_node
-                          AND NOT (ln.node_id = s.last_holder AND s.cooldown_until > clock_timestamp())
+                          AND NOT coalesce(ln.node_id = s.last_holder AND s.cooldown_until > clock_timestamp(), false)
                           AND (s.deferred_since IS NULL OR s.deferred_since
                                + make_interval(secs => 3 * coalesce(ln.heartbeat_interval_ms, 500) / 1000.0) > clock_timestamp())
                         ORDER BY ln.priority DESC, ln.node_id LIMIT 1)
@@ -490,11 +490,11 @@ BEGIN
   IF v_to IS NULL THEN
     SELECT ln.node_id INTO v_to FROM pgleader.live_nodes(v_locks) ln
      WHERE p_scope = ANY (ln.scopes) AND ln.priority > 0 AND ln.node_id IS DISTINCT FROM v_hold
-       AND NOT (ln.node_id = st.last_holder AND st.cooldown_until > clock_timestamp())
+       AND NOT coalesce(ln.node_id = st.last_holder AND st.cooldown_until > clock_timestamp(), false)
      ORDER BY ln.priority DESC, ln.last_seen DESC, ln.node_id LIMIT 1;
     IF v_to IS NULL THEN
       RAISE EXCEPTION USING ERRCODE = 'PLF07',
-        MESSAGE = format('pgleader: no other live candidate of priority above 0 campaigns for scope %L', p_scope);
+        MESSAGE = format('pgleader: no other live candidate of priority above 0 campaigns for scope %L (a candidate cooling down after resigning it does not count)', p_scope);
     END IF;
   END IF;
   SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = v_to;

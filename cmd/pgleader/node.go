@@ -28,6 +28,7 @@ type nodeFlags struct {
 	trust        time.Duration
 	lease        time.Duration
 	drain        time.Duration
+	priority     int
 	events       string
 	workInterval time.Duration
 	pauseWrite   time.Duration // test hook (hidden flag)
@@ -44,6 +45,7 @@ func (f *nodeFlags) config(dsn string) election.Config {
 		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,
 		HeartbeatInterval: f.interval, HeartbeatTimeout: f.timeout,
 		TrustWindow: f.trust, SessionLease: f.lease, DrainTimeout: f.drain,
+		Priority: election.Priority(f.priority),
 	}
 }
 
@@ -70,6 +72,10 @@ epoch, …) for each engine event (acquired, gate_open, heartbeat_ok,
 heartbeat_failed, gate_closed, lost, resigned, leader_observed) and workload
 outcome (action_ok, action_rejected, action_unknown).
 
+--priority N ranks this node among the candidates of its scopes: when a scope is
+free, the live candidate of highest priority wins it (not whoever claims first);
+0 makes an observer that never leads. pgleader handover moves a scope on demand.
+
 --work-interval D runs the demo workload: while leading a scope, one fenced write
 into pgleader.demo_actions every D.`,
 		Example: `  pgleader node --dsn postgres://app@db:5432/app --scope billing
@@ -90,6 +96,7 @@ into pgleader.demo_actions every D.`,
 	fl.DurationVar(&f.trust, "trust-window", def.TrustWindow, "how long after a successful heartbeat started the gate stays open")
 	fl.DurationVar(&f.lease, "session-lease", def.SessionLease, "idle_session_timeout of the leadership session: when the server frees a frozen node's locks")
 	fl.DurationVar(&f.drain, "drain-timeout", def.DrainTimeout, "on shutdown, how long in-flight work may run before it is cancelled")
+	fl.IntVar(&f.priority, "priority", 1, "`N`: a free scope goes to the live candidate of highest priority; 0 never leads (an observer that still heartbeats and shows in status)")
 	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
 	fl.DurationVar(&f.pauseWrite, "test-pause-before-write", 0, "fault-test hook: pause `D` between the workload's gate check and its write, then write as if nothing happened")

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/user"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
@@ -43,11 +41,7 @@ the pgleader tables, and nothing is cut off mid-write.`,
 					return err
 				}
 				defer conn.Close(context.WithoutCancel(ctx))
-				by := "pgleader resign"
-				if u, err := user.Current(); err == nil {
-					host, _ := os.Hostname()
-					by += " by " + u.Username + "@" + host
-				}
+				by := operatorVia("pgleader resign")
 				var want *int64
 				if cmd.Flags().Changed("epoch") {
 					want = &epoch

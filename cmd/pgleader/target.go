@@ -26,6 +26,14 @@ func checkScopes(scopes []string) error {
 	return nil
 }
 
+// checkNodeID validates a node id given with flag.
+func checkNodeID(flag, id string) error {
+	if err := election.ValidateNodeID(id); err != nil {
+		return cli.BadInput("%s: %v", flag, err)
+	}
+	return nil
+}
+
 // checkedTarget resolves the database and checks it is reachable, PostgreSQL 14+ and
 // migrated, so a command fails early with the fix in its message.
 func (a *app) checkedTarget(ctx context.Context) (cli.Target, error) {
