@@ -341,8 +341,8 @@ type Snapshot struct {
 	// Timeline is the WAL timeline the server writes on (0: unknown, or the
 	// collector reads a standby); it changes when the database fails over.
 	// EpochFloor is that timeline's epoch floor (EpochFloor).
-	Timeline   int64  `json:"timeline"`
-	EpochFloor int64  `json:"epoch_floor"`
+	Timeline   int64 `json:"timeline"`
+	EpochFloor int64 `json:"epoch_floor"`
 	// Retired counts the scopes taken out of the views (pgleader scope retire);
 	// they are not in Scopes.
 	Retired int    `json:"retired"`
