@@ -20,6 +20,9 @@ func auditEvent(a auditRow) (Event, bool) {
 		}
 	case "released":
 		ev.Kind, ev.Reason = EventReleased, d.Reason
+		if d.To != "" {
+			ev.Detail = "to " + d.To
+		}
 	case "term_closed_by_successor":
 		ev.Kind, ev.Reason = EventTermClosed, d.Reason
 		if d.Successor != "" {
@@ -41,6 +44,17 @@ func auditEvent(a auditRow) (Event, bool) {
 	case "resign_requested":
 		ev.Kind = EventResignRequested
 		ev.Detail = "requested by " + cmp.Or(d.By, "?") + via(d.Via)
+	case "handover_requested":
+		ev.Kind = EventHandoverRequested
+		ev.Detail = "to " + cmp.Or(d.To, "?") + ", requested by " + cmp.Or(d.By, "?") + via(d.Via)
+	case "handover_cancelled":
+		ev.Kind = EventHandoverCancelled
+		ev.Detail = "to " + cmp.Or(d.To, "?") + ", withdrawn by " + cmp.Or(d.By, "?") + via(d.Via)
+	case "scope_retired":
+		ev.Kind = EventScopeRetired
+		ev.Detail = "by " + cmp.Or(d.By, "?") + via(d.Via)
+	case "scope_revived":
+		ev.Kind = EventScopeRevived
 	default:
 		return Event{}, false
 	}

@@ -113,6 +113,7 @@ type auditDetail struct {
 	PID          int     `json:"pid"`
 	By           string  `json:"by"`  // the login role (schema 7 on; before, what the caller said)
 	Via          string  `json:"via"` // what the caller said it is (schema 7 on)
+	To           string  `json:"to"`  // handover_requested, handover_cancelled, released: the handover's target
 }
 
 // The statements of one read. sqlScopes comes first: the first statement of a

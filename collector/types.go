@@ -392,6 +392,18 @@ const (
 	// audit kind resign_requested; Detail: who asked). The handover follows as
 	// released (reason resigned) and elected.
 	EventResignRequested EventKind = "resign_requested"
+	// EventHandoverRequested: someone asked the holder (Node; "" when the scope
+	// had no leader) of Epoch to hand the scope to a chosen node
+	// (pgleader.request_handover, Collector.Handover; Detail: to whom, who asked).
+	// The handover follows as released (reason handed_over) and elected.
+	EventHandoverRequested EventKind = "handover_requested"
+	// EventHandoverCancelled: a handover that did not complete in time was
+	// withdrawn (Detail: to whom, who withdrew it).
+	EventHandoverCancelled EventKind = "handover_cancelled"
+	// EventScopeRetired: the scope was taken out of the views (pgleader scope
+	// retire; Detail: who); EventScopeRevived: a node campaigns for it again (Node).
+	EventScopeRetired EventKind = "scope_retired"
+	EventScopeRevived EventKind = "scope_revived"
 	// EventAuditReset: pgleader.audit lost rows the collector had read (a
 	// TRUNCATE, with or without RESTART IDENTITY, or a restore): the audit
 	// history in the database was rewritten. The collector follows the new rows
