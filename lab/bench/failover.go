@@ -34,6 +34,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -62,10 +63,18 @@ type Options struct {
 }
 
 // AllScenarios lists the scenarios in the order they run.
-var AllScenarios = []string{"limit", "crash", "graceful", "frozen", "terminate", "gate", "load"}
+var AllScenarios = []string{"limit", "crash", "graceful", "frozen", "terminate", "handover", "priority", "gate", "load"}
 
 // faultScenarios are the failover scenarios, reported beside the physical limit.
-var faultScenarios = []string{"crash", "graceful", "frozen", "terminate"}
+var faultScenarios = []string{"crash", "graceful", "frozen", "terminate", "handover", "priority"}
+
+// HandoverTarget bounds a targeted handover, `pgleader handover` started → the
+// target's gate open, at its p99 (issue's absolute target; the limit ratio is
+// reported beside it).
+const HandoverTarget = 50 * time.Millisecond
+
+// priorityStatName names the crash failover figure with priorities set.
+const priorityStatName = "crash failover with priorities"
 
 // CrashTarget is the ratio crash failover's p99 must stay within, to the physical
 // limit's p99 of the same run (one scope, 3 nodes).
@@ -156,6 +165,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			err = o.faults(ctx, rep, "frozen", nil)
 		case "terminate":
 			err = o.faults(ctx, rep, "terminate", nil)
+		case "handover":
+			err = o.faults(ctx, rep, "handover", nil)
+		case "priority":
+			err = o.faults(ctx, rep, "priority", nil)
 		case "gate":
 			rep.Gate, err = gateBench(ctx, o.DSN)
 		case "load":
@@ -217,10 +230,10 @@ func (r *Report) compareWithLimit(nodes int) {
 		}
 	}
 	for _, s := range r.Stats {
-		if s.Name != crashStatName || s.VsLimit == nil {
+		if (s.Name != crashStatName && s.Name != priorityStatName) || s.VsLimit == nil {
 			continue
 		}
-		t := Target{Name: fmt.Sprintf("crash p99 ≤ %g× limit p99", CrashTarget), Stat: s.Name,
+		t := Target{Name: fmt.Sprintf("%s p99 ≤ %g× limit p99", s.Name, CrashTarget), Stat: s.Name,
 			Ratio: s.VsLimit.P99Ratio, Max: CrashTarget, Met: s.VsLimit.P99Ratio <= CrashTarget}
 		t.Verdict = verdict(t.Met)
 		if nodes != 3 {
@@ -240,13 +253,25 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 	c := o.cluster(scope)
 	defer c.Close()
 	ids := make([]string, o.Nodes)
+	// priority: node 1 has the highest priority, node n the lowest.
+	prio := map[string]int{}
+	start := func(id string) error {
+		var extra []string
+		if kind == "priority" {
+			extra = []string{"--priority", fmt.Sprint(prio[id])}
+		}
+		_, err := c.Start(id, extra...)
+		return err
+	}
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s-%d", kind, i+1)
-		if _, err := c.Start(ids[i]); err != nil {
+		prio[ids[i]] = o.Nodes - i
+		if err := start(ids[i]); err != nil {
 			return err
 		}
 	}
 	var main, gap, detect, limit []float64
+	wins, previous := 0, "" // priority: kills the highest live candidate won; handover: the last to hand over
 	if probe != nil {
 		defer func() { rep.setLimit(limit) }()
 	}
@@ -273,9 +298,28 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 		}
 		n := c.Node(leader)
 		var t0 int64
+		target := ""
 		switch kind {
-		case "crash":
+		case "handover", "priority":
+			for _, m := range c.Running() {
+				switch {
+				case m.ID == leader || m.ID == previous: // previous: it handed over and cools down
+				case kind == "handover" && target == "":
+					target = m.ID
+				case kind == "priority" && (target == "" || prio[m.ID] > prio[target]):
+					target = m.ID
+				}
+			}
+		}
+		switch kind {
+		case "crash", "priority":
 			t0, err = n.Kill()
+		case "handover":
+			t0 = monotime.Now()
+			if out, herr := exec.CommandContext(ctx, o.Bin, "handover", scope, "--to", target, "--timeout", "10s",
+				"--dsn", o.DSN).CombinedOutput(); herr != nil {
+				err = fmt.Errorf("pgleader handover %s --to %s: %w: %s", scope, target, herr, out)
+			}
 		case "graceful":
 			t0, err = n.Signal(syscall.SIGTERM)
 		case "frozen":
@@ -296,9 +340,23 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 		main = append(main, ms(next.MonoNS-t0))
 		line := fmt.Sprintf("%s %d/%d: %s → %s gate open after %.2f ms", kind, i+1, o.N, leader, next.Node, ms(next.MonoNS-t0))
 		switch kind {
+		case "priority":
+			if next.Node == target {
+				wins++
+			} else {
+				line += fmt.Sprintf(" (NOT the highest-priority live candidate %s)", target)
+			}
+		case "handover":
+			if next.Node != target {
+				return fmt.Errorf("iteration %d: handover to %s, but %s leads", i+1, target, next.Node)
+			}
+			previous = leader
+			fallthrough
 		case "graceful":
-			if err := n.Wait(o.Timeout); err != nil {
-				return err
+			if kind == "graceful" {
+				if err := n.Wait(o.Timeout); err != nil {
+					return err
+				}
 			}
 			if closed, ok := last(c.Events(), func(r eventlog.Record) bool {
 				return r.Node == leader && r.Scope == scope && r.Event == "gate_closed" && r.Epoch == epoch
@@ -330,14 +388,23 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 			line += fmt.Sprintf(" (old gate closed after %.2f ms, %.2f ms before the new opened)", ms(closed.MonoNS-t0), ms(next.MonoNS-closed.MonoNS))
 		}
 		fmt.Fprintln(o.Progress, line)
-		if kind == "terminate" {
-			continue // the old process lives on and rejoins by itself
+		if kind == "terminate" || kind == "handover" {
+			continue // the old process lives on and campaigns again by itself
 		}
-		if _, err := c.Start(leader); err != nil { // back to n candidates
+		if err := start(leader); err != nil { // back to n candidates
 			return err
+		}
+		if kind == "priority" {
+			// The restarted node must campaign before the next kill, or the
+			// next highest-priority candidate would not be the one expected.
+			if err := o.registered(ctx, leader, c.Node(leader).PID()); err != nil {
+				return err
+			}
 		}
 	}
 	names := map[string][2]string{
+		"handover":  {"targeted handover", "`pgleader handover --to` started → the target's gate open"},
+		"priority":  {priorityStatName, "kill -9 of the leader → the highest-priority follower's gate open"},
 		"crash":     {crashStatName, "kill -9 of the leader → a follower's gate open"},
 		"graceful":  {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
 		"frozen":    {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
@@ -347,6 +414,14 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 	figure.failover = true
 	rep.Stats = append(rep.Stats, figure)
 	switch kind {
+	case "handover":
+		rep.Stats = append(rep.Stats, summarize("handover gap", "old gate closed → the target's gate open (must be ≥ 0: no overlap)", gap))
+		met := figure.P99MS <= ms(int64(HandoverTarget))
+		rep.Targets = append(rep.Targets, Target{Name: fmt.Sprintf("handover p99 ≤ %v", HandoverTarget), Stat: figure.Name,
+			Value: figure.P99MS, Unit: "ms", Max: ms(int64(HandoverTarget)), Met: met, Verdict: verdict(met)})
+	case "priority":
+		rep.Targets = append(rep.Targets, Target{Name: "the highest-priority live candidate wins every kill", Stat: figure.Name,
+			Value: float64(wins), Unit: fmt.Sprintf("wins of %d", o.N), Max: float64(o.N), Met: wins == o.N, Verdict: verdict(wins == o.N)})
 	case "graceful":
 		rep.Stats = append(rep.Stats, summarize("graceful gap", "old gate closed → new gate open", gap))
 	case "frozen":
@@ -389,6 +464,33 @@ func (o Options) steady(ctx context.Context, c *cluster.Cluster, scope string) (
 		select {
 		case <-ctx.Done():
 			return "", 0, fmt.Errorf("cluster did not settle (leader %q epoch %d, not following yet: %v): %w", leader, epoch, lagging, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// registered waits until node's current process (pid) has registered: it
+// campaigns from then on.
+func (o Options) registered(ctx context.Context, node string, pid int) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, o.DSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgleader.nodes WHERE node_id = $1
+		        AND os_pid = $2 AND stopped_at IS NULL)`, node, pid).Scan(&ok); err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not register: %w", node, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

@@ -56,7 +56,11 @@ func (r *Report) WriteTable(w io.Writer) {
 
 func writeTargets(w io.Writer, ts []Target) {
 	for _, t := range ts {
-		fmt.Fprintf(w, "target %s: %.2f× → %s", t.Name, t.Ratio, t.Verdict)
+		if t.Unit != "" {
+			fmt.Fprintf(w, "target %s: %.2f %s (max %.2f) → %s", t.Name, t.Value, t.Unit, t.Max, t.Verdict)
+		} else {
+			fmt.Fprintf(w, "target %s: %.2f× → %s", t.Name, t.Ratio, t.Verdict)
+		}
 		if t.Note != "" {
 			fmt.Fprintf(w, " (%s)", t.Note)
 		}

@@ -256,7 +256,9 @@ func vsLimit(s Stat, limit *Stat) *VsLimit {
 type Target struct {
 	Name    string  `json:"name"`
 	Stat    string  `json:"stat"`
-	Ratio   float64 `json:"ratio"`
+	Ratio   float64 `json:"ratio"` // the figure: a ratio to the limit, or Value in Unit
+	Value   float64 `json:"value,omitempty"`
+	Unit    string  `json:"unit,omitempty"` // Value's unit ("ms", "wins"); "" for a ratio
 	Max     float64 `json:"max"`
 	Met     bool    `json:"met"`
 	Verdict string  `json:"verdict"` // PASS or MISS

@@ -148,6 +148,8 @@ type env struct {
 	resumes  []time.Duration            // failover scenarios: promotion → first gate open
 	// squat scenario: collector reads that named the squatter (each one required)
 	squatsNamed int
+	// handover scenario: scope → the node that handed it over last (it cools down)
+	handedOver map[string]string
 	// node id → its network namespace (netns scenarios)
 	namespaces map[string]*faultnet.Namespace
 }
@@ -205,7 +207,7 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		r.Err = err.Error()
 		return r
 	}
-	e := &env{o: o, c: c, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(len(sc.name)))), admin: admin, dsn: dsn, pair: pr,
+	e := &env{o: o, c: c, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(len(sc.name)))), admin: admin, dsn: dsn, pair: pr, handedOver: map[string]string{},
 		scopes: scopes, deadline: time.Now().Add(o.Duration), progress: o.Progress, namespaces: namespaces}
 	runErr := func() error {
 		e.proxies = map[string]*faultnet.Proxy{}

@@ -87,7 +87,7 @@ func TestShortProfile(t *testing.T) {
 	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: dir, Seed: 1,
 		Duration: 4 * time.Second,
 		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low", "partition",
-			"pg-failover-sync", "pg-failover-async", "squat"},
+			"pg-failover-sync", "pg-failover-async", "squat", "handover"},
 		Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +95,8 @@ func TestShortProfile(t *testing.T) {
 	var table strings.Builder
 	chaos.WriteTable(&table, rs)
 	t.Logf("\n%s\n%s", progress.String(), table.String())
-	if len(rs) != 12 {
-		t.Fatalf("%d results, want 12", len(rs))
+	if len(rs) != 13 {
+		t.Fatalf("%d results, want 13", len(rs))
 	}
 	netnsSkip := faultnet.NamespaceSupport()
 	for _, r := range rs {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"syscall"
 	"time"
@@ -72,6 +73,34 @@ var scenarios = []scenario{
 			e.fault("resign", n.ID, t0, t0)
 			_, err = e.newEpoch(ctx, scope, epoch)
 			return err
+		})},
+	{name: "handover", about: "pgleader handover of the scope to a follower chosen at random, while the workload runs: that follower, and only it, leads next", expect: takeover,
+		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
+			var cands []string
+			for _, m := range e.c.Running() {
+				if m.ID != n.ID && m.ID != e.handedOver[scope] { // the last to hand over cools down
+					cands = append(cands, m.ID)
+				}
+			}
+			if len(cands) == 0 {
+				return nil
+			}
+			to := pick(e.rng, cands)
+			t0 := monotime.Now()
+			out, err := exec.CommandContext(ctx, e.o.Bin, "handover", scope, "--to", to, "--timeout", "10s", "--dsn", e.dsn).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("pgleader handover %s --to %s: %w: %s", scope, to, err, out)
+			}
+			next, err := e.newEpoch(ctx, scope, epoch)
+			if err != nil {
+				return err
+			}
+			e.fault("handover", n.ID, t0, monotime.Now())
+			if next.Node != to {
+				return fmt.Errorf("handover of %s to %s, but %s leads it at epoch %d", scope, to, next.Node, next.Epoch)
+			}
+			e.handedOver[scope] = n.ID
+			return nil
 		})},
 	{name: "stop-short", about: "SIGSTOP of the leader for less than its trust can lapse: no transition",
 		expect: checker.Footprint{FaultApplied: true, NoTransition: true},
