@@ -122,6 +122,14 @@ func (s *Scope) campaign(ctx context.Context) {
 						sleepCtx(ctx, e.cfg.ResignCooldown)
 					}
 					break follow
+				case o.r.holder == nil && o.r.deferredTo == nil:
+					// The lock is taken, but not by a live holder on record: most
+					// often another node's claim in flight, which may well defer to
+					// this node (priority, handover) and let go a moment later. Retry
+					// soon, backing off (a squatter that keeps the lock costs a claim
+					// per second at most; heartbeats retry it too).
+					failures++
+					retry.Reset(backoff(failures))
 				default:
 					failures = 0
 					if o.r.holder != nil && o.r.epoch != nil && *o.r.holder != e.cfg.NodeID {

@@ -337,6 +337,7 @@ func (e *Elector) onNotification(payload string) {
 		Holder string `json:"holder"`
 		Event  string `json:"event"`
 		To     string `json:"to"`
+		By     string `json:"by"`
 	}
 	if json.Unmarshal([]byte(payload), &n) != nil {
 		return
@@ -365,7 +366,8 @@ func (e *Elector) onNotification(payload string) {
 			e.ring.joined(n.Holder)
 		}
 	case "node_lost":
-		if n.Holder != e.cfg.NodeID {
+		// The announcer claimed with its announcement already.
+		if n.Holder != e.cfg.NodeID && n.By != e.cfg.NodeID {
 			e.claimScopesOf(n.Holder, false)
 		}
 	}

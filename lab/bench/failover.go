@@ -469,8 +469,12 @@ func (o Options) steady(ctx context.Context, c *cluster.Cluster, scope string) (
 	}
 }
 
-// registered waits until node's current process (pid) has registered: it
-// campaigns from then on.
+// registered waits until node's current process (pid) has registered and its
+// watch session waits on its ring peer's beacon: it campaigns, and a death of
+// the peer wakes it. (In a node's first milliseconds its watch is not armed yet,
+// and a peer that dies then is noticed at the next heartbeat, up to an interval
+// later: a real start-up window, but not the steady state this scenario
+// measures.)
 func (o Options) registered(ctx context.Context, node string, pid int) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -482,7 +486,10 @@ func (o Options) registered(ctx context.Context, node string, pid int) error {
 	for {
 		var ok bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgleader.nodes WHERE node_id = $1
-		        AND os_pid = $2 AND stopped_at IS NULL)`, node, pid).Scan(&ok); err != nil {
+		        AND os_pid = $2 AND stopped_at IS NULL)
+		    AND EXISTS (SELECT 1 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+		                 WHERE a.application_name = 'pgleader watch ' || $1 AND l.locktype = 'advisory' AND NOT l.granted)`,
+			node, pid).Scan(&ok); err != nil {
 			return err
 		}
 		if ok {
