@@ -259,7 +259,7 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 	}
 	ctx, cancel := s.stmtCtx(s.batchTimeout())
 	defer cancel()
-	if len(scopes) > 0 {
+	if len(scopes) > 0 && !s.lease {
 		s.termsMu.Lock()
 		leading := len(s.terms) > 0
 		s.termsMu.Unlock()
@@ -276,15 +276,22 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 	err := errSessionLost
 	start := monotime.Now()
 	if !s.isLost() {
-		var rows pgx.Rows
-		rows, err = s.lead.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
-			c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
-			c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, ann)
-		if err == nil {
-			got, err = scanClaims(rows)
-		}
-		if err != nil {
-			s.reconcileLocked(keys, err)
+		if s.lease {
+			got, err = s.runLeaseClaims(ctx, names, scopes)
+			if err != nil && s.lead.IsClosed() {
+				go s.lose(ReasonLostConnection, err)
+			}
+		} else {
+			var rows pgx.Rows
+			rows, err = s.lead.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
+				c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+				c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, ann)
+			if err == nil {
+				got, err = scanClaims(rows)
+			}
+			if err != nil {
+				s.reconcileLocked(keys, err)
+			}
 		}
 	}
 	done := monotime.Now()
@@ -357,7 +364,13 @@ func (s *session) releaseRows(ctx context.Context, q interface {
 	for i, r := range reqs {
 		names[i], epochs[i], reasons[i] = r.scope, r.epoch, string(r.reason)
 	}
-	rows, err := q.Query(ctx, releaseBatchSQL, s.e.cfg.NodeID, names, epochs, reasons)
+	var rows pgx.Rows
+	var err error
+	if s.lease {
+		rows, err = q.Query(ctx, leaseReleaseBatchSQL, s.e.cfg.NodeID, s.leaseToken, names, epochs, reasons)
+	} else {
+		rows, err = q.Query(ctx, releaseBatchSQL, s.e.cfg.NodeID, names, epochs, reasons)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -260,6 +260,9 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 // this very session are skipped: its earlier terms closed their gates before this
 // claim was sent.
 func (s *Scope) awaitPredecessors(t *term, sess *session, r claimResult) {
+	if sess.lease {
+		return // lease mode: the claim waited out the predecessor's lease (lease.go)
+	}
 	e := s.e
 	var keys []int64
 	for _, k := range r.waitGuards {

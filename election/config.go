@@ -18,6 +18,25 @@ import (
 // MaxScopeLen is the longest scope name, in bytes (the schema enforces it too).
 const MaxScopeLen = 200
 
+// Mode is how a node holds leadership (Config.Mode).
+type Mode string
+
+// Modes.
+const (
+	// ModeLock, the default: a session advisory lock per led scope on a dedicated
+	// connection, the fastest failover (milliseconds after a crash). Needs a
+	// direct connection to PostgreSQL, or a session pooler; refused behind a
+	// transaction pooler (ErrPooler).
+	ModeLock Mode = "lock"
+	// ModeLease: a lease row per scope, renewed by every heartbeat, for
+	// deployments that reach PostgreSQL only through a transaction pooler
+	// (PgBouncer, Supavisor, RDS Proxy, pgcat): no session state, one connection,
+	// every statement its own transaction. A crashed or frozen leader is replaced
+	// once its lease (SessionLease) has run out, as seen by a follower, plus up to
+	// one heartbeat interval. Every candidate of a scope must use the same mode.
+	ModeLease Mode = "lease"
+)
+
 // Config configures an Elector. Start from DefaultConfig or leave durations zero to
 // get the defaults; New calls Validate.
 type Config struct {
@@ -28,6 +47,10 @@ type Config struct {
 	// nothing more: Check fails with ErrPermission otherwise (docs/security.md).
 	// The engine's own sessions run with search_path = pg_catalog.
 	DSN string
+
+	// Mode is how leadership is held: ModeLock (default) or ModeLease. See
+	// docs/poolers.md for which to choose behind a connection pooler.
+	Mode Mode
 
 	// ConnConfig is the alternative to DSN for services that build their pgx
 	// configuration in code (a custom DialFunc or LookupFunc, TLS from a secret
@@ -148,6 +171,9 @@ func (c *Config) applyDefaults() {
 	def(&c.DrainTimeout, 5*time.Second)
 	def(&c.ResignCooldown, 2*c.HeartbeatInterval)
 	def(&c.FencedTxIdleTimeout, c.SessionLease)
+	if c.Mode == "" {
+		c.Mode = ModeLock
+	}
 	if c.MaxScopes == 0 {
 		c.MaxScopes = 10000
 	}
@@ -181,6 +207,9 @@ func (c *Config) Validate() error {
 	c.applyDefaults()
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
+	}
+	if c.Mode != ModeLock && c.Mode != ModeLease {
+		return bad("Mode", "mode %q: must be %q (session advisory locks, the default) or %q (lease rows, through a transaction pooler)", c.Mode, ModeLock, ModeLease)
 	}
 	if c.Priority != nil && *c.Priority < 0 {
 		return bad("Priority", "priority %d: must be 0 (never leads) or more (default 1)", *c.Priority)

@@ -73,6 +73,11 @@ func New(cfg Config) (*Elector, error) {
 		}
 		e.base = base
 	}
+	if e.base != nil && cfg.Mode == ModeLease {
+		// Through a transaction pooler a named prepared statement of one client may
+		// meet another's on a shared server connection: unnamed statements only.
+		e.base.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	keys := map[int64]string{}
 	for _, name := range cfg.Scopes {
 		key, ok := cfg.LockKeys[name]
@@ -172,7 +177,11 @@ func (e *Elector) Start(ctx context.Context) error {
 		return nil
 	}
 
-	if err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log); err != nil {
+	err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log)
+	if err == nil {
+		err = e.checkMode(ctx)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: stopped before it could start: %w", ErrClosed, context.Cause(ctx))
 		}
@@ -227,7 +236,9 @@ func (e *Elector) campaignAll(ctx context.Context) error {
 	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
 	var sessions sync.WaitGroup
 	sessions.Go(func() { e.sessionLoop(sessCtx) })
-	sessions.Go(func() { e.ring.loop(sessCtx) })
+	if e.cfg.Mode == ModeLock { // lease mode has no ring: followers poll (lease.go)
+		sessions.Go(func() { e.ring.loop(sessCtx) })
+	}
 
 	var campaigns sync.WaitGroup
 	for _, s := range e.order {

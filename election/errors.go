@@ -33,6 +33,18 @@ var (
 	// ErrTooManyScopes: more scopes than the server's lock table can hold safely
 	// (see LockTableCapacity).
 	ErrTooManyScopes = errors.New("pgleader: too many scopes for this server")
+	// ErrPooler: a connection pooler sits where the leadership session needs a
+	// session of its own: a transaction or statement pooler (PgBouncer's
+	// pool_mode=transaction, Supavisor, RDS Proxy without pinning, pgcat), or one
+	// that refuses or drops the session settings that bound failover. Session
+	// advisory locks through it would outlive a crash or reach another client.
+	// The message names the fixes: a direct DSN for leadership (a session pooler
+	// works too), or Mode = ModeLease.
+	ErrPooler = errors.New("pgleader: connection pooler in the way")
+	// ErrModeConflict: a scope already runs in the other mode (ModeLock,
+	// ModeLease) with live candidates: every candidate of a scope must use the
+	// same mode.
+	ErrModeConflict = errors.New("pgleader: scope runs in the other mode")
 	// ErrUnknownScope: the scope is not one of Config.Scopes.
 	ErrUnknownScope = errors.New("pgleader: unknown scope")
 	// ErrClosed: the Elector has stopped (or never started and cannot start

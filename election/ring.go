@@ -206,7 +206,7 @@ func (r *ring) loop(ctx context.Context) {
 		conn := r.conn.Load()
 		if conn == nil || conn.IsClosed() {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			c, err := pgx.ConnectConfig(cctx, e.connConfig("watch", false))
+			c, err := e.dial(cctx, "watch", false, 0)
 			cancel()
 			if err != nil {
 				failures++

@@ -37,6 +37,8 @@ type Scope struct {
 	opened atomic.Pointer[chan struct{}] // closed (and replaced) when a gate period opens: Await
 
 	reservation atomic.Pointer[string] // the node a handover reserved the free scope for ("" or nil: none)
+
+	lease leaseWatch // lease mode: what this node saw of the scope's lease
 }
 
 // reserve records the node a release reserved the scope for ("": nobody).
@@ -52,6 +54,7 @@ func (s *Scope) reservedFor() string {
 
 func newScope(e *Elector, name string, key int64) *Scope {
 	s := &Scope{e: e, name: name, key: key, sig: make(chan struct{}, 1)}
+	s.lease.claim = -1
 	ch := make(chan struct{})
 	s.opened.Store(&ch)
 	return s

@@ -44,6 +44,11 @@ type session struct {
 	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
 	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
 
+	// lease: a lease-mode session (lease.go): lead is its only connection (guard
+	// is nil), and leaseToken binds its calls to its registration.
+	lease      bool
+	leaseToken int64
+
 	batch  batchQueue    // claims and releases waiting for the next round trip
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
 
@@ -121,15 +126,18 @@ func withKeepalive(dial pgconn.DialFunc, ka net.KeepAliveConfig) pgconn.DialFunc
 }
 
 func (e *Elector) openSession(ctx context.Context) (*session, error) {
+	if e.cfg.Mode == ModeLease {
+		return e.openLeaseSession(ctx)
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	lead, err := pgx.ConnectConfig(cctx, e.connConfig("leadership", true))
+	lead, err := e.dial(cctx, "leadership", true, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: leadership session: %w", ErrUnreachable, err)
 	}
 	// The guard gets its lease (idle_session_timeout) only while the node leads
 	// something; a follower's guard costs the server no statements at all.
-	guard, err := pgx.ConnectConfig(cctx, e.connConfig("guard", false))
+	guard, err := e.dial(cctx, "guard", false, 0)
 	if err != nil {
 		lead.Close(context.Background())
 		return nil, fmt.Errorf("%w: guard session: %w", ErrUnreachable, err)
@@ -274,7 +282,9 @@ func (s *session) lose(reason Reason, cause error) {
 		}
 		// Closing the sockets is safe while a statement is in flight on another
 		// goroutine; pgx.Conn.Close is called later by the owner (close).
-		_ = s.guard.PgConn().Conn().Close()
+		if s.guard != nil {
+			_ = s.guard.PgConn().Conn().Close()
+		}
 		_ = s.lead.PgConn().Conn().Close()
 		level := slog.LevelWarn
 		if reason == ReasonClosed {
@@ -292,7 +302,9 @@ func (s *session) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lead.Close(context.Background())
-	s.guard.Close(context.Background())
+	if s.guard != nil {
+		s.guard.Close(context.Background())
+	}
 }
 
 func (s *session) addTerm(t *term) bool {
@@ -328,23 +340,20 @@ const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign, handover FR
 // holder (which it claims: the fallback when no wake-up reached this node), and it
 // learns which peer to watch.
 func (s *session) heartbeat() {
+	if s.lease {
+		s.leaseHeartbeat()
+		return
+	}
 	e := s.e
-	s.termsMu.Lock()
-	terms := make([]*term, 0, len(s.terms))
-	scopes := make([]string, 0, len(s.terms))
-	epochs := make([]int64, 0, len(s.terms))
+	terms, scopes, epochs := s.termsSnapshot()
 	led := map[*Scope]bool{}
 	var settled []string
-	for t := range s.terms {
-		terms = append(terms, t)
-		scopes = append(scopes, t.scope.name)
-		epochs = append(epochs, t.epoch)
+	for _, t := range terms {
 		led[t.scope] = true
 		if t.isSettled() {
 			settled = append(settled, t.scope.name)
 		}
 	}
-	s.termsMu.Unlock()
 	var follow []string
 	var known []int64
 	for _, sc := range e.order {
@@ -409,13 +418,7 @@ func (s *session) heartbeat() {
 		err = fmt.Errorf("heartbeat took %v, timeout is %v", latency, e.cfg.HeartbeatTimeout)
 	}
 	if err != nil {
-		reason := ReasonHeartbeatTimeout
-		if !errors.Is(err, context.DeadlineExceeded) && latency < e.cfg.HeartbeatTimeout {
-			reason = ReasonLostConnection
-		}
-		e.emit(Event{Kind: EventHeartbeatFailed, Reason: reason, Err: err, Latency: latency, Terms: termRefs(terms)})
-		e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
-		s.lose(reason, err)
+		s.heartbeatFailed(err, latency, terms)
 		return
 	}
 	e.ring.setPeer(peer, start)
@@ -437,6 +440,38 @@ func (s *session) heartbeat() {
 		s.requestClaims(free, "")
 	}
 	e.lastHeartbeat.Store(&heartbeatMark{mono: start, wall: time.Now()})
+	s.confirmTerms(terms, ok, resign, handover, start, latency)
+}
+
+// termsSnapshot returns the session's terms, their scopes' names and epochs.
+func (s *session) termsSnapshot() (terms []*term, scopes []string, epochs []int64) {
+	s.termsMu.Lock()
+	defer s.termsMu.Unlock()
+	for t := range s.terms {
+		terms = append(terms, t)
+		scopes = append(scopes, t.scope.name)
+		epochs = append(epochs, t.epoch)
+	}
+	return terms, scopes, epochs
+}
+
+// heartbeatFailed reports a failed heartbeat round trip and gives the session up.
+func (s *session) heartbeatFailed(err error, latency time.Duration, terms []*term) {
+	e := s.e
+	reason := ReasonHeartbeatTimeout
+	if !errors.Is(err, context.DeadlineExceeded) && latency < e.cfg.HeartbeatTimeout {
+		reason = ReasonLostConnection
+	}
+	e.emit(Event{Kind: EventHeartbeatFailed, Reason: reason, Err: err, Latency: latency, Terms: termRefs(terms)})
+	e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
+	s.lose(reason, err)
+}
+
+// confirmTerms applies a successful heartbeat (started at start) to the terms it
+// carried: extends the confirmed ones, starts the releases an operator asked for,
+// and ends the ones the database no longer gives this node (evicted).
+func (s *session) confirmTerms(terms []*term, ok, resign map[string]bool, handover map[string]string, start int64, latency time.Duration) {
+	e := s.e
 	var confirmed []*term
 	for _, t := range terms {
 		if ok[t.scope.name] {
@@ -478,6 +513,10 @@ func (s *session) markStopped() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.isLost() {
+		return
+	}
+	if s.lease {
+		_, _ = s.lead.Exec(ctx, "SELECT pgleader.lease_stopped($1, $2)", s.e.cfg.NodeID, s.leaseToken)
 		return
 	}
 	_, _ = s.lead.Exec(ctx, "SELECT pgleader.node_stopped($1)", s.e.cfg.NodeID)

@@ -613,10 +613,32 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 
--- apply_privileges, version 8: as version 7, with the functions of this version:
--- request_handover, cancel_handover and retire_scope for the operator (definer).
--- Makes the schema's ownership and grants what docs/security.md lists, for the
--- roles named in pgleader.roles. Idempotent; every migration from
+-- privilege_lists: the functions that run as the owner (SECURITY DEFINER: they
+-- write, or call what a DBA may revoke from PUBLIC, the advisory-lock functions),
+-- and those each role may execute. Version 8: the operator's request_handover,
+-- cancel_handover and retire_scope.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.privilege_lists(
+    OUT definer text[], OUT node text[], OUT reader text[], OUT operator text[])
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT ARRAY['claim_batch', 'release_batch', 'node_heartbeat', 'unlock_held_many',
+               'await_release', 'ring_next', 'register_node', 'node_stopped', 'session_lock',
+               'fence', 'fence_rejected', 'request_resign', 'record_eviction', 'interference',
+               'request_handover', 'cancel_handover', 'retire_scope'],
+         ARRAY['schema_version', 'lock_key', 'claim_batch', 'release_batch', 'node_heartbeat',
+               'unlock_held_many', 'await_release', 'ring_next', 'register_node', 'node_stopped',
+               'session_lock', 'fence', 'fence_rejected', 'epoch_floor', 'wal_timeline',
+               'interference'],
+         ARRAY['schema_version', 'lock_key', 'lock_held', 'advisory_locks', 'lock_map',
+               'wal_timeline', 'epoch_floor', 'interference'],
+         ARRAY['request_resign', 'record_eviction', 'request_handover', 'cancel_handover', 'retire_scope']
+$$;
+-- +goose StatementEnd
+
+-- apply_privileges, version 8: as version 7, with the lists of functions read from
+-- privilege_lists(), so that a later version that adds functions replaces that
+-- small function only. Makes the schema's ownership and grants what
+-- docs/security.md lists, for the roles named in pgleader.roles. Idempotent; every migration from
 -- version 7 on ends by calling it. Runs with the migrating role's rights.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION pgleader.apply_privileges() RETURNS void
@@ -628,21 +650,16 @@ DECLARE
   v_reader name;
   v_oper   name;
   v_can    boolean;
-  -- Functions that run as the owner: they write, or call what a DBA may revoke
-  -- from PUBLIC (the advisory-lock functions).
-  v_definer text[] := ARRAY['claim_batch', 'release_batch', 'node_heartbeat', 'unlock_held_many',
-                            'await_release', 'ring_next', 'register_node', 'node_stopped', 'session_lock',
-                            'fence', 'fence_rejected', 'request_resign', 'record_eviction', 'interference',
-                            'request_handover', 'cancel_handover', 'retire_scope'];
-  v_node_fn text[] := ARRAY['schema_version', 'lock_key', 'claim_batch', 'release_batch', 'node_heartbeat',
-                            'unlock_held_many', 'await_release', 'ring_next', 'register_node', 'node_stopped',
-                            'session_lock', 'fence', 'fence_rejected', 'epoch_floor', 'wal_timeline',
-                            'interference'];
-  v_read_fn text[] := ARRAY['schema_version', 'lock_key', 'lock_held', 'advisory_locks', 'lock_map',
-                            'wal_timeline', 'epoch_floor', 'interference'];
-  v_oper_fn text[] := ARRAY['request_resign', 'record_eviction', 'request_handover', 'cancel_handover',
-                            'retire_scope'];
+  -- Which functions run as the owner, and which each role may run: the lists of
+  -- the schema's version (privilege_lists, replaced by each version that adds
+  -- functions).
+  v_definer text[];
+  v_node_fn text[];
+  v_read_fn text[];
+  v_oper_fn text[];
 BEGIN
+  SELECT l.definer, l.node, l.reader, l.operator INTO v_definer, v_node_fn, v_read_fn, v_oper_fn
+    FROM pgleader.privilege_lists() l;
   SELECT role_name INTO v_owner FROM pgleader.roles WHERE kind = 'owner';
   SELECT role_name INTO v_node FROM pgleader.roles WHERE kind = 'node';
   SELECT role_name INTO v_reader FROM pgleader.roles WHERE kind = 'reader';

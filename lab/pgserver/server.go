@@ -105,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := serverCredential()
+	cred, err := Credential()
 	if err != nil {
 		return nil, err
 	}
@@ -446,9 +446,10 @@ func (s *Server) chown(path string) error {
 	return nil
 }
 
-// serverCredential returns the credentials to run PostgreSQL with: nil for
-// the current user, or the "postgres" OS user when running as root.
-func serverCredential() (*syscall.Credential, error) {
+// Credential is the credential the lab runs PostgreSQL and PgBouncer with: the
+// postgres OS user when this process is root (both refuse to run as root), nil
+// otherwise.
+func Credential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/pgleader/pgleader/lab/pgbouncer"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
@@ -320,4 +322,29 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// NewBouncer starts a PgBouncer in pool mode (transaction, session, statement) in
+// front of the server of dsn and returns dsn rewritten to go through it; the
+// bouncer stops when the test ends. It fails the test when pgbouncer is missing
+// (CI installs it: .ci/install-deps).
+func NewBouncer(t testing.TB, dsn, mode string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := pgbouncer.Start(ctx, pgbouncer.Options{ServerHost: u.Hostname(), ServerPort: port, Mode: mode, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	via, err := b.DSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return via
 }

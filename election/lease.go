@@ -1,0 +1,245 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/monotime"
+)
+
+// Lease mode (Config.Mode = ModeLease; schema version 9). A scope is held by its
+// row, not by an advisory lock: the holder renews the lease with every heartbeat
+// (lease_seq + 1), and a follower may claim a held scope only once it has watched
+// the lease unchanged for a whole lease (SessionLease, L) on its own monotonic
+// clock, with a compare-and-swap on the lease_seq it watched. The session is one
+// connection, every statement its own transaction, so it works through a
+// transaction pooler; there is no guard, beacon, ring or LISTEN.
+//
+// No overlap. The holder's heartbeat that produced lease_seq q started at s (its
+// clock) and was committed at u ≥ s; its gate stays open until s + W. A follower
+// saw q at a read that returned at o ≥ u, and claims no earlier than o + L on its
+// clock, with q still current: by then the holder has not renewed, and its gate
+// closed at s + W ≤ o + W < o + L, as long as L − W covers the difference between
+// the two clocks' rates over L. A frozen or partitioned holder is the same case;
+// a clean release (resign, drain) closes the gate before the release commits.
+// Claims of a free scope (released, or never claimed) need no wait. So a new
+// term's gate opens at once, without the lock mode's wait for predecessors.
+//
+// Liveness. Followers learn of a free or expired lease only from their own
+// heartbeats (notifications do not cross a transaction pooler), so a crashed
+// holder is replaced within L + I, a released scope within I.
+
+// leaseConnConfig is the configuration of a lease-mode connection: the caller's,
+// with only what a transaction pooler passes on. No session settings (a pooler
+// refuses or drops them, and they would not outlive the transaction), and the
+// extended protocol with unnamed statements (QueryExecModeExec), which needs no
+// prepared statement to survive between transactions.
+func (e *Elector) leaseConnConfig() *pgx.ConnConfig {
+	c := e.base.Copy()
+	c.DialFunc = withKeepalive(c.DialFunc, net.KeepAliveConfig{Enable: true,
+		Idle: max(e.cfg.SessionLease, time.Second), Interval: time.Second, Count: 3})
+	c.DefaultQueryExecMode = pgx.QueryExecModeExec
+	name := "pgleader lease " + e.cfg.NodeID
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	c.RuntimeParams["application_name"] = name
+	return c
+}
+
+// openLeaseSession opens a lease-mode session: one connection, registered under
+// a random token that binds its heartbeats, claims and releases.
+func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, e.leaseConnConfig())
+	if err != nil {
+		return nil, fmt.Errorf("%w: lease session: %w", ErrUnreachable, err)
+	}
+	s := &session{e: e, lead: conn, lease: true, leaseToken: randomKey(), terms: map[*term]struct{}{},
+		lost: make(chan struct{}), hbKick: make(chan struct{}, 1)}
+	s.batch.init()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	c := e.cfg
+	if _, err := conn.Exec(cctx, "SELECT pgleader.lease_register($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
+		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
+		s.leaseToken, c.priority(), c.ResignCooldown.Milliseconds()); err != nil {
+		s.cancel()
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("register node (lease mode): %w", err)
+	}
+	w := watchSocket(conn.PgConn().Conn(), func() { s.lose(ReasonLostConnection, errors.New("the server or pooler closed the connection")) })
+	s.termsMu.Lock()
+	s.watches = append(s.watches, w)
+	s.termsMu.Unlock()
+	if s.isLost() {
+		w.stop()
+	}
+	return s, nil
+}
+
+// leaseWatch is what a follower saw of a held scope's lease: the lease_seq and
+// when (monotonic) a heartbeat first returned it.
+type leaseWatch struct {
+	mu    sync.Mutex
+	seq   int64
+	since int64 // 0: not watched yet
+	claim int64 // the lease_seq a queued claim expects (-1: none observed)
+}
+
+// observe records a heartbeat's view of the scope (returned at now) and reports
+// whether the scope may be claimed: it is free, or its lease_seq has not changed
+// for a whole lease. expect is the lease_seq the claim must find.
+func (w *leaseWatch) observe(free bool, seq, now int64, lease time.Duration) (claim bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if free {
+		w.claim = seq
+		return true
+	}
+	if w.since == 0 || seq != w.seq {
+		w.seq, w.since = seq, now
+		return false
+	}
+	if now-w.since >= int64(lease) {
+		w.claim = seq
+		return true
+	}
+	return false
+}
+
+// expected returns the lease_seq a claim of the scope expects (-1: none, which
+// matches only a free scope).
+func (w *leaseWatch) expected() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.claim
+}
+
+// reset forgets the watch (the scope was won).
+func (w *leaseWatch) reset() {
+	w.mu.Lock()
+	w.since, w.claim = 0, -1
+	w.mu.Unlock()
+}
+
+const leaseHeartbeatSQL = "SELECT kind, scope, ok, epoch, holder, seq, resign, handover FROM pgleader.lease_heartbeat($1, $2, $3, $4, $5)"
+
+// leaseHeartbeat is the heartbeat of a lease-mode session: it renews the led
+// scopes' leases and reads the followed ones, claiming those that are free or
+// whose lease it has watched run out.
+func (s *session) leaseHeartbeat() {
+	e := s.e
+	terms, scopes, epochs := s.termsSnapshot()
+	led := map[*Scope]bool{}
+	for _, t := range terms {
+		led[t.scope] = true
+	}
+	var follow []string
+	for _, sc := range e.order {
+		if !led[sc] {
+			follow = append(follow, sc.name)
+		}
+	}
+	s.mu.Lock()
+	if s.isLost() {
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
+	defer cancel()
+	start := monotime.Now()
+	ok := make(map[string]bool, len(scopes))
+	resign := map[string]bool{}
+	handover := map[string]string{}
+	type view struct {
+		scope  string
+		epoch  int64
+		holder *string
+		seq    int64
+	}
+	var seen []view
+	rows, err := s.lead.Query(ctx, leaseHeartbeatSQL, e.cfg.NodeID, s.leaseToken, scopes, epochs, follow)
+	if err == nil {
+		var kind string
+		var scope, holder, to *string
+		var good, wantResign bool
+		var epoch, seq *int64
+		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &seq, &wantResign, &to}, func() error {
+			switch {
+			case kind == "led" && scope != nil:
+				ok[*scope] = good
+				resign[*scope] = wantResign
+				if to != nil {
+					handover[*scope] = *to
+				}
+			case kind == "follow" && scope != nil && epoch != nil && seq != nil:
+				seen = append(seen, view{*scope, *epoch, holder, *seq})
+			}
+			return nil
+		})
+	}
+	s.mu.Unlock()
+	now := monotime.Now() // after the read returned: later than every renewal it saw
+	latency := time.Duration(now - start)
+	if err == nil && latency >= e.cfg.HeartbeatTimeout {
+		err = fmt.Errorf("heartbeat took %v, timeout is %v", latency, e.cfg.HeartbeatTimeout)
+	}
+	if err != nil {
+		s.heartbeatFailed(err, latency, terms)
+		return
+	}
+	e.lastHeartbeat.Store(&heartbeatMark{mono: start, wall: time.Now()})
+	var claim []*Scope
+	for _, v := range seen {
+		sc := e.scopes[v.scope]
+		if sc == nil {
+			continue
+		}
+		if v.holder != nil && *v.holder != e.cfg.NodeID {
+			sc.observe(*v.holder, v.epoch)
+		}
+		if sc.lease.observe(v.holder == nil, v.seq, now, e.cfg.SessionLease) {
+			claim = append(claim, sc)
+		}
+	}
+	if len(claim) > 0 {
+		s.requestClaims(claim, "")
+	}
+	s.confirmTerms(terms, ok, resign, handover, start, latency)
+}
+
+// runLeaseClaims is runClaims for a lease-mode session.
+func (s *session) runLeaseClaims(ctx context.Context, names []string, scopes []*Scope) ([]claimResult, error) {
+	c := s.e.cfg
+	seqs := make([]int64, len(scopes))
+	for i, sc := range scopes {
+		seqs[i] = sc.lease.expected()
+	}
+	rows, err := s.lead.Query(ctx, leaseClaimBatchSQL, c.NodeID, s.leaseToken, c.Hostname,
+		c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+		c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, seqs)
+	if err != nil {
+		return nil, err
+	}
+	got, err := scanClaims(rows)
+	for _, r := range got {
+		if sc := s.e.scopes[r.scope]; sc != nil && r.acquired {
+			sc.lease.reset() // won: its own lease from now on
+		}
+	}
+	return got, err
+}
+
+const leaseClaimBatchSQL = `SELECT scope, acquired, busy, epoch, holder, prev_holder, prev_epoch, prev_closed,
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards, deferred_to
+	   FROM pgleader.lease_claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+const leaseReleaseBatchSQL = "SELECT scope, ok, busy FROM pgleader.lease_release_batch($1, $2, $3, $4, $5)"

@@ -1,0 +1,139 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// checkMode runs the start-up checks that depend on the mode: in lock mode, that
+// the leadership session's path is a session of its own (checkSessionPath); in
+// both, that no live node of the other mode campaigns for one of this node's
+// scopes.
+func (e *Elector) checkMode(ctx context.Context) error {
+	if e.cfg.Mode == ModeLock {
+		if err := e.checkSessionPath(ctx); err != nil {
+			return err
+		}
+	}
+	return withCheckConn(ctx, e.base, func(ctx context.Context, conn *pgx.Conn) error {
+		var scope, mode, nodes *string
+		err := conn.QueryRow(ctx, `SELECT s, n.mode, string_agg(n.node_id, ', ' ORDER BY n.node_id)
+		  FROM unnest($1::text[]) s
+		  JOIN pgleader.nodes n ON s = ANY (n.scopes) AND n.mode <> $2 AND n.node_id <> $3
+		  JOIN pgleader.live_nodes(pgleader.lock_map()) ln ON ln.node_id = n.node_id
+		 GROUP BY s, n.mode ORDER BY s LIMIT 1`, e.cfg.Scopes, string(e.cfg.Mode), e.cfg.NodeID).Scan(&scope, &mode, &nodes)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return fmt.Errorf("%w: read the other nodes' modes: %w", ErrUnreachable, err)
+		}
+		return fmt.Errorf("%w: scope %q runs in %s mode (live candidates: %s), this node in %s mode: run every candidate of a scope in one mode (--mode %s), or stop those nodes first",
+			ErrModeConflict, *scope, *mode, *nodes, e.cfg.Mode, *mode)
+	})
+}
+
+// poolerFix is how an ErrPooler message ends: what to do about it.
+const poolerFix = "point the leadership DSN at PostgreSQL itself (Config.DSN, pgleader node --leader-dsn; your application may keep writing, and fencing, through the pooler), or use a session pooler, or run in lease mode (Config.Mode = ModeLease, --mode lease): see docs/poolers.md"
+
+// checkSessionPath makes sure the leadership session's connection is a session
+// of its own on the server, with the settings that bound failover. A pooler
+// shows itself by handing out a cancellation key whose pid is not the backend's
+// (pgx's PgConn.PID against pg_backend_pid()). Then: a pooler that refuses the
+// session settings (PgBouncer: "unsupported startup parameter") or drops them
+// (ignore_startup_parameters) is refused; and one that moves the client between
+// server connections between transactions (transaction or statement pooling) is
+// refused too, found by holding a transaction open on a second client (which
+// takes the server connection the first client last used) and asking the first
+// for its backend again. A session pooler passes: the session is pinned.
+func (e *Elector) checkSessionPath(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	want := e.connConfig("check", true).RuntimeParams["idle_session_timeout"]
+	a, err := e.dial(cctx, "check", true, pgx.QueryExecModeExec) // a prepared statement would not survive a transaction pooler
+	if err != nil {
+		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, unwrapConnectErr(err))
+	}
+	defer a.Close(context.Background())
+	var backend int
+	var lease string
+	if err := a.QueryRow(cctx, "SELECT pg_backend_pid(), (SELECT setting FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout')").Scan(&backend, &lease); err != nil {
+		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, err)
+	}
+	if uint32(backend) == a.PgConn().PID() {
+		return nil // a direct connection: the cancellation key is the backend's own
+	}
+	if lease != want { // pg_settings.setting is in milliseconds, like the parameter sent
+		return fmt.Errorf("%w: the leadership session goes through a connection pooler that drops its session settings (idle_session_timeout is %s, not %sms): %s",
+			ErrPooler, lease, want, poolerFix)
+	}
+	b, err := e.dial(cctx, "check", false, pgx.QueryExecModeExec)
+	if err != nil {
+		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, unwrapConnectErr(err))
+	}
+	defer b.Close(context.Background())
+	tx, err := b.Begin(cctx)
+	if err != nil {
+		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
+	}
+	defer tx.Rollback(context.Background())
+	var other, again int
+	if err := tx.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
+		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
+	}
+	if err := a.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&again); err != nil {
+		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
+	}
+	if again != backend {
+		return fmt.Errorf("%w: the leadership session goes through a transaction (or statement) pooler: its backend changed from %d to %d between two statements, so a session advisory lock would stay behind on a server connection other clients use; %s",
+			ErrPooler, backend, again, poolerFix)
+	}
+	e.log.Info("the leadership session goes through a session pooler: each session is pinned to one server connection", "node", e.cfg.NodeID)
+	return nil
+}
+
+// dial opens one of the engine's dedicated connections (role: leadership, guard,
+// watch) with the session settings of connConfig. A pooler that refuses them in
+// the startup packet (PgBouncer accepts only a few there) gets them as SETs on the
+// session once connected instead: only a session pooler keeps them, and
+// checkSessionPath refuses any other at start. mode overrides the query exec
+// mode when not zero.
+func (e *Elector) dial(ctx context.Context, role string, leased bool, mode pgx.QueryExecMode) (*pgx.Conn, error) {
+	cfg := e.connConfig(role, leased)
+	if mode != 0 {
+		cfg.DefaultQueryExecMode = mode
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil || !isPoolerStartupError(err) {
+		return conn, err
+	}
+	var names, values []string
+	for k, v := range cfg.RuntimeParams {
+		if k != "application_name" {
+			names, values = append(names, k), append(values, v)
+			delete(cfg.RuntimeParams, k)
+		}
+	}
+	conn, err = pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "SELECT set_config(n, v, false) FROM unnest($1::text[], $2::text[]) AS s(n, v)", names, values); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("apply the session settings on a pooled connection: %w", err)
+	}
+	return conn, nil
+}
+
+// isPoolerStartupError reports a pooler's refusal of a startup parameter
+// (PgBouncer: FATAL 08P01 "unsupported startup parameter: …").
+func isPoolerStartupError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "startup parameter")
+}
