@@ -20,7 +20,10 @@
 // header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the
 // scopes in trouble, as many as fit; the tables draw only their visible rows
 // and page (PgUp/PgDn, Home/End); / filters by substring and p keeps the
-// problems. The per-snapshot work (sorting, cells) is done once per snapshot
+// problems. An IDLE scope (no leader, and nobody meant to lead: its candidates
+// stopped cleanly) is not trouble: it is counted, shown muted, never named
+// and left out by p; retired scopes are not in the snapshot and only counted
+// ("3 retired"). The per-snapshot work (sorting, cells) is done once per snapshot
 // or filter change, never per frame.
 //
 // Data handling rules, for the 3 a.m. reader:
