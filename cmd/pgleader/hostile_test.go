@@ -146,7 +146,7 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	terms := []collector.Term{
 		{Scope: evil("billing"), Epoch: 2, Holder: evil("n2"), Hostname: evil("host"), AcquiredAt: t0, HeldFor: time.Minute},
 		{Scope: evil("billing"), Epoch: 1, Holder: evil("n1"), Hostname: evil("host"), AcquiredAt: t0.Add(-time.Hour),
-			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HeldFor: time.Hour},
+			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HandedTo: evil("n2"), HeldFor: time.Hour},
 	}
 	render := func(t *testing.T, format string) string {
 		t.Helper()
@@ -166,13 +166,14 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	t.Run("TSV", func(t *testing.T) {
 		out := render(t, cli.FormatTSV)
 		assertInert(t, "history tsv", out, true)
-		assertTSV(t, "history tsv", out, 1+len(terms), 8)
+		assertTSV(t, "history tsv", out, 1+len(terms), 9)
 	})
 	t.Run("JSON", func(t *testing.T) {
 		out := render(t, cli.FormatJSON)
 		assertNoRawControl(t, out)
 		var back []collector.Term
-		if err := json.Unmarshal([]byte(out), &back); err != nil || back[1].Holder != terms[1].Holder || back[1].EndedBy != terms[1].EndedBy {
+		if err := json.Unmarshal([]byte(out), &back); err != nil || back[1].Holder != terms[1].Holder || back[1].EndedBy != terms[1].EndedBy ||
+			back[1].HandedTo != terms[1].HandedTo {
 			t.Fatalf("JSON must stay exact: %+v, %v", back, err)
 		}
 	})
