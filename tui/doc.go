@@ -5,7 +5,8 @@
 // [collector.Snapshot]s and the ordered [collector.Event] stream through the
 // [Feed] interface, which *collector.Collector satisfies, and never talks to
 // PostgreSQL or to the nodes itself. Operator actions (asking a leader to resign,
-// evicting one) and the demo's fault keys come in through two optional
+// evicting one, handing a scope over to its best follower) and the demo's fault
+// keys come in through two optional
 // interfaces, [Actions] and [Faults]; without them the dashboard is strictly
 // read-only.
 //

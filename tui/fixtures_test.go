@@ -91,13 +91,17 @@ func (f *fakeFeed) push(s *collector.Snapshot) {
 
 type evictCall struct{ scope, reason string }
 
+// handoverCall is one Handover asked of fakeActions.
+type handoverCall struct{ scope, to, via string }
+
 // fakeActions records the actions asked of it: Evict calls in calls, Resign
-// calls in resigns.
+// calls in resigns, Handover calls in handovers.
 type fakeActions struct {
-	mu      sync.Mutex
-	calls   []evictCall
-	resigns []evictCall
-	err     error
+	mu        sync.Mutex
+	calls     []evictCall
+	resigns   []evictCall
+	handovers []handoverCall
+	err       error
 }
 
 func (a *fakeActions) Evict(_ context.Context, scope, reason string) error {
@@ -112,6 +116,20 @@ func (a *fakeActions) Resign(_ context.Context, scope, reason string) error {
 	defer a.mu.Unlock()
 	a.resigns = append(a.resigns, evictCall{scope, reason})
 	return a.err
+}
+
+func (a *fakeActions) Handover(_ context.Context, scope, to, via string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.handovers = append(a.handovers, handoverCall{scope, to, via})
+	return a.err
+}
+
+// handoverCalls returns the Handover calls so far.
+func (a *fakeActions) handoverCalls() []handoverCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.handovers)
 }
 
 // resignCalls returns the Resign calls so far.

@@ -26,6 +26,7 @@ func TestGolden(t *testing.T) {
 		{name: "evict_confirm", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"x"}},
 		{name: "resign_confirm", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"R"}},
 		{name: "handover", snaps: []*collector.Snapshot{handoverSnapshot()}},
+		{name: "handover_confirm", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"down", "O"}},
 		{name: "handover_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"enter"}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
