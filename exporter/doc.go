@@ -27,11 +27,15 @@
 //	pgleader_scope_split_brain{scope}                 gauge   1 while the collector's split_brain check fires
 //	pgleader_scope_stale_leader{scope}                gauge   1 while the stale_leader check fires
 //	pgleader_scope_last_handover_gap_seconds{scope}   gauge   leaderless gap before the open term (absent when none)
+//	pgleader_scope_idle{scope}                        gauge   1 while IDLE: no leader, and nobody meant to lead
+//	pgleader_scope_handover_pending{scope}            gauge   1 while a requested handover reserves the scope
+//	pgleader_scopes_retired                           gauge   scopes retired (pgleader scope retire); they have no other series
 //	pgleader_fence_rejected_total{scope}              counter fenced writes the database refused
 //	pgleader_node_up{node}                            gauge   1 when the node is live (not stopped, seen recently)
 //	pgleader_node_last_seen_age_seconds{node}         gauge   age of nodes.last_seen
 //	pgleader_node_leader{node,scope}                  gauge   1 per scope the node leads
 //	pgleader_node_stale{node}                         gauge   1 while the stale_node check fires
+//	pgleader_node_priority{node}                      gauge   candidate priority (a free scope goes to the highest; 0 never leads)
 //	pgleader_advisory_locks                           gauge   granted advisory locks in the database
 //	pgleader_advisory_lock_waiters                    gauge   advisory lock requests not granted
 //	pgleader_lock_table_capacity                      gauge   shared lock table size (absent when unknown)

@@ -79,11 +79,15 @@ var (
 	scopeSplitBrain    = desc("pgleader_scope_split_brain", "1 while the collector's split_brain check fires for the scope, else 0.", "scope")
 	scopeStaleLeader   = desc("pgleader_scope_stale_leader", "1 while the collector's stale_leader check fires for the scope, else 0.", "scope")
 	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open.", "scope")
+	scopeIdle          = desc("pgleader_scope_idle", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0.", "scope")
+	scopeHandover      = desc("pgleader_scope_handover_pending", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0.", "scope")
+	scopesRetired      = desc("pgleader_scopes_retired", "Scopes retired with pgleader scope retire: left out of every other pgleader_scope_* series.")
 	fenceRejected      = desc("pgleader_fence_rejected_total", "Fenced writes the database refused (audit kind fence_rejected) since the collector started.", "scope")
 	nodeUp             = desc("pgleader_node_up", "1 when the node is live: not stopped and seen recently.", "node")
 	nodeLastSeenAge    = desc("pgleader_node_last_seen_age_seconds", "Age of the node's last_seen (database time) at the collector's read.", "node")
 	nodeLeader         = desc("pgleader_node_leader", "1 for each scope the node leads.", "node", "scope")
 	nodeStale          = desc("pgleader_node_stale", "1 while the collector's stale_node check fires for the node, else 0.", "node")
+	nodePriority       = desc("pgleader_node_priority", "Candidate priority of the node: a free scope goes to its live candidate of highest priority; 0 never leads.", "node")
 	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
 	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
 	lockTableCapacity  = desc("pgleader_lock_table_capacity", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions).")
@@ -110,8 +114,8 @@ var (
 var allDescs = []*prometheus.Desc{
 	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
-	scopeStaleLeader, scopeHandoverGap, fenceRejected,
-	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale,
+	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, fenceRejected,
+	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorCoalesced, collectorReconnect, collectorDropped,
@@ -217,6 +221,9 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 		if sc.OpenTerm != nil {
 			gauge(ch, scopeHandoverGap, sc.OpenTerm.HandoverGap.Seconds(), name)
 		}
+		// The no-leader rule fires only for scopes that are not idle.
+		gauge(ch, scopeIdle, b2f(sc.Verdict == collector.VerdictIdle), name)
+		gauge(ch, scopeHandover, b2f(sc.HandoverTo != ""), name)
 		// Every known scope gets its counter, 0 included, so that increase() sees
 		// the first rejection.
 		counter(ch, fenceRejected, float64(s.FenceRejected[name]), name)
@@ -226,6 +233,7 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 			counter(ch, fenceRejected, float64(n), name)
 		}
 	}
+	gauge(ch, scopesRetired, float64(s.Retired))
 
 	led := map[string]bool{} // of one node: a repeated series is a scrape error
 	for i := range s.Nodes {
@@ -240,6 +248,7 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 			}
 		}
 		gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
+		gauge(ch, nodePriority, float64(n.Priority), n.ID)
 	}
 
 	gauge(ch, advisoryLocks, float64(s.Locks.Advisory))

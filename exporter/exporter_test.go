@@ -40,8 +40,8 @@ func ledCluster() *collector.Snapshot {
 				OpenTerm: &collector.Term{Scope: "reports", Epoch: 3, Holder: "node-b", HandoverGap: 500 * time.Millisecond}},
 		},
 		Nodes: []collector.Node{
-			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true},
-			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true},
+			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true, Priority: 2},
+			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1},
 		},
 		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Capacity: 6400},
 		FenceRejected: map[string]uint64{"billing": 2},
@@ -76,6 +76,11 @@ pgleader_scope_stale_leader{scope="billing"} 0
 pgleader_scope_stale_leader{scope="reports"} 0
 pgleader_scope_last_handover_gap_seconds{scope="billing"} 1.2
 pgleader_scope_last_handover_gap_seconds{scope="reports"} 0.5
+pgleader_scope_idle{scope="billing"} 0
+pgleader_scope_idle{scope="reports"} 0
+pgleader_scope_handover_pending{scope="billing"} 0
+pgleader_scope_handover_pending{scope="reports"} 0
+pgleader_scopes_retired 0
 pgleader_fence_rejected_total{scope="billing"} 2
 pgleader_fence_rejected_total{scope="reports"} 0
 pgleader_node_up{node="node-a"} 1
@@ -86,6 +91,8 @@ pgleader_node_leader{node="node-a",scope="billing"} 1
 pgleader_node_leader{node="node-b",scope="reports"} 1
 pgleader_node_stale{node="node-a"} 0
 pgleader_node_stale{node="node-b"} 0
+pgleader_node_priority{node="node-a"} 2
+pgleader_node_priority{node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
@@ -146,6 +153,9 @@ pgleader_scope_lock_holders{scope="billing"} 0
 pgleader_scope_lock_waiters{scope="billing"} 2
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
+pgleader_scope_idle{scope="billing"} 0
+pgleader_scope_handover_pending{scope="billing"} 0
+pgleader_scopes_retired 0
 pgleader_fence_rejected_total{scope="billing"} 2
 pgleader_node_up{node="node-a"} 1
 pgleader_node_up{node="node-b"} 1
@@ -153,7 +163,92 @@ pgleader_node_last_seen_age_seconds{node="node-a"} 0.4
 pgleader_node_last_seen_age_seconds{node="node-b"} 0.3
 pgleader_node_stale{node="node-a"} 0
 pgleader_node_stale{node="node-b"} 0
+pgleader_node_priority{node="node-a"} 2
+pgleader_node_priority{node="node-b"} 1
 pgleader_advisory_locks 0
+pgleader_advisory_lock_waiters 2
+pgleader_lock_table_capacity 6400
+pgleader_collector_up 1
+pgleader_collector_source 2
+pgleader_collector_snapshot_age_seconds 2
+pgleader_collector_last_success_timestamp_seconds 1.7723736e+09
+pgleader_collector_poll_duration_seconds 0.004
+pgleader_collector_polls_total 120
+pgleader_collector_poll_errors_total 1
+pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
+pgleader_collector_reconnects_total 1
+pgleader_collector_dropped_events_total 0
+pgleader_collector_decode_errors_total 0
+pgleader_exporter_scrape_success 1
+`,
+		},
+		{
+			// billing: led, a handover to node-b pending; reports: IDLE (its
+			// candidates stopped cleanly, nothing open); three scopes retired;
+			// node-c campaigns with priority 0 (never leads).
+			name: "IdleHandoverRetired",
+			snap: func() *collector.Snapshot {
+				s := ledCluster()
+				s.Retired = 3
+				b := &s.Scopes[0]
+				b.HandoverTo, b.HandoverDeadline = "node-b", t0.Add(8*time.Second)
+				b.Followers = []string{"node-b", "node-c"}
+				s.Scopes[1] = collector.Scope{Name: "reports", Epoch: 3, ReleasedAt: t0.Add(-time.Hour),
+					LeaderlessFor: time.Hour, Verdict: collector.VerdictIdle}
+				s.Nodes[1].Leads = nil
+				s.Nodes[1].Scopes = []string{"billing"}
+				s.Nodes = append(s.Nodes, collector.Node{ID: "node-c", LastSeenAge: 200 * time.Millisecond,
+					Scopes: []string{"billing"}, Live: true, Priority: 0})
+				s.FenceRejected = map[string]uint64{}
+				return s
+			},
+			now: t0.Add(2 * time.Second),
+			want: `
+pgleader_scope_epoch{scope="billing"} 7
+pgleader_scope_epoch{scope="reports"} 3
+pgleader_scope_has_leader{scope="billing"} 1
+pgleader_scope_has_leader{scope="reports"} 0
+pgleader_scope_leader{node="node-a",scope="billing"} 1
+pgleader_scope_heartbeat_age_seconds{scope="billing"} 0.25
+pgleader_scope_tenure_seconds{scope="billing"} 90
+pgleader_scope_tenure_seconds{scope="reports"} 0
+pgleader_scope_leaderless_seconds{scope="billing"} 0
+pgleader_scope_leaderless_seconds{scope="reports"} 3600
+pgleader_scope_trust_window_seconds{scope="billing"} 1.5
+pgleader_scope_trust_window_seconds{scope="reports"} 0
+pgleader_scope_followers{scope="billing"} 2
+pgleader_scope_followers{scope="reports"} 0
+pgleader_scope_lock_holders{scope="billing"} 1
+pgleader_scope_lock_holders{scope="reports"} 0
+pgleader_scope_lock_waiters{scope="billing"} 1
+pgleader_scope_lock_waiters{scope="reports"} 0
+pgleader_scope_split_brain{scope="billing"} 0
+pgleader_scope_split_brain{scope="reports"} 0
+pgleader_scope_stale_leader{scope="billing"} 0
+pgleader_scope_stale_leader{scope="reports"} 0
+pgleader_scope_last_handover_gap_seconds{scope="billing"} 1.2
+pgleader_scope_idle{scope="billing"} 0
+pgleader_scope_idle{scope="reports"} 1
+pgleader_scope_handover_pending{scope="billing"} 1
+pgleader_scope_handover_pending{scope="reports"} 0
+pgleader_scopes_retired 3
+pgleader_fence_rejected_total{scope="billing"} 0
+pgleader_fence_rejected_total{scope="reports"} 0
+pgleader_node_up{node="node-a"} 1
+pgleader_node_up{node="node-b"} 1
+pgleader_node_up{node="node-c"} 1
+pgleader_node_last_seen_age_seconds{node="node-a"} 0.4
+pgleader_node_last_seen_age_seconds{node="node-b"} 0.3
+pgleader_node_last_seen_age_seconds{node="node-c"} 0.2
+pgleader_node_leader{node="node-a",scope="billing"} 1
+pgleader_node_stale{node="node-a"} 0
+pgleader_node_stale{node="node-b"} 0
+pgleader_node_stale{node="node-c"} 0
+pgleader_node_priority{node="node-a"} 2
+pgleader_node_priority{node="node-b"} 1
+pgleader_node_priority{node="node-c"} 0
+pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
 pgleader_collector_up 1
@@ -200,6 +295,7 @@ pgleader_exporter_scrape_success 1
 				"pgleader_node_up{node=\"node-b\"} 1\n", "pgleader_node_up{node=\"node-b\"} 1\npgleader_node_up{node=\"node-c\"} 0\n",
 				"pgleader_node_last_seen_age_seconds{node=\"node-b\"} 0.3\n", "pgleader_node_last_seen_age_seconds{node=\"node-b\"} 0.3\npgleader_node_last_seen_age_seconds{node=\"node-c\"} 40\n",
 				"pgleader_node_stale{node=\"node-b\"} 0\n", "pgleader_node_stale{node=\"node-b\"} 0\npgleader_node_stale{node=\"node-c\"} 1\n",
+				"pgleader_node_priority{node=\"node-b\"} 1\n", "pgleader_node_priority{node=\"node-b\"} 1\npgleader_node_priority{node=\"node-c\"} 0\n",
 				"pgleader_lock_table_capacity 6400\n", "",
 			).Replace(ledClusterMetrics),
 		},

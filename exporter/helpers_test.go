@@ -53,7 +53,7 @@ func synthetic(scopes, nodes int) *collector.Snapshot {
 		s.Nodes = append(s.Nodes, collector.Node{
 			ID: fmt.Sprintf("node-%03d", i), Hostname: fmt.Sprintf("host-%03d", i), OSPID: 1000 + i,
 			StartedAt: t0.Add(-time.Hour), LastSeen: t0, LastSeenAge: 300 * time.Millisecond,
-			Timing: timing, Live: true,
+			Timing: timing, Live: true, Priority: 1 + i%2,
 		})
 	}
 	for i := range scopes {
@@ -95,11 +95,15 @@ var metricInfo = map[string][2]string{
 	"pgleader_scope_split_brain":                        {"gauge", "1 while the collector's split_brain check fires for the scope, else 0."},
 	"pgleader_scope_stale_leader":                       {"gauge", "1 while the collector's stale_leader check fires for the scope, else 0."},
 	"pgleader_scope_last_handover_gap_seconds":          {"gauge", "Time without a leader before the open term began; absent when no term is open."},
+	"pgleader_scope_idle":                               {"gauge", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0."},
+	"pgleader_scope_handover_pending":                   {"gauge", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0."},
+	"pgleader_scopes_retired":                           {"gauge", "Scopes retired with pgleader scope retire: left out of every other pgleader_scope_* series."},
 	"pgleader_fence_rejected_total":                     {"counter", "Fenced writes the database refused (audit kind fence_rejected) since the collector started."},
 	"pgleader_node_up":                                  {"gauge", "1 when the node is live: not stopped and seen recently."},
 	"pgleader_node_last_seen_age_seconds":               {"gauge", "Age of the node's last_seen (database time) at the collector's read."},
 	"pgleader_node_leader":                              {"gauge", "1 for each scope the node leads."},
 	"pgleader_node_stale":                               {"gauge", "1 while the collector's stale_node check fires for the node, else 0."},
+	"pgleader_node_priority":                            {"gauge", "Candidate priority of the node: a free scope goes to its live candidate of highest priority; 0 never leads."},
 	"pgleader_advisory_locks":                           {"gauge", "Granted advisory locks in the database (all of them, not only pgleader's)."},
 	"pgleader_advisory_lock_waiters":                    {"gauge", "Advisory lock requests not granted in the database."},
 	"pgleader_lock_table_capacity":                      {"gauge", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions)."},

@@ -1,15 +1,17 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
+	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -20,38 +22,50 @@ const actionTimeout = 15 * time.Second
 type actionKind int
 
 const (
-	actionEvict  actionKind = iota // terminate the leader's session (Actions.Evict)
-	actionResign                   // a graceful resign through the database (Actions.Resign)
+	actionEvict    actionKind = iota // terminate the leader's session (Actions.Evict)
+	actionResign                     // a graceful resign through the database (Actions.Resign)
+	actionHandover                   // a handover to the best follower (Actions.Handover)
 )
 
-// verb names the action in messages ("evict", "resign").
-func (k actionKind) verb() string {
-	if k == actionResign {
-		return "resign"
-	}
-	return "evict"
+// actionWords name each action in messages.
+var actionWords = [...]struct {
+	verb   string // "evict"
+	gerund string // "evicting"
+	object string // what it acts on: "a leader"
+}{
+	actionEvict:    {"evict", "evicting", "a leader"},
+	actionResign:   {"resign", "resigning", "a leader"},
+	actionHandover: {"hand over", "handing over", "a scope"},
 }
 
-// gerund is the verb's -ing form ("evicting", "resigning").
-func (k actionKind) gerund() string {
-	if k == actionResign {
-		return "resigning"
-	}
-	return "evicting"
-}
+// verb names the action in messages ("evict", "resign", "hand over").
+func (k actionKind) verb() string { return actionWords[k].verb }
 
-// confirmation is an open y/N question about an action on a scope's leader.
+// gerund is the verb's -ing form ("evicting", "resigning", "handing over").
+func (k actionKind) gerund() string { return actionWords[k].gerund }
+
+// handoverVia is how a handover asked from the dashboard is audited.
+const handoverVia = "pgleader top"
+
+// confirmation is an open y/N question about an action on a scope's leader
+// (for a handover, on the scope, which may have none).
 type confirmation struct {
 	kind          actionKind
 	scope, leader string
 	pid           int
 	epoch         int64
+	// target is the node a handover goes to, and its priority.
+	target   string
+	priority int
 }
 
-// ask opens the y/N question for an action on the selected scope's leader.
+// ask opens the y/N question for an action on the selected scope's leader or,
+// for a handover, on the selected scope: a handover names its target, the best
+// eligible follower in the snapshot, and is refused without asking when there
+// is none.
 func (m *Model) ask(kind actionKind) tea.Cmd {
 	if m.opts.Actions == nil {
-		m.setStatus(fmt.Sprintf("read-only: start with --allow-actions to %s a leader", kind.verb()), toneWarn)
+		m.setStatus(fmt.Sprintf("read-only: start with --allow-actions to %s %s", kind.verb(), actionWords[kind].object), toneWarn)
 		return nil
 	}
 	scope := m.selectedScope()
@@ -60,12 +74,41 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		return nil
 	}
 	sc, ok := m.snap.Scope(scope)
-	if !ok || sc.Leader == "" {
+	if !ok || (sc.Leader == "" && kind != actionHandover) {
 		m.setStatus(fmt.Sprintf("scope %s has no leader to %s", scope, kind.verb()), toneWarn)
 		return nil
 	}
-	m.confirm = &confirmation{kind: kind, scope: scope, leader: sc.Leader, pid: sc.HolderPID, epoch: sc.Epoch}
+	c := &confirmation{kind: kind, scope: scope, leader: sc.Leader, pid: sc.HolderPID, epoch: sc.Epoch}
+	if kind == actionHandover {
+		to, ok := m.handoverTarget(sc)
+		if !ok {
+			m.setStatus(fmt.Sprintf("not handing %s over: no follower is eligible (live, of priority above 0)", scope), toneWarn)
+			return nil
+		}
+		c.target, c.priority = to.id, to.node.Priority
+	}
+	m.confirm = c
 	return nil
+}
+
+// handoverTarget is the follower a handover of sc goes to: the first of
+// rankedFollowers (highest priority, then node id), if it is eligible.
+func (m *Model) handoverTarget(sc collector.Scope) (follower, bool) {
+	fs := m.rankedFollowers(sc.Followers)
+	if len(fs) == 0 || !fs[0].known || !fs[0].node.Eligible() {
+		return follower{}, false
+	}
+	return fs[0], true
+}
+
+// stillEligible reports whether to is still an eligible follower of the scope in s.
+func stillEligible(s *collector.Snapshot, scope, to string) bool {
+	sc, ok := s.Scope(scope)
+	if !ok || !slices.Contains(sc.Followers, to) {
+		return false
+	}
+	n, ok := s.Node(to)
+	return ok && n.Eligible()
 }
 
 // answerConfirm runs the confirmed action on y (or Y); any other key cancels.
@@ -76,8 +119,9 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus(fmt.Sprintf("%s %s cancelled", c.kind.verb(), c.scope), toneNone)
 		return nil
 	}
-	// Both actions act on whoever leads the scope when they run: refuse if that
-	// is no longer the leader the operator agreed to act on.
+	// Every action acts on whoever leads the scope when it runs: refuse if that
+	// is no longer the leader the operator agreed to act on (or, for a
+	// handover, the target is no longer eligible).
 	latest := m.snap
 	if m.pending != nil {
 		latest = m.pending
@@ -88,10 +132,35 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 			now = sc.Leader
 		}
 		m.setStatus(fmt.Sprintf("not %s: %s is now led by %s, not %s; press %s again",
-			c.kind.gerund(), c.scope, now, c.leader, m.keys.action(c.kind).Help().Key), toneWarn)
+			c.kind.gerund(), c.scope, now, cmp.Or(c.leader, "nobody"), m.keys.action(c.kind).Help().Key), toneWarn)
+		return nil
+	}
+	if c.kind == actionHandover && !stillEligible(latest, c.scope, c.target) {
+		m.setStatus(fmt.Sprintf("not handing over: %s is no longer an eligible follower of %s; press %s again",
+			c.target, c.scope, m.keys.action(c.kind).Help().Key), toneWarn)
 		return nil
 	}
 	actions, ctx := m.opts.Actions, m.ctx
+	if c.kind == actionHandover {
+		if c.leader == "" {
+			m.setStatus(fmt.Sprintf("reserving %s for %s…", c.scope, c.target), toneWarn)
+		} else {
+			m.setStatus(fmt.Sprintf("asking %s to hand %s over to %s…", c.leader, c.scope, c.target), toneWarn)
+		}
+		return func() tea.Msg {
+			ctx, cancel := context.WithTimeout(ctx, actionTimeout)
+			defer cancel()
+			err := actions.Handover(ctx, c.scope, c.target, handoverVia)
+			detail := fmt.Sprintf("handed %s over to %s (was led by %s at epoch %d)", c.scope, c.target, c.leader, c.epoch)
+			switch {
+			case err != nil:
+				detail = fmt.Sprintf("hand %s over to %s", c.scope, c.target)
+			case c.leader == "":
+				detail = fmt.Sprintf("handed %s, which had no leader, to %s", c.scope, c.target)
+			}
+			return localEventMsg{kind: eventAction, scope: c.scope, detail: detail, err: err}
+		}
+	}
 	if c.kind == actionResign {
 		m.setStatus(fmt.Sprintf("asking %s to resign %s…", c.leader, c.scope), toneWarn)
 		return func() tea.Msg {
@@ -142,19 +211,53 @@ func (m *Model) runFault(b key.Binding) tea.Cmd {
 // confirmWrap is the width the confirmation's explanation is wrapped at.
 const confirmWrap = 58
 
+// wrapWords wraps s into lines of at most w columns at spaces only, so that a
+// node name keeps its hyphens on one line (ansi.Wrap breaks after a hyphen); a
+// word wider than w gets a line of its own.
+func wrapWords(s string, w int) []string {
+	var lines []string
+	var line strings.Builder
+	for _, word := range strings.Fields(s) {
+		if line.Len() > 0 && textWidth(line.String())+1+textWidth(word) > w {
+			lines = append(lines, line.String())
+			line.Reset()
+		}
+		if line.Len() > 0 {
+			line.WriteByte(' ')
+		}
+		line.WriteString(word)
+	}
+	if line.Len() > 0 {
+		lines = append(lines, line.String())
+	}
+	return lines
+}
+
 // confirmBox renders the open y/N question: which action, on whom, and what it
 // does.
 func (m *Model) confirmBox(w int) string {
 	c := *m.confirm
 	c.scope, c.leader = termsafe.String(c.scope), termsafe.String(c.leader) // shown, not acted on
+	c.target = termsafe.String(c.target)
 	var title string
 	var body []string
+	wrap := func(s string) []string { return wrapWords(s, min(confirmWrap, max(20, w-4))) }
 	switch c.kind {
+	case actionHandover:
+		title = "Hand " + c.scope + " over to " + c.target + "?"
+		why := fmt.Sprintf("%s is its best eligible follower: live, priority %d (highest first, then by node id).", c.target, c.priority)
+		if c.leader == "" {
+			body = wrap(fmt.Sprintf("%s has no leader: reserves it for %s, which claims it under a new epoch. %s", c.scope, c.target, why))
+		} else {
+			body = wrap(fmt.Sprintf("Asks %s through the database to hand %s to %s: it drains in-flight work, releases the "+
+				"term as handed_over, and the scope, reserved for %s, goes to it under a new epoch. %s", c.leader, c.scope, c.target, c.target, why))
+		}
+		body = append(body, wrap(fmt.Sprintf("If %s does not lead in time, the request is withdrawn.", c.target))...)
 	case actionResign:
 		title = "Resign the leader of " + c.scope + "?"
-		body = strings.Split(ansi.Wrap(fmt.Sprintf("Asks %s through the database to hand %s over: it drains in-flight work "+
+		body = wrap(fmt.Sprintf("Asks %s through the database to hand %s over: it drains in-flight work "+
 			"(up to its drain timeout), releases the lock, and a follower takes over under a new epoch, usually "+
-			"within one heartbeat interval.", c.leader, c.scope), min(confirmWrap, max(20, w-4)), ""), "\n")
+			"within one heartbeat interval.", c.leader, c.scope))
 	default:
 		pid := "unknown backend pid"
 		if c.pid > 0 {

@@ -232,3 +232,116 @@ func TestFaultKeys(t *testing.T) {
 		t.Error("the fault key is not in the footer")
 	}
 }
+
+func TestHandoverConfirm(t *testing.T) {
+	m, b := setup(t, handoverSnapshot())
+
+	keys(m, "O") // billing: node-c has the highest priority among its followers
+	s := screen(m)
+	if m.confirm == nil || m.confirm.kind != actionHandover || m.confirm.target != "node-c" ||
+		!strings.Contains(s, "Hand billing over to node-c?") || !strings.Contains(s, "Asks node-a through the database to hand billing to") ||
+		!strings.Contains(s, "priority 2") || !strings.Contains(s, "y hand over") {
+		t.Fatalf("O does not ask to hand billing over to node-c:\n%s", s)
+	}
+	if cmd := keys(m, "n"); cmd != nil || m.confirm != nil || len(b.actions.handoverCalls()) != 0 ||
+		!strings.Contains(screen(m), "hand over billing cancelled") {
+		t.Fatalf("n: confirm=%v calls=%v", m.confirm, b.actions.handoverCalls())
+	}
+
+	keys(m, "O")
+	runCmd(t, m, keys(m, "y"))
+	if want := []handoverCall{{"billing", "node-c", "pgleader top"}}; !slices.Equal(b.actions.handoverCalls(), want) {
+		t.Fatalf("Handover calls %v, want %v", b.actions.handoverCalls(), want)
+	}
+	if len(b.actions.calls) != 0 || len(b.actions.resignCalls()) != 0 {
+		t.Fatal("a handover evicted or resigned")
+	}
+	last := m.events.entries[len(m.events.entries)-1]
+	if last.ev.Kind != eventAction || !strings.Contains(last.line, "handed billing over to node-c (was led by node-a at epoch 42)") {
+		t.Fatalf("log entry %+v", last)
+	}
+
+	// Equal priorities: the first by node id.
+	m, b = setup(t, healthySnapshot())
+	keys(m, "O")
+	if m.confirm == nil || m.confirm.target != "node-b" {
+		t.Fatalf("equal priorities: confirm %+v, want node-b", m.confirm)
+	}
+
+	// An error (the database refused) reaches the log and the status line.
+	b.actions.err = errors.New("collector: handover refused: node node-b resigned scope billing and cools down")
+	runCmd(t, m, keys(m, "y"))
+	if s := screen(m); !strings.Contains(s, "cools down") {
+		t.Errorf("the handover error is not shown:\n%s", s)
+	}
+	if last := m.events.entries[len(m.events.entries)-1]; !strings.Contains(last.line, "hand billing over to node-b: error:") || last.tone != toneBad {
+		t.Errorf("log entry %+v", last)
+	}
+}
+
+func TestHandoverGuards(t *testing.T) {
+	t.Run("NoneEligible", func(t *testing.T) {
+		m, b := setup(t, handoverSnapshot())
+		keys(m, "end", "O") // archive: IDLE, no follower
+		if m.confirm != nil || !strings.Contains(screen(m), "not handing archive over: no follower is eligible") {
+			t.Fatalf("O without an eligible follower must refuse without asking:\n%s", screen(m))
+		}
+		s := handoverSnapshot()
+		s.Scopes[1].Followers = []string{"node-d"} // billing: only the priority-0 node
+		m, b = setup(t, s)
+		keys(m, "O")
+		if m.confirm != nil || !strings.Contains(screen(m), "not handing billing over: no follower is eligible") {
+			t.Fatalf("a priority-0 follower is not a target:\n%s", screen(m))
+		}
+		if len(b.actions.handoverCalls()) != 0 {
+			t.Fatal("Handover called")
+		}
+	})
+	t.Run("NoLeader", func(t *testing.T) {
+		m, b := setup(t, troubleSnapshot())
+		keys(m, "down", "O") // reports has no leader; node-a follows it
+		if s := screen(m); m.confirm == nil || !strings.Contains(s, "Hand reports over to node-a?") ||
+			!strings.Contains(s, "reports has no leader: reserves it for node-a") {
+			t.Fatalf("O on a leaderless scope with a follower asks to reserve it:\n%s", s)
+		}
+		runCmd(t, m, keys(m, "y"))
+		if want := []handoverCall{{"reports", "node-a", "pgleader top"}}; !slices.Equal(b.actions.handoverCalls(), want) {
+			t.Fatalf("Handover calls %v, want %v", b.actions.handoverCalls(), want)
+		}
+		if last := m.events.entries[len(m.events.entries)-1]; !strings.Contains(last.line, "handed reports, which had no leader, to node-a") {
+			t.Fatalf("log entry %+v", last)
+		}
+	})
+	t.Run("TargetNoLongerEligible", func(t *testing.T) {
+		m, b := setup(t, handoverSnapshot())
+		keys(m, "O")
+		next := handoverSnapshot()
+		next.Seq = 104
+		next.Nodes[2].Priority = 0 // node-c restarted with priority 0
+		m.Update(snapshotMsg{next})
+		if cmd := keys(m, "y"); cmd != nil || len(b.actions.handoverCalls()) != 0 {
+			t.Fatal("handed over to a node that is no longer eligible")
+		}
+		if !strings.Contains(screen(m), "not handing over: node-c is no longer an eligible follower of billing; press O again") {
+			t.Fatalf("no explanation:\n%s", screen(m))
+		}
+	})
+	t.Run("ReadOnly", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
+		keys(m, "O")
+		if m.confirm != nil || !strings.Contains(screen(m), "read-only: start with --allow-actions to hand over a scope") {
+			t.Fatal("O without Actions must explain read-only mode")
+		}
+		if strings.Contains(screen(m), "O handover") {
+			t.Error("the footer offers O in read-only mode")
+		}
+	})
+	t.Run("FromDetail", func(t *testing.T) {
+		m, b := setup(t, healthySnapshot())
+		keys(m, "down", "enter", "O")
+		runCmd(t, m, keys(m, "y"))
+		if calls := b.actions.handoverCalls(); len(calls) != 1 || calls[0].scope != "reports" || calls[0].to != "node-a" {
+			t.Fatalf("calls %v", calls)
+		}
+	})
+}

@@ -47,7 +47,22 @@ func (m *Model) detailLines(w, h int) []string {
 		if !sc.ReleasedAt.IsZero() {
 			text += " · released at " + fmtClock(sc.ReleasedAt)
 		}
-		lines = append(lines, kv("leader", st.render(toneBad, text)))
+		t := toneBad
+		if sc.Verdict == collector.VerdictIdle {
+			t = toneMuted
+		}
+		lines = append(lines, kv("leader", st.render(t, text)))
+	}
+	if sc.Verdict == collector.VerdictIdle {
+		lines = append(lines, kv("idle", st.render(toneMuted, "nobody is meant to lead: its candidates stopped cleanly")),
+			kv("", st.render(toneMuted, "pgleader scope retire "+termsafe.String(sc.Name)+" takes it out of the views")))
+	}
+	if sc.HandoverTo != "" {
+		text := "to " + termsafe.String(sc.HandoverTo) + " · reserved until " + fmtClock(sc.HandoverDeadline)
+		if left := sc.HandoverDeadline.Sub(m.snap.DBTime); left > 0 {
+			text += " (" + human.Cell(left) + " left)"
+		}
+		lines = append(lines, kv("handover", st.render(toneWarn, text)))
 	}
 	lines = append(lines, kv("backends", m.backendsText(st, sc)))
 	for _, f := range sc.Interference {
@@ -61,8 +76,11 @@ func (m *Model) detailLines(w, h int) []string {
 	lines = append(lines, kv("heartbeat", hb))
 	lines = append(lines, kv("timing", timingText(sc.Timing)))
 	fol := st.render(toneWarn, "none: no candidate to take over")
+	if sc.Verdict == collector.VerdictIdle {
+		fol = st.render(toneMuted, "none")
+	}
 	if len(sc.Followers) > 0 {
-		fol = termsafe.String(strings.Join(sc.Followers, ", "))
+		fol = m.followersText(sc.Followers)
 	}
 	lines = append(lines, kv("followers", fol))
 	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
@@ -132,6 +150,27 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	title := m.paneTitle(st, m.focus, name, hint, w)
 	return append([]string{title}, lines[m.detailScroll:]...)
+}
+
+// followersText lists followers with their priority, best first as a
+// handover without a target would pick them: "node-c (2), node-b (1),
+// node-d (0: never leads)".
+func (m *Model) followersText(ids []string) string {
+	parts := make([]string, 0, len(ids))
+	for _, f := range m.rankedFollowers(ids) {
+		p := "?" // not in the snapshot's nodes
+		if f.known {
+			p = strconv.Itoa(f.node.Priority)
+			switch {
+			case f.node.Priority == 0:
+				p += ": never leads"
+			case !f.node.Eligible():
+				p += ": not live"
+			}
+		}
+		parts = append(parts, termsafe.String(f.id)+" ("+p+")")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // backendsText compares the holder's backend with the lock's holders: a

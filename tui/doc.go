@@ -5,7 +5,8 @@
 // [collector.Snapshot]s and the ordered [collector.Event] stream through the
 // [Feed] interface, which *collector.Collector satisfies, and never talks to
 // PostgreSQL or to the nodes itself. Operator actions (asking a leader to resign,
-// evicting one) and the demo's fault keys come in through two optional
+// evicting one, handing a scope over to its best follower) and the demo's fault
+// keys come in through two optional
 // interfaces, [Actions] and [Faults]; without them the dashboard is strictly
 // read-only.
 //
@@ -20,7 +21,10 @@
 // header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the
 // scopes in trouble, as many as fit; the tables draw only their visible rows
 // and page (PgUp/PgDn, Home/End); / filters by substring and p keeps the
-// problems. The per-snapshot work (sorting, cells) is done once per snapshot
+// problems. An IDLE scope (no leader, and nobody meant to lead: its candidates
+// stopped cleanly) is not trouble: it is counted, shown muted, never named
+// and left out by p; retired scopes are not in the snapshot and only counted
+// ("3 retired"). The per-snapshot work (sorting, cells) is done once per snapshot
 // or filter change, never per frame.
 //
 // Data handling rules, for the 3 a.m. reader:

@@ -27,8 +27,9 @@ type Feed interface {
 }
 
 // Actions are operator actions, enabled only with --allow-actions; a nil
-// Actions makes the dashboard read-only. The dashboard asks y/N before each;
-// *collector.Collector satisfies it.
+// Actions makes the dashboard read-only. The dashboard asks y/N before each.
+// *collector.Collector has Evict and Resign as they are; `pgleader top` adapts
+// its Handover (which takes a timeout and reports the new term).
 type Actions interface {
 	// Evict terminates the backend of the scope holder's leadership session, so
 	// that a follower takes over at once; in-flight work is cut off. It is the
@@ -38,6 +39,12 @@ type Actions interface {
 	// gracefully: it drains in-flight work, releases, and a follower takes over
 	// within about one heartbeat interval (key R).
 	Resign(ctx context.Context, scope, reason string) error
+	// Handover asks the scope's leader through the database to hand the scope
+	// to the node to, and returns once to leads it, or with why not: refused
+	// (nothing changed), timed out (the request withdrawn), or another node took
+	// over. A scope without a leader is reserved for to, which claims it. via
+	// names the tool in the audit (key O).
+	Handover(ctx context.Context, scope, to, via string) error
 }
 
 // Faults are the demo's fault keys (nil outside `pgleader demo`). A fault acts

@@ -91,13 +91,17 @@ func (f *fakeFeed) push(s *collector.Snapshot) {
 
 type evictCall struct{ scope, reason string }
 
+// handoverCall is one Handover asked of fakeActions.
+type handoverCall struct{ scope, to, via string }
+
 // fakeActions records the actions asked of it: Evict calls in calls, Resign
-// calls in resigns.
+// calls in resigns, Handover calls in handovers.
 type fakeActions struct {
-	mu      sync.Mutex
-	calls   []evictCall
-	resigns []evictCall
-	err     error
+	mu        sync.Mutex
+	calls     []evictCall
+	resigns   []evictCall
+	handovers []handoverCall
+	err       error
 }
 
 func (a *fakeActions) Evict(_ context.Context, scope, reason string) error {
@@ -112,6 +116,20 @@ func (a *fakeActions) Resign(_ context.Context, scope, reason string) error {
 	defer a.mu.Unlock()
 	a.resigns = append(a.resigns, evictCall{scope, reason})
 	return a.err
+}
+
+func (a *fakeActions) Handover(_ context.Context, scope, to, via string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.handovers = append(a.handovers, handoverCall{scope, to, via})
+	return a.err
+}
+
+// handoverCalls returns the Handover calls so far.
+func (a *fakeActions) handoverCalls() []handoverCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.handovers)
 }
 
 // resignCalls returns the Resign calls so far.
@@ -166,6 +184,7 @@ func node(id, host string, pid int, leads []string, scopes ...string) collector.
 		ID: id, Hostname: host, OSPID: pid, Version: "0.4.0",
 		StartedAt: t0.Add(-2 * time.Hour), LastSeen: t0.Add(-300 * time.Millisecond),
 		LastSeenAge: 300 * time.Millisecond, Scopes: scopes, Leads: leads, Timing: timing, Live: true,
+		Priority: 1, // the default
 	}
 }
 
@@ -257,6 +276,34 @@ func troubleSnapshot() *collector.Snapshot {
 		Runbook: "docs/runbooks.md#stale_node", Since: t0.Add(-14 * time.Second),
 	}
 	s.Alerts = []collector.Alert{sb, nl, sn}
+	return s
+}
+
+// handoverSnapshot (schema 8): billing is being handed over to node-c, whose
+// priority is 2; node-d campaigns for billing with priority 0 (never leads);
+// archive is IDLE (its only candidate, node-e, stopped cleanly); two scopes
+// are retired; reports' previous term was handed over to node-b.
+func handoverSnapshot() *collector.Snapshot {
+	s := healthySnapshot()
+	s.Seq = 103
+	s.Retired = 2
+	b := &s.Scopes[0]
+	b.HandoverTo, b.HandoverDeadline = "node-c", t0.Add(8*time.Second)
+	b.Followers = []string{"node-b", "node-c", "node-d"}
+	archive := collector.Scope{
+		Name: "archive", LockKey: 8 * 7919, Epoch: 12, ReleasedAt: t0.Add(-2 * time.Hour),
+		LeaderlessFor: 2 * time.Hour, Verdict: collector.VerdictIdle,
+	}
+	s.Scopes = append([]collector.Scope{archive}, s.Scopes...)
+	s.Nodes[2].Priority = 2
+	d := node("node-d", "host-d", 31004, nil, "billing")
+	d.Priority = 0
+	e := node("node-e", "host-e", 31005, nil, "archive")
+	e.Live, e.StoppedAt, e.LastSeen, e.LastSeenAge = false, t0.Add(-2*time.Hour), t0.Add(-2*time.Hour), 2*time.Hour
+	s.Nodes = append(s.Nodes, d, e)
+	handed := closedTerm("reports", 6, "node-a", 3*time.Hour, 70*time.Minute, "handed_over", 0)
+	handed.HandedTo = "node-b"
+	s.Terms = append(s.Terms, handed, closedTerm("archive", 12, "node-e", 5*time.Hour, 2*time.Hour, "shutdown", 0))
 	return s
 }
 

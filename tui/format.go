@@ -138,6 +138,8 @@ func verdictLabel(v collector.Verdict) (string, tone) {
 		return "✖ NO LEADER", toneBad
 	case collector.VerdictSplitBrain:
 		return "‼ SPLIT BRAIN", toneCrit
+	case collector.VerdictIdle:
+		return "· IDLE", toneMuted // nobody is meant to lead: not a problem
 	case "":
 		return "? UNKNOWN", toneMuted
 	default:
@@ -145,7 +147,7 @@ func verdictLabel(v collector.Verdict) (string, tone) {
 	}
 }
 
-// verdictRank orders verdicts worst first.
+// verdictRank orders verdicts worst first; IDLE comes after OK.
 func verdictRank(v collector.Verdict) int {
 	switch v {
 	case collector.VerdictSplitBrain:
@@ -156,9 +158,17 @@ func verdictRank(v collector.Verdict) int {
 		return 2
 	case collector.VerdictOK:
 		return 4
+	case collector.VerdictIdle:
+		return 5
 	default:
 		return 3
 	}
+}
+
+// troubled reports whether a verdict is a problem: anything but OK and IDLE
+// (a scope nobody is meant to lead).
+func troubled(v collector.Verdict) bool {
+	return v != collector.VerdictOK && v != collector.VerdictIdle
 }
 
 // severityLabel is the glyph + word of an alert severity.

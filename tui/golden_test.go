@@ -25,6 +25,10 @@ func TestGolden(t *testing.T) {
 		{name: "detail", snaps: []*collector.Snapshot{troubleSnapshot()}, keys: []string{"enter"}},
 		{name: "evict_confirm", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"x"}},
 		{name: "resign_confirm", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"R"}},
+		{name: "handover", snaps: []*collector.Snapshot{handoverSnapshot()}},
+		{name: "handover_confirm", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"down", "O"}},
+		{name: "handover_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"enter"}},
+		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
 	for _, tc := range cases {
 		sizes := tc.sizes

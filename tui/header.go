@@ -56,12 +56,17 @@ const verdictListMax = 16
 // verdictLine is the header's verdict line. With up to verdictListMax scopes
 // that fit the width it lists every scope's verdict, worst first ("‼ SPLIT
 // BRAIN billing   ✔ OK reports"). Otherwise it counts the scopes per verdict
-// and names only the scopes in trouble (not OK), worst first, as many as fit:
-// "998 ✔ OK · 2 ✖ NO LEADER │ ✖ scope-0011  ✖ scope-0500".
+// and names only the scopes in trouble (neither OK nor IDLE), worst first, as
+// many as fit: "998 ✔ OK · 2 · IDLE · 2 ✖ NO LEADER │ ✖ scope-0011  ✖
+// scope-0500". Either way it ends with the retired scopes' count, if any
+// ("3 retired"): they are not in the snapshot's scopes.
 func (m *Model) verdictLine(w int) string {
 	st := m.bodyStyles()
 	scs := m.snap.Scopes
 	if len(scs) == 0 {
+		if m.snap.Retired > 0 {
+			return st.render(toneMuted, fitLine("no scopes in view: "+m.retiredText(), w))
+		}
 		return st.render(toneMuted, fitLine("no scopes yet (pgleader.leader_state is empty)", w))
 	}
 	order := m.verdictOrder()
@@ -118,18 +123,32 @@ func (m *Model) verdictList(st *styles, order []int, w int) (string, bool) {
 		b.WriteString(st.render(t, label) + " " + name)
 		used += n
 	}
+	if r := m.retiredText(); r != "" {
+		if used+len(gap)+textWidth(r) > w {
+			return "", false
+		}
+		b.WriteString(gap + st.render(toneMuted, r))
+	}
 	return fitLine(b.String(), w), true
 }
 
-// verdictCounts is "998 ✔ OK · 2 ✖ NO LEADER", then the scopes not OK by
-// name, worst first, as many as fit before "+N more".
+// retiredText is "3 retired" ("" when no scope is retired).
+func (m *Model) retiredText() string {
+	if m.snap.Retired == 0 {
+		return ""
+	}
+	return itoa(m.snap.Retired) + " retired"
+}
+
+// verdictCounts is "998 ✔ OK · 2 · IDLE · 2 ✖ NO LEADER", then the scopes in
+// trouble by name, worst first, as many as fit before "+N more".
 func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 	scs := m.snap.Scopes
 	type count struct {
 		v collector.Verdict
 		n int
 	}
-	var counts []count // worst first, as order is
+	var counts []count // worst first, as order is: the troubled ones, then OK, then IDLE
 	trouble := 0
 	for _, i := range order {
 		v := scs[i].Verdict
@@ -137,25 +156,32 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 			counts = append(counts, count{v: v})
 		}
 		counts[len(counts)-1].n++
-		if v != collector.VerdictOK {
+		if troubled(v) {
 			trouble++
 		}
 	}
-	// OK first: the size of the healthy part, then what is wrong.
-	if last := counts[len(counts)-1]; last.v == collector.VerdictOK {
-		counts = append([]count{last}, counts[:len(counts)-1]...)
+	// OK and IDLE first (the part that needs nothing), then what is wrong.
+	split := len(counts)
+	for split > 0 && !troubled(counts[split-1].v) {
+		split--
 	}
+	counts = append(slices.Clone(counts[split:]), counts[:split]...)
 	var b strings.Builder
 	used := 0
-	for k, c := range counts {
-		label, t := verdictLabel(c.v)
-		text := itoa(c.n) + " " + label
-		if k > 0 {
+	part := func(t tone, text string) {
+		if used > 0 {
 			b.WriteString(st.render(toneMuted, " · "))
 			used += 3
 		}
 		b.WriteString(st.render(t, text))
 		used += textWidth(text)
+	}
+	for _, c := range counts {
+		label, t := verdictLabel(c.v)
+		part(t, itoa(c.n)+" "+label)
+	}
+	if r := m.retiredText(); r != "" {
+		part(toneMuted, r)
 	}
 	if trouble == 0 {
 		return fitLine(b.String(), w)

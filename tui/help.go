@@ -13,6 +13,7 @@ var legend = [][2]string{
 	{"▲ DEGRADED", "led, something is off"},
 	{"✖ NO LEADER", "nobody leads it"},
 	{"‼ SPLIT BRAIN", "lock ≠ record: act now"},
+	{"· IDLE", "nobody meant to lead"},
 	{"HB AGE ok", "≤ 2 × the interval"},
 	{"HB AGE late", "≤ the trust window"},
 	{"HB AGE bad", "beyond it: gate closed"},

@@ -59,6 +59,9 @@ func renamed(s *collector.Snapshot, f func(string) string) *collector.Snapshot {
 			sc.Leader, sc.LeaderHost = f(sc.Leader), f(sc.LeaderHost)
 		}
 		sc.Followers, sc.Alerts = each(sc.Followers), alerts(sc.Alerts)
+		if sc.HandoverTo != "" {
+			sc.HandoverTo = f(sc.HandoverTo)
+		}
 		if sc.OpenTerm != nil {
 			t := *sc.OpenTerm
 			t.Scope, t.Holder, t.Hostname = f(t.Scope), f(t.Holder), f(t.Hostname)
@@ -77,6 +80,9 @@ func renamed(s *collector.Snapshot, f func(string) string) *collector.Snapshot {
 		t.Scope, t.Holder, t.Hostname = f(t.Scope), f(t.Holder), f(t.Hostname)
 		if t.EndedBy != "" {
 			t.EndedBy = collector.Reason(f(string(t.EndedBy)))
+		}
+		if t.HandedTo != "" {
+			t.HandedTo = f(t.HandedTo)
 		}
 	}
 	c.Alerts = alerts(s.Alerts)
@@ -144,7 +150,10 @@ func assertSafeFrame(t *testing.T, what, frame string) {
 // confirmation — shows database-written strings escaped, in exactly its own
 // number of lines.
 func TestEscapeHostileDashboard(t *testing.T) {
-	snap := renamed(troubleSnapshot(), hostileName)
+	trouble := troubleSnapshot()
+	trouble.Scopes[0].HandoverTo = "node-c" // shown in the row and the detail
+	trouble.Terms[2].HandedTo = "node-c"
+	snap := renamed(trouble, hostileName)
 	m, _ := setup(t, snap)
 	m.events.add(renamedEvents(sampleEvents(), hostileName)...)
 	frame := func(what string) {
@@ -182,6 +191,12 @@ func TestEscapeHostileDashboard(t *testing.T) {
 	if !strings.Contains(m.status, "cancelled") || !strings.Contains(m.status, `\x1b[2J`) {
 		t.Errorf("status %q: want the cancelled resign, its scope escaped", m.status)
 	}
+	keys(m, "O")
+	if m.confirm == nil {
+		t.Fatal("O asked nothing")
+	}
+	frame("handover confirmation") // names the target node
+	keys(m, "n")
 
 	keys(m, "/")
 	m.Update(tea.PasteMsg{Content: "x" + payload})

@@ -25,13 +25,13 @@ type keyMap struct {
 	Pause, Slower, Faster, Refresh key.Binding
 	// actions, and the answer to their y/N question (any key but Confirm
 	// cancels; Decline is the key an operator reaches for, so it is reserved)
-	Evict, Resign    key.Binding
-	Confirm, Decline key.Binding
+	Evict, Resign, Handover key.Binding
+	Confirm, Decline        key.Binding
 	// Quit: a quit key that types no text (ctrl+c) quits from anywhere, even
 	// the filter line or the help search, where q types
 	Quit key.Binding
 	// actions lists the action keys in the help and the footer. Read-only,
-	// Evict and Resign stay bound: they say how to enable actions.
+	// the action keys stay bound: they say how to enable actions.
 	actions bool
 
 	// Faults are the demo's fault keys (empty outside the demo).
@@ -66,12 +66,13 @@ func newKeyMap(actions bool) keyMap {
 		Faster:  bind("shorter poll interval", "-", "_"),
 		Refresh: bind("refresh now", "r"),
 
-		Evict:   bind("evict: terminate leader's session", "x"),
-		Resign:  bind("resign the leader gracefully", "R"),
-		Confirm: bind("confirm the action", "y", "Y"),
-		Decline: bind("cancel (so does any other key)", "N", "n"),
-		Quit:    bind("quit", "q", "ctrl+c"),
-		actions: actions,
+		Evict:    bind("evict: terminate leader's session", "x"),
+		Resign:   bind("resign the leader gracefully", "R"),
+		Handover: bind("hand over to the best follower", "O"),
+		Confirm:  bind("confirm the action", "y", "Y"),
+		Decline:  bind("cancel (so does any other key)", "N", "n"),
+		Quit:     bind("quit", "q", "ctrl+c"),
+		actions:  actions,
 	}
 }
 
@@ -104,8 +105,11 @@ func (k keyMap) scrollHint() string { return k.Up.Help().Key + k.Down.Help().Key
 
 // action is the binding that asks for kind.
 func (k keyMap) action(kind actionKind) key.Binding {
-	if kind == actionResign {
+	switch kind {
+	case actionResign:
 		return k.Resign
+	case actionHandover:
+		return k.Handover
 	}
 	return k.Evict
 }
@@ -114,7 +118,7 @@ func (k keyMap) action(kind actionKind) key.Binding {
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
 		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Erase, k.EraseAll,
-		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Confirm, k.Decline, k.Quit}
+		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline, k.Quit}
 }
 
 // helpGroup is one titled group of the help screen.
@@ -131,7 +135,7 @@ func (k keyMap) groups() []helpGroup {
 		{"updates", []key.Binding{k.Pause, k.Slower, k.Faster, k.Refresh}},
 	}
 	if k.actions {
-		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Resign, k.Evict, k.Confirm, k.Decline}})
+		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Resign, k.Evict, k.Handover, k.Confirm, k.Decline}})
 	}
 	if len(k.Faults) > 0 {
 		g = append(g, helpGroup{"demo faults (selected scope)", k.Faults})
@@ -150,7 +154,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 		brief("pause", k.Pause),
 	}
 	if k.actions {
-		short = append(short, brief("resign", k.Resign), brief("evict", k.Evict))
+		short = append(short, brief("resign", k.Resign), brief("evict", k.Evict), brief("handover", k.Handover))
 	}
 	short = append(short, k.Faults...)
 	return append(short,

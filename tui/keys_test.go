@@ -163,6 +163,16 @@ func TestKeysDefinedOnce(t *testing.T) {
 			}, want: "press f5 again"},
 		{name: "Resign", b: func(k *keyMap) *key.Binding { return &k.Resign }, footer: "f5 resign",
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.confirm != nil && m.confirm.kind == actionResign }},
+		{name: "Handover", b: func(k *keyMap) *key.Binding { return &k.Handover }, footer: "f5 handover",
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.confirm != nil && m.confirm.kind == actionHandover },
+			hint: func(m *Model) {
+				hit(m, m.keys.Handover)
+				next := healthySnapshot()
+				next.Seq = 101
+				next.Scopes[0].Leader = "node-c"
+				m.Update(snapshotMsg{next})
+				hit(m, m.keys.Confirm)
+			}, want: "not handing over: billing is now led by node-c, not node-a; press f5 again"},
 		{name: "Confirm", b: func(k *keyMap) *key.Binding { return &k.Confirm }, before: func(m *Model) { hit(m, m.keys.Evict) },
 			did: func(m *Model, b *bundle, cmd tea.Cmd) bool {
 				if cmd != nil {
@@ -425,7 +435,7 @@ func TestKeysListed(t *testing.T) {
 		}
 		same := func(a, b key.Binding) bool { return slices.Equal(a.Keys(), b.Keys()) && a.Help() == b.Help() }
 		for _, b := range append(k.all(), k.Faults...) {
-			isAction := slices.ContainsFunc([]key.Binding{k.Evict, k.Resign, k.Confirm, k.Decline}, func(a key.Binding) bool { return same(a, b) })
+			isAction := slices.ContainsFunc([]key.Binding{k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline}, func(a key.Binding) bool { return same(a, b) })
 			shown := slices.ContainsFunc(listed, func(l key.Binding) bool { return same(l, b) })
 			if shown != (actions || !isAction) {
 				t.Errorf("actions=%v: %q listed in help: %v", actions, b.Help().Key, shown)
@@ -442,7 +452,7 @@ func TestKeysListed(t *testing.T) {
 					t.Errorf("footer entry %q has key %q, which is not in the key map", b.Help().Key, ks)
 				}
 			}
-			if !actions && (slices.Contains(b.Keys(), "x") || slices.Contains(b.Keys(), "R")) {
+			if !actions && (slices.Contains(b.Keys(), "x") || slices.Contains(b.Keys(), "R") || slices.Contains(b.Keys(), "O")) {
 				t.Errorf("read-only footer shows %q", b.Help().Key)
 			}
 		}

@@ -254,6 +254,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.ask(actionEvict)
 	case key.Matches(msg, m.keys.Resign):
 		return m.ask(actionResign)
+	case key.Matches(msg, m.keys.Handover):
+		return m.ask(actionHandover)
 	case m.detail != "":
 		m.detailKey(msg)
 	case key.Matches(msg, m.keys.Filter):

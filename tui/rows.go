@@ -40,19 +40,21 @@ const (
 	ndHost
 	ndPID
 	ndState
+	ndPriority
 	ndRoles
 	ndSeen
 	ndVersion
 )
 
 var nodeColumns = []column{
-	ndID:      {title: "NODE", min: 8, max: 24},
-	ndHost:    {title: "HOST", min: 6, max: 24, drop: 2},
-	ndPID:     {title: "PID", min: 5, right: true, drop: 3},
-	ndState:   {title: "STATE", min: 7},
-	ndRoles:   {title: "ROLES", min: 10, max: 60},
-	ndSeen:    {title: "SEEN", min: 5, right: true},
-	ndVersion: {title: "VERSION", min: 7, max: 16, drop: 1},
+	ndID:       {title: "NODE", min: 8, max: 24},
+	ndHost:     {title: "HOST", min: 6, max: 24, drop: 2},
+	ndPID:      {title: "PID", min: 5, right: true, drop: 3},
+	ndState:    {title: "STATE", min: 7},
+	ndPriority: {title: "PRIORITY", min: 8, max: 16},
+	ndRoles:    {title: "ROLES", min: 10, max: 60},
+	ndSeen:     {title: "SEEN", min: 5, right: true},
+	ndVersion:  {title: "VERSION", min: 7, max: 16, drop: 1},
 }
 
 // Terms table columns.
@@ -72,7 +74,7 @@ var termColumns = []column{
 	tmLeader:  {title: "LEADER", min: 8, max: 24},
 	tmStarted: {title: "STARTED", min: 8},
 	tmHeld:    {title: "HELD FOR", min: 6, right: true},
-	tmEnded:   {title: "ENDED BY", min: 8, max: 18},
+	tmEnded:   {title: "ENDED BY", min: 8, max: 30},
 	tmGap:     {title: "GAP", min: 4, right: true, drop: 1},
 }
 
@@ -93,8 +95,10 @@ func (m *Model) ensureRows() {
 	m.events.setFilter(m.filter)
 }
 
+// scopeProblem reports a scope the problems filter keeps: a troubled verdict
+// (not OK, not IDLE) or an alert.
 func scopeProblem(sc *collector.Scope) bool {
-	return sc.Verdict != collector.VerdictOK || len(sc.Alerts) > 0
+	return troubled(sc.Verdict) || len(sc.Alerts) > 0
 }
 
 func (m *Model) visibleScopes() []*collector.Scope {
@@ -139,22 +143,38 @@ func scopeCells(sc *collector.Scope) []cell {
 	c[scName] = cell{text: sc.Name}
 	v, t := verdictLabel(sc.Verdict)
 	c[scVerdict] = cell{text: v, tone: t}
-	if sc.Leader != "" {
+	idle := sc.Verdict == collector.VerdictIdle
+	switch {
+	case sc.HandoverTo != "":
+		// A pending handover: the scope is reserved for its target.
+		from := cmp.Or(sc.Leader, "—")
+		c[scLeader] = cell{text: from + " → " + sc.HandoverTo, tone: toneWarn}
+	case sc.Leader != "":
 		c[scLeader] = cell{text: sc.Leader}
-		c[scTenure] = cell{text: human.Cell(sc.Tenure)}
-		c[scHeartbeat] = cell{text: human.Cell(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
-	} else {
-		text := "—"
+	default:
+		text, t := "—", toneBad
 		if sc.LeaderlessFor > 0 {
 			text = "— for " + human.Cell(sc.LeaderlessFor)
 		}
-		c[scLeader] = cell{text: text, tone: toneBad}
+		if idle {
+			t = toneMuted
+		}
+		c[scLeader] = cell{text: text, tone: t}
+	}
+	if sc.Leader != "" {
+		c[scTenure] = cell{text: human.Cell(sc.Tenure)}
+		c[scHeartbeat] = cell{text: human.Cell(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
+	} else {
 		c[scTenure] = cell{text: "—", tone: toneMuted}
 		c[scHeartbeat] = cell{text: "—", tone: toneMuted}
 	}
 	c[scEpoch] = cell{text: strconv.FormatInt(sc.Epoch, 10)}
 	if len(sc.Followers) == 0 {
-		c[scFollowers] = cell{text: "none", tone: toneWarn}
+		t := toneWarn
+		if idle {
+			t = toneMuted
+		}
+		c[scFollowers] = cell{text: "none", tone: t}
 	} else {
 		c[scFollowers] = cell{text: strconv.Itoa(len(sc.Followers)) + ": " + strings.Join(sc.Followers, ",")}
 	}
@@ -249,6 +269,7 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 	if k := m.nodeAlerts[n.ID]; k > 0 && c[ndState].tone != toneBad {
 		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
 	}
+	c[ndPriority] = priorityCell(n)
 	c[ndRoles] = cell{text: rolesText(n)}
 	seen := cell{text: human.Cell(n.LastSeenAge)}
 	if !n.Live && n.StoppedAt.IsZero() {
@@ -257,6 +278,52 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 	c[ndSeen] = seen
 	c[ndVersion] = cell{text: n.Version}
 	return c
+}
+
+// priorityCell is a node's priority, marked when the node may not be handed a
+// scope (collector.Node.Eligible): "0 never leads", "1 not live".
+func priorityCell(n *collector.Node) cell {
+	p := strconv.Itoa(n.Priority)
+	switch {
+	case n.Priority <= 0:
+		return cell{text: p + " never leads", tone: toneMuted}
+	case !n.Eligible():
+		return cell{text: p + " not live", tone: toneMuted}
+	}
+	return cell{text: p}
+}
+
+// follower is a scope's follower and its row of the snapshot's nodes (known
+// is false when the snapshot has none).
+type follower struct {
+	id    string
+	node  collector.Node
+	known bool
+}
+
+// rankedFollowers returns a scope's followers, the best handover target first:
+// the eligible ones (collector.Node.Eligible) by priority, highest first, then
+// by node id; then the others, by node id.
+func (m *Model) rankedFollowers(ids []string) []follower {
+	fs := make([]follower, len(ids))
+	for i, id := range ids {
+		n, ok := m.snap.Node(id)
+		fs[i] = follower{id: id, node: n, known: ok}
+	}
+	slices.SortStableFunc(fs, func(a, b follower) int {
+		ea, eb := a.known && a.node.Eligible(), b.known && b.node.Eligible()
+		switch {
+		case ea != eb:
+			if ea {
+				return -1
+			}
+			return 1
+		case ea && a.node.Priority != b.node.Priority:
+			return cmp.Compare(b.node.Priority, a.node.Priority)
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	return fs
 }
 
 // rolesText is a node's roles, leaderships first: "billing:L reports:F".
@@ -347,7 +414,11 @@ func termCells(t collector.Term) []cell {
 	if t.Open() {
 		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
 	} else {
-		c[tmEnded] = cell{text: string(t.EndedBy), tone: endedTone(t)}
+		text := string(t.EndedBy)
+		if t.HandedTo != "" {
+			text += " → " + t.HandedTo // handed_over, to whom
+		}
+		c[tmEnded] = cell{text: text, tone: endedTone(t)}
 	}
 	if t.HandoverGap > 0 {
 		c[tmGap] = cell{text: human.Cell(t.HandoverGap)}

@@ -39,6 +39,7 @@ var nodeSorts = []struct {
 	{ndRoles, func(a, b *collector.Node) int { return cmp.Compare(len(b.Leads), len(a.Leads)) }},
 	{ndSeen, func(a, b *collector.Node) int { return cmp.Compare(a.LastSeenAge, b.LastSeenAge) }},
 	{ndVersion, func(a, b *collector.Node) int { return cmp.Compare(a.Version, b.Version) }},
+	{ndPriority, func(a, b *collector.Node) int { return cmp.Compare(b.Priority, a.Priority) }}, // highest first
 }
 
 // cycleSort moves the focused table to its next sort order, or reverses it.

@@ -35,6 +35,8 @@ the scope had no leader).
 How a term ended (release_reason):
   resigned           the leader gave the scope up (Resign, SIGUSR1)
   shutdown           the leader stopped cleanly (SIGTERM, context cancelled)
+  handed_over        an operator handed the scope to a chosen node (pgleader
+                     handover): shown as "handed_over → NODE" (handed_to)
   lost_connection    its session died; the successor found its guard still alive
   heartbeat_timeout  it was silent for its whole session lease (frozen, cut off)
   crashed            its session and process were gone (kill -9, host crash)
@@ -87,7 +89,8 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since 
 		SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
 		       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
 		       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
-		       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8
+		       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8,
+		       coalesce(t.handed_to, '')
 		  FROM pgleader.terms t
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
 		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
@@ -104,7 +107,7 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since 
 			gap, heldFor float64
 		)
 		if err := rows.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &t.Hostname, &t.HolderPID,
-			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor); err != nil {
+			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo); err != nil {
 			return nil, err
 		}
 		if released != nil {
@@ -126,14 +129,15 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	case cli.FormatJSON:
 		return cli.WriteJSON(w, orEmpty(terms))
 	case cli.FormatTSV:
-		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s")
+		// handed_to was added last: the columns before it keep their places.
+		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to")
 		for _, t := range terms {
 			ended := string(t.EndedBy)
 			if t.Open() {
 				ended = "open"
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\n", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
-				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds())
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
+				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds(), safe(t.HandedTo))
 		}
 		return nil
 	}
@@ -144,7 +148,10 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
 	for _, t := range terms {
-		ended, held := string(t.EndedBy), human.Duration(t.HeldFor)
+		ended, held := safe(string(t.EndedBy)), human.Duration(t.HeldFor)
+		if t.HandedTo != "" {
+			ended += " → " + safe(t.HandedTo)
+		}
 		if t.Open() {
 			ended, held = "(leading)", held+" so far"
 		}
@@ -153,7 +160,7 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 			gap = "—"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), orDash(safe(t.Hostname)),
-			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, safe(ended), gap)
+			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended, gap)
 	}
 	return tw.Flush()
 }

@@ -146,7 +146,7 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	terms := []collector.Term{
 		{Scope: evil("billing"), Epoch: 2, Holder: evil("n2"), Hostname: evil("host"), AcquiredAt: t0, HeldFor: time.Minute},
 		{Scope: evil("billing"), Epoch: 1, Holder: evil("n1"), Hostname: evil("host"), AcquiredAt: t0.Add(-time.Hour),
-			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HeldFor: time.Hour},
+			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HandedTo: evil("n2"), HeldFor: time.Hour},
 	}
 	render := func(t *testing.T, format string) string {
 		t.Helper()
@@ -166,13 +166,14 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	t.Run("TSV", func(t *testing.T) {
 		out := render(t, cli.FormatTSV)
 		assertInert(t, "history tsv", out, true)
-		assertTSV(t, "history tsv", out, 1+len(terms), 8)
+		assertTSV(t, "history tsv", out, 1+len(terms), 9)
 	})
 	t.Run("JSON", func(t *testing.T) {
 		out := render(t, cli.FormatJSON)
 		assertNoRawControl(t, out)
 		var back []collector.Term
-		if err := json.Unmarshal([]byte(out), &back); err != nil || back[1].Holder != terms[1].Holder || back[1].EndedBy != terms[1].EndedBy {
+		if err := json.Unmarshal([]byte(out), &back); err != nil || back[1].Holder != terms[1].Holder || back[1].EndedBy != terms[1].EndedBy ||
+			back[1].HandedTo != terms[1].HandedTo {
 			t.Fatalf("JSON must stay exact: %+v, %v", back, err)
 		}
 	})
@@ -231,8 +232,8 @@ func TestHostileRowsEndToEnd(t *testing.T) {
 		args []any
 	}{
 		{`INSERT INTO pgleader.leader_state (scope, lock_key, epoch, released_at) VALUES ($1, 4242, 1, now() - interval '30 seconds')`, []any{scope}},
-		{`INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason)
-		  VALUES ($1, 1, $2, $3, 4242, now() - interval '2 minutes', now() - interval '30 seconds', 'crashed')`, []any{scope, node, host}},
+		{`INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason, handed_to)
+		  VALUES ($1, 1, $2, $3, 4242, now() - interval '2 minutes', now() - interval '30 seconds', 'handed_over', $4)`, []any{scope, node, host, evil("next")}},
 		{`INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes) VALUES ($1, $2, 4242, $3, ARRAY[$4])`,
 			[]any{node, host, evil("v1"), scope}},
 		{`INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail) VALUES ($1, $2, 1, 'evicted', jsonb_build_object('by', $3::text, 'reason', $3::text, 'pid', 4242))`,
@@ -264,7 +265,7 @@ func TestHostileRowsEndToEnd(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 2 {
 		t.Errorf("history: %d lines, want 2:\n%s", n, out)
 	}
-	assertTSV(t, "history -o tsv", run("history", "-o", "tsv"), 2, 8)
+	assertTSV(t, "history -o tsv", run("history", "-o", "tsv"), 2, 9)
 	assertInert(t, "history -o tsv", run("history", "-o", "tsv"), true)
 	assertNoRawControl(t, run("history", "-o", "json"))
 	out = run("top", "--once", "--width", "200")

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,12 +41,18 @@ count of scopes per state and names the scopes not OK (the first ten), so that
 they are found at a glance among a thousand rows; -o json carries the counts as
 verdict_counts.
 
-States: OK; DEGRADED (an alert on the scope, or a late heartbeat); NO LEADER (no
-open term with its lock held); SPLIT BRAIN (the lock holder is not the leader on
-record, two nodes claim to lead, or the epoch went backwards).
+States: OK; IDLE (no leader, and nobody is meant to lead: every candidate stopped
+cleanly and no term is left open; not a problem, and pgleader scope retire NAME
+takes the scope out of the views); DEGRADED (an alert on the scope, or a late
+heartbeat); NO LEADER (no open term with its lock held while someone is meant to
+lead); SPLIT BRAIN (the lock holder is not the leader on record, two nodes claim
+to lead, or the epoch went backwards). A pending handover shows as the leader's
+target ("n1@host → n2"). The nodes follow the scopes, with their priority: a free
+scope goes to its live candidate of highest priority, and priority 0 never leads.
+Retired scopes are counted, not shown (-o json: retired).
 
 Exit codes, for scripts and health checks:
-  0  every scope is OK
+  0  every scope is OK or IDLE
   1  runtime failure (e.g. the connection broke)
   2  bad input: flags, connection string, unreachable server, missing schema
   3  some scope has no leader or is degraded
@@ -146,7 +153,8 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// statusExit maps the worst verdict to the documented exit code.
+// statusExit maps the worst verdict to the documented exit code (IDLE, which
+// never is the worst, exits 0 like OK).
 func statusExit(worst collector.Verdict) error {
 	switch worst {
 	case collector.VerdictSplitBrain:
@@ -157,8 +165,15 @@ func statusExit(worst collector.Verdict) error {
 	return nil
 }
 
+// verdictRank orders the verdicts from best to worst: IDLE, a scope nobody is
+// meant to lead, ranks with OK.
 var verdictRank = map[collector.Verdict]int{
-	collector.VerdictOK: 0, collector.VerdictDegraded: 1, collector.VerdictNoLeader: 2, collector.VerdictSplitBrain: 3,
+	collector.VerdictOK: 0, collector.VerdictIdle: 0, collector.VerdictDegraded: 1, collector.VerdictNoLeader: 2, collector.VerdictSplitBrain: 3,
+}
+
+// troubled reports whether a verdict is a problem: neither OK nor IDLE.
+func troubled(v collector.Verdict) bool {
+	return v != collector.VerdictOK && v != collector.VerdictIdle
 }
 
 // verdictGlyph makes the state readable without colour.
@@ -166,6 +181,8 @@ func verdictGlyph(v collector.Verdict) string {
 	switch v {
 	case collector.VerdictOK:
 		return "✔ OK"
+	case collector.VerdictIdle:
+		return "· IDLE"
 	case collector.VerdictDegraded:
 		return "▲ DEGRADED"
 	case collector.VerdictNoLeader:
@@ -226,8 +243,12 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			// failover) and the floor above which its epochs lie (added later).
 			Timeline   int64 `json:"timeline"`
 			EpochFloor int64 `json:"epoch_floor"`
+			// Retired: scopes retired with pgleader scope retire, which scopes
+			// leaves out (schema 8; scopes[].handover_to, scopes[].handover_deadline
+			// and nodes[].priority came with it).
+			Retired int `json:"retired"`
 		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health,
-			snap.Timeline, snap.EpochFloor}
+			snap.Timeline, snap.EpochFloor, snap.Retired}
 		_ = cli.WriteJSON(w, out)
 		return worst
 	case cli.FormatTSV:
@@ -240,13 +261,25 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 	}
 	if len(shown) == 0 {
 		if len(scopes) > 0 {
-			fmt.Fprintf(w, "no such scope: %s (no node has campaigned for it yet)\n", termsafe.String(strings.Join(scopes, ", ")))
+			why := "no node has campaigned for it yet"
+			if snap.Retired > 0 {
+				why += ", or it was retired"
+			}
+			fmt.Fprintf(w, "no such scope: %s (%s)\n", termsafe.String(strings.Join(scopes, ", ")), why)
 			return collector.VerdictNoLeader
+		}
+		if snap.Retired > 0 {
+			fmt.Fprintf(w, "no scopes in view: %s retired (pgleader history still lists their terms)\n", plural(snap.Retired, "scope"))
+			return worst
 		}
 		fmt.Fprintln(w, "no scopes yet: start nodes with `pgleader node --scope NAME` or embed the election package")
 		return worst
 	}
-	writeSummary(w, shown, len(snap.Scopes), counts)
+	retired := snap.Retired
+	if len(scopes) > 0 {
+		retired = 0 // "2 of 1000 scopes": the retired ones are not among those asked for
+	}
+	writeSummary(w, shown, len(snap.Scopes), retired, counts)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCOPE\tSTATE\tLEADER\tEPOCH\tTENURE\tHEARTBEAT\tFOLLOWERS\tALERTS")
 	for _, s := range shown {
@@ -260,6 +293,9 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		} else if s.LeaderlessFor > 0 {
 			tenure = "none for " + human.Duration(s.LeaderlessFor)
 		}
+		if s.HandoverTo != "" {
+			leader += " → " + termsafe.String(s.HandoverTo) // a pending handover
+		}
 		followers := nodeList(s.Followers)
 		if followers == "" {
 			followers = "—"
@@ -268,6 +304,7 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
+	writeNodes(w, snap.Nodes, shown, len(scopes) > 0)
 	if len(alerts) > 0 {
 		fmt.Fprintln(w)
 		for _, al := range alerts {
@@ -285,36 +322,102 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 	return worst
 }
 
+// nodeLeadsNamed is the most scopes a node's row names among those it leads.
+const nodeLeadsNamed = 3
+
+// writeNodes prints the nodes below the scopes: every running node (or, when
+// the scopes were chosen, those that campaign for one of them), its state, its
+// priority and the shown scopes it leads. Stopped nodes are counted only.
+func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, chosen bool) {
+	names := make(map[string]bool, len(shown))
+	for _, s := range shown {
+		names[s.Name] = true
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rows, stopped := 0, 0
+	for _, n := range nodes {
+		if chosen && !slices.ContainsFunc(n.Scopes, func(s string) bool { return names[s] }) {
+			continue
+		}
+		if !n.StoppedAt.IsZero() {
+			stopped++
+			continue
+		}
+		if rows == 0 {
+			fmt.Fprintln(w)
+			fmt.Fprintln(tw, "NODE\tHOST\tSTATE\tPRIORITY\tLEADS")
+		}
+		rows++
+		state := "● live"
+		if !n.Live {
+			state = "✖ stale"
+		}
+		prio := strconv.Itoa(n.Priority)
+		switch {
+		case n.Priority == 0:
+			prio += " (never leads)"
+		case !n.Eligible():
+			prio += " (not live)"
+		}
+		var leads []string
+		for _, s := range n.Leads {
+			if names[s] {
+				leads = append(leads, s)
+			}
+		}
+		led := nodeList(leads[:min(len(leads), nodeLeadsNamed)])
+		if more := len(leads) - nodeLeadsNamed; more > 0 {
+			led += fmt.Sprintf(" +%d more", more)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.String(n.ID), orDash(termsafe.String(n.Hostname)), state, prio, orDash(led))
+	}
+	_ = tw.Flush()
+	if stopped > 0 {
+		if rows == 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s stopped (not shown; -o json lists them)\n", plural(stopped, "node"))
+	}
+}
+
 // troubleNamed is the most scopes the table's summary names.
 const troubleNamed = 10
 
 // writeSummary prints the lines above the table: the verdict counts, healthy
-// first ("1000 scopes: 998 ✔ OK · 2 ✖ NO LEADER"), then the scopes not OK,
+// first ("1000 scopes: 996 ✔ OK · 2 · IDLE · 2 ✖ NO LEADER", then "· 3
+// retired" when scopes were retired), then the scopes not OK (nor IDLE),
 // worst first, so that they are found without reading every row.
-func writeSummary(w io.Writer, shown []collector.Scope, total int, counts map[collector.Verdict]int) {
+func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, counts map[collector.Verdict]int) {
 	head := plural(len(shown), "scope")
 	if len(shown) != total {
 		head = fmt.Sprintf("%d of %s", len(shown), plural(total, "scope"))
 	}
-	// OK first (the size of the healthy part), then what is wrong, worst first.
+	// OK first (the size of the healthy part), IDLE (nobody meant to lead), then
+	// what is wrong, worst first.
 	place := func(v collector.Verdict) int {
-		if v == collector.VerdictOK {
+		switch v {
+		case collector.VerdictOK:
 			return 0
+		case collector.VerdictIdle:
+			return 1
 		}
 		return 10 - verdictRank[v] // an unknown verdict ranks 0: last
 	}
 	order := slices.SortedFunc(maps.Keys(counts), func(a, b collector.Verdict) int {
 		return cmp.Or(cmp.Compare(place(a), place(b)), strings.Compare(string(a), string(b)))
 	})
-	parts := make([]string, len(order))
+	parts := make([]string, len(order), len(order)+1)
 	for i, v := range order {
 		parts[i] = fmt.Sprintf("%d %s", counts[v], verdictGlyph(v))
+	}
+	if retired > 0 {
+		parts = append(parts, fmt.Sprintf("%d retired", retired))
 	}
 	fmt.Fprintf(w, "%s: %s\n", head, strings.Join(parts, " · "))
 
 	var trouble []collector.Scope
 	for _, s := range shown {
-		if s.Verdict != collector.VerdictOK {
+		if troubled(s.Verdict) {
 			trouble = append(trouble, s)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +134,114 @@ func BenchmarkWriteStatus(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestStatusIdleAndPriority: an IDLE scope is counted, never named as not OK,
+// and exits 0 like OK; retired scopes are counted; a pending handover shows
+// as the leader's target; the nodes show their priority (0 never leads); the
+// JSON only gains fields (retired, nodes[].priority, scopes[].handover_to).
+func TestStatusIdleAndPriority(t *testing.T) {
+	snap := func() *collector.Snapshot {
+		s := scaleSnapshot(4, 3, 1)
+		idle := &s.Scopes[2]
+		idle.Leader, idle.LeaderHost, idle.LockPIDs, idle.Followers, idle.LeaderlessFor = "", "", nil, nil, time.Hour
+		idle.Verdict = collector.VerdictIdle
+		s.Scopes[0].HandoverTo, s.Scopes[0].HandoverDeadline = "node-02", s.DBTime.Add(8*time.Second)
+		s.Nodes[0].Priority, s.Nodes[0].Leads = 2, []string{"scope-0000", "scope-0003"}
+		s.Nodes[1].Priority = 0
+		s.Nodes[2].Priority = 1
+		s.Nodes = append(s.Nodes, collector.Node{ID: "node-09", Priority: 1, StoppedAt: s.DBTime.Add(-time.Hour)})
+		s.Retired = 3
+		return s
+	}
+
+	t.Run("Table", func(t *testing.T) {
+		var b bytes.Buffer
+		if v := writeStatus(&b, snap(), nil, cli.FormatTable); v != collector.VerdictNoLeader {
+			t.Fatalf("worst verdict %q", v)
+		}
+		out := b.String()
+		lines := strings.Split(out, "\n")
+		if want := "4 scopes: 2 ✔ OK · 1 · IDLE · 1 ✖ NO LEADER · 3 retired"; lines[0] != want {
+			t.Fatalf("counts %q, want %q", lines[0], want)
+		}
+		if want := "not OK: ✖ scope-0001"; lines[1] != want {
+			t.Fatalf("not OK line %q, want %q", lines[1], want)
+		}
+		for _, re := range []string{
+			`(?m)^scope-0000\s+✔ OK\s+node-00@host → node-02\s+1\s`,
+			`(?m)^scope-0002\s+· IDLE\s+—\s`,
+			`(?m)^NODE\s+HOST\s+STATE\s+PRIORITY\s+LEADS$`,
+			`(?m)^node-00\s+host-00\s+● live\s+2\s+scope-0000,scope-0003$`,
+			`(?m)^node-01\s+host-01\s+● live\s+0 \(never leads\)\s+—$`,
+			`(?m)^1 node stopped \(not shown; -o json lists them\)$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("no line matches %s:\n%s", re, out)
+			}
+		}
+	})
+	t.Run("Filtered", func(t *testing.T) {
+		var b bytes.Buffer
+		writeStatus(&b, snap(), []string{"scope-0002"}, cli.FormatTable)
+		if first, _, _ := strings.Cut(b.String(), "\n"); first != "1 of 4 scopes: 1 · IDLE" {
+			t.Fatalf("first line %q", first)
+		}
+		if strings.Contains(b.String(), "not OK") {
+			t.Fatalf("an IDLE scope listed as not OK:\n%s", b.String())
+		}
+	})
+	t.Run("ExitCode", func(t *testing.T) {
+		s := snap()
+		s.Scopes = slices.DeleteFunc(s.Scopes, func(sc collector.Scope) bool { return sc.Verdict == collector.VerdictNoLeader })
+		if v := writeStatus(io.Discard, s, nil, cli.FormatTable); v != collector.VerdictOK || statusExit(v) != nil {
+			t.Fatalf("OK and IDLE scopes: worst %q, exit %v", v, statusExit(v))
+		}
+		if err := statusExit(collector.VerdictIdle); err != nil {
+			t.Fatalf("IDLE exits %v", err)
+		}
+	})
+	t.Run("AllRetired", func(t *testing.T) {
+		s := snap()
+		s.Scopes = nil
+		var b bytes.Buffer
+		if v := writeStatus(&b, s, nil, cli.FormatTable); v != collector.VerdictOK || b.String() != "no scopes in view: 3 scopes retired (pgleader history still lists their terms)\n" {
+			t.Fatalf("%q: %q", v, b.String())
+		}
+		b.Reset()
+		writeStatus(&b, s, []string{"old"}, cli.FormatTable)
+		if !strings.Contains(b.String(), "no such scope: old (no node has campaigned for it yet, or it was retired)") {
+			t.Fatalf("missing scope: %q", b.String())
+		}
+	})
+	t.Run("JSON", func(t *testing.T) {
+		var b bytes.Buffer
+		writeStatus(&b, snap(), nil, cli.FormatJSON)
+		var doc struct {
+			Verdict       string         `json:"verdict"`
+			VerdictCounts map[string]int `json:"verdict_counts"`
+			Retired       *int           `json:"retired"`
+			Scopes        []struct {
+				Scope      string `json:"scope"`
+				Verdict    string `json:"verdict"`
+				HandoverTo string `json:"handover_to"`
+			} `json:"scopes"`
+			Nodes []struct {
+				Node     string `json:"node"`
+				Priority *int   `json:"priority"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Retired == nil || *doc.Retired != 3 || doc.VerdictCounts["IDLE"] != 1 || doc.Verdict != "NO LEADER" {
+			t.Fatalf("retired %v, counts %v, verdict %q", doc.Retired, doc.VerdictCounts, doc.Verdict)
+		}
+		if doc.Scopes[0].HandoverTo != "node-02" || doc.Scopes[2].Verdict != "IDLE" {
+			t.Fatalf("scopes %+v", doc.Scopes)
+		}
+		if len(doc.Nodes) != 4 || doc.Nodes[1].Priority == nil || *doc.Nodes[1].Priority != 0 || *doc.Nodes[0].Priority != 2 {
+			t.Fatalf("nodes %+v", doc.Nodes)
+		}
+	})
 }

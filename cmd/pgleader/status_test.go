@@ -113,6 +113,58 @@ func TestStatusAndHistory(t *testing.T) {
 	}
 }
 
+// TestStatusIdle: a scope whose only candidate stopped cleanly is IDLE: counted
+// as such, not listed as not OK, exit 0; retired, it leaves the table and is
+// counted in the JSON's retired.
+func TestStatusIdle(t *testing.T) {
+	dsn, c := startNodes(t, "parked", "solo")
+	waitFor(t, "a leader", func() bool {
+		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
+		return strings.Contains(r.stdout, "parked\tOK\tsolo\t")
+	})
+	if _, err := c.Node("solo").Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node("solo").Wait(20 * time.Second); err != nil {
+		t.Fatalf("solo after SIGTERM: %v", err)
+	}
+	type doc struct {
+		Verdict       string         `json:"verdict"`
+		VerdictCounts map[string]int `json:"verdict_counts"`
+		Retired       int            `json:"retired"`
+		Nodes         []struct {
+			Node     string `json:"node"`
+			Priority *int   `json:"priority"`
+		} `json:"nodes"`
+	}
+	var st doc
+	waitFor(t, "the scope to be IDLE", func() bool {
+		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
+		st = doc{}
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &st) == nil && st.VerdictCounts["IDLE"] == 1
+	})
+	if st.Verdict != "OK" || len(st.Nodes) != 1 || st.Nodes[0].Priority == nil || *st.Nodes[0].Priority != 1 {
+		t.Fatalf("status json: %+v", st)
+	}
+	r := pgleader(t, nil, "status", "--dsn", dsn)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "1 scope: 1 · IDLE\n") || strings.Contains(r.stdout, "not OK") ||
+		!strings.Contains(r.stdout, "1 node stopped") {
+		t.Fatalf("status table: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	if _, err := connect(t, dsn).Exec(context.Background(), "SELECT pgleader.retire_scope('parked', 'TestStatusIdle')"); err != nil {
+		t.Fatal(err)
+	}
+	r = pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
+	st = doc{}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 || st.Retired != 1 || len(st.VerdictCounts) != 0 {
+		t.Fatalf("status json after retiring: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if r := pgleader(t, nil, "status", "--dsn", dsn); r.code != 0 || !strings.HasPrefix(r.stdout, "no scopes in view: 1 scope retired") {
+		t.Fatalf("status table after retiring: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // TestExporterServes: `pgleader exporter` serves metrics of a live scope and
 // reports ready.
 func TestExporterServes(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/tui"
 )
@@ -29,24 +30,30 @@ func (a *app) topCommand() *cobra.Command {
 		Use:   "top",
 		Short: "The on-call dashboard: every scope's leader, heartbeat, history, events and alerts, live",
 		Long: `top opens a terminal dashboard over the collector: one verdict per scope in the
-header (✔ OK, ▲ DEGRADED, ✖ NO LEADER, ‼ SPLIT BRAIN), an alert banner with what to
-do first, the scopes and nodes, a timeline of terms with their failover gaps, and a
-live event log. Enter on a scope shows its detail. ? lists every key (type to
+header (✔ OK, ▲ DEGRADED, ✖ NO LEADER, ‼ SPLIT BRAIN, and · IDLE for a scope nobody
+is meant to lead: its candidates stopped cleanly), an alert banner with what to do
+first, the scopes (a pending handover shows as "node-a → node-c") and nodes (with
+their priority: 0 never leads), a timeline of terms with their failover gaps, and
+a live event log. Enter on a scope shows its detail. ? lists every key (type to
 search it); q quits.
 
 With more scopes than fit on one line (or more than 16) the header counts them
-per verdict and names only those not OK ("998 ✔ OK · 2 ✖ NO LEADER │ ✖ scope-0011
-✖ scope-0500"); PgUp/PgDn and Home/End page the tables, / filters by substring
-and p keeps the problems.
+per verdict and names only those in trouble, neither OK nor IDLE ("998 ✔ OK ·
+2 · IDLE · 2 ✖ NO LEADER │ ✖ scope-0011 ✖ scope-0500"), then the retired scopes
+("3 retired"); PgUp/PgDn and Home/End page the tables, / filters by substring and
+p keeps the problems.
 
-It is read-only unless --allow-actions, which enables two actions on the selected
-scope's leader, each after a y/N confirmation and audited:
+It is read-only unless --allow-actions, which enables three actions on the
+selected scope, each after a y/N confirmation and audited:
   R  resign gracefully through the database: the leader drains in-flight work,
      releases, and a follower takes over, usually within one heartbeat interval
      (needs only the pgleader tables; the leader must be alive to see it);
   x  evict: terminate the leader's session; a follower takes over at once and
      in-flight work is cut off (for a zombie that no longer heartbeats; needs
-     pg_signal_backend or the leader's role).
+     pg_signal_backend or the leader's role);
+  O  hand the scope over to its best eligible follower (live, highest priority,
+     then node id), which the question names: like pgleader handover SCOPE --to
+     NODE, given up and withdrawn after 10s (needs the operator role).
 
 --once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
 and bug reports. NO_COLOR=1 or --no-color renders without colours.
@@ -98,7 +105,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 			}()
 			opts := tui.Options{Database: redacted(t), NoColor: noColor}
 			if allowActions {
-				opts.Actions = col
+				opts.Actions = topActions{col}
 			}
 			err = tui.Run(uiCtx, col, opts)
 			cancel()
@@ -111,7 +118,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 	}
 	f := cmd.Flags()
 	f.DurationVar(&interval, "interval", time.Second, "poll interval (+/- change it live)")
-	f.BoolVar(&allowActions, "allow-actions", false, "enable R (graceful resign through the database) and x (evict: terminate the leader's session); each asks y/N")
+	f.BoolVar(&allowActions, "allow-actions", false, "enable R (graceful resign through the database), x (evict: terminate the leader's session) and O (hand the scope over to its best follower); each asks y/N")
 	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited; needs pg_signal_backend)")
 	f.BoolVar(&once, "once", false, "print one frame and exit")
 	f.StringVarP(&output, "output", "o", "text", "with --once: text or json")
@@ -119,6 +126,22 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 	f.BoolVar(&noColor, "no-color", false, "no colours (also: NO_COLOR=1)")
 	source.register(cmd)
 	return cmd
+}
+
+// topHandoverTimeout is how long a handover asked from the dashboard waits for
+// its target to lead before the request is withdrawn: well within the
+// dashboard's bound on one action, so the withdrawal runs before it gives up.
+const topHandoverTimeout = 10 * time.Second
+
+// topActions are the dashboard's operator actions on the collector: Evict and
+// Resign as they are, Handover with topHandoverTimeout.
+type topActions struct{ *collector.Collector }
+
+var _ tui.Actions = topActions{}
+
+func (a topActions) Handover(ctx context.Context, scope, to, via string) error {
+	_, err := a.Collector.Handover(ctx, scope, to, via, topHandoverTimeout)
+	return err
 }
 
 func terminalWidth() int {

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
@@ -77,6 +79,60 @@ func TestTopEndToEnd(t *testing.T) {
 	row := regexp.MustCompile(`(?m)^\S?\s*e2e\s+✔ OK\s+(\S+)\s+(\d+)\s`).FindStringSubmatch(view)
 	if row == nil || row[1] != second.Leader || row[2] != strconv.FormatInt(second.Epoch, 10) {
 		t.Fatalf("scope row %q: want leader %s at epoch %d (was %s)\n%s", row, second.Leader, second.Epoch, first.Leader, view)
+	}
+}
+
+// TestTopHandover: the dashboard with the actions `top --allow-actions` wires
+// (topActions over a real collector) hands a scope over to its follower: O
+// names the follower, y hands the scope over, the follower leads, the term
+// ends as handed_over naming it (pgleader history), and the request is
+// audited as from pgleader top.
+func TestTopHandover(t *testing.T) {
+	dsn, _ := startNodes(t, "ho", "ho-1", "ho-2")
+	cfg := collector.DefaultConfig()
+	var err error
+	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PollInterval = 200 * time.Millisecond
+	cfg.Logger = quietLogger()
+	col, err := collector.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- col.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	first := waitLeader(t, col, "ho", 0)
+	other := map[string]string{"ho-1": "ho-2", "ho-2": "ho-1"}[first.Leader]
+	m := tui.New(col, tui.Options{NoColor: true, Database: "ho", Actions: topActions{col}})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+	wait := teatest.WithDuration(20 * time.Second)
+	// The follower is on the scope's row once it waits for the lock.
+	teatest.WaitFor(t, tm.Output(), screenShows("1: "+other), wait)
+	shift := func(r rune) tea.KeyPressMsg {
+		return tea.KeyPressMsg{Code: unicode.ToLower(r), ShiftedCode: r, Mod: tea.ModShift, Text: string(r)}
+	}
+	tm.Send(shift('O'))
+	teatest.WaitFor(t, tm.Output(), screenShows("Hand ho over to "+other+"?"), wait)
+	tm.Type("y")
+	teatest.WaitFor(t, tm.Output(), screenShows("handed ho over to "+other), wait)
+	if second := waitLeader(t, col, "ho", first.Epoch); second.Leader != other {
+		t.Fatalf("%s leads ho after the handover, want %s", second.Leader, other)
+	}
+	tm.Type("q")
+	tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second))
+
+	r := pgleader(t, nil, "history", "--dsn", dsn, "--scope", "ho")
+	if r.code != 0 || !strings.Contains(r.stdout, "handed_over → "+other) {
+		t.Fatalf("history: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var via string
+	if err := connect(t, dsn).QueryRow(context.Background(),
+		"SELECT detail->>'via' FROM pgleader.audit WHERE kind = 'handover_requested' AND scope = 'ho'").Scan(&via); err != nil || via != "pgleader top" {
+		t.Fatalf("audited via %q (%v), want pgleader top", via, err)
 	}
 }
 
