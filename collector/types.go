@@ -132,6 +132,10 @@ const (
 	VerdictIdle Verdict = "IDLE"
 )
 
+// Troubled reports whether the verdict is a problem: anything but OK and IDLE (a
+// scope nobody is meant to lead).
+func (v Verdict) Troubled() bool { return v != VerdictOK && v != VerdictIdle }
+
 // Timing is the election timing a holder or node runs with (from its rows).
 type Timing struct {
 	HeartbeatInterval time.Duration `json:"heartbeat_interval"`

@@ -232,6 +232,25 @@ func eventLine(e collector.Event) (string, tone) {
 			what += " at epoch " + strconv.FormatInt(e.Epoch, 10)
 		}
 		t = toneWarn
+	case collector.EventHandoverRequested:
+		kind = "⇢ handover asked"
+		what = e.Scope
+		if e.Node != "" {
+			what = e.Node + " asked to hand over " + e.Scope
+		}
+		t = toneWarn
+	case collector.EventHandoverCancelled:
+		kind = "⇠ handover off"
+		what = e.Scope
+		t = toneWarn
+	case collector.EventScopeRetired:
+		kind = "⌫ scope retired"
+		what = e.Scope
+		t = toneMuted
+	case collector.EventScopeRevived:
+		kind = "↺ scope revived"
+		what = e.Scope + " by " + e.Node
+		t = toneMuted
 	case collector.EventEvictFailed:
 		kind = "✖ evict failed"
 		what = e.Node + " on " + e.Scope

@@ -165,12 +165,6 @@ func verdictRank(v collector.Verdict) int {
 	}
 }
 
-// troubled reports whether a verdict is a problem: anything but OK and IDLE
-// (a scope nobody is meant to lead).
-func troubled(v collector.Verdict) bool {
-	return v != collector.VerdictOK && v != collector.VerdictIdle
-}
-
 // severityLabel is the glyph + word of an alert severity.
 func severityLabel(s collector.Severity) (string, tone) {
 	switch s {

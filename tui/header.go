@@ -156,13 +156,13 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 			counts = append(counts, count{v: v})
 		}
 		counts[len(counts)-1].n++
-		if troubled(v) {
+		if v.Troubled() {
 			trouble++
 		}
 	}
 	// OK and IDLE first (the part that needs nothing), then what is wrong.
 	split := len(counts)
-	for split > 0 && !troubled(counts[split-1].v) {
+	for split > 0 && !counts[split-1].v.Troubled() {
 		split--
 	}
 	counts = append(slices.Clone(counts[split:]), counts[:split]...)

@@ -98,7 +98,7 @@ func (m *Model) ensureRows() {
 // scopeProblem reports a scope the problems filter keeps: a troubled verdict
 // (not OK, not IDLE) or an alert.
 func scopeProblem(sc *collector.Scope) bool {
-	return troubled(sc.Verdict) || len(sc.Alerts) > 0
+	return sc.Verdict.Troubled() || len(sc.Alerts) > 0
 }
 
 func (m *Model) visibleScopes() []*collector.Scope {

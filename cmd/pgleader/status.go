@@ -171,11 +171,6 @@ var verdictRank = map[collector.Verdict]int{
 	collector.VerdictOK: 0, collector.VerdictIdle: 0, collector.VerdictDegraded: 1, collector.VerdictNoLeader: 2, collector.VerdictSplitBrain: 3,
 }
 
-// troubled reports whether a verdict is a problem: neither OK nor IDLE.
-func troubled(v collector.Verdict) bool {
-	return v != collector.VerdictOK && v != collector.VerdictIdle
-}
-
 // verdictGlyph makes the state readable without colour.
 func verdictGlyph(v collector.Verdict) string {
 	switch v {
@@ -417,7 +412,7 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 
 	var trouble []collector.Scope
 	for _, s := range shown {
-		if troubled(s.Verdict) {
+		if s.Verdict.Troubled() {
 			trouble = append(trouble, s)
 		}
 	}
