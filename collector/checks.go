@@ -82,7 +82,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 		// heartbeating and still lists the scope as led. A heartbeat that runs
 		// after the lock was seen free drops the scope (it confirms only locks
 		// its backend holds), so this is not a dead or frozen holder.
-		if len(row.LockPIDs) == 0 {
+		if len(row.LockPIDs) == 0 && row.Mode != "lease" { // lease mode holds no lock
 			if m.freeOpenSince.IsZero() {
 				m.freeOpenSince = r.Now
 			}
@@ -111,9 +111,13 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 			if row.Timing.SessionLease > 0 {
 				lease = human.Duration(row.Timing.SessionLease)
 			}
+			held := fmt.Sprintf("%s (pid %d) holds the lock", row.Holder, row.HolderPID)
+			if row.Mode == "lease" {
+				held = row.Holder + " holds the lease"
+			}
 			out = append(out, finding{grace: cfg.SplitBrainGrace, alert: Alert{Kind: AlertStaleLeader, Severity: SeverityCritical, Scope: row.Name, Node: row.Holder,
-				Summary: fmt.Sprintf("%s (pid %d) holds the lock of %s but its last heartbeat is %s old (trust window %s, session lease %s)",
-					row.Holder, row.HolderPID, row.Name, human.Duration(sc.HeartbeatAge), human.Duration(w), lease),
+				Summary: fmt.Sprintf("%s of %s but its last heartbeat is %s old (trust window %s, session lease %s)",
+					held, row.Name, human.Duration(sc.HeartbeatAge), human.Duration(w), lease),
 				Hint:    fmt.Sprintf("the holder is frozen, cut off, or its leadership session runs a statement, and its lease did not end it: check the node, then evict it (SELECT pg_terminate_backend(%d))", row.HolderPID),
 				Runbook: runbook(AlertStaleLeader)}})
 		}

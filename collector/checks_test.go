@@ -149,7 +149,14 @@ func TestSplitBrain(t *testing.T) {
 		// The squatter is no node's session: that is interference (named on the
 		// first read that sees it), not split brain (a), which is left to a node's
 		// backend outside the term.
-		s := waitSnap(t, c, "interference", func(s *Snapshot) bool { _, ok := alert(s, AlertInterference, "q"); return ok })
+		// A read's two looks at pg_locks (the scopes, then the interference) are not
+		// one snapshot (pg_locks is not transactional): the read that first names
+		// the squatter may have seen the lock free a moment before it was taken.
+		s := waitSnap(t, c, "interference", func(s *Snapshot) bool {
+			_, ok := alert(s, AlertInterference, "q")
+			sc, _ := s.Scope("q")
+			return ok && len(sc.LockPIDs) > 0
+		})
 		a, _ := alert(s, AlertInterference, "q")
 		sc := scope(t, s, "q")
 		if sc.HolderPID != hpid || !slices.Equal(sc.LockPIDs, []int{spid}) || !strings.Contains(a.Summary, fmt.Sprint(spid)) ||

@@ -220,6 +220,11 @@ func startNode(t testing.TB, dsn, id string, scopes ...string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runElector(t, e)
+}
+
+// runElector runs e until the test ends.
+func runElector(t testing.TB, e *election.Elector) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{Elector: e, cancel: cancel, done: make(chan error, 1)}
 	go func() { n.done <- e.Run(ctx) }()

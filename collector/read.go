@@ -74,6 +74,7 @@ type scopeRow struct {
 	HandoverTo       string    // schema 8: a pending handover's target
 	HandoverDeadline time.Time //   and its deadline
 	RetiredAt        time.Time // schema 8: retired (pgleader scope retire)
+	Mode             string    // schema 9: lock or lease
 	Changes          int       // terms acquired within FlapWindow
 	MaxTermEpoch     int64     // highest epoch in pgleader.terms
 }
@@ -149,13 +150,13 @@ WITH l AS MATERIALIZED (
          s.holder, s.holder_pid, s.acquired_at, s.released_at, s.last_heartbeat,
          s.heartbeat_interval_ms, s.heartbeat_timeout_ms, s.trust_window_ms, s.session_lease_ms,
          {{v8:s.handover_to|NULL::text}} AS handover_to, {{v8:s.handover_deadline|NULL::timestamptz}} AS handover_deadline,
-         {{v8:s.retired_at|NULL::timestamptz}} AS retired_at
+         {{v8:s.retired_at|NULL::timestamptz}} AS retired_at, {{v9:s.mode|NULL::text}} AS mode
     FROM names nm LEFT JOIN pgleader.leader_state s ON s.scope = nm.scope
 )
 SELECT sc.scope, sc.recorded, sc.lock_key, sc.epoch, sc.holder, sc.holder_pid,
        sc.acquired_at, sc.released_at, sc.last_heartbeat,
        sc.heartbeat_interval_ms, sc.heartbeat_timeout_ms, sc.trust_window_ms, sc.session_lease_ms,
-       sc.handover_to, sc.handover_deadline, sc.retired_at,
+       sc.handover_to, sc.handover_deadline, sc.retired_at, coalesce(sc.mode, 'lock'),
        coalesce(lk.excl, '{}'), coalesce(lk.other, '{}'), coalesce(lk.waiting, 0)::int,
        t.id, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
        (extract(epoch FROM t.handover_gap) * 1000000)::bigint, {{v8:t.handed_to|NULL::text}},
@@ -196,7 +197,7 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
 
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
-       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, {{v8:priority|1}}
+       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, {{v8:priority|1}}, {{v9:mode|'lock'}}
   FROM pgleader.nodes ORDER BY node_id`
 
 	// $1: how many.
@@ -415,7 +416,7 @@ func scanScope(row pgx.CollectableRow) (scopeRow, error) {
 		handBy, retired          *time.Time
 	)
 	if err := row.Scan(&s.Name, &s.Recorded, &s.LockKey, &s.Epoch, &holder, &holderPID, &acq, &rel, &hb,
-		&ival, &tout, &trust, &lease, &handTo, &handBy, &retired, &excl, &other, &s.Waiters,
+		&ival, &tout, &trust, &lease, &handTo, &handBy, &retired, &s.Mode, &excl, &other, &s.Waiters,
 		&tID, &tEpoch, &tHolder, &tHost, &tPID, &tAcq, &tRel, &tReason, &tGap, &tHandedTo,
 		&s.Changes, &s.MaxTermEpoch); err != nil {
 		return s, err
@@ -456,7 +457,7 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		ival, trust, lease *int32
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode); err != nil {
 		return n, err
 	}
 	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)

@@ -57,7 +57,9 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 			st.scopes[row.Name] = m
 		}
 		sc := buildScope(r, row, ro, byID)
-		sc.Interference = foreign[row.Name]
+		if row.Mode != "lease" { // a lock on a lease-mode scope's key blocks nobody
+			sc.Interference = foreign[row.Name]
+		}
 		idle[row.Name] = isIdle(row, &sc, ro)
 		st.trackLeaderless(&sc, row, m, r.Now, now, isNew)
 		findings = append(findings, st.checkScope(cfg, r, row, &sc, m, ro, byID)...)
@@ -280,7 +282,7 @@ func newRoster(nodes []Node) roster {
 
 // buildScope fills the scope's fields from its row and the nodes.
 func buildScope(r *dbRead, row scopeRow, ro roster, byID map[string]*Node) Scope {
-	sc := Scope{Name: row.Name, LockKey: row.LockKey, Epoch: row.Epoch, HolderPID: row.HolderPID,
+	sc := Scope{Name: row.Name, LockKey: row.LockKey, Epoch: row.Epoch, HolderPID: row.HolderPID, Mode: row.Mode,
 		LockPIDs: row.LockPIDs, Waiters: row.Waiters, LastHeartbeat: row.LastHeartbeat,
 		ReleasedAt: row.ReleasedAt, Timing: row.Timing, Changes: row.Changes, Followers: []string{}}
 	if row.open() {

@@ -155,8 +155,8 @@ func TestApplyLeaderlessSeed(t *testing.T) {
 	// Every candidate stopped cleanly: nobody is meant to lead.
 	w.nodes[0].StoppedAt, w.nodes[1].StoppedAt = w.now, w.now
 	s, _ = step(st, cfg, w, time.Second)
-	if hasAlert(s, AlertNoLeader) || s.Scopes[0].Verdict != VerdictNoLeader {
-		t.Fatalf("retired scope: alerts %+v verdict %s", s.Alerts, s.Scopes[0].Verdict)
+	if hasAlert(s, AlertNoLeader) || s.Scopes[0].Verdict != VerdictIdle {
+		t.Fatalf("scope whose candidates all stopped: alerts %+v verdict %s, want no alert and IDLE", s.Alerts, s.Scopes[0].Verdict)
 	}
 }
 

@@ -150,6 +150,10 @@ type Scope struct {
 	Name    string `json:"scope"`
 	LockKey int64  `json:"lock_key"`
 	Epoch   int64  `json:"epoch"`
+	// Mode is how the scope is held (schema 9): "lock" (a session advisory lock,
+	// LockPIDs) or "lease" (a lease row renewed by heartbeats, for nodes behind a
+	// transaction pooler).
+	Mode string `json:"mode"`
 	// Leader is the holder on record while its term is open ("" when released or
 	// never held). LeaderHost is its hostname from pgleader.nodes.
 	Leader     string `json:"leader"`
@@ -189,8 +193,15 @@ type Scope struct {
 	Alerts  []Alert `json:"alerts,omitempty"`
 }
 
-// HasLeader reports whether a term is open and its holder's lock is held.
-func (s Scope) HasLeader() bool { return s.Leader != "" && len(s.LockPIDs) > 0 }
+// HasLeader reports whether a term is open and its holder holds it: in lock
+// mode, the holder's backend holds the scope's lock; in lease mode, the holder
+// renewed its lease within the lease (database time).
+func (s Scope) HasLeader() bool {
+	if s.Mode == "lease" {
+		return s.Leader != "" && s.HeartbeatAge <= s.Timing.SessionLease
+	}
+	return s.Leader != "" && len(s.LockPIDs) > 0
+}
 
 // Role of a node in a scope.
 type Role string
@@ -222,6 +233,8 @@ type Node struct {
 	Timing   Timing   `json:"timing"`
 	// Live: not stopped and seen within Config.StaleNodeAfter.
 	Live bool `json:"live"`
+	// Mode is the node's mode: "lock" or "lease" (schema 9).
+	Mode string `json:"mode"`
 	// Priority ranks the node among its scopes' candidates (schema 8; 1 before):
 	// a free scope goes to the live candidate of highest priority; 0 never leads.
 	Priority int `json:"priority"`

@@ -74,7 +74,7 @@ type claimOutcome struct {
 }
 
 const claimBatchSQL = `SELECT scope, acquired, busy, epoch, holder, prev_holder, prev_epoch, prev_closed,
-	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards, deferred_to
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
 	   FROM pgleader.claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 func scanClaims(rows pgx.Rows) ([]claimResult, error) {
@@ -82,7 +82,12 @@ func scanClaims(rows pgx.Rows) ([]claimResult, error) {
 	var r claimResult
 	_, err := pgx.ForEachRow(rows, []any{&r.scope, &r.acquired, &r.busy, &r.epoch, &r.holder,
 		&r.prevHolder, &r.prevEpoch, &r.prevClosed, &r.prevGuardKey, &r.prevGuardHeld,
-		&r.prevTrustMS, &r.prevReason, &r.waitGuards, &r.deferredTo}, func() error {
+		&r.prevTrustMS, &r.prevReason, &r.waitGuards}, func() error {
+		if !r.acquired { // the schema's row type: a row not acquired names the node it defers to there
+			r.deferredTo, r.prevHolder = r.prevHolder, nil
+		} else {
+			r.deferredTo = nil
+		}
 		out = append(out, r)
 		return nil
 	})

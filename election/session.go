@@ -332,7 +332,9 @@ func (s *session) stmtCtx(d time.Duration) (context.Context, context.CancelFunc)
 	return context.WithTimeout(context.Background(), d)
 }
 
-const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign, handover FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
+// heartbeatSQL: a led row's holder is the target of a handover asked for it
+// (schema 8), NULL otherwise.
+const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
 
 // heartbeat confirms every term of the session in one round trip on the leadership
 // session, pings the guard session concurrently, and extends or ends the terms. For
@@ -391,14 +393,14 @@ func (s *session) heartbeat() {
 		var scope *string
 		var good, wantResign bool
 		var epoch *int64
-		var holder, to *string
-		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign, &to}, func() error {
+		var holder *string
+		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign}, func() error {
 			switch {
 			case kind == "led" && scope != nil:
 				ok[*scope] = good
 				resign[*scope] = wantResign
-				if to != nil {
-					handover[*scope] = *to
+				if holder != nil && *holder != e.cfg.NodeID { // schema 8: the handover's target
+					handover[*scope] = *holder
 				}
 			case kind == "follow" && scope != nil && epoch != nil:
 				seen = append(seen, observation{*scope, *epoch, holder})

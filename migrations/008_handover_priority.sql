@@ -99,19 +99,20 @@ END $$;
 --     three of that candidate's heartbeat intervals from the first deferral
 --     (deferred_since), after which the claim goes through;
 --   * a node of priority 0 never wins a claim.
--- A deferred scope answers acquired = false, busy = false and deferred_to = the
--- node it waits for (its lock is given back). A won claim clears the handover,
--- the deferral and retirement. pg_locks is still read once.
+-- A deferred scope answers acquired = false, busy = false and, in prev_holder,
+-- the node it waits for (its lock is given back): prev_holder is otherwise empty
+-- on a row not acquired, and the row type stays version 6's, so that the earlier
+-- files still apply over this one. A won claim clears the handover, the deferral
+-- and retirement. pg_locks is still read once.
 -- +goose StatementBegin
-DROP FUNCTION IF EXISTS pgleader.claim_batch(text, text, bigint, int, int, int, int, text[], bigint[], text);
-CREATE FUNCTION pgleader.claim_batch(
+CREATE OR REPLACE FUNCTION pgleader.claim_batch(
     p_node text, p_hostname text, p_guard_key bigint,
     p_interval_ms int, p_timeout_ms int, p_trust_ms int, p_lease_ms int,
     p_scopes text[], p_keys bigint[], p_announce text DEFAULT NULL)
 RETURNS TABLE (scope text, acquired boolean, busy boolean, epoch bigint, holder text,
                prev_holder text, prev_epoch bigint, prev_closed boolean,
                prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms int,
-               prev_reason text, wait_guards bigint[], deferred_to text)
+               prev_reason text, wait_guards bigint[])
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgleader, pg_temp AS $$
 DECLARE
   v_taken   bigint[] := '{}';  -- keys this batch locked
@@ -273,7 +274,7 @@ BEGIN
     )
     SELECT c.scope, true, false, c.old_epoch + 1, p_node, c.old_holder, c.old_epoch, NOT c.was_open,
            c.old_guard, c.was_open AND coalesce(c.guard_held, false),
-           CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END, c.reason, c.wait, NULL::text
+           CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END, c.reason, c.wait
       FROM calc c JOIN upd ON upd.scope = c.scope;
     -- (The data-modifying parts above run to completion whatever the outer query reads.)
     PERFORM pg_notify('leader_change', json_build_object(
@@ -289,8 +290,8 @@ BEGIN
 
     -- Busy (the previous term's fenced writers hold the row) or deferred.
     RETURN QUERY
-    SELECT u.s, false, NOT v_defer ? u.s, NULL::bigint, NULL::text, NULL::text, NULL::bigint, NULL::boolean,
-           NULL::bigint, NULL::boolean, NULL::int, NULL::text, NULL::bigint[], nullif(v_defer->>u.s, '')
+    SELECT u.s, false, NOT v_defer ? u.s, NULL::bigint, NULL::text, nullif(v_defer->>u.s, ''), NULL::bigint, NULL::boolean,
+           NULL::bigint, NULL::boolean, NULL::int, NULL::text, NULL::bigint[]
       FROM unnest(p_scopes, p_keys) AS u(s, k) WHERE u.k = ANY (v_busy);
 
     -- Scopes held elsewhere: the epoch on record, and the holder while its backend
@@ -301,7 +302,7 @@ BEGIN
                    AND v_locks ? (s.holder_pid::text || ':' || s.lock_key::text)
                   THEN s.holder END,
              NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
-             NULL::text, NULL::bigint[], NULL::text
+             NULL::text, NULL::bigint[]
         FROM unnest(p_scopes, p_keys) AS u(s, k)
         LEFT JOIN pgleader.leader_state s ON s.scope = u.s
        WHERE u.k <> ALL (v_taken) AND u.k <> ALL (v_busy);
@@ -389,15 +390,16 @@ BEGIN
 END $$;
 -- +goose StatementEnd
 
--- node_heartbeat, version 8: as version 7, plus the handover column: for a led
--- scope an operator asked to hand over (request_handover), the target (and
--- resign = true); the node then drains and releases it as handed_over.
+-- node_heartbeat, version 8: as version 7, plus handovers: for a led scope an
+-- operator asked to hand over (request_handover), resign is true and holder is
+-- the target (a led row's holder is otherwise NULL; the row type stays version
+-- 5's, so that the earlier files still apply over this one); the node then
+-- drains and releases it as handed_over.
 -- +goose StatementBegin
-DROP FUNCTION IF EXISTS pgleader.node_heartbeat(text, text[], bigint[], text[], bigint[], text[]);
-CREATE FUNCTION pgleader.node_heartbeat(p_node text, p_scopes text[], p_epochs bigint[],
-                                        p_follow text[], p_known bigint[],
-                                        p_settled text[] DEFAULT '{}')
-RETURNS TABLE (kind text, scope text, ok boolean, epoch bigint, holder text, resign boolean, handover text)
+CREATE OR REPLACE FUNCTION pgleader.node_heartbeat(p_node text, p_scopes text[], p_epochs bigint[],
+                                                   p_follow text[], p_known bigint[],
+                                                   p_settled text[] DEFAULT '{}')
+RETURNS TABLE (kind text, scope text, ok boolean, epoch bigint, holder text, resign boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgleader, pg_temp AS $$
 DECLARE
   v_leads text[];
@@ -432,14 +434,14 @@ BEGIN
       FROM unnest(p_follow, p_known) AS f(scope, known)
       LEFT JOIN pgleader.leader_state s ON s.scope = f.scope
   )
-  SELECT 'led'::text, want.scope, upd.scope IS NOT NULL, want.epoch, p_node, coalesce(upd.resign, false), upd.handover
+  SELECT 'led'::text, want.scope, upd.scope IS NOT NULL, want.epoch, upd.handover, coalesce(upd.resign, false)
     FROM want LEFT JOIN upd ON upd.scope = want.scope
   UNION ALL
-  SELECT 'follow'::text, follow.scope, false, follow.epoch, follow.live, false, NULL::text
+  SELECT 'follow'::text, follow.scope, false, follow.epoch, follow.live, false
     FROM follow
    WHERE follow.live IS NULL OR follow.epoch IS DISTINCT FROM follow.known
   UNION ALL
-  (SELECT 'ring'::text, NULL::text, true, n.beacon_key, n.node_id, false, NULL::text
+  (SELECT 'ring'::text, NULL::text, true, n.beacon_key, n.node_id, false
      FROM pgleader.nodes n
     WHERE n.node_id <> p_node AND n.stopped_at IS NULL AND n.beacon_key IS NOT NULL
       AND v_locks ? (n.backend_pid::text || ':' || n.beacon_key::text)

@@ -184,9 +184,10 @@ END $$;
 -- p_seqs[i] (the follower watched it unchanged for a whole lease on its own
 -- clock) and, in the server's time, its last renewal is older than the holder's
 -- lease. Never waits: a row locked by fenced writers is busy. Handover
--- reservations and priorities apply as in claim_batch (deferred_to). Rows as
--- claim_batch (the prev_guard columns are NULL: lease mode has no guards; a
--- successor's safety is the lease it waited out).
+-- reservations and priorities apply as in claim_batch (the node a scope is
+-- deferred to in prev_holder of its row not acquired). Rows as claim_batch (the
+-- guard columns are NULL: lease mode has no guards; a successor's safety is the
+-- lease it waited out).
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION pgleader.lease_claim_batch(
     p_node text, p_token bigint, p_hostname text,
@@ -195,7 +196,7 @@ CREATE OR REPLACE FUNCTION pgleader.lease_claim_batch(
 RETURNS TABLE (scope text, acquired boolean, busy boolean, epoch bigint, holder text,
                prev_holder text, prev_epoch bigint, prev_closed boolean,
                prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms int,
-               prev_reason text, wait_guards bigint[], deferred_to text)
+               prev_reason text, wait_guards bigint[])
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgleader, pg_temp AS $$
 DECLARE
   v_prio    int;
@@ -308,7 +309,7 @@ BEGIN
     RETURNING 1
   )
   SELECT c.scope, true, false, c.old_epoch + 1, p_node, c.old_holder, c.old_epoch, NOT c.was_open,
-         NULL::bigint, NULL::boolean, 0, c.reason, '{}'::bigint[], NULL::text
+         NULL::bigint, NULL::boolean, 0, c.reason, '{}'::bigint[]
     FROM calc c JOIN upd ON upd.scope = c.scope;
   PERFORM pg_notify('leader_change', json_build_object(
               'scope', s.scope, 'epoch', s.epoch, 'holder', p_node, 'event', 'elected')::text)
@@ -323,8 +324,8 @@ BEGIN
   RETURN QUERY
   SELECT s.scope, false, s.scope = ANY (v_cand) AND NOT v_defer ? s.scope,
          s.epoch, CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
-         NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int, NULL::text, NULL::bigint[],
-         nullif(v_defer->>s.scope, '')
+         nullif(v_defer->>s.scope, ''), NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
+         NULL::text, NULL::bigint[]
     FROM pgleader.leader_state s
    WHERE s.scope = ANY (p_scopes) AND s.scope <> ALL (v_won);
 END $$;

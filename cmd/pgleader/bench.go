@@ -174,15 +174,20 @@ sent to the successor's gate opening, as both record them on CLOCK_MONOTONIC:
                                               between the old trust window's end and the new opening
   terminate pg_terminate_backend of the leader's session → a follower's gate open;
             and how fast the old leader closed its gate (it lives on and rejoins)
+  handover  pgleader handover --to a follower started → that follower's gate open;
+            and the gap between the old gate closing and the new opening
+  priority  kill -9 of the leader with priorities 3, 2, 1 set → the highest-priority
+            live follower's gate open (which node won is checked every time)
   gate      Scope.Require / Token.Valid on a live leader: ns/op, allocs/op
   load      transactions per node per heartbeat interval on an idle cluster
 
 Every iteration restarts the faulted node and waits until all nodes follow the
 leader again. The limit runs whenever a failover scenario does: one sample before
 each crash iteration (same machine load), else first, beside an idle cluster.
-Every failover figure is printed beside it, as p50 and p99 ratios; the target is
-crash p99 ≤ 2× limit p99 (one scope, 3 nodes), reported PASS or MISS (a miss does
-not fail the command). The frozen scenario takes about one session lease (2s by default)
+Every failover figure is printed beside it, as p50 and p99 ratios; the targets are
+crash p99 ≤ 2× limit p99 (one scope, 3 nodes; with priorities too), handover p99
+≤ 50 ms, and the highest-priority candidate winning every kill, reported PASS or
+MISS (a miss does not fail the command). The frozen scenario takes about one session lease (2s by default)
 per iteration. Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL
 (as the postgres OS user when run as root) and removes it afterwards; with one,
 it migrates that database and uses scopes named bench-*.`,

@@ -70,7 +70,7 @@ func TestBenchFailoverRuns(t *testing.T) {
 	if rep.Limit == nil || rep.Limit.N != 2 || rep.Limit.MinMS <= 0 || len(rep.Targets) != 1 {
 		t.Errorf("limit %+v, targets %+v", rep.Limit, rep.Targets)
 	}
-	if !strings.Contains(r.stdout, "physical limit") || !strings.Contains(r.stdout, "target crash p99 ≤ 2× limit p99") {
+	if !strings.Contains(r.stdout, "physical limit") || !strings.Contains(r.stdout, "target crash failover p99 ≤ 2× limit p99") {
 		t.Errorf("table lacks the limit:\n%s", r.stdout)
 	}
 	if r := pgleader(t, nil, "bench", "failover", "--scenarios", "nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown scenario") {

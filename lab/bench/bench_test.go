@@ -104,7 +104,7 @@ func TestFailoverLimit(t *testing.T) {
 				(tg.Verdict != "PASS" && tg.Verdict != "MISS") {
 				t.Errorf("target %+v", tg)
 			}
-			if !strings.Contains(table.String(), "target crash p99 ≤ 2× limit p99: ") {
+			if !strings.Contains(table.String(), "target crash failover p99 ≤ 2× limit p99: ") {
 				t.Errorf("table lacks the target line:\n%s", table.String())
 			}
 		})

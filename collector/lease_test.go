@@ -1,0 +1,53 @@
+package collector
+
+import (
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+// TestLeaseModeScope: a scope led in lease mode (nodes behind a transaction
+// pooler) is OK with its leader, and no lock-based check fires over several
+// reads; once every node stops cleanly it is IDLE.
+func TestLeaseModeScope(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	via := pgtest.NewBouncer(t, dsn, "transaction")
+	c := newCollector(t, testConfig(t, dsn))
+	run(t, c)
+	start := func(id string) *node {
+		cfg := fastElector(via, id, "billing")
+		cfg.Mode = election.ModeLease
+		e, err := election.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runElector(t, e)
+	}
+	a, b := start("a"), start("b")
+	s := waitSnap(t, c, "a lease-mode leader", func(s *Snapshot) bool {
+		sc, ok := s.Scope("billing")
+		return ok && sc.HasLeader() && sc.Verdict == VerdictOK && len(sc.Followers) == 1
+	})
+	if sc := scope(t, s, "billing"); sc.Mode != "lease" || len(sc.LockPIDs) != 0 {
+		t.Fatalf("scope %+v, want mode lease and no lock", sc)
+	}
+	// Several more reads past the split-brain grace: nothing lock-based fires.
+	deadline := time.Now().Add(c.cfg.SplitBrainGrace + 500*time.Millisecond)
+	for time.Now().Before(deadline) {
+		s = settle(t, c, 1)
+		if len(s.Alerts) > 0 {
+			t.Fatalf("alerts on a healthy lease-mode scope: %+v", s.Alerts)
+		}
+	}
+	if n, ok := s.Node("a"); !ok || n.Mode != "lease" {
+		t.Fatalf("node a: %+v", n)
+	}
+	a.stop(t)
+	b.stop(t)
+	waitSnap(t, c, "an idle scope", func(s *Snapshot) bool {
+		sc, ok := s.Scope("billing")
+		return ok && sc.Verdict == VerdictIdle
+	})
+}
