@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,12 +55,33 @@ func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
 func withCheckConn(ctx context.Context, cfg *pgx.ConnConfig, fn func(context.Context, *pgx.Conn) error) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, cfg)
+	conn, err := pgx.ConnectConfig(cctx, checkConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
 	}
 	defer conn.Close(context.Background())
-	return fn(cctx, conn)
+	return poolerError(fn(cctx, conn))
+}
+
+// checkConfig is cfg for a start-up check: unnamed statements only, so that the
+// checks also run through a transaction pooler (where a named prepared statement
+// may meet another client's on a shared server connection) and can say what is
+// wrong there.
+func checkConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	c := cfg.Copy()
+	c.DefaultQueryExecMode = pgx.QueryExecModeExec
+	return c
+}
+
+// poolerError turns the errors a transaction pooler causes in a client that uses
+// named prepared statements (42P05 "already exists", 26000 "does not exist": two
+// clients' statements on one server connection) into ErrPooler.
+func poolerError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P05" || pe.Code == "26000") && strings.Contains(pe.Message, "prepared statement") {
+		return fmt.Errorf("%w: a transaction pooler shares server connections between clients (%s): %s", ErrPooler, pe.Message, poolerFix)
+	}
+	return err
 }
 
 // LockTableCapacity is the size of PostgreSQL's shared lock table:
@@ -109,7 +131,7 @@ func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
 func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, cfg)
+	conn, err := pgx.ConnectConfig(cctx, checkConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("%w: cannot connect to %s:%d: %w", ErrUnreachable, cfg.Host, cfg.Port, unwrapConnectErr(err))
 	}

@@ -23,11 +23,8 @@ func (e *Elector) checkMode(ctx context.Context) error {
 	}
 	return withCheckConn(ctx, e.base, func(ctx context.Context, conn *pgx.Conn) error {
 		var scope, mode, nodes *string
-		err := conn.QueryRow(ctx, `SELECT s, n.mode, string_agg(n.node_id, ', ' ORDER BY n.node_id)
-		  FROM unnest($1::text[]) s
-		  JOIN pgleader.nodes n ON s = ANY (n.scopes) AND n.mode <> $2 AND n.node_id <> $3
-		  JOIN pgleader.live_nodes(pgleader.lock_map()) ln ON ln.node_id = n.node_id
-		 GROUP BY s, n.mode ORDER BY s LIMIT 1`, e.cfg.Scopes, string(e.cfg.Mode), e.cfg.NodeID).Scan(&scope, &mode, &nodes)
+		err := conn.QueryRow(ctx, "SELECT scope, mode, nodes FROM pgleader.mode_conflict($1, $2, $3)",
+			e.cfg.NodeID, string(e.cfg.Mode), e.cfg.Scopes).Scan(&scope, &mode, &nodes)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil

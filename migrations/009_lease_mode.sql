@@ -400,6 +400,21 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pgleader, pg_temp AS
 $$;
 -- +goose StatementEnd
 
+-- mode_conflict: the first of p_scopes that a live node of another mode than
+-- p_mode campaigns for, that mode and those nodes (no row: none). A node checks
+-- it at start.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.mode_conflict(p_node text, p_mode text, p_scopes text[])
+RETURNS TABLE (scope text, mode text, nodes text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pgleader, pg_temp AS $$
+  SELECT s, n.mode, string_agg(n.node_id, ', ' ORDER BY n.node_id)
+    FROM unnest(p_scopes) s
+    JOIN pgleader.nodes n ON s = ANY (n.scopes) AND n.mode <> p_mode AND n.node_id <> p_node
+    JOIN pgleader.live_nodes(pgleader.lock_map()) ln ON ln.node_id = n.node_id
+   GROUP BY s, n.mode ORDER BY s LIMIT 1
+$$;
+-- +goose StatementEnd
+
 -- privilege_lists, version 9: the lease-mode functions run as the owner, and
 -- nodes may run them.
 -- +goose StatementBegin
@@ -410,12 +425,14 @@ LANGUAGE sql IMMUTABLE AS $$
                'await_release', 'ring_next', 'register_node', 'node_stopped', 'session_lock',
                'fence', 'fence_rejected', 'request_resign', 'record_eviction', 'interference',
                'request_handover', 'cancel_handover', 'retire_scope',
-               'lease_register', 'lease_heartbeat', 'lease_claim_batch', 'lease_release_batch', 'lease_stopped'],
+               'lease_register', 'lease_heartbeat', 'lease_claim_batch', 'lease_release_batch', 'lease_stopped',
+               'mode_conflict'],
          ARRAY['schema_version', 'lock_key', 'claim_batch', 'release_batch', 'node_heartbeat',
                'unlock_held_many', 'await_release', 'ring_next', 'register_node', 'node_stopped',
                'session_lock', 'fence', 'fence_rejected', 'epoch_floor', 'wal_timeline',
                'interference',
-               'lease_register', 'lease_heartbeat', 'lease_claim_batch', 'lease_release_batch', 'lease_stopped'],
+               'lease_register', 'lease_heartbeat', 'lease_claim_batch', 'lease_release_batch', 'lease_stopped',
+               'mode_conflict'],
          ARRAY['schema_version', 'lock_key', 'lock_held', 'advisory_locks', 'lock_map',
                'wal_timeline', 'epoch_floor', 'interference'],
          ARRAY['request_resign', 'record_eviction', 'request_handover', 'cancel_handover', 'retire_scope']

@@ -20,6 +20,7 @@ func (a *app) chaosCommand() *cobra.Command {
 		jsonPath  string
 		nodeArgs  string
 		keep      bool
+		mode      string
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -41,15 +42,24 @@ that did nothing fails the run. Exit status 1 on any violation.
 
 Scenarios: ` + strings.Join(chaos.Names(), ", ") + `.
 Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL (needed by the scenarios
-that restart the server); with one, those are skipped and the verdict says so.`,
+that restart the server); with one, those are skipped and the verdict says so.
+
+--mode lease runs every node in lease mode through a PgBouncer (transaction pooling)
+that chaos starts in front of the database; the scenarios that have no meaning
+there (terminating a leadership session, squatting a lock, a standby failover
+behind one bouncer) are skipped, saying why.`,
 		Example: `  pgleader chaos --duration 20s
-  pgleader chaos --scenario kill9 --scenario stop-long --seed 42 --json chaos.json`,
+  pgleader chaos --scenario kill9 --scenario stop-long --seed 42 --json chaos.json
+  pgleader chaos --mode lease --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			for _, s := range scenarios {
 				if !chaos.Lookup(s) {
 					return cli.BadInput("unknown --scenario %q; choose from %s", s, strings.Join(chaos.Names(), ", "))
 				}
+			}
+			if mode != "lock" && mode != "lease" {
+				return cli.BadInput("--mode %q: want lock or lease", mode)
 			}
 			if duration < time.Second {
 				return cli.BadInput("--duration must be at least 1s (got %v)", duration)
@@ -60,7 +70,7 @@ that restart the server); with one, those are skipped and the verdict says so.`,
 			return a.withHarness(cmd, "chaos", keep, func(ctx context.Context, h *harness) error {
 				fmt.Fprintf(a.stderr, "chaos: seed %d, %v per scenario\n", seed, duration)
 				rs, runErr := chaos.Run(ctx, chaos.Options{Bin: h.bin, DSN: h.dsn, Server: h.srv, Dir: h.dir, Seed: seed,
-					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr})
+					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Mode: mode, Progress: a.stderr})
 				fmt.Fprintln(a.stdout)
 				chaos.WriteTable(a.stdout, rs)
 				if err := writeJSON(jsonPath, map[string]any{"seed": seed, "duration": duration.String(), "results": rs}); err != nil {
@@ -97,5 +107,6 @@ that restart the server); with one, those are skipped and the verdict says so.`,
 	f.StringVar(&jsonPath, "json", "", "also write the verdicts as JSON to `FILE`")
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node (after the chaos timing)")
 	f.BoolVar(&keep, "keep", false, "keep the nodes' events files and logs")
+	f.StringVar(&mode, "mode", "lock", "`MODE` of every node: lock, or lease (through a PgBouncer in transaction mode that chaos starts)")
 	return cmd
 }

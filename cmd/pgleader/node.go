@@ -29,6 +29,8 @@ type nodeFlags struct {
 	lease        time.Duration
 	drain        time.Duration
 	priority     int
+	mode         string
+	leaderDSN    string
 	events       string
 	workInterval time.Duration
 	pauseWrite   time.Duration // test hook (hidden flag)
@@ -45,7 +47,7 @@ func (f *nodeFlags) config(dsn string) election.Config {
 		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,
 		HeartbeatInterval: f.interval, HeartbeatTimeout: f.timeout,
 		TrustWindow: f.trust, SessionLease: f.lease, DrainTimeout: f.drain,
-		Priority: election.Priority(f.priority),
+		Priority: election.Priority(f.priority), Mode: election.Mode(f.mode),
 	}
 }
 
@@ -76,6 +78,12 @@ outcome (action_ok, action_rejected, action_unknown).
 free, the live candidate of highest priority wins it (not whoever claims first);
 0 makes an observer that never leads. pgleader handover moves a scope on demand.
 
+Behind a connection pooler: lock mode needs its own sessions, so give it
+--leader-dsn (PostgreSQL directly, or a session pooler) and let --dsn go through
+the pooler for the workload; a transaction pooler on the leadership path is
+refused at start (exit 2). Where only a transaction pooler is reachable, run every
+candidate with --mode lease (docs/poolers.md).
+
 --work-interval D runs the demo workload: while leading a scope, one fenced write
 into pgleader.demo_actions every D.`,
 		Example: `  pgleader node --dsn postgres://app@db:5432/app --scope billing
@@ -96,6 +104,8 @@ into pgleader.demo_actions every D.`,
 	fl.DurationVar(&f.trust, "trust-window", def.TrustWindow, "how long after a successful heartbeat started the gate stays open")
 	fl.DurationVar(&f.lease, "session-lease", def.SessionLease, "idle_session_timeout of the leadership session: when the server frees a frozen node's locks")
 	fl.DurationVar(&f.drain, "drain-timeout", def.DrainTimeout, "on shutdown, how long in-flight work may run before it is cancelled")
+	fl.StringVar(&f.mode, "mode", string(election.ModeLock), "`MODE` of leadership: lock (session advisory locks; needs a direct or session-pooled connection) or lease (lease rows; works through a transaction pooler)")
+	fl.StringVar(&f.leaderDSN, "leader-dsn", "", "connection string (`DSN`) of the leadership sessions when --dsn goes through a pooler: PostgreSQL itself or a session pooler (default: --dsn); the workload keeps writing, fenced, through --dsn")
 	fl.IntVar(&f.priority, "priority", 1, "`N`: a free scope goes to the live candidate of highest priority; 0 never leads (an observer that still heartbeats and shows in status)")
 	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
@@ -114,7 +124,13 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg := f.config(t.DSN)
+	lead := t // the leadership sessions' database
+	if f.leaderDSN != "" {
+		if lead, err = cli.ResolveDSN(f.leaderDSN); err != nil {
+			return cli.BadInput("--leader-dsn: %v", err)
+		}
+	}
+	cfg := f.config(lead.DSN)
 	cfg.Logger = a.log
 	if f.idSet && f.id == "" {
 		return &election.ConfigError{Field: "NodeID", Rule: `must not be empty (--id ""): omit --id for the default <hostname>-<pid>-<random>`}
@@ -139,7 +155,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	// no event is missing from it. The checks wait out a database in the middle of
 	// a failover, and report anything else at once (exit 2; ErrTooManyScopes
 	// names the settings); Start repeats them, cheaply, before it campaigns.
-	if err := election.AwaitDatabase(ctx, t.Config, len(cfg.Scopes), a.log); err != nil {
+	if err := election.AwaitDatabase(ctx, lead.Config, len(cfg.Scopes), a.log); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before starting
 		}
@@ -162,7 +178,8 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	workDone := make(chan error, 1)
 	if f.workInterval > 0 {
-		pool, err := workload.NewPool(t.Config, cfg.NodeID, int32(min(len(cfg.Scopes), 4)), cfg.SessionLease)
+		pooled := f.leaderDSN != "" || cfg.Mode == election.ModeLease // --dsn may go through a pooler
+		pool, err := workload.NewPool(t.Config, cfg.NodeID, int32(min(len(cfg.Scopes), 4)), cfg.SessionLease, pooled)
 		if err != nil {
 			stopWork()
 			return errors.Join(err, closeEvents(events))

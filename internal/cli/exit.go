@@ -62,7 +62,9 @@ func ExitCode(err error) int {
 		errors.Is(err, election.ErrUnsupportedServer),
 		errors.Is(err, election.ErrSchemaMissing),
 		errors.Is(err, election.ErrPermission),
-		errors.Is(err, election.ErrTooManyScopes):
+		errors.Is(err, election.ErrTooManyScopes),
+		errors.Is(err, election.ErrPooler),
+		errors.Is(err, election.ErrModeConflict):
 		return ExitBadInput
 	}
 	return ExitFailure
@@ -78,6 +80,8 @@ var configFlags = map[string]string{
 	"TrustWindow":       "--trust-window",
 	"SessionLease":      "--session-lease",
 	"DrainTimeout":      "--drain-timeout",
+	"Priority":          "--priority",
+	"Mode":              "--mode",
 }
 
 // Message returns the single line printed for err: what is wrong and how to fix

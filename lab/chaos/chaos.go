@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/faultnet"
+	"github.com/pgleader/pgleader/lab/pgbouncer"
 	"github.com/pgleader/pgleader/lab/pgserver"
 )
 
@@ -50,7 +52,14 @@ type Options struct {
 	Duration  time.Duration    // per scenario
 	Scenarios []string         // names; empty: all
 	NodeArgs  []string         // extra node flags after the chaos timing
-	Progress  io.Writer
+	// Mode "lease" runs every node in lease mode through a PgBouncer in
+	// transaction mode that the runner starts in front of DSN's server (the
+	// harness itself reads the database directly); "" or "lock": lock mode,
+	// straight to DSN.
+	Mode     string
+	Progress io.Writer
+
+	nodeDSN string // lease mode: the bouncer's DSN (set by Run)
 }
 
 // Result is the verdict of one scenario.
@@ -93,11 +102,21 @@ func Lookup(name string) bool { return slices.Contains(Names(), name) }
 
 // Run runs the selected scenarios one after the other.
 func Run(ctx context.Context, o Options) ([]Result, error) {
+	if o.Mode != "" && o.Mode != "lock" && o.Mode != "lease" {
+		return nil, fmt.Errorf("mode %q: want lock or lease", o.Mode)
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
 	if o.Duration <= 0 {
 		o.Duration = 20 * time.Second
+	}
+	if o.Mode == "lease" {
+		stop, err := o.startBouncer(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
 	}
 	var out []Result
 	for _, sc := range scenarios {
@@ -166,6 +185,10 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 			return r
 		}
 	}
+	if o.Mode == "lease" && sc.notLease != "" {
+		r.Skipped = "not in lease mode: " + sc.notLease
+		return r
+	}
 	if sc.viaProxy {
 		if _, err := upstream(o.DSN); err != nil {
 			r.Skipped = err.Error()
@@ -196,8 +219,12 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		return r
 	}
 	namespaces := map[string]*faultnet.Namespace{}
-	copts := cluster.Options{Bin: o.Bin, DSN: dsn, Dir: dir, Scopes: scopes,
-		NodeArgs: append(append([]string(nil), defaultNodeArgs...), o.NodeArgs...)}
+	nodeDSN, nodeArgs := dsn, append([]string(nil), defaultNodeArgs...)
+	if o.Mode == "lease" {
+		nodeDSN, nodeArgs = o.nodeDSN, append(nodeArgs, "--mode", "lease")
+	}
+	copts := cluster.Options{Bin: o.Bin, DSN: nodeDSN, Dir: dir, Scopes: scopes,
+		NodeArgs: append(nodeArgs, o.NodeArgs...)}
 	if sc.netns {
 		copts.Wrap = func(id string) []string { return namespaces[id].Exec() }
 	}
@@ -239,7 +266,7 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 					namespaces[id] = ns
 					listen = ns.HostIP + ":0"
 				}
-				dsn, p, err := proxied(id, listen, o.DSN)
+				dsn, p, err := proxied(id, listen, nodeDSN)
 				if err != nil {
 					return err
 				}
@@ -400,8 +427,10 @@ func (e *env) awaitCampaigning(ctx context.Context, n int) error {
 	}
 	for {
 		var up int
-		err := e.admin.QueryRow(ctx, `SELECT count(*) FROM pgleader.nodes n
-		        WHERE n.node_id = ANY ($1) AND n.stopped_at IS NULL AND pgleader.lock_held(n.beacon_key, n.backend_pid)`, ids).Scan(&up)
+		// Live as the schema judges it: a lock-mode node's beacon is held, a
+		// lease-mode node heartbeats.
+		err := e.admin.QueryRow(ctx, `SELECT count(*) FROM pgleader.live_nodes(pgleader.lock_map()) n
+		        WHERE n.node_id = ANY ($1)`, ids).Scan(&up)
 		if err == nil && up == n {
 			return nil
 		}
@@ -474,6 +503,26 @@ func reconnect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startBouncer starts the PgBouncer (transaction pooling) of a lease-mode run in
+// front of DSN's server and points the nodes at it.
+func (o *Options) startBouncer(ctx context.Context) (func(), error) {
+	u, err := url.Parse(o.DSN)
+	if err != nil || u.Port() == "" {
+		return nil, fmt.Errorf("lease mode needs a URL DSN with host and port (postgres://user@host:5432/db)")
+	}
+	port, _ := strconv.Atoi(u.Port())
+	b, err := pgbouncer.Start(ctx, pgbouncer.Options{ServerHost: u.Hostname(), ServerPort: port, Mode: "transaction"})
+	if err != nil {
+		return nil, err
+	}
+	if o.nodeDSN, err = b.DSN(o.DSN); err != nil {
+		b.Close()
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "chaos: lease mode: every node through PgBouncer (transaction pooling) on 127.0.0.1:%d\n", b.Port)
+	return func() { _ = b.Close() }, nil
 }
 
 // upstream returns the host:port of a URL DSN: network faults proxy that address.

@@ -28,6 +28,7 @@ type scenario struct {
 	viaProxy    bool              // every node reaches PostgreSQL through its own faultnet proxy
 	netns       bool              // …and runs in its own network namespace (implies viaProxy)
 	expect      checker.Footprint // what the run must show (vacuity guard)
+	notLease    string            // why the scenario does not apply in lease mode ("": it does)
 	run         func(context.Context, *env) error
 }
 
@@ -165,7 +166,7 @@ var scenarios = []scenario{
 			return nil
 		}},
 	{name: "terminate", about: "pg_terminate_backend of the leader's leadership session; its process lives on",
-		expect: takeover,
+		expect: takeover, notLease: "no leadership session to terminate (a lease outlives any backend)",
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
 			t0 := monotime.Now()
 			if _, err := e.admin.Exec(ctx, "SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state WHERE scope = $1", scope); err != nil {
@@ -296,7 +297,7 @@ var scenarios = []scenario{
 			return err
 		}},
 	{name: "squat", about: "a foreign session queues on a scope's key behind the leader, gets it when the leader is killed, holds it a while and lets go: a collector must name it, leadership must resume",
-		expect: takeover, run: leaderFaults(squat)},
+		expect: takeover, notLease: "no advisory lock to squat", run: leaderFaults(squat)},
 	{name: "pg-immediate", about: "PostgreSQL stop -m immediate (a crash) and start", needsServer: true,
 		expect: checker.Footprint{FaultApplied: true},
 		run:    serverRestarts("immediate")},
@@ -304,9 +305,9 @@ var scenarios = []scenario{
 		expect: checker.Footprint{FaultApplied: true},
 		run:    serverRestarts("fast")},
 	{name: "pg-failover-sync", about: "the primary crashes, its synchronous standby is promoted, the old primary rebuilt as the new standby",
-		pair: "sync", expect: takeover, run: failovers(true)},
+		pair: "sync", notLease: "the runner's PgBouncer points at one server", expect: takeover, run: failovers(true)},
 	{name: "pg-failover-async", about: "the asynchronous standby stops receiving, the leaders are killed (bumps it never sees), the primary crashes, the standby is promoted",
-		pair: "async", expect: takeover, run: failovers(false)},
+		pair: "async", notLease: "the runner's PgBouncer points at one server", expect: takeover, run: failovers(false)},
 	{name: "herd", about: "20 candidates; the leader is killed every few seconds", nodes: 20,
 		expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {

@@ -90,8 +90,10 @@ const writeTimeout = 10 * time.Second
 // process freezes or is cut off between Fence and Commit, only this timeout lets
 // the server end the transaction, at about the time it expires the leadership
 // session. Without it, failover waits for the process to resume or for TCP
-// keepalives (hours by default).
-func NewPool(conn *pgx.ConnConfig, node string, maxConns int32, idleTx time.Duration) (*pgxpool.Pool, error) {
+// keepalives (hours by default). (The fence sets the same limit for the rest of
+// its transaction, FencedTxIdleTimeout, so this also covers the statements before it.)
+// pooled: the connection goes through a transaction pooler (see below).
+func NewPool(conn *pgx.ConnConfig, node string, maxConns int32, idleTx time.Duration, pooled bool) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig("")
 	if err != nil {
 		return nil, err
@@ -102,6 +104,14 @@ func NewPool(conn *pgx.ConnConfig, node string, maxConns int32, idleTx time.Dura
 		name = name[:63]
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = name
+	if pooled {
+		// Through a transaction pooler: unnamed statements only (a prepared
+		// statement would not survive the transaction), and no session setting in
+		// the startup packet (PgBouncer refuses them; the fence bounds the
+		// transaction anyway).
+		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
+		idleTx = 0
+	}
 	if idleTx > 0 {
 		pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(idleTx.Milliseconds(), 1), 10)
 	}

@@ -107,7 +107,7 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := NewPool(cfg, "n1", 1, 2*time.Second)
+	pool, err := NewPool(cfg, "n1", 1, 2*time.Second, false)
 	if err != nil {
 		t.Fatal(err)
 	}
