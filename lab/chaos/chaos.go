@@ -32,6 +32,7 @@ import (
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/faultnet"
+	"github.com/pgleader/pgleader/lab/history"
 	"github.com/pgleader/pgleader/lab/pgbouncer"
 	"github.com/pgleader/pgleader/lab/pgserver"
 )
@@ -311,6 +312,14 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	// fence refuses it: StaleAccepted is H3's business).
 	if o := r.Report.Figures.GateOverlap; o > 0 {
 		r.Extra = append(r.Extra, fmt.Sprintf("gates of different nodes were open at once for %v in total", o))
+		for i, ov := range r.Report.Figures.Overlaps {
+			if i == 5 {
+				r.Extra = append(r.Extra, fmt.Sprintf("  … and %d more", len(r.Report.Figures.Overlaps)-i))
+				break
+			}
+			r.Extra = append(r.Extra, fmt.Sprintf("  %s: %s from mono %d ; %s %s, %s %s)", ov.A.Scope, ov,
+				max(ov.A.Start, ov.B.Start), ov.A.Node, gateEnd(ov.A), ov.B.Node, gateEnd(ov.B)))
+		}
 	}
 	return r
 }
@@ -555,4 +564,12 @@ func resumeSummary(ms []float64) string {
 	s := slices.Clone(ms)
 	slices.Sort(s)
 	return fmt.Sprintf("%.1f ms / %.1f ms", s[len(s)/2], s[len(s)-1])
+}
+
+// gateEnd says how a gate interval ended, for an overlap's report.
+func gateEnd(iv history.Interval) string {
+	if iv.Closed {
+		return "closed (" + iv.Reason + ")"
+	}
+	return "open until its trust ran out"
 }

@@ -179,6 +179,8 @@ type Figures struct {
 	// GateOverlap is the total time gates of two different nodes were open at
 	// once, across scopes (history.Overlaps).
 	GateOverlap time.Duration `json:"gate_overlap_ns"`
+	// Overlaps are the stretches GateOverlap adds up, for the report of a failure.
+	Overlaps []history.Overlap `json:"overlaps,omitempty"`
 	// Failovers has one duration per takeover: fault start (or the previous
 	// leader's gate end) to the next gate_open of another node.
 	Failovers []time.Duration `json:"failovers_ns"`

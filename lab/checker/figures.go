@@ -25,7 +25,9 @@ func (c *run) figures() Figures {
 	}
 	f.StaleRejected = f.Rejected
 	for _, s := range c.scopes {
-		f.GateOverlap += history.TotalOverlap(history.Overlaps(c.gates[s]))
+		o := history.Overlaps(c.gates[s])
+		f.GateOverlap += history.TotalOverlap(o)
+		f.Overlaps = append(f.Overlaps, o...)
 		f.Transitions += len(c.opens[s])
 		f.Leaderless += c.leaderless(s)
 		f.Failovers = append(f.Failovers, c.failovers(s)...)
