@@ -202,7 +202,6 @@ DECLARE
   v_prio    int;
   v_locks   jsonb := pgleader.lock_map();
   v_floor   bigint := pgleader.epoch_floor(); -- raises on a standby: a standby never grants
-  v_cand    text[];
   v_locked  text[];
   v_won     text[];
   v_defer   jsonb := '{}';
@@ -221,16 +220,18 @@ BEGIN
   INSERT INTO pgleader.leader_state AS s (scope, lock_key, mode)
   SELECT u.s, pgleader.lock_key(u.s), 'lease' FROM unnest(p_scopes) AS u(s)
   ON CONFLICT ON CONSTRAINT leader_state_pkey DO NOTHING;
-  -- The claimable rows (free, or expired as observed), then those of them this
-  -- batch locks: a row held by the previous term's fenced writers is skipped (busy).
-  SELECT coalesce(array_agg(s.scope), '{}') INTO v_cand
-    FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
-   WHERE s.holder IS NULL OR s.released_at IS NOT NULL
-      OR (s.lease_seq = u.q AND s.last_heartbeat
-            + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp());
+  -- The claimable rows (free, or expired as observed) that this batch locks: a
+  -- row held by the previous term's fenced writers is skipped (busy). The test
+  -- and the lock are one statement, so the test is made again on the row version
+  -- the lock finds: a claim another node committed since this statement's
+  -- snapshot fails it (the row is no longer free, its lease_seq moved on). Two
+  -- statements would let two nodes claim one lease.
   SELECT coalesce(array_agg(x.scope), '{}') INTO v_locked
-    FROM (SELECT s.scope FROM pgleader.leader_state s WHERE s.scope = ANY (v_cand)
-             FOR UPDATE SKIP LOCKED) x;
+    FROM (SELECT s.scope FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
+           WHERE s.holder IS NULL OR s.released_at IS NOT NULL
+              OR (s.lease_seq = u.q AND s.last_heartbeat
+                    + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp())
+             FOR UPDATE OF s SKIP LOCKED) x;
   -- Reservations and priorities, as in claim_batch.
   IF cardinality(v_locked) > 0 THEN
     SELECT coalesce(jsonb_object_agg(d.scope, d.node), '{}') INTO v_defer FROM (
@@ -322,12 +323,16 @@ BEGIN
   -- The rest: deferred, busy (claimable, but a fenced writer holds the row), or
   -- held (the epoch, and the holder while a term is open).
   RETURN QUERY
-  SELECT s.scope, false, s.scope = ANY (v_cand) AND NOT v_defer ? s.scope,
+  SELECT s.scope, false,
+         s.scope <> ALL (v_locked) AND NOT v_defer ? s.scope
+           AND (s.holder IS NULL OR s.released_at IS NOT NULL
+                OR (s.lease_seq = u.q AND s.last_heartbeat
+                      + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp())),
          s.epoch, CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
          nullif(v_defer->>s.scope, ''), NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
          NULL::text, NULL::bigint[]
-    FROM pgleader.leader_state s
-   WHERE s.scope = ANY (p_scopes) AND s.scope <> ALL (v_won);
+    FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
+   WHERE s.scope <> ALL (v_won);
 END $$;
 -- +goose StatementEnd
 
