@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,9 +32,11 @@ import (
 // Claims of a free scope (released, or never claimed) need no wait. So a new
 // term's gate opens at once, without the lock mode's wait for predecessors.
 //
-// Liveness. Followers learn of a free or expired lease only from their own
-// heartbeats (notifications do not cross a transaction pooler), so a crashed
-// holder is replaced within L + I, a released scope within I.
+// Liveness. Followers learn of a free lease only from their own heartbeats
+// (notifications do not cross a transaction pooler), so a released scope is
+// claimed within I. A follower that first saw lease_seq q at o claims at o + L
+// (a timer, not the next heartbeat), and o is at most one interval after the
+// holder's last renewal: a crashed holder is replaced within L + I of it.
 
 // leaseConnConfig is the configuration of a lease-mode connection: the caller's,
 // with only what a transaction pooler passes on. No session settings (a pooler
@@ -115,6 +118,32 @@ func (w *leaseWatch) observe(free bool, seq, now int64, lease time.Duration) (cl
 	return false
 }
 
+// expire reports, at now, whether the scope has been held at the same lease_seq
+// for a whole lease since a heartbeat first saw it, and if so marks that
+// lease_seq as the one a claim expects. A claim is then as safe as one made at a
+// heartbeat: its compare-and-swap finds the lease_seq unchanged only if the
+// holder renewed nothing since that first sight.
+func (w *leaseWatch) expire(now int64, lease time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since == 0 || now-w.since < int64(lease) {
+		return false
+	}
+	w.claim = w.seq
+	return true
+}
+
+// runsOut returns when (monotonic) the watched lease runs out unless renewed
+// (0: not watching a held scope).
+func (w *leaseWatch) runsOut(lease time.Duration) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since == 0 {
+		return 0
+	}
+	return w.since + int64(lease)
+}
+
 // expected returns the lease_seq a claim of the scope expects (-1: none, which
 // matches only a free scope).
 func (w *leaseWatch) expected() int64 {
@@ -128,6 +157,14 @@ func (w *leaseWatch) reset() {
 	w.mu.Lock()
 	w.since, w.claim = 0, -1
 	w.mu.Unlock()
+}
+
+// leaseView is a heartbeat's row for a followed scope.
+type leaseView struct {
+	scope  string
+	epoch  int64
+	holder *string // nil: free
+	seq    int64
 }
 
 const leaseHeartbeatSQL = "SELECT kind, scope, ok, epoch, holder, seq, resign, handover FROM pgleader.lease_heartbeat($1, $2, $3, $4, $5)"
@@ -159,13 +196,7 @@ func (s *session) leaseHeartbeat() {
 	ok := make(map[string]bool, len(scopes))
 	resign := map[string]bool{}
 	handover := map[string]string{}
-	type view struct {
-		scope  string
-		epoch  int64
-		holder *string
-		seq    int64
-	}
-	var seen []view
+	var seen []leaseView
 	rows, err := s.lead.Query(ctx, leaseHeartbeatSQL, e.cfg.NodeID, s.leaseToken, scopes, epochs, follow)
 	if err == nil {
 		var kind string
@@ -181,7 +212,7 @@ func (s *session) leaseHeartbeat() {
 					handover[*scope] = *to
 				}
 			case kind == "follow" && scope != nil && epoch != nil && seq != nil:
-				seen = append(seen, view{*scope, *epoch, holder, *seq})
+				seen = append(seen, leaseView{*scope, *epoch, holder, *seq})
 			}
 			return nil
 		})
@@ -213,7 +244,62 @@ func (s *session) leaseHeartbeat() {
 	if len(claim) > 0 {
 		s.requestClaims(claim, "")
 	}
+	s.armLeaseTimer(heldByOthers(e, seen, claim))
 	s.confirmTerms(terms, ok, resign, handover, start, latency)
+}
+
+// armLeaseTimer sets the session's lease timer to the moment the first of the
+// watched leases runs out, so that a follower claims a dead holder's scope then,
+// not at its next heartbeat after: a crashed holder is replaced within L plus a
+// heartbeat interval of its last renewal, not L plus two.
+func (s *session) armLeaseTimer(watched []*Scope) {
+	lease := s.e.cfg.SessionLease
+	var first int64
+	for _, sc := range watched {
+		if at := sc.lease.runsOut(lease); at != 0 && (first == 0 || at < first) {
+			first = at
+		}
+	}
+	s.termsMu.Lock()
+	defer s.termsMu.Unlock()
+	if s.leaseTimer != nil {
+		s.leaseTimer.Stop()
+	}
+	if first == 0 || s.isLost() {
+		return
+	}
+	s.leaseTimer = time.AfterFunc(time.Duration(first-monotime.Now()), func() { s.leaseRunsOut(watched) })
+}
+
+// leaseRunsOut claims those of the watched scopes whose lease ran out unrenewed.
+func (s *session) leaseRunsOut(watched []*Scope) {
+	if s.isLost() {
+		return
+	}
+	now := monotime.Now()
+	var claim []*Scope
+	for _, sc := range watched {
+		if sc.lease.expire(now, s.e.cfg.SessionLease) {
+			claim = append(claim, sc)
+		}
+	}
+	if len(claim) > 0 {
+		s.requestClaims(claim, "")
+	}
+}
+
+// heldByOthers returns the scopes a heartbeat saw held by another node, less
+// those it queued claims for.
+func heldByOthers(e *Elector, seen []leaseView, claimed []*Scope) []*Scope {
+	var out []*Scope
+	for _, v := range seen {
+		sc := e.scopes[v.scope]
+		if sc == nil || v.holder == nil || *v.holder == e.cfg.NodeID || slices.Contains(claimed, sc) {
+			continue
+		}
+		out = append(out, sc)
+	}
+	return out
 }
 
 // runLeaseClaims is runClaims for a lease-mode session.

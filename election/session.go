@@ -48,6 +48,7 @@ type session struct {
 	// is nil), and leaseToken binds its calls to its registration.
 	lease      bool
 	leaseToken int64
+	leaseTimer *time.Timer // under termsMu: claims a watched lease when it runs out (lease.go)
 
 	batch  batchQueue    // claims and releases waiting for the next round trip
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
@@ -299,6 +300,11 @@ func (s *session) lose(reason Reason, cause error) {
 func (s *session) close() {
 	s.lose(ReasonClosed, nil)
 	s.loops.Wait()
+	s.termsMu.Lock()
+	if s.leaseTimer != nil {
+		s.leaseTimer.Stop()
+	}
+	s.termsMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lead.Close(context.Background())
