@@ -233,6 +233,41 @@
 // read-write endpoint), Run waits out a database in transition (AwaitDatabase), and
 // the new session claims anew on the new primary. See docs/ha.md.
 //
+// # Behind a connection pooler: lease mode
+//
+// Session advisory locks, LISTEN and session settings do not survive a transaction
+// pooler (PgBouncer pool_mode = transaction, Supavisor's transaction port, pgcat):
+// the next transaction may run on another server connection. In lock mode (the
+// default) Start refuses such a path with ErrPooler, naming the fixes: point
+// Config.DSN at PostgreSQL itself or a session pooler — the application may keep
+// writing, and fencing, through the transaction pooler — or run in lease mode.
+//
+// In lease mode (Config.Mode = ModeLease) a node has one connection, every
+// statement its own transaction, unnamed statements only, and no guard, beacon,
+// ring or LISTEN. A scope's row is the lease; lease_seq counts its changes.
+//
+//	FOLLOWING  each heartbeat reads the followed rows. Free: claim now. Held at
+//	           lease_seq q: remember when a heartbeat first returned q (o); a
+//	           newer q' restarts the watch. At o + L (a timer) with q unchanged:
+//	           claim, expecting q.
+//	CLAIM      lease_claim_batch: the row is free, or still at lease_seq q and
+//	           expired in server time — tested and locked in one statement — then
+//	           epoch + 1, lease_seq + 1. The gate opens at once.
+//	LEADING    each heartbeat renews the row (lease_seq + 1) if holder, epoch and
+//	           token are still this node's; the gate stays open until the start of
+//	           the last renewal that returned ok plus W. ok = false: the term ends.
+//	RELEASE    gate closed and fenced writers drained first, then the row is freed.
+//
+// Timing, besides I + T < W < L: a holder's renewal that set q started at s ≤ the
+// commit ≤ o, so its gate closed at s + W < o + L, before any claim expecting q:
+// the old gate closes at least L − W before the new one opens, with clocks whose
+// rates differ by less than (L − W)/L over a lease (docs/design.md §4b has the
+// proof). A release is noticed within I (no notifications through a pooler), a
+// crash within L + I of the holder's last renewal. A scope runs in one mode:
+// ErrModeConflict at Start when a live node of the other mode campaigns for it.
+// docs/poolers.md says which mode to choose for PgBouncer, RDS Proxy, Supavisor,
+// pgcat and the pooled endpoints of managed services.
+//
 // # Fencing (S3)
 //
 // Fence calls pgleader.fence(scope, epoch, holder) in the caller's transaction. It

@@ -145,6 +145,37 @@ func ExampleConfig_Validate() {
 	// TrustWindow: heartbeat interval (1s) + heartbeat timeout (1s) must be shorter than trust window (1.5s), or a healthy leader's gate closes between heartbeats
 }
 
+// Behind a connection pooler: either give the leadership a session of its own and
+// let the application's pool (and its fenced writes) go through the pooler, or, when
+// a transaction pooler is all there is, run in lease mode. A lock-mode Elector
+// whose DSN goes through a transaction pooler refuses to start (ErrPooler).
+func ExampleConfig_pooler() {
+	ctx := context.Background()
+	// Split: leadership on a session of its own, the application's pool (and its
+	// fenced writes) through PgBouncer in transaction mode.
+	split, err := election.New(election.Config{
+		DSN:    os.Getenv("DATABASE_DIRECT_URL"), // PostgreSQL itself, or a session pooler
+		Scopes: []string{"billing"},
+	})
+	if err != nil {
+		return
+	}
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL")) // PgBouncer < 1.21: add default_query_exec_mode=exec
+	if err != nil {
+		return
+	}
+	// Only a transaction pooler: lease mode, one connection per node through it.
+	leased, err := election.New(election.Config{
+		DSN:    os.Getenv("DATABASE_URL"), // PgBouncer, Supavisor, pgcat: transaction pooling
+		Scopes: []string{"billing"},
+		Mode:   election.ModeLease,
+	})
+	if err != nil {
+		return
+	}
+	_, _, _ = split, pool, leased
+}
+
 // FencedTx is the whole pattern of a write under leadership: begin, fence, write,
 // commit. A leader that was paused and replaced gets ErrFenced and writes nothing.
 func ExampleFencedTx() {

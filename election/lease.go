@@ -48,13 +48,16 @@ func (e *Elector) leaseConnConfig() *pgx.ConnConfig {
 	c.DialFunc = withKeepalive(c.DialFunc, net.KeepAliveConfig{Enable: true,
 		Idle: max(e.cfg.SessionLease, time.Second), Interval: time.Second, Count: 3})
 	c.DefaultQueryExecMode = pgx.QueryExecModeExec
-	name := "pgleader lease " + e.cfg.NodeID
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	c.RuntimeParams["application_name"] = name
+	// One application_name for every lease session, not one per node: PgBouncer
+	// gives each transaction the client's application_name, with a SET of its own
+	// (a transaction more) whenever the server connection last served a client
+	// with another name. Through a pooler, a server connection is no node's.
+	c.RuntimeParams["application_name"] = leaseApplicationName
 	return c
 }
+
+// leaseApplicationName is the application_name of every lease-mode session.
+const leaseApplicationName = "pgleader lease"
 
 // openLeaseSession opens a lease-mode session: one connection, registered under
 // a random token that binds its heartbeats, claims and releases.

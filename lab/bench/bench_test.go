@@ -111,6 +111,50 @@ func TestFailoverLimit(t *testing.T) {
 	}
 }
 
+// TestFailoverLease: in lease mode, through a real PgBouncer, the failover figures
+// are checked against the bounds the timing sets (not the lock's limit), the
+// terminate scenario is skipped saying why, and the idle load has its target.
+func TestFailoverLease(t *testing.T) {
+	dsn := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	args := []string{"--heartbeat-interval", "50ms", "--heartbeat-timeout", "100ms", "--trust-window", "300ms", "--session-lease", "500ms"}
+	rep, err := bench.Run(ctx, bench.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 2, Nodes: 3, Mode: "lease",
+		Scenarios: []string{"crash", "frozen", "terminate", "load"}, NodeArgs: args, Progress: &progress, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if rep.Mode != "lease" || len(rep.Skipped) != 1 || !strings.HasPrefix(rep.Skipped[0], "terminate: ") {
+		t.Fatalf("mode %q, skipped %q", rep.Mode, rep.Skipped)
+	}
+	targets := map[string]bench.Target{}
+	for _, tg := range rep.Targets {
+		targets[tg.Stat] = tg
+		if tg.Verdict != "PASS" && tg.Verdict != "MISS" {
+			t.Errorf("target %+v", tg)
+		}
+	}
+	crash, frozen, load := targets["crash failover"], targets["frozen gate gap"], targets["load"]
+	if crash.Max != 550 || crash.Value <= 0 || crash.Met != (crash.Value <= crash.Max) {
+		t.Errorf("crash target %+v, want p99 against lease + interval = 550 ms", crash)
+	}
+	// The frozen gap is a safety property, not a speed: it must hold every time.
+	if frozen.Min != 200 || !frozen.Met || frozen.Value < 200 {
+		t.Errorf("frozen target %+v: the old gate must close ≥ lease − trust window = 200 ms before the new opens", frozen)
+	}
+	if rep.Load == nil || load.Max != 4.0/3 || load.Value != rep.Load.PerNodePerInterval {
+		t.Errorf("load target %+v for %+v", load, rep.Load)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	for _, want := range []string{"mode: lease, every node through PgBouncer", "skipped terminate:", "target crash failover p99 ≤ lease + interval (550ms)", "(min 200.00)"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
 func TestScale(t *testing.T) {
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

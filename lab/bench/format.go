@@ -15,8 +15,15 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s, %s cpus, %s/%s, %s, PostgreSQL %s\n", r.Machine["cpu"], r.Machine["cpus"],
 		r.Machine["goos"], r.Machine["goarch"], r.Machine["go"], r.Machine["postgresql"])
-	fmt.Fprintf(w, "timing: heartbeat %s, timeout %s, trust window %s, session lease %s %s\n\n", r.Timing["heartbeat_interval"],
+	fmt.Fprintf(w, "timing: heartbeat %s, timeout %s, trust window %s, session lease %s %s\n", r.Timing["heartbeat_interval"],
 		r.Timing["heartbeat_timeout"], r.Timing["trust_window"], r.Timing["session_lease"], r.Timing["node_args"])
+	if r.Mode == "lease" {
+		fmt.Fprintf(w, "mode: lease, every node through %s\n", r.Timing["pooler"])
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "skipped %s\n", s)
+	}
+	fmt.Fprintln(w)
 	if len(r.Stats) > 0 || r.Limit != nil {
 		rows := r.Stats
 		if r.Limit != nil {
@@ -36,7 +43,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		if r.Limit != nil {
 			fmt.Fprintln(w, "  × limit: the figure divided by the physical limit's (same run, same server)")
 		}
-		writeTargets(w, r.Targets)
+		if r.Mode == "lease" && r.Limit != nil {
+			fmt.Fprintln(w, "  (the limit is lock mode's; a lease-mode follower must wait out the lease, so its bound is the lease plus an interval)")
+		}
 		fmt.Fprintln(w)
 	}
 	if len(r.Gate) > 0 {
@@ -52,13 +61,20 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "idle load: %d nodes, %.1f s: %d transactions = %.2f per node per heartbeat interval\n  (%s)\n",
 			l.Nodes, l.Seconds, l.Transactions, l.PerNodePerInterval, l.Note)
 	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(w)
+		writeTargets(w, r.Targets)
+	}
 }
 
 func writeTargets(w io.Writer, ts []Target) {
 	for _, t := range ts {
-		if t.Unit != "" {
+		switch {
+		case t.Unit != "" && t.Max == 0:
+			fmt.Fprintf(w, "target %s: %.2f %s (min %.2f) → %s", t.Name, t.Value, t.Unit, t.Min, t.Verdict)
+		case t.Unit != "":
 			fmt.Fprintf(w, "target %s: %.2f %s (max %.2f) → %s", t.Name, t.Value, t.Unit, t.Max, t.Verdict)
-		} else {
+		default:
 			fmt.Fprintf(w, "target %s: %.2f× → %s", t.Name, t.Ratio, t.Verdict)
 		}
 		if t.Note != "" {

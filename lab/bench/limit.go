@@ -259,7 +259,8 @@ type Target struct {
 	Ratio   float64 `json:"ratio"` // the figure: a ratio to the limit, or Value in Unit
 	Value   float64 `json:"value,omitempty"`
 	Unit    string  `json:"unit,omitempty"` // Value's unit ("ms", "wins"); "" for a ratio
-	Max     float64 `json:"max"`
+	Max     float64 `json:"max,omitempty"`
+	Min     float64 `json:"min,omitempty"` // a floor instead of a ceiling (Max 0)
 	Met     bool    `json:"met"`
 	Verdict string  `json:"verdict"` // PASS or MISS
 	Note    string  `json:"note,omitempty"`

@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -517,19 +516,11 @@ func reconnect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 // startBouncer starts the PgBouncer (transaction pooling) of a lease-mode run in
 // front of DSN's server and points the nodes at it.
 func (o *Options) startBouncer(ctx context.Context) (func(), error) {
-	u, err := url.Parse(o.DSN)
-	if err != nil || u.Port() == "" {
-		return nil, fmt.Errorf("lease mode needs a URL DSN with host and port (postgres://user@host:5432/db)")
-	}
-	port, _ := strconv.Atoi(u.Port())
-	b, err := pgbouncer.Start(ctx, pgbouncer.Options{ServerHost: u.Hostname(), ServerPort: port, Mode: "transaction"})
+	b, via, err := pgbouncer.Front(ctx, o.DSN, "transaction", nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lease mode: %w", err)
 	}
-	if o.nodeDSN, err = b.DSN(o.DSN); err != nil {
-		b.Close()
-		return nil, err
-	}
+	o.nodeDSN = via
 	fmt.Fprintf(o.Progress, "chaos: lease mode: every node through PgBouncer (transaction pooling) on 127.0.0.1:%d\n", b.Port)
 	return func() { _ = b.Close() }, nil
 }

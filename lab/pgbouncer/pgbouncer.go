@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -146,6 +147,26 @@ server_login_retry = 1
 		o.Log("pgbouncer (%s pooling) on 127.0.0.1:%d in front of %s:%d", o.Mode, port, o.ServerHost, o.ServerPort)
 	}
 	return b, nil
+}
+
+// Front starts a bouncer in mode in front of the server of dsn (a URL DSN with
+// host and port) and returns it with dsn rewritten to go through it.
+func Front(ctx context.Context, dsn, mode string, log func(string, ...any)) (*Bouncer, string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Hostname() == "" || u.Port() == "" {
+		return nil, "", fmt.Errorf("pgbouncer: needs a URL DSN with host and port (postgres://user@host:5432/db) to pool")
+	}
+	port, _ := strconv.Atoi(u.Port())
+	b, err := Start(ctx, Options{ServerHost: u.Hostname(), ServerPort: port, Mode: mode, Log: log})
+	if err != nil {
+		return nil, "", err
+	}
+	via, err := b.DSN(dsn)
+	if err != nil {
+		_ = b.Close()
+		return nil, "", err
+	}
+	return b, via, nil
 }
 
 // DSN is dsn (a DSN of the pooled server) rewritten to go through the bouncer:

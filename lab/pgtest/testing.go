@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -330,21 +329,12 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 // (CI installs it: .ci/install-deps).
 func NewBouncer(t testing.TB, dsn, mode string) string {
 	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := strconv.Atoi(u.Port())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := pgbouncer.Start(ctx, pgbouncer.Options{ServerHost: u.Hostname(), ServerPort: port, Mode: mode, Log: t.Logf})
+	b, via, err := pgbouncer.Front(ctx, dsn, mode, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	via, err := b.DSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return via
 }
