@@ -92,14 +92,45 @@ func TestShortProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkProfile(t, rs, &progress, 13, nil)
+}
+
+// TestLeaseProfile is lease mode's chaos profile in `make test`: every node through
+// a real PgBouncer in transaction mode, the process and network faults, H1–H5 and
+// zero overlap as in lock mode; a scenario without meaning in lease mode is
+// skipped, saying why.
+func TestLeaseProfile(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	var progress strings.Builder
+	rs, err := chaos.Run(context.Background(), chaos.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Seed: 1, Mode: "lease",
+		Duration:  4 * time.Second,
+		Scenarios: []string{"kill9", "sigterm", "stop-long", "pause-write", "handover", "net-hang", "terminate"},
+		Progress:  &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProfile(t, rs, &progress, 7, map[string]string{
+		"terminate": "not in lease mode: no leadership session to terminate (a lease outlives any backend)"})
+}
+
+// checkProfile checks a chaos profile's results: n of them, each passed with
+// zero overlap after applying faults, or skipped for the reason skip names.
+func checkProfile(t *testing.T, rs []chaos.Result, progress *strings.Builder, n int, skip map[string]string) {
+	t.Helper()
 	var table strings.Builder
 	chaos.WriteTable(&table, rs)
 	t.Logf("\n%s\n%s", progress.String(), table.String())
-	if len(rs) != 13 {
-		t.Fatalf("%d results, want 13", len(rs))
+	if len(rs) != n {
+		t.Fatalf("%d results, want %d", len(rs), n)
 	}
 	netnsSkip := faultnet.NamespaceSupport()
 	for _, r := range rs {
+		if why, ok := skip[r.Scenario]; ok {
+			if r.Skipped != why {
+				t.Errorf("%s: skipped %q, want %q", r.Scenario, r.Skipped, why)
+			}
+			continue
+		}
 		if r.Scenario == "partition" && netnsSkip != "" {
 			// Only where this machine lacks the privilege, and saying so.
 			if r.Skipped != netnsSkip {
