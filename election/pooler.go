@@ -77,6 +77,10 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 	defer b.Close(context.Background())
 	tx, err := b.Begin(cctx)
 	if err != nil {
+		if isStatementPooling(err) {
+			return fmt.Errorf("%w: the leadership session goes through a statement pooler (%v), which moves every statement to any server connection: a session advisory lock would stay behind on one other clients use; %s",
+				ErrPooler, err, poolerFix)
+		}
 		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
 	}
 	defer tx.Rollback(context.Background())
@@ -126,6 +130,14 @@ func (e *Elector) dial(ctx context.Context, role string, leased bool, mode pgx.Q
 		return nil, fmt.Errorf("apply the session settings on a pooled connection: %w", err)
 	}
 	return conn, nil
+}
+
+// isStatementPooling reports PgBouncer's refusal of a transaction block in
+// statement pooling (08P01 "transaction blocks not allowed in statement pooling
+// mode").
+func isStatementPooling(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "statement pooling")
 }
 
 // isPoolerStartupError reports a pooler's refusal of a startup parameter

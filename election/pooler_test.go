@@ -14,23 +14,28 @@ import (
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
-// TestLockModeRefusesTransactionPooler: behind PgBouncer in transaction mode,
-// Start refuses lock mode at once (ErrPooler), naming the fixes.
+// TestLockModeRefusesTransactionPooler: behind PgBouncer in transaction or
+// statement mode, Start refuses lock mode at once (ErrPooler), naming the pooling
+// and the fixes.
 func TestLockModeRefusesTransactionPooler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	via := pgtest.NewBouncer(t, dsn, "transaction")
-	e, err := election.New(fastConfig(via, "a", "billing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = e.Start(context.Background())
-	if !errors.Is(err, election.ErrPooler) {
-		t.Fatalf("Start through a transaction pooler = %v, want ErrPooler", err)
-	}
-	for _, want := range []string{"lease", "DSN"} {
-		if !containsFold(err.Error(), want) {
-			t.Errorf("the error does not name the fix %q: %v", want, err)
-		}
+	for _, mode := range []string{"transaction", "statement"} {
+		t.Run(mode, func(t *testing.T) {
+			via := pgtest.NewBouncer(t, dsn, mode)
+			e, err := election.New(fastConfig(via, "a", "billing"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.Start(context.Background())
+			if !errors.Is(err, election.ErrPooler) {
+				t.Fatalf("Start through a %s pooler = %v, want ErrPooler", mode, err)
+			}
+			for _, want := range []string{mode + " ", "lease", "DSN"} {
+				if !containsFold(err.Error(), want) {
+					t.Errorf("the error does not name %q: %v", want, err)
+				}
+			}
+		})
 	}
 }
 

@@ -145,11 +145,12 @@ func (w *Workload) Run(ctx context.Context) error {
 
 // actor performs the actions of one scope.
 type actor struct {
-	w      *Workload
-	log    *slog.Logger
-	scope  *election.Scope
-	prefix string
-	seq    int64
+	w       *Workload
+	log     *slog.Logger
+	scope   *election.Scope
+	prefix  string
+	seq     int64
+	lastErr string // the last "not attempted" error warned about
 }
 
 func (a *actor) loop(ctx context.Context) {
@@ -204,7 +205,14 @@ func (a *actor) act(ctx context.Context) {
 	case sent:
 		a.report(eventlog.ActionUnknown, tok, requestID, err.Error())
 	default:
-		a.log.Debug("action not attempted", "scope", tok.Scope, "node", a.w.Node, "epoch", tok.Epoch,
+		// Never sent (a closed gate mid-way, a connection that failed, a pooler
+		// that refuses transactions): a warning the first time an error says
+		// something new, so a workload that cannot write at all is not silent.
+		level := slog.LevelDebug
+		if msg := err.Error(); msg != a.lastErr {
+			level, a.lastErr = slog.LevelWarn, msg
+		}
+		a.log.Log(ctx, level, "action not attempted", "scope", tok.Scope, "node", a.w.Node, "epoch", tok.Epoch,
 			"request_id", requestID, "err", err)
 	}
 }
