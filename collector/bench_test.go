@@ -78,7 +78,7 @@ func BenchmarkPoll(b *testing.B) {
 			cur := c.st.cursor(planPoll, false)
 			c.stateMu.Unlock()
 			for b.Loop() {
-				if _, err := read(ctx, conn, &c.cfg, cur, v.schema); err != nil {
+				if _, err := read(ctx, conn, &c.cfg, cur, v.schema, false); err != nil {
 					b.Fatal(err)
 				}
 			}

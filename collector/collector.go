@@ -45,6 +45,7 @@ type Collector struct {
 	lastErrAt  time.Time
 
 	listening     atomic.Bool
+	pooled        atomic.Bool // a connection pooler is between the collector and PostgreSQL (conn.go)
 	notifications atomic.Uint64
 	notifyPending atomic.Bool   // a notification arrived since the last read started
 	coalesced     atomic.Uint64 // notifications that arrived while one was pending

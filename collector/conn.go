@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgleader/pgleader/internal/pooler"
 	"github.com/pgleader/pgleader/internal/retry"
 )
 
@@ -60,11 +61,49 @@ func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnCo
 }
 
 // connect opens one of the collector's connections, bounded by connectTimeout.
+//
+// Through a connection pooler — one that refuses session settings in the startup
+// packet (PgBouncer), or whose cancellation key is not the backend's — it
+// connects without session settings and with unnamed statements only (a named
+// one would not survive a transaction pooler), and remembers that a pooler is in
+// the way: reads then set their settings inside their own transaction
+// (readSettings), the listener polls instead of LISTENing (a notification cannot
+// cross a transaction pooler), and handovers poll.
 func (c *Collector) connect(ctx context.Context, app string, params map[string]string) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	return pgx.ConnectConfig(ctx, c.connConfig(app, params))
+	if !c.pooled.Load() {
+		conn, err := pgx.ConnectConfig(ctx, c.connConfig(app, params))
+		if err != nil && !pooler.StartupRefused(err) {
+			return nil, err
+		}
+		if err == nil {
+			between, _, perr := pooler.Between(ctx, conn)
+			if perr != nil || !between {
+				if perr != nil {
+					closeConn(conn)
+					return nil, perr
+				}
+				return conn, nil
+			}
+			closeConn(conn)
+		}
+		if c.pooled.CompareAndSwap(false, true) {
+			c.log.Info("a connection pooler is between the collector and PostgreSQL: reading with unnamed statements and per-transaction settings, and polling every poll interval instead of listening (notifications do not cross a transaction pooler)",
+				"database", c.database, "poll_interval", c.PollInterval())
+		}
+	}
+	cc := c.connConfig(app, nil)
+	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
+	delete(cc.RuntimeParams, "search_path") // set per transaction (readSettings)
+	return pgx.ConnectConfig(ctx, cc)
 }
+
+// readSettings is what a read through a pooler sets in its own transaction: what
+// connectReader sets for the session on a direct connection.
+const readSettings = `SELECT pg_catalog.set_config('search_path', 'pg_catalog', true),
+       pg_catalog.set_config('statement_timeout', $1, true),
+       pg_catalog.set_config('idle_in_transaction_session_timeout', $2, true)`
 
 // connectReader opens a reader connection: read-only by default, statements
 // bounded on the server.

@@ -73,9 +73,12 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 	}
 	defer closeConn(conn)
 	// LISTEN first: the new term is announced (elected); the notification is a
-	// hint to read again, and the read is also repeated every 50 ms.
-	if _, err := conn.Exec(ctx, "LISTEN leader_change"); err != nil {
-		return res, fmt.Errorf("collector: handover %s: listen: %w", scope, err)
+	// hint to read again, and the read is also repeated every 50 ms (the only
+	// way through a pooler, which notifications do not cross).
+	if !c.pooled.Load() {
+		if _, err := conn.Exec(ctx, "LISTEN leader_change"); err != nil {
+			return res, fmt.Errorf("collector: handover %s: listen: %w", scope, err)
+		}
 	}
 	var target *string
 	if to != "" {

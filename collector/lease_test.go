@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -49,5 +50,56 @@ func TestLeaseModeScope(t *testing.T) {
 	waitSnap(t, c, "an idle scope", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && sc.Verdict == VerdictIdle
+	})
+}
+
+// TestThroughTransactionPooler: the collector itself reaches PostgreSQL only
+// through PgBouncer in transaction mode (as a dashboard or exporter does where
+// nothing else is reachable): it reads with unnamed statements and settings set
+// per transaction, polls instead of listening, sees the lease-mode leader, and a
+// handover through the pooler completes.
+func TestThroughTransactionPooler(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	via := pgtest.NewBouncer(t, dsn, "transaction")
+	c := newCollector(t, testConfig(t, via))
+	run(t, c)
+	start := func(id string) *node {
+		cfg := fastElector(via, id, "billing")
+		cfg.Mode = election.ModeLease
+		e, err := election.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runElector(t, e)
+	}
+	start("a")
+	start("b")
+	s := waitSnap(t, c, "a lease-mode leader and its follower", func(s *Snapshot) bool {
+		sc, ok := s.Scope("billing")
+		return ok && sc.HasLeader() && sc.Verdict == VerdictOK && len(sc.Followers) == 1
+	})
+	if !c.pooled.Load() {
+		t.Fatal("the collector did not notice the pooler")
+	}
+	if s.Health.Source != SourcePolling {
+		t.Fatalf("source %q through a pooler, want %q", s.Health.Source, SourcePolling)
+	}
+	sc := scope(t, s, "billing")
+	to := "a"
+	if sc.Leader == "a" {
+		to = "b"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := c.Handover(ctx, "billing", to, "test", 10*time.Second)
+	if err != nil {
+		t.Fatalf("handover through the pooler: %v", err)
+	}
+	if res.To != to || res.Epoch <= sc.Epoch {
+		t.Fatalf("handover %+v after epoch %d", res, sc.Epoch)
+	}
+	waitSnap(t, c, "the target leading", func(s *Snapshot) bool {
+		sc, ok := s.Scope("billing")
+		return ok && sc.Leader == to && sc.Epoch == res.Epoch && len(s.Alerts) == 0
 	})
 }

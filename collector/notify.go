@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,14 @@ func (c *Collector) listen(ctx context.Context) {
 	connected := false
 	for ctx.Err() == nil {
 		conn, err := c.connect(ctx, appListener, nil)
+		if err == nil && c.pooled.Load() {
+			// Through a pooler a LISTEN would register on whichever server
+			// connection ran it: poll only (connect said so once).
+			closeConn(conn)
+			c.noteSourceError("listener", errors.New("a connection pooler is in the way: notifications do not cross it; polling"))
+			c.Refresh()
+			return
+		}
 		if err == nil {
 			if _, err = conn.Exec(ctx, "LISTEN leader_change"); err != nil {
 				closeConn(conn)

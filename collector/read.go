@@ -266,12 +266,16 @@ type readCursor struct {
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
 // COMMIT). On an error the connection may be unusable; the caller closes it.
 // schema is the database's schema version (what it can be asked).
-func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, schema int) (*dbRead, error) {
+// Through a pooler (pooled) the read sets its settings in its own transaction.
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, schema int, pooled bool) (*dbRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	interference := schema >= 7
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
+	if pooled {
+		b.Queue(readSettings, fmt.Sprint(readStatementTimeout.Milliseconds()), fmt.Sprint(readTimeout.Milliseconds()))
+	}
 	b.Queue(forSchema(sqlScopes, schema), cfg.FlapWindow.Seconds())
 	if interference {
 		b.Queue(sqlInterference)
@@ -296,7 +300,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, sche
 	b.Queue("COMMIT")
 	r := &dbRead{Cursor: cur}
 	br := conn.SendBatch(ctx, b)
-	err := scanRead(br, r, interference)
+	err := scanRead(br, r, interference, pooled)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -317,9 +321,14 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, sche
 	return r, nil
 }
 
-func scanRead(br pgx.BatchResults, r *dbRead, interference bool) error {
+func scanRead(br pgx.BatchResults, r *dbRead, interference, pooled bool) error {
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("begin: %w", err)
+	}
+	if pooled {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
 	}
 	rows, _ := br.Query()
 	var err error

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/pooler"
 )
 
 // checkMode runs the start-up checks that depend on the mode: in lock mode, that
@@ -77,7 +77,7 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 	defer b.Close(context.Background())
 	tx, err := b.Begin(cctx)
 	if err != nil {
-		if isStatementPooling(err) {
+		if pooler.StatementPooling(err) {
 			return fmt.Errorf("%w: the leadership session goes through a statement pooler (%v), which moves every statement to any server connection: a session advisory lock would stay behind on one other clients use; %s",
 				ErrPooler, err, poolerFix)
 		}
@@ -111,7 +111,7 @@ func (e *Elector) dial(ctx context.Context, role string, leased bool, mode pgx.Q
 		cfg.DefaultQueryExecMode = mode
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err == nil || !isPoolerStartupError(err) {
+	if err == nil || !pooler.StartupRefused(err) {
 		return conn, err
 	}
 	var names, values []string
@@ -130,19 +130,4 @@ func (e *Elector) dial(ctx context.Context, role string, leased bool, mode pgx.Q
 		return nil, fmt.Errorf("apply the session settings on a pooled connection: %w", err)
 	}
 	return conn, nil
-}
-
-// isStatementPooling reports PgBouncer's refusal of a transaction block in
-// statement pooling (08P01 "transaction blocks not allowed in statement pooling
-// mode").
-func isStatementPooling(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "statement pooling")
-}
-
-// isPoolerStartupError reports a pooler's refusal of a startup parameter
-// (PgBouncer: FATAL 08P01 "unsupported startup parameter: …").
-func isPoolerStartupError(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "startup parameter")
 }
