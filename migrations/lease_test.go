@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 // TestLeaseClaimIsOneCompareAndSwap: nodes that all saw the same free or expired
@@ -95,5 +99,28 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 	}
 	if terms != rounds {
 		t.Fatalf("%d terms recorded, want %d (one per round)", terms, rounds)
+	}
+}
+
+// TestMigrateRefusesPooler: through PgBouncer (which refuses the settings that
+// carry the role names), Up fails at once with ErrPooler, naming the fix, and
+// leaves the database untouched.
+func TestMigrateRefusesPooler(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	cfg, err := pgx.ParseConfig(pgtest.NewBouncer(t, dsn, "transaction"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = migrate.Up(context.Background(), cfg, nil)
+	if !errors.Is(err, migrate.ErrPooler) || !strings.Contains(err.Error(), "PostgreSQL itself") {
+		t.Fatalf("Up through a transaction pooler = %v, want ErrPooler naming the fix", err)
+	}
+	direct, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exists bool
+	if err := connect(t, direct).QueryRow(context.Background(), "SELECT to_regnamespace('pgleader') IS NOT NULL").Scan(&exists); err != nil || exists {
+		t.Fatalf("schema created through a refused migration (%v, %v)", exists, err)
 	}
 }

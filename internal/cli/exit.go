@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 // Exit codes of every pgleader command.
@@ -64,7 +65,8 @@ func ExitCode(err error) int {
 		errors.Is(err, election.ErrPermission),
 		errors.Is(err, election.ErrTooManyScopes),
 		errors.Is(err, election.ErrPooler),
-		errors.Is(err, election.ErrModeConflict):
+		errors.Is(err, election.ErrModeConflict),
+		errors.Is(err, migrate.ErrPooler):
 		return ExitBadInput
 	}
 	return ExitFailure

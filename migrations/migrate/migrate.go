@@ -23,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 
+	"github.com/pgleader/pgleader/internal/pooler"
 	"github.com/pgleader/pgleader/migrations"
 )
 
@@ -85,6 +86,10 @@ func WithRoles(r Roles) Option { return func(o *options) { o.roles = r } }
 // not create (another role owns it, or objects in it): Up refuses to use it.
 var ErrForeignSchema = errors.New("foreign pgleader schema")
 
+// ErrPooler: the DSN goes through a connection pooler that will not give the
+// migration a session of its own.
+var ErrPooler = errors.New("connection pooler in the way")
+
 // Result reports what Up did.
 type Result struct {
 	From, To int64    // schema version before and after
@@ -127,6 +132,10 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 
 	conn, err := db.Conn(ctx)
 	if err != nil {
+		if pooler.StartupRefused(err) {
+			return Result{}, fmt.Errorf("%w: the DSN goes through a connection pooler that refuses session settings (%v); migrations need a session of their own (a lock for the whole run, the role names as settings): point the DSN at PostgreSQL itself or a session pooler",
+				ErrPooler, err)
+		}
 		return Result{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
