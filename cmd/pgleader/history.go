@@ -80,6 +80,8 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 // readTerms reads the newest terms (by acquired_at) of scopes (all when empty)
 // that were open at some point of the last since (no limit when 0).
 func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since time.Duration, limit int) ([]collector.Term, error) {
+	cfg = cfg.Copy()
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // one statement: through any pooler
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -36,7 +36,9 @@ the pgleader tables, and nothing is cut off mid-write.`,
 				return err
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				conn, err := pgx.ConnectConfig(ctx, t.Config)
+				cfg := t.Config.Copy()
+				cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // one statement: through any pooler
+				conn, err := pgx.ConnectConfig(ctx, cfg)
 				if err != nil {
 					return err
 				}
