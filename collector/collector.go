@@ -220,7 +220,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 func (c *Collector) healthLocked(src Source) Health {
 	return Health{
 		Source: src, Database: c.database, ServerVersion: c.version,
-		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt,
+		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt, Pooler: c.pooled.Load(),
 		Polls: c.polls, PollErrors: c.pollErrors,
 		Notifications: c.notifications.Load(), NotificationsCoalesced: c.coalesced.Load(),
 		Reconnects: c.reconnects.Load(), DroppedEvents: c.hub.dropped.Load(),

@@ -61,7 +61,9 @@ func TestLeaseModeScope(t *testing.T) {
 func TestThroughTransactionPooler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
-	c := newCollector(t, testConfig(t, via))
+	cfg := testConfig(t, via)
+	cfg.Source = SourceModeAuto // the logical source cannot cross a pooler either
+	c := newCollector(t, cfg)
 	run(t, c)
 	start := func(id string) *node {
 		cfg := fastElector(via, id, "billing")
@@ -81,8 +83,8 @@ func TestThroughTransactionPooler(t *testing.T) {
 	if !c.pooled.Load() {
 		t.Fatal("the collector did not notice the pooler")
 	}
-	if s.Health.Source != SourcePolling {
-		t.Fatalf("source %q through a pooler, want %q", s.Health.Source, SourcePolling)
+	if h := s.Health; h.Source != SourcePolling || !h.Pooler || h.LastError != "" {
+		t.Fatalf("health through a pooler: source %q, pooler %v, last error %q; want polling, true, none", h.Source, h.Pooler, h.LastError)
 	}
 	sc := scope(t, s, "billing")
 	to := "a"

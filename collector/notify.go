@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,8 +31,7 @@ func (c *Collector) listen(ctx context.Context) {
 			// Through a pooler a LISTEN would register on whichever server
 			// connection ran it: poll only (connect said so once).
 			closeConn(conn)
-			c.noteSourceError("listener", errors.New("a connection pooler is in the way: notifications do not cross it; polling"))
-			c.Refresh()
+			c.Refresh() // Health.Pooler says why it polls
 			return
 		}
 		if err == nil {

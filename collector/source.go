@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgleader/pgleader/collector/logical"
+	"github.com/pgleader/pgleader/internal/pooler"
 )
 
 // ErrLogicalUnavailable is wrapped by the error Run returns when Config.Source is
@@ -102,6 +103,9 @@ func (c *Collector) checkLogical(ctx context.Context, pcfg *pgconn.Config) strin
 			return ""
 		case err == nil:
 			return reason
+		case pooler.StartupRefused(err):
+			c.pooled.Store(true)
+			return "a connection pooler is in the way (it refused a replication connection): logical replication needs PostgreSQL itself"
 		}
 		c.noteSourceError("logical source check", err)
 		if attempt == 1 {

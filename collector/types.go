@@ -308,9 +308,12 @@ type Health struct {
 	PollDuration  time.Duration `json:"poll_duration"`      // of the last successful read
 	LastError     string        `json:"last_error,omitempty"`
 	LastErrorAt   time.Time     `json:"last_error_at,omitzero"`
-	Polls         uint64        `json:"polls"`
-	PollErrors    uint64        `json:"poll_errors"`
-	Notifications uint64        `json:"notifications"`
+	// Pooler: a connection pooler is between the collector and PostgreSQL; the
+	// collector polls (notifications and logical replication do not cross one).
+	Pooler        bool   `json:"pooler,omitempty"`
+	Polls         uint64 `json:"polls"`
+	PollErrors    uint64 `json:"poll_errors"`
+	Notifications uint64 `json:"notifications"`
 	// NotificationsCoalesced counts the notifications that arrived while an
 	// earlier one still waited for its read: they cost no read of their own. A
 	// storm of forged notifications shows here (see the package doc: reads caused

@@ -84,7 +84,11 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	lines = append(lines, kv("followers", fol))
 	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
-	lines = append(lines, kv("lock key", fmt.Sprintf("%d (0x%016x)", sc.LockKey, uint64(sc.LockKey))))
+	if sc.Mode == "lease" {
+		lines = append(lines, kv("mode", "lease: a lease row, no lock (a crash is replaced after the session lease)"))
+	} else {
+		lines = append(lines, kv("lock key", fmt.Sprintf("%d (0x%016x)", sc.LockKey, uint64(sc.LockKey))))
+	}
 
 	// Heartbeat-age history.
 	if r := m.hb[sc.Name]; r != nil && (r.full || r.next > 0) {

@@ -178,13 +178,16 @@ func severityLabel(s collector.Severity) (string, tone) {
 }
 
 // sourceLabel describes where the data comes from.
-func sourceLabel(s collector.Source) (string, tone) {
-	switch s {
+func sourceLabel(h collector.Health) (string, tone) {
+	switch s := h.Source; s {
 	case collector.SourceLive:
 		return "● live", toneOK
 	case collector.SourceLogical:
 		return "● logical", toneOK
 	case collector.SourcePolling:
+		if h.Pooler {
+			return "◐ polling (through a pooler)", toneMuted
+		}
 		return "◐ polling (LISTEN down)", toneWarn
 	case collector.SourceDisconnected:
 		return "✖ DISCONNECTED", toneBad

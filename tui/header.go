@@ -20,7 +20,7 @@ func (m *Model) headerLines(w int) []string {
 		parts = append(parts, st.render(toneWarn, "connecting…"))
 		return []string{fitLine(strings.Join(parts, sep), w), ""}
 	}
-	src, t := sourceLabel(m.snap.Health.Source)
+	src, t := sourceLabel(m.snap.Health)
 	parts = append(parts, st.render(t, src))
 	parts = append(parts, m.freshness(st))
 	if m.interval > 0 {

@@ -64,7 +64,7 @@ func renderText(snap *collector.Snapshot, events []collector.Event, width int) s
 	}
 	var out []string
 	h := snap.Health
-	src, _ := sourceLabel(h.Source)
+	src, _ := sourceLabel(h)
 	head := fmt.Sprintf("%s · %s · %s · snapshot %d read at %s", m.opts.Title, m.database(), src, snap.Seq, fmtStamp(snap.At))
 	out = append(out, truncate(head, lw), m.verdictLine(lw))
 	if h.LastError != "" {

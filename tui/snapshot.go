@@ -196,7 +196,13 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 
 // stale reports whether the collector says the data may be out of date.
 func (m *Model) stale() bool {
-	return m.snap != nil && (m.snap.Health.Source == collector.SourceDisconnected || m.snap.Health.LastError != "")
+	if m.snap == nil {
+		return false
+	}
+	h := m.snap.Health
+	// An error since the last good read; Health keeps the last error after the
+	// reads recover, for the record.
+	return h.Source == collector.SourceDisconnected || (h.LastError != "" && !h.LastErrorAt.Before(h.LastPoll))
 }
 
 func (m *Model) togglePause() {

@@ -158,6 +158,32 @@ func TestDisconnectedKeepsData(t *testing.T) {
 	}
 }
 
+// TestRecoveredIsNotStale: an error older than the last good read (a listener
+// that dropped and came back, a read that failed once) is history, not an
+// outage; through a pooler, polling is said to be by design.
+func TestRecoveredIsNotStale(t *testing.T) {
+	snap := healthySnapshot()
+	snap.Health.Source = collector.SourcePolling
+	snap.Health.Pooler = true
+	snap.Health.LastError, snap.Health.LastErrorAt = "listener: connection reset", snap.Health.LastPoll.Add(-time.Minute)
+	m, _ := setup(t, snap)
+	s := screen(m)
+	for _, bad := range []string{"STALE", "READ FAILING", "LISTEN down"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("a recovered, pooled collector shows %q:\n%s", bad, s)
+		}
+	}
+	if !strings.Contains(s, "polling (through a pooler)") {
+		t.Errorf("the header does not say it polls through a pooler:\n%s", s)
+	}
+	failing := healthySnapshot()
+	failing.Health.LastError, failing.Health.LastErrorAt = "read: timeout", failing.Health.LastPoll.Add(time.Second)
+	m.Update(snapshotMsg{failing})
+	if s := screen(m); !strings.Contains(s, "READ FAILING") || !strings.Contains(s, "STALE") {
+		t.Errorf("an error after the last read is not shown as failing:\n%s", s)
+	}
+}
+
 func TestNotesReachTheLog(t *testing.T) {
 	notes := make(chan string, 1)
 	m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Notes = notes })
