@@ -78,3 +78,15 @@ func TestLeaseHandover(t *testing.T) {
 	handoverRounds(t, c, dsn, 2)
 	checkHistory(t, c, dsn)
 }
+
+// TestSplitModeKillLeader: lock mode with the leadership direct (--leader-dsn)
+// and the fenced workload through PgBouncer in transaction mode, the arrangement
+// docs/poolers.md recommends: failover at lock-mode speed, every write fenced
+// through the pooler, the history clean.
+func TestSplitModeKillLeader(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	via := pgtest.NewBouncer(t, dsn, "transaction")
+	c := startCluster(t, 3, dsn, via, append(slices.Clone(nodeArgs), "--leader-dsn", dsn))
+	killRounds(t, c, 2, nil)
+	checkHistory(t, c, dsn)
+}
