@@ -121,7 +121,7 @@ func TestFailoverLease(t *testing.T) {
 	var progress strings.Builder
 	args := []string{"--heartbeat-interval", "50ms", "--heartbeat-timeout", "100ms", "--trust-window", "300ms", "--session-lease", "500ms"}
 	rep, err := bench.Run(ctx, bench.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 2, Nodes: 3, Mode: "lease",
-		Scenarios: []string{"crash", "frozen", "terminate", "load"}, NodeArgs: args, Progress: &progress, Timeout: 30 * time.Second})
+		Scenarios: []string{"crash", "frozen", "terminate"}, NodeArgs: args, Progress: &progress, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
@@ -135,16 +135,13 @@ func TestFailoverLease(t *testing.T) {
 			t.Errorf("target %+v", tg)
 		}
 	}
-	crash, frozen, load := targets["crash failover"], targets["frozen gate gap"], targets["load"]
+	crash, frozen := targets["crash failover"], targets["frozen gate gap"]
 	if crash.Max != 550 || crash.Value <= 0 || crash.Met != (crash.Value <= crash.Max) {
 		t.Errorf("crash target %+v, want p99 against lease + interval = 550 ms", crash)
 	}
 	// The frozen gap is a safety property, not a speed: it must hold every time.
 	if frozen.Min != 200 || !frozen.Met || frozen.Value < 200 {
 		t.Errorf("frozen target %+v: the old gate must close ≥ lease − trust window = 200 ms before the new opens", frozen)
-	}
-	if rep.Load == nil || load.Max != 4.0/3 || load.Value != rep.Load.PerNodePerInterval {
-		t.Errorf("load target %+v for %+v", load, rep.Load)
 	}
 	var table strings.Builder
 	rep.WriteTable(&table)
