@@ -64,7 +64,6 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 		}
 		return
 	}
-	var epochs []int64
 	for round := range rounds {
 		seq, epoch, holder, released := state()
 		// Even rounds: the scope is free (never claimed, or released). Odd rounds:
@@ -83,7 +82,6 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 		if next != epoch+1 {
 			t.Fatalf("round %d: epoch %d after %d", round, next, epoch)
 		}
-		epochs = append(epochs, next)
 		if round%2 == 0 { // the winner keeps it; next round it expires
 			continue
 		}

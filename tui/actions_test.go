@@ -281,14 +281,14 @@ func TestHandoverConfirm(t *testing.T) {
 
 func TestHandoverGuards(t *testing.T) {
 	t.Run("NoneEligible", func(t *testing.T) {
-		m, b := setup(t, handoverSnapshot())
+		m, _ := setup(t, handoverSnapshot())
 		keys(m, "end", "O") // archive: IDLE, no follower
 		if m.confirm != nil || !strings.Contains(screen(m), "not handing archive over: no follower is eligible") {
 			t.Fatalf("O without an eligible follower must refuse without asking:\n%s", screen(m))
 		}
 		s := handoverSnapshot()
 		s.Scopes[1].Followers = []string{"node-d"} // billing: only the priority-0 node
-		m, b = setup(t, s)
+		m, b := setup(t, s)
 		keys(m, "O")
 		if m.confirm != nil || !strings.Contains(screen(m), "not handing billing over: no follower is eligible") {
 			t.Fatalf("a priority-0 follower is not a target:\n%s", screen(m))
