@@ -152,10 +152,13 @@ func TestSplitBrain(t *testing.T) {
 		// A read's two looks at pg_locks (the scopes, then the interference) are not
 		// one snapshot (pg_locks is not transactional): the read that first names
 		// the squatter may have seen the lock free a moment before it was taken.
+		// Nor are they the read's snapshot of the tables: a read whose transaction
+		// began before the forged claim committed sees no term (epoch 0) beside
+		// locks taken after it.
 		s := waitSnap(t, c, "interference", func(s *Snapshot) bool {
 			_, ok := alert(s, AlertInterference, "q")
 			sc, _ := s.Scope("q")
-			return ok && len(sc.LockPIDs) > 0
+			return ok && len(sc.LockPIDs) > 0 && sc.Epoch > 0
 		})
 		a, _ := alert(s, AlertInterference, "q")
 		sc := scope(t, s, "q")
