@@ -197,7 +197,8 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
 
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
-       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, {{v8:priority|1}}, {{v9:mode|'lock'}}
+       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, {{v8:priority|1}}, {{v9:mode|'lock'}},
+       {{v10:failback_after_ms|NULL::int}}
   FROM pgleader.nodes ORDER BY node_id`
 
 	// $1: how many.
@@ -464,11 +465,13 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		stopped            *time.Time
 		backend            *int32
 		ival, trust, lease *int32
+		failback           *int32
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback); err != nil {
 		return n, err
 	}
+	n.FailbackAfter = ms(failback)
 	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)
 	n.Timing = Timing{HeartbeatInterval: ms(ival), TrustWindow: ms(trust), SessionLease: ms(lease)}
 	if n.Scopes == nil {

@@ -238,6 +238,10 @@ type Node struct {
 	// Priority ranks the node among its scopes' candidates (schema 8; 1 before):
 	// a free scope goes to the live candidate of highest priority; 0 never leads.
 	Priority int `json:"priority"`
+	// FailbackAfter is set on a preferred node (schema 10; pgleader node
+	// --preferred): it takes its scopes back from a live leader of lower priority
+	// once it has been up this long. 0: no failback.
+	FailbackAfter time.Duration `json:"failback_after,omitzero"`
 }
 
 // Eligible reports whether the node may be handed a scope it campaigns for: it is

@@ -127,6 +127,20 @@ type Config struct {
 	// (failover then waits until the server drops the frozen client's connection).
 	FencedTxIdleTimeout time.Duration
 
+	// FailbackAfter makes this node preferred: it takes back the scopes it
+	// campaigns for from a live leader of lower priority, by a handover (the
+	// leader drains, then hands over) that the leader's heartbeat requests once
+	// this node has been registered for FailbackAfter and the leader's term is
+	// as old. At most one failback per scope per FailbackAfter, each only ever
+	// to a strictly higher priority, and none to a node cooling down after
+	// resigning the scope: failback cannot flap. A term that began with an
+	// operator's handover is left alone: failback undoes failovers, not an
+	// operator's choice. 0 (the default): no failback;
+	// leadership stays where a failover put it until an operator hands it over.
+	// It needs Priority ≥ 1 and at least four heartbeat intervals; 30 s is a
+	// good start (pgleader node --preferred).
+	FailbackAfter time.Duration
+
 	// ResignCooldown: after Resign, how long this node stays out of the scope's
 	// election so another node takes over. Default 2×HeartbeatInterval.
 	ResignCooldown time.Duration
@@ -214,6 +228,15 @@ func (c *Config) Validate() error {
 	if c.Priority != nil && *c.Priority < 0 {
 		return bad("Priority", "priority %d: must be 0 (never leads) or more (default 1)", *c.Priority)
 	}
+	if c.FailbackAfter < 0 {
+		return bad("FailbackAfter", "failback after %v: must be 0 (no failback) or positive", c.FailbackAfter)
+	}
+	if c.FailbackAfter > 0 && c.priority() == 0 {
+		return bad("FailbackAfter", "a node of priority 0 never leads, so it cannot be preferred: set Priority ≥ 1 or FailbackAfter 0")
+	}
+	if c.FailbackAfter > 0 && c.FailbackAfter < 4*c.HeartbeatInterval {
+		return bad("FailbackAfter", "failback after %v: must be at least four heartbeat intervals (%v)", c.FailbackAfter, 4*c.HeartbeatInterval)
+	}
 	if c.DSN != "" && c.ConnConfig != nil {
 		return bad("ConnConfig", "set DSN or ConnConfig, not both")
 	}
@@ -269,6 +292,16 @@ func (c *Config) Validate() error {
 // Priority returns a pointer to n, for Config.Priority: Priority(0) never leads,
 // higher values win free scopes over lower ones, the default is 1.
 func Priority(n int) *int { return &n }
+
+// failbackMS is FailbackAfter for register_node: NULL when the node is not
+// preferred.
+func (c *Config) failbackMS() *int64 {
+	if c.FailbackAfter <= 0 {
+		return nil
+	}
+	ms := c.FailbackAfter.Milliseconds()
+	return &ms
+}
 
 // priority is the effective Config.Priority.
 func (c *Config) priority() int {

@@ -118,6 +118,11 @@
 //	                     claims the scope; a shutdown also frees the beacon.
 //	evicted              a heartbeat finds the term no longer this node's: the node
 //	                     closes the gate and gives the lock back (release).
+//	handover, failback   the leader's heartbeat returns the request (an operator's
+//	                     pgleader handover; or a failback, which that heartbeat
+//	                     requests itself for a preferred node of higher priority,
+//	                     Config.FailbackAfter); then as resign, and the release
+//	                     reserves the scope for the target, which alone claims it.
 //
 // Notifications are hints: anyone may NOTIFY anything, and one sent while a
 // listener is disconnected is lost. What is decided is decided by the locks and the

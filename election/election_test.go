@@ -302,6 +302,10 @@ func TestConfigValidate(t *testing.T) {
 		{"GapTooSmall", func(c *election.Config) { c.SessionLease = 1550 * time.Millisecond }, "SessionLease"},
 		{"TinyInterval", func(c *election.Config) { c.HeartbeatInterval = time.Millisecond }, "HeartbeatInterval"},
 		{"StrayLockKey", func(c *election.Config) { c.LockKeys = map[string]int64{"zz": 1} }, "LockKeys"},
+		{"Preferred", func(c *election.Config) { c.FailbackAfter = 30 * time.Second }, ""},
+		{"PreferredNegative", func(c *election.Config) { c.FailbackAfter = -time.Second }, "FailbackAfter"},
+		{"PreferredTooSoon", func(c *election.Config) { c.FailbackAfter = time.Second }, "FailbackAfter"},
+		{"PreferredObserver", func(c *election.Config) { c.FailbackAfter = 30 * time.Second; c.Priority = election.Priority(0) }, "FailbackAfter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

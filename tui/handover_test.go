@@ -68,16 +68,23 @@ func TestIdleIsNotTrouble(t *testing.T) {
 }
 
 // TestPriorityShown: the nodes table shows each node's priority and marks the
-// nodes that cannot be handed a scope; followers rank as a handover picks them.
+// nodes that cannot be handed a scope, and the preferred ones (they fail back);
+// followers rank as a handover picks them.
 func TestPriorityShown(t *testing.T) {
-	m, _ := setup(t, handoverSnapshot())
+	s := handoverSnapshot()
+	for i := range s.Nodes {
+		if s.Nodes[i].ID == "node-c" {
+			s.Nodes[i].FailbackAfter = 30 * time.Second
+		}
+	}
+	m, _ := setup(t, s)
 	m.ensureRows()
 	cells := map[string]cell{}
 	for _, r := range m.nodes.rows {
 		cells[r.key] = r.cells[ndPriority]
 	}
 	for id, want := range map[string]cell{
-		"node-a": {text: "1"}, "node-c": {text: "2"},
+		"node-a": {text: "1"}, "node-c": {text: "2 preferred"},
 		"node-d": {text: "0 never leads", tone: toneMuted},
 		"node-e": {text: "1 not live", tone: toneMuted},
 	} {

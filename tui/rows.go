@@ -281,7 +281,8 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 }
 
 // priorityCell is a node's priority, marked when the node may not be handed a
-// scope (collector.Node.Eligible): "0 never leads", "1 not live".
+// scope (collector.Node.Eligible): "0 never leads", "1 not live"; a preferred
+// node (it fails back): "2 preferred".
 func priorityCell(n *collector.Node) cell {
 	p := strconv.Itoa(n.Priority)
 	switch {
@@ -289,6 +290,8 @@ func priorityCell(n *collector.Node) cell {
 		return cell{text: p + " never leads", tone: toneMuted}
 	case !n.Eligible():
 		return cell{text: p + " not live", tone: toneMuted}
+	case n.FailbackAfter > 0:
+		return cell{text: p + " preferred"}
 	}
 	return cell{text: p}
 }

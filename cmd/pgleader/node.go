@@ -29,6 +29,7 @@ type nodeFlags struct {
 	lease        time.Duration
 	drain        time.Duration
 	priority     int
+	preferred    time.Duration
 	mode         string
 	leaderDSN    string
 	events       string
@@ -48,6 +49,7 @@ func (f *nodeFlags) config(dsn string) election.Config {
 		HeartbeatInterval: f.interval, HeartbeatTimeout: f.timeout,
 		TrustWindow: f.trust, SessionLease: f.lease, DrainTimeout: f.drain,
 		Priority: election.Priority(f.priority), Mode: election.Mode(f.mode),
+		FailbackAfter: f.preferred,
 	}
 }
 
@@ -77,6 +79,11 @@ outcome (action_ok, action_rejected, action_unknown).
 --priority N ranks this node among the candidates of its scopes: when a scope is
 free, the live candidate of highest priority wins it (not whoever claims first);
 0 makes an observer that never leads. pgleader handover moves a scope on demand.
+There is no automatic failback unless a node asks for it: --preferred (or
+--preferred=D) makes this node take back its scopes from a live leader of lower
+priority, by a handover, once it has been up for D (default 30s) and the leader's
+term is as old; at most one failback per scope per D, never to a lower priority,
+and never undoing an operator's handover.
 
 Behind a connection pooler: lock mode needs its own sessions, so give it
 --leader-dsn (PostgreSQL directly, or a session pooler) and let --dsn go through
@@ -107,6 +114,8 @@ into pgleader.demo_actions every D.`,
 	fl.StringVar(&f.mode, "mode", string(election.ModeLock), "`MODE` of leadership: lock (session advisory locks; needs a direct or session-pooled connection) or lease (lease rows; works through a transaction pooler)")
 	fl.StringVar(&f.leaderDSN, "leader-dsn", "", "connection string (`DSN`) of the leadership sessions when --dsn goes through a pooler: PostgreSQL itself or a session pooler (default: --dsn); the workload keeps writing, fenced, through --dsn")
 	fl.IntVar(&f.priority, "priority", 1, "`N`: a free scope goes to the live candidate of highest priority; 0 never leads (an observer that still heartbeats and shows in status)")
+	fl.DurationVar(&f.preferred, "preferred", 0, "take back this node's scopes from a live leader of lower priority once up for `D` (--preferred alone: 30s; default 0: no failback)")
+	fl.Lookup("preferred").NoOptDefVal = "30s"
 	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
 	fl.DurationVar(&f.pauseWrite, "test-pause-before-write", 0, "fault-test hook: pause `D` between the workload's gate check and its write, then write as if nothing happened")

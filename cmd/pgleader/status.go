@@ -353,6 +353,8 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 			prio += " (never leads)"
 		case !n.Eligible():
 			prio += " (not live)"
+		case n.FailbackAfter > 0:
+			prio += " (preferred: fails back after " + n.FailbackAfter.String() + ")"
 		}
 		var leads []string
 		for _, s := range n.Leads {

@@ -84,6 +84,7 @@ var configFlags = map[string]string{
 	"DrainTimeout":      "--drain-timeout",
 	"Priority":          "--priority",
 	"Mode":              "--mode",
+	"FailbackAfter":     "--preferred",
 }
 
 // Message returns the single line printed for err: what is wrong and how to fix
