@@ -88,6 +88,7 @@ var (
 	nodeLeader         = desc("pgleader_node_leader", "1 for each scope the node leads.", "node", "scope")
 	nodeStale          = desc("pgleader_node_stale", "1 while the collector's stale_node check fires for the node, else 0.", "node")
 	nodePriority       = desc("pgleader_node_priority", "Candidate priority of the node: a free scope goes to its live candidate of highest priority; 0 never leads.", "node")
+	nodeFailbackAfter  = desc("pgleader_node_failback_after_seconds", "Failback delay of a preferred node (pgleader node --preferred): it takes its scopes back from a live leader of lower priority once up this long. 0 when the node does not fail back.", "node")
 	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
 	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
 	lockTableCapacity  = desc("pgleader_lock_table_capacity", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions).")
@@ -115,7 +116,7 @@ var allDescs = []*prometheus.Desc{
 	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
 	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, fenceRejected,
-	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority,
+	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorCoalesced, collectorReconnect, collectorDropped,
@@ -249,6 +250,7 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 		}
 		gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
 		gauge(ch, nodePriority, float64(n.Priority), n.ID)
+		gauge(ch, nodeFailbackAfter, n.FailbackAfter.Seconds(), n.ID)
 	}
 
 	gauge(ch, advisoryLocks, float64(s.Locks.Advisory))

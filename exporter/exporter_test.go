@@ -40,7 +40,7 @@ func ledCluster() *collector.Snapshot {
 				OpenTerm: &collector.Term{Scope: "reports", Epoch: 3, Holder: "node-b", HandoverGap: 500 * time.Millisecond}},
 		},
 		Nodes: []collector.Node{
-			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true, Priority: 2},
+			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true, Priority: 2, FailbackAfter: 30 * time.Second},
 			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1},
 		},
 		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Capacity: 6400},
@@ -93,6 +93,8 @@ pgleader_node_stale{node="node-a"} 0
 pgleader_node_stale{node="node-b"} 0
 pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
+pgleader_node_failback_after_seconds{node="node-a"} 30
+pgleader_node_failback_after_seconds{node="node-b"} 0
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
@@ -165,6 +167,8 @@ pgleader_node_stale{node="node-a"} 0
 pgleader_node_stale{node="node-b"} 0
 pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
+pgleader_node_failback_after_seconds{node="node-a"} 30
+pgleader_node_failback_after_seconds{node="node-b"} 0
 pgleader_advisory_locks 0
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
@@ -248,6 +252,9 @@ pgleader_node_stale{node="node-c"} 0
 pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_priority{node="node-c"} 0
+pgleader_node_failback_after_seconds{node="node-a"} 30
+pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_failback_after_seconds{node="node-c"} 0
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
@@ -296,6 +303,7 @@ pgleader_exporter_scrape_success 1
 				"pgleader_node_last_seen_age_seconds{node=\"node-b\"} 0.3\n", "pgleader_node_last_seen_age_seconds{node=\"node-b\"} 0.3\npgleader_node_last_seen_age_seconds{node=\"node-c\"} 40\n",
 				"pgleader_node_stale{node=\"node-b\"} 0\n", "pgleader_node_stale{node=\"node-b\"} 0\npgleader_node_stale{node=\"node-c\"} 1\n",
 				"pgleader_node_priority{node=\"node-b\"} 1\n", "pgleader_node_priority{node=\"node-b\"} 1\npgleader_node_priority{node=\"node-c\"} 0\n",
+				"pgleader_node_failback_after_seconds{node=\"node-b\"} 0\n", "pgleader_node_failback_after_seconds{node=\"node-b\"} 0\npgleader_node_failback_after_seconds{node=\"node-c\"} 0\n",
 				"pgleader_lock_table_capacity 6400\n", "",
 			).Replace(ledClusterMetrics),
 		},
