@@ -328,9 +328,17 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 			sc.deliver(claimOutcome{sess: s, err: fmt.Errorf("claim of %s: no row returned", sc.name)})
 			continue
 		}
+		if testClaimReturned != nil {
+			testClaimReturned(sc, r)
+		}
 		sc.deliver(claimOutcome{sess: s, r: r})
 	}
 }
+
+// testClaimReturned, set only by tests before any Elector starts, runs between a
+// claim's return and the delivery of its outcome: a test holds a claim "in
+// flight" there.
+var testClaimReturned func(sc *Scope, r claimResult)
 
 // reconcileLocked makes sure a failed claim batch left no advisory lock behind:
 // claim_batch gives its locks back in its exception handler, but a cancelled

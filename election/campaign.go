@@ -11,17 +11,39 @@ import (
 
 // queueClaim marks a claim of the scope as queued in sess's batch; false when the
 // campaign is not waiting as a follower or a claim is queued or won already.
+//
+// A wake-up that finds a claim queued or in flight is not dropped: that claim may
+// have read the scope before the event the wake-up announces (a claim that saw
+// the old leader still holding the lock, while the release it was woken for
+// committed), so the campaign claims once more after its outcome (rewoken)
+// unless it won. Dropping it cost a whole heartbeat interval, about one targeted
+// handover in two hundred: the target's own claim, queued when its cooldown from
+// an earlier handover ended, was in flight when the release arrived.
 func (s *Scope) queueClaim(sess *session) bool {
 	if s.e.cfg.priority() == 0 {
 		return false // an observer never claims
 	}
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
-	if !s.following || s.queued || (s.outcome != nil && s.outcome.r.acquired && s.outcome.sess == sess) {
+	if !s.following || (s.outcome != nil && s.outcome.r.acquired && s.outcome.sess == sess) {
+		return false
+	}
+	if s.queued {
+		s.rewoken = true
 		return false
 	}
 	s.queued = true
 	return true
+}
+
+// takeRewoken reports (and clears) whether a wake-up came while the last claim
+// was queued or in flight.
+func (s *Scope) takeRewoken() bool {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	r := s.rewoken
+	s.rewoken = false
+	return r
 }
 
 // deliver hands the outcome of a batched claim to the campaign.
@@ -47,6 +69,7 @@ func (s *Scope) takeOutcome() *claimOutcome {
 func (s *Scope) setFollowing(f bool) {
 	s.cmu.Lock()
 	s.following = f
+	s.rewoken = false
 	s.cmu.Unlock()
 }
 
@@ -98,6 +121,9 @@ func (s *Scope) campaign(ctx context.Context) {
 				if o == nil || o.sess != sess {
 					continue // a lost session's outcome: its locks went with it
 				}
+				// A wake-up while this claim was in flight: claim again at once if
+				// it did not win and nothing else retries it sooner (queueClaim).
+				again := s.takeRewoken() && o.err == nil && !o.r.acquired && !o.r.busy
 				switch {
 				case o.err != nil:
 					failures++
@@ -135,6 +161,10 @@ func (s *Scope) campaign(ctx context.Context) {
 					if o.r.holder != nil && o.r.epoch != nil && *o.r.holder != e.cfg.NodeID {
 						s.observe(*o.r.holder, *o.r.epoch)
 					}
+				}
+				if again {
+					retry.Stop()
+					sess.requestClaims([]*Scope{s}, "")
 				}
 			}
 		}

@@ -31,6 +31,7 @@ type Scope struct {
 	cmu       sync.Mutex
 	following bool          // the campaign waits as a follower and takes claim outcomes
 	queued    bool          // a claim of this scope is queued or in flight
+	rewoken   bool          // a wake-up came while queued: claim again unless that claim won
 	outcome   *claimOutcome // the last outcome, not yet taken by the campaign
 	sig       chan struct{} // cap 1: an outcome arrived
 

@@ -87,8 +87,8 @@ func (a *app) latencyCommand(use, short, long, example string, defaultN int,
 func runReport[T any, R interface {
 	*T
 	WriteTable(io.Writer)
-}](a *app, cmd *cobra.Command, what, jsonPath string, run func(ctx context.Context, h *harness) (R, error)) error {
-	return a.withHarness(cmd, "bench", false, func(ctx context.Context, h *harness) error {
+}](a *app, cmd *cobra.Command, what, jsonPath string, keep bool, run func(ctx context.Context, h *harness) (R, error)) error {
+	return a.withHarness(cmd, "bench", keep, func(ctx context.Context, h *harness) error {
 		began := time.Now()
 		rep, err := run(ctx, h)
 		if rep == nil {
@@ -157,6 +157,7 @@ func (a *app) benchFailoverCommand() *cobra.Command {
 		jsonPath  string
 		nodeArgs  string
 		mode      string
+		keep      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "failover",
@@ -219,7 +220,7 @@ interval.`,
 			if mode == "lease" && cmd.Flags().Changed("scenarios") && contains(scenarios, "terminate") {
 				return cli.BadInput("--scenarios terminate has no meaning with --mode lease (a lease-mode node has no leadership session to terminate); leave it out")
 			}
-			return runReport(a, cmd, strings.Join(scenarios, ", "), jsonPath, func(ctx context.Context, h *harness) (*bench.Report, error) {
+			return runReport(a, cmd, strings.Join(scenarios, ", "), jsonPath, keep, func(ctx context.Context, h *harness) (*bench.Report, error) {
 				return bench.Run(ctx, bench.Options{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n, Nodes: nodes,
 					Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Mode: mode})
 			})
@@ -232,6 +233,7 @@ interval.`,
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to `FILE`")
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--session-lease 3s\" (default: the engine's defaults)")
 	f.StringVar(&mode, "mode", "lock", "`MODE` of the nodes: lock, or lease (through a PgBouncer in transaction pooling that the benchmark starts)")
+	f.BoolVar(&keep, "keep", false, "keep the nodes' events files and logs (to look into an outlier: the iteration's timestamps are on the nodes' mono_ns clock)")
 	return cmd
 }
 
@@ -241,6 +243,7 @@ func (a *app) benchScaleCommand() *cobra.Command {
 		idle, timeout    time.Duration
 		jsonPath         string
 		nodeArgs         string
+		keep             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "scale",
@@ -268,7 +271,7 @@ exceeds it, the nodes refuse to start and the command prints their error. Withou
 			if nodes < 2 || scopes < 1 || n < 0 {
 				return cli.BadInput("--nodes must be ≥ 2, --scopes ≥ 1 and -n ≥ 0 (got %d, %d and %d)", nodes, scopes, n)
 			}
-			return runReport(a, cmd, "scale", jsonPath, func(ctx context.Context, h *harness) (*bench.ScaleReport, error) {
+			return runReport(a, cmd, "scale", jsonPath, keep, func(ctx context.Context, h *harness) (*bench.ScaleReport, error) {
 				return bench.RunScale(ctx, bench.ScaleOptions{Bin: h.bin, DSN: h.dsn, Dir: h.dir, Nodes: nodes, Scopes: scopes,
 					LimitN: n, IdleWindow: idle, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Timeout: timeout})
 			})
@@ -282,6 +285,7 @@ exceeds it, the nodes refuse to start and the command prints their error. Withou
 	f.DurationVar(&timeout, "timeout", 2*time.Minute, "limit of each phase (all led, settled, all led again)")
 	f.StringVar(&jsonPath, "json", "", "also write the report as JSON to `FILE`")
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--heartbeat-interval 1s\" (default: the engine's defaults)")
+	f.BoolVar(&keep, "keep", false, "keep the nodes' events files and logs")
 	return cmd
 }
 
