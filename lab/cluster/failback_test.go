@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/cluster"
 )
@@ -73,9 +74,15 @@ func failsBack(t *testing.T, c *cluster.Cluster, dsn string) {
 		stays(t, c, "pref", 2*failbackAfter)
 		if round == 1 {
 			// An operator's handover to a lower priority is not undone.
+			asked := monotime.Now()
 			if code, out := pgleader(t, dsn, "handover", "s", "--to", "low"); code != 0 {
 				t.Fatalf("handover to low: exit %d: %s", code, out)
 			}
+			// The command returns once the database names low; low's gate opens a
+			// moment later, before the watch for a failback starts.
+			seenOrWait(t, c, "low's gate opens", func(r eventlog.Record) bool {
+				return r.Event == "gate_open" && r.Node == "low" && r.MonoNS > asked
+			})
 			stays(t, c, "low", 2*failbackAfter)
 			break
 		}
