@@ -166,12 +166,14 @@ DECLARE
   v_prio int;
   r      record;
 BEGIN
-  SELECT n.priority INTO v_prio FROM pgleader.nodes n WHERE n.node_id = p_node;
-  -- The common case costs one look at the (small) nodes table: nobody preferred
-  -- outranks this node.
-  IF v_prio IS NULL OR NOT EXISTS (SELECT 1 FROM pgleader.nodes n
-                                    WHERE n.failback_after_ms IS NOT NULL AND n.stopped_at IS NULL
-                                      AND n.priority > v_prio AND n.scopes && p_scopes) THEN
+  -- The common case (every leader heartbeat) is this one statement on the small
+  -- nodes table, and a return: nobody preferred outranks this node.
+  SELECT me.priority INTO v_prio FROM pgleader.nodes me
+   WHERE me.node_id = p_node
+     AND EXISTS (SELECT 1 FROM pgleader.nodes n
+                  WHERE n.failback_after_ms IS NOT NULL AND n.stopped_at IS NULL
+                    AND n.priority > me.priority AND n.scopes && p_scopes);
+  IF NOT FOUND THEN
     RETURN;
   END IF;
   FOR r IN
