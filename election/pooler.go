@@ -58,13 +58,16 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, unwrapConnectErr(err))
 	}
 	defer a.Close(context.Background())
-	var backend int
-	var lease string
-	if err := a.QueryRow(cctx, "SELECT pg_backend_pid(), (SELECT setting FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout')").Scan(&backend, &lease); err != nil {
+	pooled, backend, err := pooler.Between(cctx, a)
+	if err != nil {
 		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, err)
 	}
-	if uint32(backend) == a.PgConn().PID() {
+	if !pooled {
 		return nil // a direct connection: the cancellation key is the backend's own
+	}
+	var lease string
+	if err := a.QueryRow(cctx, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout'").Scan(&lease); err != nil {
+		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, err)
 	}
 	if lease != want { // pg_settings.setting is in milliseconds, like the parameter sent
 		return fmt.Errorf("%w: the leadership session goes through a connection pooler that drops its session settings (idle_session_timeout is %s, not %sms): %s",
@@ -84,7 +87,7 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
 	}
 	defer tx.Rollback(context.Background())
-	var other, again int
+	var other, again uint32
 	if err := tx.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
 		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
 	}
