@@ -37,21 +37,7 @@ func screenShows(s string) func([]byte) bool {
 // the leader and the scope's row shows its successor.
 func TestTopEndToEnd(t *testing.T) {
 	dsn, c := startNodes(t, "e2e", "alpha", "bravo")
-	cfg := collector.DefaultConfig()
-	var err error
-	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
-		t.Fatal(err)
-	}
-	cfg.PollInterval = 200 * time.Millisecond
-	cfg.Logger = quietLogger()
-	col, err := collector.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- col.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	col := runCollector(t, dsn)
 
 	m := tui.New(col, tui.Options{NoColor: true, Database: "e2e"})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
@@ -89,21 +75,7 @@ func TestTopEndToEnd(t *testing.T) {
 // audited as from pgleader top.
 func TestTopHandover(t *testing.T) {
 	dsn, _ := startNodes(t, "ho", "ho-1", "ho-2")
-	cfg := collector.DefaultConfig()
-	var err error
-	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
-		t.Fatal(err)
-	}
-	cfg.PollInterval = 200 * time.Millisecond
-	cfg.Logger = quietLogger()
-	col, err := collector.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- col.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	col := runCollector(t, dsn)
 
 	first := waitLeader(t, col, "ho", 0)
 	other := map[string]string{"ho-1": "ho-2", "ho-2": "ho-1"}[first.Leader]
@@ -207,3 +179,24 @@ func TestTopSmokeTmux(t *testing.T) {
 }
 
 func getenv(k string) string { return os.Getenv(k) }
+
+// runCollector runs a collector on dsn (polling every 200ms) until the test ends.
+func runCollector(t *testing.T, dsn string) *collector.Collector {
+	t.Helper()
+	cfg := collector.DefaultConfig()
+	var err error
+	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PollInterval = 200 * time.Millisecond
+	cfg.Logger = quietLogger()
+	col, err := collector.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- col.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return col
+}
