@@ -17,15 +17,7 @@ func TestLeaseModeScope(t *testing.T) {
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	c := newCollector(t, testConfig(t, dsn))
 	run(t, c)
-	start := func(id string) *node {
-		cfg := fastElector(via, id, "billing")
-		cfg.Mode = election.ModeLease
-		e, err := election.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return runElector(t, e)
-	}
+	start := func(id string) *node { return startLeaseNode(t, via, id) }
 	a, b := start("a"), start("b")
 	s := waitSnap(t, c, "a lease-mode leader", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
@@ -65,15 +57,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 	cfg.Source = SourceModeAuto // the logical source cannot cross a pooler either
 	c := newCollector(t, cfg)
 	run(t, c)
-	start := func(id string) *node {
-		cfg := fastElector(via, id, "billing")
-		cfg.Mode = election.ModeLease
-		e, err := election.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return runElector(t, e)
-	}
+	start := func(id string) *node { return startLeaseNode(t, via, id) }
 	start("a")
 	start("b")
 	s := waitSnap(t, c, "a lease-mode leader and its follower", func(s *Snapshot) bool {
@@ -104,4 +88,16 @@ func TestThroughTransactionPooler(t *testing.T) {
 		sc, ok := s.Scope("billing")
 		return ok && sc.Leader == to && sc.Epoch == res.Epoch && len(s.Alerts) == 0
 	})
+}
+
+// startLeaseNode runs a lease-mode elector for scope billing through dsn (a pooler).
+func startLeaseNode(t *testing.T, dsn, id string) *node {
+	t.Helper()
+	cfg := fastElector(dsn, id, "billing")
+	cfg.Mode = election.ModeLease
+	e, err := election.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runElector(t, e)
 }
