@@ -77,7 +77,11 @@
 //     heartbeat re-reads it, and a node that joins announces itself with a
 //     node_joined notification, so that the node it now follows re-aims at once).
 //     Every node watches exactly one peer, so the nodes form a ring and every
-//     leadership session is watched by one node. The watch session
+//     leadership session is watched by one node. The ring skips a node whose
+//     beacon is free, so a holder that died while the watch passed to a node that
+//     joined (after the old watcher turned away, before the newcomer aimed) shows
+//     as a gap: whenever a node aims at a new peer it claims the scopes whose
+//     last-seen holder lies between itself and that peer. The watch session
 //     also serves a new term's waits for its predecessors' guards (those come first:
 //     the peer wait is interrupted with a cancel request and resumed after).
 //   - Load on the server: a follower sends one statement per heartbeat interval (its
