@@ -215,6 +215,10 @@ type Footprint struct {
 	// Takeover: after the first fault began, some node other than a scope's first
 	// leader opened its gate in a new term.
 	Takeover bool `json:"takeover,omitempty"`
+	// Resumed: after the first fault began, some scope's gate opened in a new
+	// term, by any node (for faults that end every session at once, such as a
+	// primary failover, after which the old leader may well win again).
+	Resumed bool `json:"resumed,omitempty"`
 	// StaleRejected: the fence refused at least one stale write.
 	StaleRejected bool `json:"stale_rejected,omitempty"`
 	// FaultApplied: the runner applied at least one fault.

@@ -272,6 +272,12 @@ func TestVacuity(t *testing.T) {
 		heartbeat(400, "a", 1, 900), heartbeat(800, "a", 1, 1300),
 		exit(300, "c"),
 	}, []Term{term(1, "a", 0)}, nil, fault("kill", "c", 300, 300))
+	// A primary failover ends a's session; a wins again, in a new term.
+	sameNodeAgain := hist(1000, []eventlog.Record{
+		acquired(0, "a", 1), gateOpen(1, "a", 1, 501),
+		gateClosed(300, "a", 1, "lost_connection"),
+		acquired(420, "a", 2), gateOpen(421, "a", 2, 921),
+	}, []Term{term(1, "a", 0), term(2, "a", 420)}, nil, fault("pg-failover", "primary", 300, 300))
 
 	cases := []struct {
 		name    string
@@ -284,6 +290,9 @@ func TestVacuity(t *testing.T) {
 		{"NoTransitionButTakeover", crash(false), Footprint{NoTransition: true}, "NoTransition expected, but leadership moved"},
 		{"StaleRejectedExpectedButNone", crash(false), Footprint{StaleRejected: true}, "StaleRejected expected"},
 		{"FaultExpectedButNone", handover(), Footprint{FaultApplied: true}, "FaultApplied expected"},
+		{"ResumedExpectedButNone", noTakeover, Footprint{Resumed: true, FaultApplied: true}, "Resumed expected"},
+		{"ResumedBySameNode", sameNodeAgain, Footprint{Resumed: true, FaultApplied: true}, ""},
+		{"ResumedBySameNodeIsNoTakeover", sameNodeAgain, Footprint{Takeover: true, FaultApplied: true}, "Takeover expected"},
 		{"TakeoverBeforeTheFaultDoesNotCount", func() History {
 			h := handover()
 			h.Faults = []Fault{fault("kill", "b", 250, 250)}

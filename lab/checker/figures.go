@@ -183,6 +183,19 @@ func (c *run) footprints(expect Footprint, f Figures) []string {
 				after, strings.Join(leaders, ", ")))
 		}
 	}
+	if expect.Resumed {
+		found := false
+		for _, s := range c.scopes {
+			for i, o := range c.opens[s] {
+				if o.mono >= from && (i > 0 || faulted) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			out = append(out, "Resumed expected: "+after+" no scope's gate opened in a new term")
+		}
+	}
 	if expect.StaleRejected && f.StaleRejected == 0 {
 		out = append(out, "StaleRejected expected: no action_rejected event, the fence refused no stale write")
 	}
