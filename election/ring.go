@@ -199,9 +199,8 @@ func (r *ring) nextWait() *guardWait {
 func (r *ring) loop(ctx context.Context) {
 	e := r.e
 	failures := 0
-	var aimed *ringPeer // the peer the loop last aimed at (nil: alone)
-	hasAimed := false
-	reported := "" // the peer whose loss this loop announced since it last aimed
+	aimed := &ringPeer{} // the peer the loop last aimed at (nil: alone); none yet
+	reported := ""       // the peer whose loss this loop announced since it last aimed
 	defer func() {
 		if c := r.conn.Swap(nil); c != nil {
 			c.Close(context.Background())
@@ -247,8 +246,8 @@ func (r *ring) loop(ctx context.Context) {
 			}
 		}
 		p := r.currentPeer()
-		if !hasAimed || !samePeer(aimed, p) {
-			aimed, hasAimed = p, true
+		if !samePeer(aimed, p) {
+			aimed = p
 			r.claimUnwatched(p, reported)
 		}
 		reported = ""

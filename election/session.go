@@ -214,10 +214,10 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 // first call in a session and, with plan_cache_mode = force_generic_plan (see
 // connConfig), plans each statement once, on its first execution (measured: a
 // cold claim takes ≈8 ms, a warm one ≈1.5 ms); without this, the first claim of
-// a session — the one on the failover path — would pay for it. The scratch scope is claimed twice, so that the second
-// claim takes the path of a successor closing a term its holder left open, which
-// is the path of a crash failover. The rollback leaves no rows, audit or
-// notification; the scratch lock is a session lock (taken twice: locks stack),
+// a session — the one on the failover path — would pay for it. The scratch
+// scope is claimed twice, so that the second claim takes the path of a
+// successor closing a term its holder left open, which is the path of a crash
+// failover. The rollback leaves no rows, audit or notification; the scratch lock is a session lock (taken twice: locks stack),
 // released by the two releases and not restored by the rollback.
 func (s *session) warm(ctx context.Context) error {
 	c := s.e.cfg

@@ -183,31 +183,14 @@ func (c *run) footprints(expect Footprint, f Figures) []string {
 				after, strings.Join(leaders, ", ")))
 		}
 	}
-	if expect.Resumed {
-		found := false
-		for _, s := range c.scopes {
-			for i, o := range c.opens[s] {
-				if o.mono >= from && (i > 0 || faulted) {
-					found = true
-				}
-			}
-		}
-		if !found {
-			out = append(out, "Resumed expected: "+after+" no scope's gate opened in a new term")
-		}
+	moved := c.newTerms(from, faulted)
+	if expect.Resumed && len(moved) == 0 {
+		out = append(out, "Resumed expected: "+after+" no scope's gate opened in a new term")
 	}
 	if expect.StaleRejected && f.StaleRejected == 0 {
 		out = append(out, "StaleRejected expected: no action_rejected event, the fence refused no stale write")
 	}
 	if expect.NoTransition && faulted {
-		var moved []string
-		for _, s := range c.scopes {
-			for _, o := range c.opens[s] {
-				if o.mono >= first {
-					moved = append(moved, fmt.Sprintf("%s: %s opened epoch %d at %s", s, o.node, o.epoch, c.rel(o.mono)))
-				}
-			}
-		}
 		if len(moved) > 0 {
 			const show = 5
 			more := ""
@@ -217,6 +200,21 @@ func (c *run) footprints(expect Footprint, f Figures) []string {
 			}
 			out = append(out, fmt.Sprintf("NoTransition expected, but leadership moved %s: %s%s",
 				after, strings.Join(moved, "; "), more))
+		}
+	}
+	return out
+}
+
+// newTerms describes the gates opened in a new term from the monotonic time from
+// on: after the first fault, every gate opening; without a fault, every one but
+// each scope's first.
+func (c *run) newTerms(from int64, faulted bool) []string {
+	var out []string
+	for _, s := range c.scopes {
+		for i, o := range c.opens[s] {
+			if o.mono >= from && (faulted || i > 0) {
+				out = append(out, fmt.Sprintf("%s: %s opened epoch %d at %s", s, o.node, o.epoch, c.rel(o.mono)))
+			}
 		}
 	}
 	return out
