@@ -128,6 +128,9 @@ func TestHandoverTargetDies(t *testing.T) {
 			break
 		}
 	}
+	// Frozen before it registered, the target would be refused as unknown and no
+	// release would follow (seen once in CI, under the race detector).
+	waitRegistered(t, dsn, target)
 	if _, err := target.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
