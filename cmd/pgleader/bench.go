@@ -158,6 +158,7 @@ func (a *app) benchFailoverCommand() *cobra.Command {
 		nodeArgs  string
 		mode      string
 		keep      bool
+		split     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "failover",
@@ -200,9 +201,16 @@ skipped. Its bounds follow from the timing, not from the lock's limit (printed
 beside it all the same): crash p99 ≤ session lease + heartbeat interval, a
 frozen leader's gate closed ≥ session lease − trust window before the new one
 opens (every time), idle load ≤ 2 transactions per leader and 1 per follower per
-interval.`,
+interval.
+
+--split adds to every crash iteration a bare waiter in pg_advisory_lock_shared on
+the leader's beacon (its leadership session holds it beside the scope locks), and
+splits the crash figure: kill → the leader's locks freed (the leader's death, beside
+the limit), and freed → the successor's gate open (the election). The waiter is
+one more backend woken by the death.`,
 		Example: `  pgleader bench failover -n 50 --json docs/bench-failover.json
   pgleader bench failover -n 10 --scenarios crash,graceful
+  pgleader bench failover -n 20 --scenarios crash --split
   pgleader bench failover --mode lease -n 20 --scenarios crash,frozen,load`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
@@ -217,12 +225,15 @@ interval.`,
 			if mode != "lock" && mode != "lease" {
 				return cli.BadInput("--mode %q: choose lock or lease", mode)
 			}
+			if split && (mode == "lease" || !contains(scenarios, "crash")) {
+				return cli.BadInput("--split splits the crash figure of lock mode; run it with crash in --scenarios and without --mode lease")
+			}
 			if mode == "lease" && cmd.Flags().Changed("scenarios") && contains(scenarios, "terminate") {
 				return cli.BadInput("--scenarios terminate has no meaning with --mode lease (a lease-mode node has no leadership session to terminate); leave it out")
 			}
 			return runReport(a, cmd, strings.Join(scenarios, ", "), jsonPath, keep, func(ctx context.Context, h *harness) (*bench.Report, error) {
 				return bench.Run(ctx, bench.Options{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n, Nodes: nodes,
-					Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Mode: mode})
+					Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Mode: mode, Split: split})
 			})
 		}),
 	}
@@ -234,6 +245,7 @@ interval.`,
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--session-lease 3s\" (default: the engine's defaults)")
 	f.StringVar(&mode, "mode", "lock", "`MODE` of the nodes: lock, or lease (through a PgBouncer in transaction pooling that the benchmark starts)")
 	f.BoolVar(&keep, "keep", false, "keep the nodes' events files and logs (to look into an outlier: the iteration's timestamps are on the nodes' mono_ns clock)")
+	f.BoolVar(&split, "split", false, "crash: also time when the leader's locks are freed (a bare waiter on its beacon), splitting death from election")
 	return cmd
 }
 

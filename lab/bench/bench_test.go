@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"math"
 	"context"
 	"fmt"
 	"os"
@@ -108,6 +109,40 @@ func TestFailoverLimit(t *testing.T) {
 				t.Errorf("table lacks the target line:\n%s", table.String())
 			}
 		})
+	}
+}
+
+// TestFailoverSplit: with Split, every crash sample is the sum of its two parts
+// (kill → the leader's locks freed, freed → the successor's gate open), and the
+// first part is set beside the limit like a failover figure.
+func TestFailoverSplit(t *testing.T) {
+	dsn := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	rep, err := bench.Run(ctx, bench.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 3, Nodes: 3,
+		Scenarios: []string{"crash"}, Split: true, Progress: &progress, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	stats := map[string]bench.Stat{}
+	for _, s := range rep.Stats {
+		stats[s.Name] = s
+	}
+	crash, freed, election := stats["crash failover"], stats["crash: leader's locks freed"], stats["election after the locks freed"]
+	if crash.N != 3 || freed.N != 3 || election.N != 3 {
+		t.Fatalf("want 3 samples of each part, got %+v", rep.Stats)
+	}
+	for i := range crash.Samples {
+		if freed.Samples[i] <= 0 || math.Abs(freed.Samples[i]+election.Samples[i]-crash.Samples[i]) > 1e-6 {
+			t.Errorf("sample %d: freed %.3f + election %.3f ≠ crash %.3f", i, freed.Samples[i], election.Samples[i], crash.Samples[i])
+		}
+	}
+	if freed.VsLimit == nil || election.VsLimit != nil {
+		t.Errorf("ratios: freed %+v (want set), election %+v (want none)", freed.VsLimit, election.VsLimit)
+	}
+	if !strings.Contains(progress.String(), "locks freed after") {
+		t.Errorf("progress lacks the split:\n%s", progress.String())
 	}
 }
 

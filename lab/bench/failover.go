@@ -66,6 +66,12 @@ type Options struct {
 	// mode through a PgBouncer in transaction pooling that Run starts in front of
 	// DSN (the limit, the checks and pgleader handover still use DSN directly).
 	Mode string
+	// Split adds, to every crash iteration, a bare waiter in
+	// pg_advisory_lock_shared on the leader's beacon (the key its leadership
+	// session holds for its whole life, beside its scope locks), and splits the
+	// crash figure in two: kill → the leader's locks freed, and freed → the
+	// successor's gate open. The waiter is one more backend woken by the death.
+	Split bool
 
 	nodeDSN string // lease mode: the bouncer's DSN
 }
@@ -294,6 +300,9 @@ func (r *Report) compareWithLimit(nodes int) {
 
 const crashStatName = "crash failover"
 
+// freedStatName names the first part of a split crash figure (Options.Split).
+const freedStatName = "crash: leader's locks freed"
+
 // leaseTargets checks a lease-mode run against its bounds, which follow from the
 // timing rather than from the lock's physical limit: a crashed holder is
 // replaced within the lease plus one heartbeat interval (p99), a frozen one's
@@ -351,7 +360,15 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 			return err
 		}
 	}
-	var main, gap, detect, limit []float64
+	var main, gap, detect, limit, freed, election []float64
+	var beacon *lockWaiter
+	if kind == "crash" && o.Split {
+		var err error
+		if beacon, err = newLockWaiter(ctx, o.DSN, "pgleader bench beacon", true, randomKey()); err != nil {
+			return err
+		}
+		defer beacon.close()
+	}
 	wins, previous := 0, "" // priority: kills the highest live candidate won; handover: the last to hand over
 	if probe != nil {
 		defer func() { rep.setLimit(limit) }()
@@ -392,6 +409,12 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 				}
 			}
 		}
+		var granted <-chan grant
+		if beacon != nil {
+			if granted, err = beacon.waitBeacon(ctx, leader); err != nil {
+				return fmt.Errorf("iteration %d: %w", i+1, err)
+			}
+		}
 		switch kind {
 		case "crash", "priority":
 			t0, err = n.Kill()
@@ -420,6 +443,17 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 		}
 		main = append(main, ms(next.MonoNS-t0))
 		line := fmt.Sprintf("%s %d/%d: %s → %s gate open after %.2f ms", kind, i+1, o.N, leader, next.Node, ms(next.MonoNS-t0))
+		if granted != nil {
+			g := <-granted
+			if g.err != nil {
+				return fmt.Errorf("iteration %d: the waiter on the leader's beacon: %w", i+1, g.err)
+			}
+			if _, err := beacon.follower.Exec(ctx, beacon.unlock, beacon.key); err != nil {
+				return err
+			}
+			freed, election = append(freed, ms(g.at-t0)), append(election, ms(next.MonoNS-g.at))
+			line += fmt.Sprintf(" (locks freed after %.2f ms, gate %.2f ms later)", ms(g.at-t0), ms(next.MonoNS-g.at))
+		}
 		switch kind {
 		case "priority":
 			if next.Node == target {
@@ -494,6 +528,12 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 	figure := summarize(names[kind][0], names[kind][1], main)
 	figure.failover = true
 	rep.Stats = append(rep.Stats, figure)
+	if beacon != nil {
+		f := summarize(freedStatName, "kill -9 of the leader → a bare waiter on its leadership session's beacon granted", freed)
+		f.failover = true
+		rep.Stats = append(rep.Stats, f,
+			summarize("election after the locks freed", "that waiter granted → the successor's gate open (watcher woken, claim, gate)", election))
+	}
 	switch kind {
 	case "handover":
 		rep.Stats = append(rep.Stats, summarize("handover gap", "old gate closed → the target's gate open (must be ≥ 0: no overlap)", gap))

@@ -59,36 +59,85 @@ func Hold(ctx context.Context, cfg *pgx.ConnConfig, key int64, w io.Writer) erro
 // limitProbe takes physical-limit samples: one follower connection kept across
 // samples, a fresh holder process per sample.
 type limitProbe struct {
-	bin         string
-	dsn         string
-	key         int64
+	bin     string
+	dsn     string
+	key     int64
+	timeout time.Duration
+	lockWaiter
+}
+
+// lockWaiter is a bare follower: one connection that blocks in an advisory lock
+// function, and one that watches pg_locks for its wait. It is kept across samples,
+// with its statements prepared, so that no sample pays a parse round trip.
+type lockWaiter struct {
 	follower    *pgx.Conn
 	followerPID uint32
 	admin       *pgx.Conn // watches pg_locks for the follower's wait
-	timeout     time.Duration
+	lock        string    // the statement that waits, e.g. SELECT pg_advisory_lock($1)
+	unlock      string    // the statement that gives the lock back
+	key         int64     // the key of the current wait
+}
+
+// randomKey is an advisory key no one else uses.
+func randomKey() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:]))
 }
 
 func newLimitProbe(ctx context.Context, bin, dsn string, timeout time.Duration) (*limitProbe, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	p := &limitProbe{bin: bin, dsn: dsn, key: int64(binary.BigEndian.Uint64(b[:])), timeout: timeout}
+	p := &limitProbe{bin: bin, dsn: dsn, key: randomKey(), timeout: timeout}
+	w, err := newLockWaiter(ctx, dsn, "pgleader bench limit", false, p.key)
+	if err != nil {
+		return nil, err
+	}
+	p.lockWaiter = *w
+	return p, nil
+}
+
+// newLockWaiter connects a waiter (application_name app + " follower" / " watch")
+// for an exclusive advisory lock, or a shared one, and prepares its statements on
+// key (which it takes and gives back: key must be free).
+func newLockWaiter(ctx context.Context, dsn, app string, shared bool, key int64) (*lockWaiter, error) {
+	w := &lockWaiter{lock: "SELECT pg_advisory_lock($1)", unlock: "SELECT pg_advisory_unlock($1)"}
+	if shared {
+		w.lock, w.unlock = "SELECT pg_advisory_lock_shared($1)", "SELECT pg_advisory_unlock_shared($1)"
+	}
 	var err error
-	if p.follower, err = connectAs(ctx, dsn, "pgleader bench limit follower"); err != nil {
+	if w.follower, err = connectAs(ctx, dsn, app+" follower"); err != nil {
 		return nil, err
 	}
-	if p.admin, err = connectAs(ctx, dsn, "pgleader bench limit watch"); err != nil {
-		p.close()
+	if w.admin, err = connectAs(ctx, dsn, app+" watch"); err != nil {
+		w.close()
 		return nil, err
 	}
-	p.followerPID = p.follower.PgConn().PID()
-	// Prepare both statements now, so no sample pays a parse round trip.
-	for _, q := range []string{"SELECT pg_advisory_lock($1)", "SELECT pg_advisory_unlock($1)"} {
-		if _, err := p.follower.Exec(ctx, q, p.key); err != nil {
-			p.close()
+	w.followerPID = w.follower.PgConn().PID()
+	for _, q := range []string{w.lock, w.unlock} {
+		if _, err := w.follower.Exec(ctx, q, key); err != nil {
+			w.close()
 			return nil, err
 		}
 	}
-	return p, nil
+	return w, nil
+}
+
+// grant is when a waiter's lock was granted (monotime), or why it was not.
+type grant struct {
+	at  int64
+	err error
+}
+
+// wait starts the waiter's lock on key and returns once its backend waits for it;
+// the channel delivers the grant. On an error the wait may still be pending: the
+// caller frees the key and drains the channel.
+func (w *lockWaiter) wait(ctx context.Context, key int64) (<-chan grant, error) {
+	w.key = key
+	granted := make(chan grant, 1)
+	go func() {
+		_, err := w.follower.Exec(ctx, w.lock, key)
+		granted <- grant{monotime.Now(), err}
+	}()
+	return granted, w.awaitWaiting(ctx)
 }
 
 func connectAs(ctx context.Context, dsn, app string) (*pgx.Conn, error) {
@@ -102,8 +151,8 @@ func connectAs(ctx context.Context, dsn, app string) (*pgx.Conn, error) {
 	return pgx.ConnectConfig(cctx, cfg)
 }
 
-func (p *limitProbe) close() {
-	for _, c := range []*pgx.Conn{p.follower, p.admin} {
+func (w *lockWaiter) close() {
+	for _, c := range []*pgx.Conn{w.follower, w.admin} {
 		if c != nil {
 			c.Close(context.Background())
 		}
@@ -127,23 +176,14 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 		<-waited
 	}()
 
-	type grant struct {
-		at  int64
-		err error
-	}
-	granted := make(chan grant, 1)
-	go func() {
-		_, err := p.follower.Exec(ctx, "SELECT pg_advisory_lock($1)", p.key)
-		granted <- grant{monotime.Now(), err}
-	}()
-	waitErr := p.awaitWaiting(ctx)
+	granted, waitErr := p.wait(ctx, p.key)
 	if waitErr != nil {
 		_ = holder.Process.Kill()
 		killed = true
 		if g := <-granted; g.err != nil {
 			return 0, errors.Join(waitErr, g.err)
 		}
-		_, _ = p.follower.Exec(ctx, "SELECT pg_advisory_unlock($1)", p.key)
+		_, _ = p.follower.Exec(ctx, p.unlock, p.key)
 		return 0, waitErr
 	}
 	t0 := monotime.Now()
@@ -156,7 +196,7 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 	if g.err != nil {
 		return 0, fmt.Errorf("follower's pg_advisory_lock: %w", g.err)
 	}
-	if _, err := p.follower.Exec(ctx, "SELECT pg_advisory_unlock($1)", p.key); err != nil {
+	if _, err := p.follower.Exec(ctx, p.unlock, p.key); err != nil {
 		return 0, err
 	}
 	return ms(g.at - t0), nil
@@ -195,12 +235,29 @@ func (p *limitProbe) startHolder(ctx context.Context) (*exec.Cmd, <-chan error, 
 	return nil, nil, fmt.Errorf("holder process never held the lock: %s", strings.TrimSpace(stderr.String()))
 }
 
-// awaitWaiting returns once the follower's backend waits for the key.
-func (p *limitProbe) awaitWaiting(ctx context.Context) error {
+// waitBeacon starts a wait on the beacon of node's live leadership session.
+func (w *lockWaiter) waitBeacon(ctx context.Context, node string) (<-chan grant, error) {
+	var key int64
+	var held bool
+	err := w.admin.QueryRow(ctx, `SELECT n.beacon_key, EXISTS (SELECT 1 FROM pg_locks l
+		 WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock' AND l.objsubid = 1
+		   AND ((l.classid::bigint << 32) | l.objid::bigint) = n.beacon_key)
+		  FROM pgleader.nodes n WHERE n.node_id = $1`, node).Scan(&key, &held)
+	if err != nil {
+		return nil, fmt.Errorf("the beacon of %s: %w", node, err)
+	}
+	if !held {
+		return nil, fmt.Errorf("the beacon of %s (%d) is not held", node, key)
+	}
+	return w.wait(ctx, key)
+}
+
+// awaitWaiting returns once the follower's backend waits for an advisory lock.
+func (w *lockWaiter) awaitWaiting(ctx context.Context) error {
 	for {
 		var waiting bool
-		err := p.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
-			WHERE locktype = 'advisory' AND pid = $1 AND NOT granted)`, int32(p.followerPID)).Scan(&waiting)
+		err := w.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+			WHERE locktype = 'advisory' AND pid = $1 AND NOT granted)`, int32(w.followerPID)).Scan(&waiting)
 		if err != nil {
 			return fmt.Errorf("waiting for the follower to block: %w", err)
 		}
