@@ -1,9 +1,9 @@
 package bench_test
 
 import (
-	"math"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
