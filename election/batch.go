@@ -36,6 +36,38 @@ type batchQueue struct {
 	releases []releaseReq
 	closed   bool // the session ended and its queue was answered: accept nothing more
 	kick     chan struct{}
+	// ended: nodes whose leadership session this node saw end (the ring watch
+	// found the beacon free), with when (monotime); see retryEnded.
+	ended map[string]int64
+}
+
+// endedFor is how long a node counts as having just lost its leadership session
+// (noteEnded): long enough for its backend to finish exiting on a loaded server.
+const endedFor = time.Second
+
+// noteEnded records that node's leadership session was seen to end just now.
+func (q *batchQueue) noteEnded(node string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := monotime.Now()
+	for n, at := range q.ended {
+		if time.Duration(now-at) > endedFor {
+			delete(q.ended, n)
+		}
+	}
+	if q.ended == nil {
+		q.ended = map[string]int64{}
+	}
+	q.ended[node] = now
+}
+
+// justEnded reports whether node's leadership session was seen to end within
+// endedFor.
+func (q *batchQueue) justEnded(node string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	at, ok := q.ended[node]
+	return ok && time.Duration(monotime.Now()-at) <= endedFor
 }
 
 func (q *batchQueue) init() { q.kick = make(chan struct{}, 1) }
@@ -294,6 +326,9 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 			if err == nil {
 				got, err = scanClaims(rows)
 			}
+			if err == nil {
+				got, err = s.retryEnded(ctx, got, scopes)
+			}
 			if err != nil {
 				s.reconcileLocked(keys, err)
 			}
@@ -333,6 +368,78 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 		}
 		sc.deliver(claimOutcome{sess: s, r: r})
 	}
+}
+
+// retryEnded re-claims the scopes of got that are still locked by a node whose
+// leadership session this node has just seen end, until they are free or
+// retryEndedBudget has passed; it returns got with their newest rows. Called with
+// s.mu held.
+//
+// The ring watch wakes when a dead leader's beacon is freed, but its backend
+// releases its locks one lock-table partition at a time (LockReleaseAll), and
+// can be preempted in between: the watcher's claim may find a scope lock not yet
+// released (seen as that node still holding the scope), and without a retry the
+// scope would wait for the next heartbeat (one interval; measured 300–440 ms in
+// `bench failover`, about one run of 40 kills in three). The dying backend frees
+// the rest within milliseconds, so a few short retries find them free.
+func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*Scope) ([]claimResult, error) {
+	c := s.e.cfg
+	byName := make(map[string]*Scope, len(scopes))
+	for _, sc := range scopes {
+		byName[sc.name] = sc
+	}
+	budget := min(retryEndedBudget, c.HeartbeatTimeout/4)
+	start, pause := monotime.Now(), 500*time.Microsecond
+	for {
+		var names []string
+		var keys []int64
+		for _, r := range got {
+			if !r.acquired && !r.busy && r.deferredTo == nil && r.holder != nil && s.batch.justEnded(*r.holder) {
+				names, keys = append(names, r.scope), append(keys, byName[r.scope].key)
+			}
+		}
+		if len(names) == 0 || time.Duration(monotime.Now()-start)+pause > budget {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return got, nil
+		case <-time.After(pause):
+		}
+		pause *= 2
+		rows, err := s.lead.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
+			c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+			c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, nil)
+		var again []claimResult
+		if err == nil {
+			again, err = scanClaims(rows)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.e.log.Debug("claim retried: the lost holder's backend still held the lock", "node", c.NodeID,
+			"scopes", names, "won", countAcquired(again))
+		for _, r := range again {
+			for i := range got {
+				if got[i].scope == r.scope {
+					got[i] = r
+				}
+			}
+		}
+	}
+}
+
+// retryEndedBudget bounds retryEnded (and a quarter of the heartbeat timeout).
+const retryEndedBudget = 100 * time.Millisecond
+
+func countAcquired(rs []claimResult) int {
+	n := 0
+	for _, r := range rs {
+		if r.acquired {
+			n++
+		}
+	}
+	return n
 }
 
 // testClaimReturned, set only by tests before any Elector starts, runs between a

@@ -285,8 +285,12 @@ func (r *ring) loop(ctx context.Context) {
 		if !free {
 			continue
 		}
-		// The peer's leadership session is gone: its scope locks are free now.
+		// The peer's leadership session is gone: its backend is releasing its
+		// scope locks (some may still be held for a moment: retryEnded).
 		e.log.Info("peer lost", "node", e.cfg.NodeID, "peer", p.node)
+		if sess := e.currentSession(); sess != nil {
+			sess.batch.noteEnded(p.node)
+		}
 		e.claimScopesOf(p.node, true)
 		reported = p.node
 		next, err := r.fetchPeer(ctx, conn)

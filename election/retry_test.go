@@ -1,0 +1,91 @@
+package election
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+// TestClaimRetriesEndedHolder: a claim that finds a scope still locked by a node
+// whose leadership session this node has just seen end (its beacon free, its
+// backend still releasing its locks) is retried until the lock is free, and the
+// claim's outcome is the won term — not "held by that node", which would leave
+// the scope to the next heartbeat. A node not seen to end is not retried. The
+// dying backend is played by a test connection that holds the scope's lock, with
+// the scope's record naming "ghost" as the holder on that connection's backend.
+func TestClaimRetriesEndedHolder(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := New(Config{DSN: dsn, NodeID: "retrier", Scopes: []string{"r"},
+		HeartbeatInterval: 5 * time.Second, HeartbeatTimeout: time.Second,
+		TrustWindow: 6500 * time.Millisecond, SessionLease: 7 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := e.Scope("r")
+	ghost, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close(context.Background())
+	if _, err := ghost.Exec(ctx, "SELECT pg_advisory_lock($1)", sc.key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ghost.Exec(ctx, `INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder, holder_pid, acquired_at, last_heartbeat)
+		VALUES ('r', $1, 1, 'ghost', pg_backend_pid(), now(), now())`, sc.key); err != nil {
+		t.Fatal(err)
+	}
+
+	outcomes := make(chan claimResult, 8)
+	testClaimReturned = func(s *Scope, r claimResult) {
+		if s == sc {
+			outcomes <- r
+		}
+	}
+	t.Cleanup(func() { testClaimReturned = nil })
+	next := func(what string) claimResult {
+		t.Helper()
+		select {
+		case r := <-outcomes:
+			return r
+		case <-ctx.Done():
+			t.Fatalf("%s: no claim outcome", what)
+			return claimResult{}
+		}
+	}
+	heldByGhost := func(r claimResult) bool { return !r.acquired && r.holder != nil && *r.holder == "ghost" }
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	if r := next("first claim"); !heldByGhost(r) {
+		t.Fatalf("first claim %+v, want held by ghost", r)
+	}
+	sess := e.currentSession()
+
+	// Not seen to end: one claim, and the scope stays with ghost.
+	sess.requestClaims([]*Scope{sc}, "")
+	if r := next("claim, ghost alive"); !heldByGhost(r) {
+		t.Fatalf("claim with ghost alive %+v, want held by ghost (no retry)", r)
+	}
+
+	// Seen to end: the lock is freed 20 ms into the claim, which wins it.
+	sess.batch.noteEnded("ghost")
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		_, _ = ghost.Exec(ctx, "SELECT pg_advisory_unlock($1)", sc.key)
+	}()
+	sess.requestClaims([]*Scope{sc}, "")
+	r := next("claim, ghost ended")
+	if !r.acquired || r.epoch == nil || *r.epoch != 2 || r.prevHolder == nil || *r.prevHolder != "ghost" {
+		t.Fatalf("claim after ghost ended %+v, want epoch 2 won from ghost", r)
+	}
+}
