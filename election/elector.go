@@ -301,6 +301,7 @@ func (e *Elector) sessionLoop(ctx context.Context) {
 		}
 		failures = 0
 		e.setSession(s)
+		e.ring.reread()
 		e.log.Info("leadership session up", "node", e.cfg.NodeID, "backend_pid", s.lead.PgConn().PID(), "guard_key", s.guardKey)
 		s.serve(ctx)
 		e.clearSession(s)

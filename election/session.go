@@ -175,6 +175,9 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	if _, err := guard.Exec(cctx, "SELECT pgleader.session_lock($1)", s.guardKey); err != nil {
 		return fail(fmt.Errorf("take guard lock: %w", err))
 	}
+	if testBeforeListen != nil {
+		testBeforeListen(e)
+	}
 	if _, err := guard.Exec(cctx, "LISTEN leader_change"); err != nil {
 		return fail(fmt.Errorf("listen on the guard session: %w", err))
 	}
@@ -208,6 +211,10 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	s.loops.Go(s.guardLoop)
 	return s, nil
 }
+
+// testBeforeListen, set only by tests before any Elector starts, runs in
+// openSession just before the guard session LISTENs.
+var testBeforeListen func(e *Elector)
 
 // warm runs the claim, heartbeat and release functions on a private scratch scope
 // inside a transaction that is rolled back. PL/pgSQL compiles a function on its
