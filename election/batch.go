@@ -394,7 +394,12 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 		var names []string
 		var keys []int64
 		for _, r := range got {
-			if !r.acquired && !r.busy && r.deferredTo == nil && r.holder != nil && s.batch.justEnded(*r.holder) {
+			if r.acquired || r.busy || r.deferredTo != nil {
+				continue
+			}
+			// The holder on record, or (its lock seen free by the time the claim
+			// read the lock table: holder NULL) the holder this node last saw.
+			if h := r.holder; (h != nil && s.batch.justEnded(*h)) || (h == nil && s.batch.justEnded(byName[r.scope].observed())) {
 				names, keys = append(names, r.scope), append(keys, byName[r.scope].key)
 			}
 		}

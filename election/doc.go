@@ -77,7 +77,8 @@
 //     heartbeat re-reads it, and a node that joins announces itself with a
 //     node_joined notification, so that the node it now follows re-aims at once).
 //     Every node watches exactly one peer, so the nodes form a ring and every
-//     leadership session is watched by one node. The ring skips a node whose
+//     leadership session is watched by one node. Each new session re-reads the
+//     peer: a node that joined before this one listened was announced to no one. The ring skips a node whose
 //     beacon is free, so a holder that died while the watch passed to a node that
 //     joined (after the old watcher turned away, before the newcomer aimed) shows
 //     as a gap: whenever a node aims at a new peer it claims the scopes whose
@@ -104,11 +105,13 @@
 // announced to the followers within milliseconds, without a connection per scope:
 //
 //	crash (kill -9)      the leader's backends see the sockets close and exit; the
-//	                     scope locks and the beacon are freed together. The ring
+//	                     leadership backend frees the beacon and the scope locks
+//	                     in one exit, a lock partition at a time. The ring
 //	                     watcher's await_release returns; it claims the scopes it
 //	                     campaigns for and, in the same transaction, NOTIFYs
 //	                     node_lost, on which every other node claims the scopes it
-//	                     saw that node lead.
+//	                     saw that node lead. A scope whose lock the dying backend
+//	                     has not freed yet is claimed again a few ms later.
 //	freeze, partition    the server ends the leadership session after L idle
 //	                     (idle_session_timeout; keepalives if the path is silent):
 //	                     then as a crash. The frozen node's gates closed L − W
