@@ -379,9 +379,10 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 // releases its locks one lock-table partition at a time (LockReleaseAll), and
 // can be preempted in between: the watcher's claim may find a scope lock not yet
 // released (seen as that node still holding the scope), and without a retry the
-// scope would wait for the next heartbeat (one interval; measured 300–440 ms in
-// `bench failover`, about one run of 40 kills in three). The dying backend frees
-// the rest within milliseconds, so a few short retries find them free.
+// scope would wait for the next heartbeat (one interval: 304 and 441 ms in
+// `bench failover`, twice in about ten 40-kill runs of a build that closed the
+// leadership socket first). The dying backend frees the rest within
+// milliseconds, so a few short retries find them free.
 func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*Scope) ([]claimResult, error) {
 	c := s.e.cfg
 	byName := make(map[string]*Scope, len(scopes))
