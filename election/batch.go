@@ -319,13 +319,7 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 				go s.lose(ReasonLostConnection, err)
 			}
 		} else {
-			var rows pgx.Rows
-			rows, err = s.lead.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
-				c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
-				c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, ann)
-			if err == nil {
-				got, err = scanClaims(rows)
-			}
+			got, err = s.claimBatch(ctx, s.lead, names, keys, ann)
 			if err == nil {
 				got, err = s.retryEnded(ctx, got, scopes)
 			}
@@ -413,26 +407,38 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 		case <-time.After(pause):
 		}
 		pause *= 2
-		rows, err := s.lead.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
-			c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
-			c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, nil)
-		var again []claimResult
-		if err == nil {
-			again, err = scanClaims(rows)
-		}
+		again, err := s.claimBatch(ctx, s.lead, names, keys, nil)
 		if err != nil {
 			return nil, err
 		}
 		s.e.log.Debug("claim retried: the lost holder's backend still held the lock", "node", c.NodeID,
 			"scopes", names, "won", countAcquired(again))
+		byRow := make(map[string]claimResult, len(again))
 		for _, r := range again {
-			for i := range got {
-				if got[i].scope == r.scope {
-					got[i] = r
-				}
+			byRow[r.scope] = r
+		}
+		for i := range got {
+			if r, ok := byRow[got[i].scope]; ok {
+				got[i] = r
 			}
 		}
 	}
+}
+
+// claimBatch runs pgleader.claim_batch for names (keys alongside) on q — the
+// leadership connection, or the warm-up's transaction on it — announcing ann's
+// loss if ann is not nil.
+func (s *session) claimBatch(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, names []string, keys []int64, ann *string) ([]claimResult, error) {
+	c := s.e.cfg
+	rows, err := q.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
+		c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
+		c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), names, keys, ann)
+	if err != nil {
+		return nil, err
+	}
+	return scanClaims(rows)
 }
 
 // retryEndedBudget bounds retryEnded (and a quarter of the heartbeat timeout).

@@ -78,13 +78,14 @@
 //     node_joined notification, so that the node it now follows re-aims at once).
 //     Every node watches exactly one peer, so the nodes form a ring and every
 //     leadership session is watched by one node. Each new session re-reads the
-//     peer: a node that joined before this one listened was announced to no one. The ring skips a node whose
-//     beacon is free, so a holder that died while the watch passed to a node that
-//     joined (after the old watcher turned away, before the newcomer aimed) shows
-//     as a gap: whenever a node aims at a new peer it claims the scopes whose
-//     last-seen holder lies between itself and that peer. The watch session
-//     also serves a new term's waits for its predecessors' guards (those come first:
-//     the peer wait is interrupted with a cancel request and resumed after).
+//     peer: a node that joined before this one listened was announced to no
+//     one. The ring skips a node whose beacon is free, so a holder that died
+//     while the watch passed to a node that joined (after the old watcher
+//     turned away, before the newcomer aimed) shows as a gap: whenever a node
+//     aims at a new peer it claims the scopes whose last-seen holder lies
+//     between itself and that peer. The watch session also serves a new term's
+//     waits for its predecessors' guards (those come first: the peer wait is
+//     interrupted with a cancel request and resumed after).
 //   - Load on the server: a follower sends one statement per heartbeat interval (its
 //     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
 //     round trip, and the guard ping); the blocked watch statement costs nothing.

@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,22 +80,22 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 
 	// Seen to end: the lock is freed 20 ms into the claim, which wins it.
 	sess.batch.noteEnded("ghost")
-	unlocked := make(chan error, 1)
-	go func() {
+	var unlock sync.WaitGroup
+	var unlockErr error
+	unlock.Go(func() {
 		time.Sleep(20 * time.Millisecond)
-		_, err := ghost.Exec(ctx, "SELECT pg_advisory_unlock($1)", sc.key)
-		unlocked <- err
-	}()
-	defer func() { <-unlocked }() // before ghost is closed
+		_, unlockErr = ghost.Exec(ctx, "SELECT pg_advisory_unlock($1)", sc.key)
+	})
+	defer unlock.Wait() // before ghost is closed
 	sess.requestClaims([]*Scope{sc}, "")
 	r := next("claim, ghost ended")
 	if !r.acquired || r.epoch == nil || *r.epoch != 2 || r.prevHolder == nil || *r.prevHolder != "ghost" {
 		t.Fatalf("claim after ghost ended %+v, want epoch 2 won from ghost", r)
 	}
-	if err := <-unlocked; err != nil {
-		t.Fatalf("ghost's unlock: %v", err)
+	unlock.Wait()
+	if unlockErr != nil {
+		t.Fatalf("ghost's unlock: %v", unlockErr)
 	}
-	unlocked <- nil // for the deferred receive
 }
 
 // TestRingRereadsAtSessionStart: a node whose ring read its peer before its

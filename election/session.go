@@ -224,8 +224,9 @@ var testBeforeListen func(e *Elector)
 // a session — the one on the failover path — would pay for it. The scratch
 // scope is claimed twice, so that the second claim takes the path of a
 // successor closing a term its holder left open, which is the path of a crash
-// failover. The rollback leaves no rows, audit or notification; the scratch lock is a session lock (taken twice: locks stack),
-// released by the two releases and not restored by the rollback.
+// failover. The rollback leaves no rows, audit or notification; the scratch
+// lock is a session lock (taken twice: locks stack), released by the two
+// releases and not restored by the rollback.
 func (s *session) warm(ctx context.Context) error {
 	c := s.e.cfg
 	key := randomKey()
@@ -237,13 +238,7 @@ func (s *session) warm(ctx context.Context) error {
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	var epoch int64
 	for i := range 2 {
-		rows, err := tx.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
-			c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),
-			c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(), []string{scope}, []int64{key}, nil)
-		if err != nil {
-			return err
-		}
-		got, err := scanClaims(rows)
+		got, err := s.claimBatch(ctx, tx, []string{scope}, []int64{key}, nil)
 		if err != nil {
 			return err
 		}
