@@ -448,7 +448,7 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 			if g.err != nil {
 				return fmt.Errorf("iteration %d: the waiter on the leader's beacon: %w", i+1, g.err)
 			}
-			if _, err := beacon.follower.Exec(ctx, beacon.unlock, beacon.key); err != nil {
+			if err := beacon.release(ctx); err != nil {
 				return err
 			}
 			freed, election = append(freed, ms(g.at-t0)), append(election, ms(next.MonoNS-g.at))

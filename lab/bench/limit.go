@@ -183,7 +183,7 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 		if g := <-granted; g.err != nil {
 			return 0, errors.Join(waitErr, g.err)
 		}
-		_, _ = p.follower.Exec(ctx, p.unlock, p.key)
+		_ = p.release(ctx)
 		return 0, waitErr
 	}
 	t0 := monotime.Now()
@@ -196,7 +196,7 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 	if g.err != nil {
 		return 0, fmt.Errorf("follower's pg_advisory_lock: %w", g.err)
 	}
-	if _, err := p.follower.Exec(ctx, p.unlock, p.key); err != nil {
+	if err := p.release(ctx); err != nil {
 		return 0, err
 	}
 	return ms(g.at - t0), nil
@@ -250,6 +250,12 @@ func (w *lockWaiter) waitBeacon(ctx context.Context, node string) (<-chan grant,
 		return nil, fmt.Errorf("the beacon of %s (%d) is not held", node, key)
 	}
 	return w.wait(ctx, key)
+}
+
+// release gives back the key of the last wait once it was granted.
+func (w *lockWaiter) release(ctx context.Context) error {
+	_, err := w.follower.Exec(ctx, w.unlock, w.key)
+	return err
 }
 
 // awaitWaiting returns once the follower's backend waits for an advisory lock.
