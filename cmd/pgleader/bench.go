@@ -207,7 +207,11 @@ interval.
 the leader's beacon (its leadership session holds it beside the scope locks), and
 splits the crash figure: kill → the leader's locks freed (the leader's death, beside
 the limit), and freed → the successor's gate open (the election). The waiter is
-one more backend woken by the death.`,
+one more backend woken by the death. It also samples, beside each limit sample,
+a second reference: the same holder, whose process also keeps an idle session
+(an advisory lock and a LISTEN, the shape of a node's guard session). Every idle
+backend of a killed process exits at the same moment, so this is the floor for
+any leader with two sessions on this machine.`,
 		Example: `  pgleader bench failover -n 50 --json docs/bench-failover.json
   pgleader bench failover -n 10 --scenarios crash,graceful
   pgleader bench failover -n 20 --scenarios crash --split
@@ -304,7 +308,10 @@ exceeds it, the nodes refuse to start and the command prints their error. Withou
 // benchHolderCommand is the holder process of the physical limit: bench failover
 // and bench scale start it, wait for its ready line and kill it.
 func (a *app) benchHolderCommand() *cobra.Command {
-	var key int64
+	var (
+		key  int64
+		idle int
+	)
 	cmd := &cobra.Command{
 		Use:    "holder --key K",
 		Short:  "Hold pg_advisory_lock(K) until killed (the physical limit's holder)",
@@ -317,10 +324,14 @@ func (a *app) benchHolderCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return bench.Hold(ctx, t.Config, key, a.stdout)
+			if idle < 0 {
+				return cli.BadInput("--idle-sessions must be ≥ 0 (got %d)", idle)
+			}
+			return bench.Hold(ctx, t.Config, key, idle, a.stdout)
 		}),
 	}
 	cmd.Flags().Int64Var(&key, "key", 0, "advisory lock `K` to hold")
+	cmd.Flags().IntVar(&idle, "idle-sessions", 0, "also keep `N` idle sessions, each with an advisory lock and a LISTEN")
 	_ = cmd.MarkFlagRequired("key")
 	return cmd
 }

@@ -98,6 +98,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"invalid configuration: NodeID:", "--id"}},
 		{"NegativeWorkInterval", nil, []string{"node", "--scope", "a", "--work-interval", "-1s", "--dsn", unreachable},
 			[]string{"--work-interval", "0 for no workload"}},
+		{"NegativeIdleSessions", nil, []string{"bench", "holder", "--key", "1", "--idle-sessions", "-1", "--dsn", unreachable},
+			[]string{"--idle-sessions must be ≥ 0", "got -1"}},
 		{"MissingScope", nil, []string{"node", "--dsn", unreachable},
 			[]string{`required flag(s) "scope" not set`, "pgleader node --help"}},
 		{"UnknownFlag", nil, []string{"node", "--scope", "a", "--bogus"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,12 @@ func TestFailoverSplit(t *testing.T) {
 	}
 	if freed.VsLimit == nil || election.VsLimit != nil {
 		t.Errorf("ratios: freed %+v (want set), election %+v (want none)", freed.VsLimit, election.VsLimit)
+	}
+	// The second reference: a holder whose process also keeps an idle session,
+	// sampled once per iteration beside the limit, set beside it as a ratio.
+	guarded := stats["limit, holder with an idle 2nd session"]
+	if guarded.N != 3 || guarded.VsLimit == nil || slices.ContainsFunc(guarded.Samples, func(x float64) bool { return x <= 0 }) {
+		t.Errorf("holder with an idle session: %+v", guarded)
 	}
 	if !strings.Contains(progress.String(), "locks freed after") {
 		t.Errorf("progress lacks the split:\n%s", progress.String())

@@ -360,14 +360,22 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 			return err
 		}
 	}
-	var main, gap, detect, limit, freed, election []float64
+	var main, gap, detect, limit, guarded, freed, election []float64
 	var beacon *lockWaiter
+	var guardedProbe *limitProbe // the limit again, its holder with an idle second session
 	if kind == "crash" && o.Split {
 		var err error
 		if beacon, err = newLockWaiter(ctx, o.DSN, "pgleader bench beacon", true, randomKey()); err != nil {
 			return err
 		}
 		defer beacon.close()
+		if probe != nil {
+			if guardedProbe, err = newLimitProbe(ctx, o.Bin, o.DSN, o.Timeout); err != nil {
+				return err
+			}
+			guardedProbe.idle = 1
+			defer guardedProbe.close()
+		}
 	}
 	wins, previous := 0, "" // priority: kills the highest live candidate won; handover: the last to hand over
 	if probe != nil {
@@ -386,13 +394,20 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 		if err != nil {
 			return fmt.Errorf("iteration %d: %w", i+1, err)
 		}
-		if probe != nil {
-			x, err := probe.sample(ctx)
-			if err != nil {
-				return fmt.Errorf("iteration %d: limit sample: %w", i+1, err)
+		for _, ref := range []struct {
+			p    *limitProbe
+			into *[]float64
+			what string
+		}{{probe, &limit, ""}, {guardedProbe, &guarded, ", holder with an idle 2nd session"}} {
+			if ref.p == nil {
+				continue
 			}
-			limit = append(limit, x)
-			fmt.Fprintf(o.Progress, "limit %d/%d: holder killed → follower granted after %.2f ms\n", i+1, o.N, x)
+			x, err := ref.p.sample(ctx)
+			if err != nil {
+				return fmt.Errorf("iteration %d: limit sample%s: %w", i+1, ref.what, err)
+			}
+			*ref.into = append(*ref.into, x)
+			fmt.Fprintf(o.Progress, "limit %d/%d%s: holder killed → follower granted after %.2f ms\n", i+1, o.N, ref.what, x)
 		}
 		n := c.Node(leader)
 		var t0 int64
@@ -524,6 +539,11 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 		"graceful":  {"graceful handover", "SIGTERM of the leader (drain, release) → a follower's gate open"},
 		"frozen":    {"frozen-leader failover", "SIGSTOP of the leader → a follower's gate open"},
 		"terminate": {"terminated-session failover", "pg_terminate_backend of the leader's session → a follower's gate open"},
+	}
+	if guardedProbe != nil {
+		g := summarize(guardedStatName, guardedWhat+" (same server, this run)", guarded)
+		g.failover = true // beside the limit, as a ratio
+		rep.Stats = append(rep.Stats, g)
 	}
 	figure := summarize(names[kind][0], names[kind][1], main)
 	figure.failover = true

@@ -35,10 +35,19 @@ const limitWhat = "kill -9 of a holder process → a bare follower's pg_advisory
 // HolderReady is the line a holder process prints once it holds the lock.
 const HolderReady = "ready"
 
+// guardedStatName names the reference of a holder that keeps a second, idle
+// session (Options.Split).
+const guardedStatName = "limit, holder with an idle 2nd session"
+
+const guardedWhat = "kill -9 of a holder process that also keeps an idle session (an advisory lock, LISTEN: a node's guard) → a bare follower's pg_advisory_lock returns"
+
 // Hold takes pg_advisory_lock(key) on a connection of its own, prints HolderReady
 // to w and holds the lock until ctx ends. It is the holder process of the physical
-// limit (`pgleader bench holder`), meant to be killed.
-func Hold(ctx context.Context, cfg *pgx.ConnConfig, key int64, w io.Writer) error {
+// limit (`pgleader bench holder`), meant to be killed. With idle > 0 it first
+// opens that many more sessions, each holding an advisory lock of its own and
+// LISTENing, and leaves them idle: the shape of a node's guard session, whose
+// backend exits at the same kill.
+func Hold(ctx context.Context, cfg *pgx.ConnConfig, key int64, idle int, w io.Writer) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, cfg)
@@ -46,6 +55,19 @@ func Hold(ctx context.Context, cfg *pgx.ConnConfig, key int64, w io.Writer) erro
 		return err
 	}
 	defer conn.Close(context.Background())
+	for range idle {
+		c, err := pgx.ConnectConfig(cctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(cctx, "SELECT pg_advisory_lock($1)", randomKey()); err != nil {
+			return fmt.Errorf("take an idle session's lock: %w", err)
+		}
+		if _, err := c.Exec(cctx, "LISTEN pgleader_bench_holder"); err != nil {
+			return err
+		}
+	}
 	if _, err := conn.Exec(cctx, "SELECT pg_advisory_lock($1)", key); err != nil {
 		return fmt.Errorf("take the lock: %w", err)
 	}
@@ -62,6 +84,7 @@ type limitProbe struct {
 	bin     string
 	dsn     string
 	key     int64
+	idle    int // idle sessions the holder keeps besides its lock's (Hold)
 	timeout time.Duration
 	lockWaiter
 }
@@ -204,7 +227,8 @@ func (p *limitProbe) sample(ctx context.Context) (float64, error) {
 
 // startHolder runs `pgleader bench holder` and waits for its ready line.
 func (p *limitProbe) startHolder(ctx context.Context) (*exec.Cmd, <-chan error, error) {
-	cmd := exec.Command(p.bin, "bench", "holder", "--dsn", p.dsn, "--key", fmt.Sprint(p.key))
+	cmd := exec.Command(p.bin, "bench", "holder", "--dsn", p.dsn, "--key", fmt.Sprint(p.key),
+		"--idle-sessions", fmt.Sprint(p.idle))
 	cmd.Env = os.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var stderr strings.Builder
