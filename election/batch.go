@@ -61,6 +61,17 @@ func (q *batchQueue) noteEnded(node string) {
 	q.ended[node] = now
 }
 
+// rejoined forgets that node's session ended: a new session of the same node id
+// registered (node_joined), and the lock it holds is that live session's, which
+// no wait would see freed. Node ids often survive a restart (a pod's name, a
+// configured id); without this, a claim finding the restarted node leading
+// waited out retryEnded's whole budget with the connection held.
+func (q *batchQueue) rejoined(node string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.ended, node)
+}
+
 // justEnded reports whether node's leadership session was seen to end within
 // endedFor.
 func (q *batchQueue) justEnded(node string) bool {
@@ -376,7 +387,9 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 // scope would wait for the next heartbeat (one interval: 304 and 441 ms in
 // `bench failover`, twice in about ten 40-kill runs of a build that closed the
 // leadership socket first). The dying backend frees the rest within
-// milliseconds, so a few short retries find them free.
+// milliseconds. Rather than poll, the retry waits for the first such lock on the
+// leadership connection (await_release: a shared lock, given back at once), so it
+// claims again the moment that backend lets go, not up to a doubled pause later.
 func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*Scope) ([]claimResult, error) {
 	c := s.e.cfg
 	byName := make(map[string]*Scope, len(scopes))
@@ -384,7 +397,7 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 		byName[sc.name] = sc
 	}
 	budget := min(retryEndedBudget, c.HeartbeatTimeout/4)
-	start, pause := monotime.Now(), 500*time.Microsecond
+	start := monotime.Now()
 	for {
 		var names []string
 		var keys []int64
@@ -398,15 +411,20 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 				names, keys = append(names, r.scope), append(keys, byName[r.scope].key)
 			}
 		}
-		if len(names) == 0 || time.Duration(monotime.Now()-start)+pause > budget {
+		left := budget - time.Duration(monotime.Now()-start)
+		if len(names) == 0 || left < time.Millisecond {
 			return got, nil
 		}
-		select {
-		case <-ctx.Done():
-			return got, nil
-		case <-time.After(pause):
+		if testRetryWait != nil {
+			testRetryWait(names)
 		}
-		pause *= 2
+		free, err := await(ctx, s.lead, keys[0], left)
+		if err != nil {
+			return nil, err
+		}
+		if !free {
+			return got, nil // still held when the budget ran out: the next heartbeat reports it
+		}
 		again, err := s.claimBatch(ctx, s.lead, names, keys, nil)
 		if err != nil {
 			return nil, err
@@ -440,6 +458,10 @@ func (s *session) claimBatch(ctx context.Context, q interface {
 	}
 	return scanClaims(rows)
 }
+
+// testRetryWait, set only by tests before any Elector starts, runs when
+// retryEnded starts waiting for the locks of names.
+var testRetryWait func(names []string)
 
 // retryEndedBudget bounds retryEnded (and a quarter of the heartbeat timeout).
 const retryEndedBudget = 100 * time.Millisecond

@@ -63,7 +63,8 @@
 //     a random advisory key published in pgleader.nodes.beacon_key and held for the
 //     session's whole life. It runs the batched claim, heartbeat and release
 //     functions of the schema and nothing else — a long statement on it would keep
-//     the locks alive after the process died. It is opened with
+//     the locks alive after the process died (its one wait, for a dying holder's
+//     lock after a claim, lasts at most 100 ms). It is opened with
 //     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot
 //     fire before L, and client_connection_check_interval.
 //   - The guard session: holds the node's guard lock, a random advisory key
@@ -112,7 +113,8 @@
 //	                     campaigns for and, in the same transaction, NOTIFYs
 //	                     node_lost, on which every other node claims the scopes it
 //	                     saw that node lead. A scope whose lock the dying backend
-//	                     has not freed yet is claimed again a few ms later.
+//	                     has not freed yet is waited for and claimed again
+//	                     the moment it is free (within 100 ms).
 //	freeze, partition    the server ends the leadership session after L idle
 //	                     (idle_session_timeout; keepalives if the path is silent):
 //	                     then as a crash. The frozen node's gates closed L − W

@@ -376,6 +376,9 @@ func (e *Elector) onNotification(payload string) {
 	case "node_joined":
 		if n.Holder != e.cfg.NodeID {
 			e.ring.joined(n.Holder)
+			if sess := e.currentSession(); sess != nil {
+				sess.batch.rejoined(n.Holder)
+			}
 		}
 	case "node_lost":
 		// The announcer claimed with its announcement already.

@@ -78,7 +78,25 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 		t.Fatalf("claim with ghost alive %+v, want held by ghost (no retry)", r)
 	}
 
-	// Seen to end: the lock is freed 20 ms into the claim, which wins it.
+	// Seen to end, then a session of the same node id joined (a restart that
+	// kept its id): the lock is that live session's, so no wait for it.
+	waits := make(chan []string, 8)
+	testRetryWait = func(names []string) { waits <- names }
+	t.Cleanup(func() { testRetryWait = nil })
+	sess.batch.noteEnded("ghost")
+	e.onNotification(`{"event":"node_joined","holder":"ghost"}`)
+	sess.requestClaims([]*Scope{sc}, "")
+	if r := next("claim, ghost rejoined"); !heldByGhost(r) {
+		t.Fatalf("claim with ghost rejoined %+v, want held by ghost", r)
+	}
+	select {
+	case names := <-waits:
+		t.Fatalf("waited for %v, held by a node that rejoined", names)
+	default:
+	}
+
+	// Seen to end: the lock is freed 20 ms into the claim, which waits for it
+	// and wins it.
 	sess.batch.noteEnded("ghost")
 	var unlock sync.WaitGroup
 	var unlockErr error
@@ -89,6 +107,14 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	defer unlock.Wait() // before ghost is closed
 	sess.requestClaims([]*Scope{sc}, "")
 	r := next("claim, ghost ended")
+	select {
+	case names := <-waits:
+		if len(names) != 1 || names[0] != "r" {
+			t.Errorf("waited for %v, want [r]", names)
+		}
+	default:
+		t.Error("won without waiting for the ended holder's lock")
+	}
 	if !r.acquired || r.epoch == nil || *r.epoch != 2 || r.prevHolder == nil || *r.prevHolder != "ghost" {
 		t.Fatalf("claim after ghost ended %+v, want epoch 2 won from ghost", r)
 	}
