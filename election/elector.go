@@ -246,11 +246,18 @@ func (e *Elector) campaignAll(ctx context.Context) error {
 	}
 	campaigns.Wait()
 
+	// Not under sessMu: markStopped waits for the leadership connection, which a
+	// heartbeat may hold while it waits for the guard loop, and the guard loop's
+	// notification handler takes sessMu (currentSession). Held across the
+	// statement, that cycle stalled until the heartbeat timed out, which lost the
+	// session, and node_stopped was never recorded: a clean stop looked like a
+	// crash (the collector reported NO LEADER, not IDLE).
 	e.sessMu.Lock()
-	if e.sess != nil {
-		e.sess.markStopped()
-	}
+	sess := e.sess
 	e.sessMu.Unlock()
+	if sess != nil {
+		sess.markStopped()
+	}
 	stopSessions()
 	sessions.Wait()
 	e.log.Info("stopped", "node", e.cfg.NodeID)

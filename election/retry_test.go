@@ -16,9 +16,11 @@ import (
 // whose leadership session this node has just seen end (its beacon free, its
 // backend still releasing its locks) is retried until the lock is free, and the
 // claim's outcome is the won term — not "held by that node", which would leave
-// the scope to the next heartbeat. A node not seen to end is not retried. The
-// dying backend is played by a test connection that holds the scope's lock, with
-// the scope's record naming "ghost" as the holder on that connection's backend.
+// the scope to the next heartbeat. A node not seen to end is not retried, nor
+// one that rejoined since (a restart under the same id: its live session holds
+// the lock). The dying backend is played by a test connection that holds the
+// scope's lock, with the scope's record naming "ghost" as the holder on that
+// connection's backend.
 func TestClaimRetriesEndedHolder(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -95,32 +97,34 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	default:
 	}
 
-	// Seen to end: the lock is freed 20 ms into the claim, which waits for it
-	// and wins it.
+	// Seen to end: the claim finds the lock held and waits for it; the lock is
+	// freed once that wait has begun (whatever the machine's speed), and the
+	// claim wins it.
 	sess.batch.noteEnded("ghost")
 	var unlock sync.WaitGroup
 	var unlockErr error
+	var waited []string
 	unlock.Go(func() {
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case waited = <-waits:
+		case <-time.After(5 * time.Second):
+			return // no wait began: checked below
+		}
+		time.Sleep(5 * time.Millisecond)
 		_, unlockErr = ghost.Exec(ctx, "SELECT pg_advisory_unlock($1)", sc.key)
 	})
 	defer unlock.Wait() // before ghost is closed
 	sess.requestClaims([]*Scope{sc}, "")
 	r := next("claim, ghost ended")
-	select {
-	case names := <-waits:
-		if len(names) != 1 || names[0] != "r" {
-			t.Errorf("waited for %v, want [r]", names)
-		}
-	default:
-		t.Error("won without waiting for the ended holder's lock")
-	}
-	if !r.acquired || r.epoch == nil || *r.epoch != 2 || r.prevHolder == nil || *r.prevHolder != "ghost" {
-		t.Fatalf("claim after ghost ended %+v, want epoch 2 won from ghost", r)
-	}
 	unlock.Wait()
 	if unlockErr != nil {
 		t.Fatalf("ghost's unlock: %v", unlockErr)
+	}
+	if len(waited) != 1 || waited[0] != "r" {
+		t.Fatalf("waited for %v, want [r]", waited)
+	}
+	if !r.acquired || r.epoch == nil || *r.epoch != 2 || r.prevHolder == nil || *r.prevHolder != "ghost" {
+		t.Fatalf("claim after ghost ended %+v, want epoch 2 won from ghost", r)
 	}
 }
 
