@@ -424,7 +424,9 @@ func (r *ring) fetchPeer(ctx context.Context, conn *pgx.Conn) (*ringPeer, error)
 
 // await waits on conn until no session holds key exclusively (true) or timeout
 // passes (false); timeout 0 waits without limit.
-func await(ctx context.Context, conn *pgx.Conn, key int64, timeout time.Duration) (bool, error) {
+func await(ctx context.Context, conn interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, key int64, timeout time.Duration) (bool, error) {
 	// Whole milliseconds, rounded up: a wait that bounds a predecessor's trust must
 	// never end early.
 	ms := int64((timeout + time.Millisecond - 1) / time.Millisecond)
