@@ -65,7 +65,7 @@ func Hold(ctx context.Context, cfg *pgx.ConnConfig, key int64, idle int, w io.Wr
 			return fmt.Errorf("take an idle session's lock: %w", err)
 		}
 		if _, err := c.Exec(cctx, "LISTEN pgleader_bench_holder"); err != nil {
-			return err
+			return fmt.Errorf("listen on an idle session: %w", err)
 		}
 	}
 	if _, err := conn.Exec(cctx, "SELECT pg_advisory_lock($1)", key); err != nil {
