@@ -362,6 +362,7 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 		}
 	}
 	defer s.nameBlockers(blocked)
+	defer s.endStaleFenced(got)
 	for _, sc := range scopes {
 		r, ok := byName[sc.name]
 		if !ok {

@@ -30,6 +30,9 @@ func (e *Elector) Check(ctx context.Context) error {
 	if err := checkNodeRole(ctx, e.base); err != nil {
 		return err
 	}
+	if err := checkBindings(ctx, e.base, e.cfg.Scopes); err != nil {
+		return err
+	}
 	return CheckLockTable(ctx, e.base, len(e.cfg.Scopes))
 }
 
@@ -47,6 +50,25 @@ func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
 			return fmt.Errorf("%w: role %q may not run the engine's functions: GRANT pgleader_node TO %q (docs/security.md)", ErrPermission, cfg.User, cfg.User)
 		}
 		return nil
+	})
+}
+
+// checkBindings reports, wrapping ErrPermission, the first of scopes that is
+// bound to roles the connecting login is not a member of (pgleader scope bind):
+// the database would refuse its registration and every claim of it.
+func checkBindings(ctx context.Context, cfg *pgx.ConnConfig, scopes []string) error {
+	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
+		var scope string
+		var roles []string
+		err := conn.QueryRow(ctx, `SELECT scope, roles FROM pgleader.campaign_refusals($1) LIMIT 1`, scopes).Scan(&scope, &roles)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return fmt.Errorf("%w: read the scopes' bindings: %w", ErrUnreachable, err)
+		}
+		return fmt.Errorf("%w: role %q may not campaign for scope %q: it is bound to %s; run this node under a login of one of those roles, or have the schema owner change the binding (pgleader scope bind; docs/security.md)",
+			ErrPermission, cfg.User, scope, strings.Join(roles, ", "))
 	})
 }
 

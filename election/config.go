@@ -90,7 +90,10 @@ type Config struct {
 	Scopes []string
 
 	// LockKeys overrides the advisory-lock key of a scope (default: the first 8
-	// bytes of sha256(scope), what pgleader.lock_key(scope) computes in SQL).
+	// bytes of sha256(scope), what pgleader.lock_key(scope) computes in SQL). The
+	// database refuses a claim under any key but the derived one or the override
+	// the schema owner or an operator recorded for the scope (`pgleader scope key`,
+	// pgleader.set_lock_key): a node does not choose a scope's key.
 	LockKeys map[string]int64
 
 	// HeartbeatInterval (I) is how often the leader confirms its terms (one round

@@ -179,6 +179,9 @@ func (e *Elector) Start(ctx context.Context) error {
 
 	err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log)
 	if err == nil {
+		err = checkBindings(ctx, e.base, e.cfg.Scopes)
+	}
+	if err == nil {
 		err = e.checkMode(ctx)
 	}
 	if err != nil {

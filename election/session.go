@@ -53,7 +53,8 @@ type session struct {
 	batch  batchQueue    // claims and releases waiting for the next round trip
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
 
-	blockers blockers // serving goroutine only (nameBlockers)
+	blockers blockers    // serving goroutine only (nameBlockers)
+	fenced   fencedWaits // serving goroutine only (endStaleFenced)
 
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
@@ -229,8 +230,10 @@ var testBeforeListen func(e *Elector)
 // releases and not restored by the rollback.
 func (s *session) warm(ctx context.Context) error {
 	c := s.e.cfg
-	key := randomKey()
-	scope := fmt.Sprintf("pgleader-warmup-%016x", uint64(key))
+	// A scratch scope of its own, under its derived key: the database refuses a
+	// row under any other key (schema version 12).
+	scope := fmt.Sprintf("pgleader-warmup-%016x", uint64(randomKey()))
+	key := LockKey(scope)
 	tx, err := s.lead.Begin(ctx)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ func FS() fs.FS { return files }
 // Latest is the schema version this build of pgleader requires; it equals the
 // number of the newest migration file and what pgleader.schema_version() returns
 // once that file is applied.
-const Latest = 11
+const Latest = 12
 
 // Version reads the schema version a database has (0 when pgleader was never
 // migrated there) through pgleader.schema_version().

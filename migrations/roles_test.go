@@ -16,8 +16,10 @@ import (
 )
 
 // sqlPrivileges lists the effective privileges (membership included) of the node,
-// reader and operator roles and of PUBLIC on the schema, its tables, sequences and
-// functions, one line per privilege, in the format of docs/security.md.
+// reader and operator roles and of PUBLIC on the schema, its tables (a table read
+// through column grants as "table T except C1, C2", naming the columns it may not
+// read), sequences and functions, one line per privilege, in the format of
+// docs/security.md.
 const sqlPrivileges = `
 WITH r(role) AS (VALUES ('pgleader_node'), ('pgleader_reader'), ('pgleader_operator'), ('public')),
 rel AS (SELECT c.oid, c.relname, c.relkind FROM pg_catalog.pg_class c
@@ -29,6 +31,14 @@ SELECT role || ' ' || priv || ' ' || obj FROM (
   SELECT r.role, pr.priv, 'table pgleader.' || rel.relname FROM r, rel,
          (VALUES ('SELECT'), ('INSERT'), ('UPDATE'), ('DELETE'), ('TRUNCATE'), ('REFERENCES'), ('TRIGGER')) pr(priv)
    WHERE rel.relkind <> 'S' AND has_table_privilege(r.role, rel.oid, pr.priv)
+  UNION ALL
+  -- a table a role reads some columns of: the columns it may not read
+  SELECT r.role, 'SELECT', 'table pgleader.' || rel.relname || ' except ' ||
+         string_agg(a.attname, ', ' ORDER BY a.attname) FILTER (WHERE NOT has_column_privilege(r.role, rel.oid, a.attnum, 'SELECT'))
+    FROM r, rel JOIN pg_catalog.pg_attribute a ON a.attrelid = rel.oid AND a.attnum > 0 AND NOT a.attisdropped
+   WHERE rel.relkind <> 'S' AND NOT has_table_privilege(r.role, rel.oid, 'SELECT')
+   GROUP BY r.role, rel.relname
+  HAVING bool_or(has_column_privilege(r.role, rel.oid, a.attnum, 'SELECT'))
   UNION ALL
   SELECT r.role, pr.priv, 'sequence pgleader.' || rel.relname FROM r, rel, (VALUES ('USAGE'), ('SELECT'), ('UPDATE')) pr(priv)
    WHERE rel.relkind = 'S' AND has_sequence_privilege(r.role, rel.oid, pr.priv)

@@ -1,0 +1,264 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+// Probes of a hostile neighbour with a login (docs/security.md): each was seen to
+// work before schema version 12.
+
+// A scope bound to a service's role is refused to every other node login, at
+// registration and at the claim, lock and lease mode, naming the scope and the
+// role; the bound role still leads; a prefix binding covers every scope under it.
+func TestHostileScopeBindings(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.MigratedDSN(t)
+	prefix, as := loginRoles(t, dsn)
+	exec(t, dsn, `SELECT * FROM pgleader.bind_scope('scope', 'bound', ARRAY[$1])`, prefix+"_node")
+	exec(t, dsn, `SELECT * FROM pgleader.bind_scope('prefix', 'svc-a/', ARRAY[$1])`, prefix+"_node")
+	intruder := as("node2")
+
+	wantPLF10 := func(t *testing.T, what string, err error, scope string) {
+		t.Helper()
+		if sqlstate(err) != "PLF10" {
+			t.Fatalf("%s: got %v, want SQLSTATE PLF10", what, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, prefix+"_node2") || !strings.Contains(msg, scope) {
+			t.Errorf("%s: the refusal does not name the role and the scope: %s", what, msg)
+		}
+	}
+	for _, scope := range []string{"bound", "svc-a/cron"} {
+		withConn(t, intruder, func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, `SELECT pgleader.register_node('intruder', 'h', 1, 'v', $1, 50, 300, 500, 1, 2)`, []string{scope})
+			wantPLF10(t, "register_node "+scope, err, scope)
+			_, err = c.Exec(ctx, `SELECT * FROM pgleader.claim_batch('intruder', 'h', 1, 50, 100, 300, 500, $1, $2)`,
+				[]string{scope}, []int64{election.LockKey(scope)})
+			wantPLF10(t, "claim_batch "+scope, err, scope)
+			_, err = c.Exec(ctx, `SELECT pgleader.lease_register('intruder', 'h', 1, 'v', $1, 50, 300, 500, 7, 1, 300, NULL)`, []string{scope})
+			wantPLF10(t, "lease_register "+scope, err, scope)
+			return nil
+		})
+	}
+	// An unbound scope stays open to every node role.
+	withConn(t, intruder, func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `SELECT pgleader.register_node('intruder', 'h', 1, 'v', $1, 50, 300, 500, 1, 2)`, []string{"open"})
+		if err != nil {
+			t.Errorf("register an unbound scope: %v", err)
+		}
+		return nil
+	})
+
+	// The bound role leads; the intruder's node cannot start on the scope.
+	owner := startNode(t, fastConfig(as("node"), "svc-a-1", "bound", "svc-a/cron"))
+	pgtest.WaitFor(t, "the bound role leading both scopes", 10*time.Second, func() bool {
+		return owner.leads("bound") && owner.leads("svc-a/cron")
+	})
+	e, err := election.New(fastConfig(intruder, "svc-b-1", "bound"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	runErr := e.Run(rctx)
+	if runErr == nil || !strings.Contains(runErr.Error(), "may not campaign for scope") {
+		t.Errorf("a node of another login on a bound scope: Run returned %v, want the binding's refusal", runErr)
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.terms WHERE holder = 'svc-b-1'`); n != 0 {
+		t.Errorf("the intruder held %d terms", n)
+	}
+	// The binding is audited with the login that made it.
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'scope_bound' AND session_role = current_user`); n != 2 {
+		t.Errorf("%d scope_bound audit rows by this login, want 2", n)
+	}
+	// Only the owner binds: no node, reader or operator login may.
+	for _, role := range []string{"node", "node2", "reader", "operator", "app", "squat"} {
+		refused(t, as(role), "42501", `SELECT * FROM pgleader.bind_scope('scope', 'bound', ARRAY['x'])`)
+	}
+}
+
+// Failback stays within the bound roles, and a failback request is attributed to
+// the login of the node that caused it, not to the leader whose heartbeat wrote it.
+func TestHostileFailbackAttribution(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	prefix, as := loginRoles(t, dsn)
+	victim := startNode(t, fastConfig(as("node"), "victim", "fb"))
+	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.leads("fb") })
+
+	cfg := fastConfig(as("node2"), "preferred", "fb")
+	cfg.Priority = election.Priority(1000)
+	cfg.FailbackAfter = 300 * time.Millisecond
+	pref := startNode(t, cfg)
+	pgtest.WaitFor(t, "the preferred node taking the scope back", 15*time.Second, func() bool { return pref.leads("fb") })
+	var by, recorded string
+	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT detail->>'by', detail->>'recorded_by' FROM pgleader.audit
+			WHERE kind = 'handover_requested' AND detail->>'via' = 'failback' ORDER BY id DESC LIMIT 1`).Scan(&by, &recorded)
+	})
+	if by != prefix+"_node2" || recorded != prefix+"_node" {
+		t.Errorf("failback request attributed to %q (recorded by %q), want the preferred node's login %q (recorded by the leader's %q)",
+			by, recorded, prefix+"_node2", prefix+"_node")
+	}
+}
+
+// A node cannot choose a scope's key: a claim under any key but the derived one
+// (or the override the owner or an operator recorded) is refused and leaves no
+// row; an override is recorded by an operator, audited, and only while no session
+// holds the scope.
+func TestHostileLockKeys(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.MigratedDSN(t)
+	_, as := loginRoles(t, dsn)
+	node := as("node")
+	withConn(t, node, func(ctx context.Context, c *pgx.Conn) error {
+		for _, key := range []int64{42, election.LockKey("victim-other")} {
+			_, err := c.Exec(ctx, `SELECT * FROM pgleader.claim_batch('n', 'h', 1, 50, 100, 300, 500, $1, $2)`,
+				[]string{"victim"}, []int64{key})
+			if sqlstate(err) != "PLF03" {
+				t.Errorf("claim of scope victim under key %d: got %v, want SQLSTATE PLF03", key, err)
+			}
+		}
+		return nil
+	})
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.leader_state WHERE scope = 'victim'`); n != 0 {
+		t.Fatalf("a refused claim left %d rows", n)
+	}
+	// Real nodes lead the scope under its derived key.
+	n1 := startNode(t, fastConfig(node, "real-1", "victim"))
+	pgtest.WaitFor(t, "a real node leading", 10*time.Second, func() bool { return n1.leads("victim") })
+
+	// An override: not while held; then recorded by an operator, audited.
+	refused(t, as("operator"), "PLF07", `SELECT pgleader.set_lock_key('victim', 4242)`)
+	refused(t, node, "42501", `SELECT pgleader.set_lock_key('victim', 4242)`)
+	refused(t, as("reader"), "42501", `SELECT pgleader.set_lock_key('victim', 4242)`)
+	exec(t, as("operator"), `SELECT pgleader.set_lock_key('other', 4242)`)
+	cfg := fastConfig(node, "real-2", "other")
+	cfg.LockKeys = map[string]int64{"other": 4242}
+	n2 := startNode(t, cfg)
+	pgtest.WaitFor(t, "a node leading under the recorded override", 10*time.Second, func() bool { return n2.leads("other") })
+	if k := queryInt(t, dsn, `SELECT lock_key FROM pgleader.leader_state WHERE scope = 'other'`); k != 4242 {
+		t.Errorf("scope other has key %d, want the override 4242", k)
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'lock_key_set' AND scope = 'other'
+		AND (detail->>'lock_key')::bigint = 4242 AND session_role LIKE '%\_operator'`); n != 1 {
+		t.Errorf("%d lock_key_set audit rows naming the operator, want 1", n)
+	}
+	_ = ctx
+}
+
+// The reader cannot read lease tokens; the owner sees a new one at every
+// registration of a node id.
+func TestHostileLeaseTokens(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	_, as := loginRoles(t, dsn)
+	for _, role := range []string{"reader", "operator", "node", "app", "squat"} {
+		refused(t, as(role), "42501", `SELECT lease_token FROM pgleader.nodes`)
+		refused(t, as(role), "42501", `SELECT n.* FROM pgleader.nodes n`)
+	}
+	// The reader still reads every other column.
+	exec(t, as("reader"), `SELECT node_id, hostname, os_pid, version, scopes, leads, last_seen, login_role FROM pgleader.nodes`)
+
+	tokens := map[int64]bool{}
+	for range 3 {
+		cfg := fastConfig(as("node"), "lease-1", "lt")
+		cfg.Mode = election.ModeLease
+		n := startNode(t, cfg)
+		pgtest.WaitFor(t, "the lease node leading", 10*time.Second, func() bool { return n.leads("lt") })
+		tokens[queryInt(t, dsn, `SELECT lease_token FROM pgleader.nodes WHERE node_id = 'lease-1'`)] = true
+		n.stop()
+	}
+	if len(tokens) != 3 {
+		t.Errorf("3 registrations of one node id used %d distinct lease tokens, want 3", len(tokens))
+	}
+}
+
+// A role with EXECUTE on fence alone cannot stall a failover: its fenced
+// transaction that outlives its term is ended once the successor has waited the
+// trust window, audited with its pid and login, and its writes never commit. The
+// fence's refusal says the epoch is stale, not who leads now.
+func TestHostileFencedTxBounded(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.MigratedDSN(t)
+	prefix, as := loginRoles(t, dsn)
+	const scope = "ft"
+	a := startNode(t, fastConfig(as("node"), "ft-a", scope))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads(scope) })
+	tok, err := a.Scope(scope).Require(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	app, err := pgx.Connect(ctx, as("app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	tx, err := app.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, election.FenceSQL, tok.Scope, tok.Epoch, tok.Holder); err != nil {
+		t.Fatal(err)
+	}
+	slept := make(chan error, 1)
+	go func() {
+		_, err := tx.Exec(ctx, `SELECT pg_sleep(30)`) // busy: idle_in_transaction_session_timeout does not apply
+		slept <- err
+	}()
+
+	// The leader's process dies (its sessions end); a successor starts.
+	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
+		a.cancel()
+		_, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE '% ft-a'`)
+		return err
+	})
+	start := time.Now()
+	b := startNode(t, fastConfig(as("node"), "ft-b", scope))
+	pgtest.WaitFor(t, "the successor leading", 15*time.Second, func() bool { return b.leads(scope) })
+	took := time.Since(start)
+	select {
+	case err := <-slept:
+		if err == nil {
+			t.Fatal("the fenced transaction's statement finished normally")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fenced transaction was not ended")
+	}
+	if took > 10*time.Second {
+		t.Errorf("the successor waited %v for a fenced transaction", took)
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'fenced_tx_ended' AND scope = $1
+		AND detail->>'login_role' = $2 AND (detail->>'ended')::boolean`, scope, prefix+"_app"); n != 1 {
+		t.Errorf("%d fenced_tx_ended audit rows naming the app's login, want 1", n)
+	}
+
+	// The refusal of a stale epoch names neither the current epoch nor the holder.
+	withConn(t, as("app"), func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, election.FenceSQL, tok.Scope, tok.Epoch, tok.Holder)
+		if sqlstate(err) != election.FencedSQLState {
+			t.Fatalf("stale fence: got %v, want SQLSTATE %s", err, election.FencedSQLState)
+		}
+		if strings.Contains(err.Error(), "ft-b") || strings.Contains(err.Error(), "current is") {
+			t.Errorf("the fence's refusal tells who leads now: %v", err)
+		}
+		return nil
+	})
+	// A leader's own fenced transactions are never ended: end_fenced refuses
+	// while the scope is led.
+	withConn(t, as("node2"), func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `SELECT * FROM pgleader.end_fenced('x', $1)`, scope)
+		if sqlstate(err) != "PLF07" {
+			t.Errorf("end_fenced of a led scope: got %v, want SQLSTATE PLF07", err)
+		}
+		return nil
+	})
+	_ = errors.New
+}
