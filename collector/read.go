@@ -75,6 +75,7 @@ type scopeRow struct {
 	HandoverDeadline time.Time //   and its deadline
 	RetiredAt        time.Time // schema 8: retired (pgleader scope retire)
 	Mode             string    // schema 9: lock or lease
+	BoundTo          []string  // schema 12: the roles whose logins may campaign for it (none: any node role)
 	Changes          int       // terms acquired within FlapWindow
 	MaxTermEpoch     int64     // highest epoch in pgleader.terms
 }
@@ -146,17 +147,21 @@ WITH l AS MATERIALIZED (
   SELECT unnest(n.scopes) FROM pgleader.nodes n WHERE n.stopped_at IS NULL
 ), sc AS (
   SELECT nm.scope, s.scope IS NOT NULL AS recorded,
-         coalesce(s.lock_key, pgleader.lock_key(nm.scope)) AS lock_key, coalesce(s.epoch, 0) AS epoch,
+         coalesce(s.lock_key, {{v12:(SELECT k.lock_key FROM pgleader.scope_keys k WHERE k.scope = nm.scope)|NULL::bigint}},
+                  pgleader.lock_key(nm.scope)) AS lock_key, coalesce(s.epoch, 0) AS epoch,
          s.holder, s.holder_pid, s.acquired_at, s.released_at, s.last_heartbeat,
          s.heartbeat_interval_ms, s.heartbeat_timeout_ms, s.trust_window_ms, s.session_lease_ms,
          {{v8:s.handover_to|NULL::text}} AS handover_to, {{v8:s.handover_deadline|NULL::timestamptz}} AS handover_deadline,
-         {{v8:s.retired_at|NULL::timestamptz}} AS retired_at, {{v9:s.mode|NULL::text}} AS mode
+         {{v8:s.retired_at|NULL::timestamptz}} AS retired_at, {{v9:s.mode|NULL::text}} AS mode,
+         {{v12:(SELECT b.roles FROM pgleader.scope_bindings b
+                 WHERE (b.kind = 'scope' AND b.name = nm.scope) OR (b.kind = 'prefix' AND starts_with(nm.scope, b.name))
+                 ORDER BY b.kind = 'scope' DESC, length(b.name) DESC LIMIT 1)|NULL::text[]}} AS bound_to
     FROM names nm LEFT JOIN pgleader.leader_state s ON s.scope = nm.scope
 )
 SELECT sc.scope, sc.recorded, sc.lock_key, sc.epoch, sc.holder, sc.holder_pid,
        sc.acquired_at, sc.released_at, sc.last_heartbeat,
        sc.heartbeat_interval_ms, sc.heartbeat_timeout_ms, sc.trust_window_ms, sc.session_lease_ms,
-       sc.handover_to, sc.handover_deadline, sc.retired_at, coalesce(sc.mode, 'lock'),
+       sc.handover_to, sc.handover_deadline, sc.retired_at, coalesce(sc.mode, 'lock'), coalesce(sc.bound_to, '{}'),
        coalesce(lk.excl, '{}'), coalesce(lk.other, '{}'), coalesce(lk.waiting, 0)::int,
        t.id, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
        (extract(epoch FROM t.handover_gap) * 1000000)::bigint, {{v8:t.handed_to|NULL::text}},
@@ -426,7 +431,7 @@ func scanScope(row pgx.CollectableRow) (scopeRow, error) {
 		handBy, retired          *time.Time
 	)
 	if err := row.Scan(&s.Name, &s.Recorded, &s.LockKey, &s.Epoch, &holder, &holderPID, &acq, &rel, &hb,
-		&ival, &tout, &trust, &lease, &handTo, &handBy, &retired, &s.Mode, &excl, &other, &s.Waiters,
+		&ival, &tout, &trust, &lease, &handTo, &handBy, &retired, &s.Mode, &s.BoundTo, &excl, &other, &s.Waiters,
 		&tID, &tEpoch, &tHolder, &tHost, &tPID, &tAcq, &tRel, &tReason, &tGap, &tHandedTo,
 		&s.Changes, &s.MaxTermEpoch); err != nil {
 		return s, err

@@ -282,7 +282,7 @@ func newRoster(nodes []Node) roster {
 
 // buildScope fills the scope's fields from its row and the nodes.
 func buildScope(r *dbRead, row scopeRow, ro roster, byID map[string]*Node) Scope {
-	sc := Scope{Name: row.Name, LockKey: row.LockKey, Epoch: row.Epoch, HolderPID: row.HolderPID, Mode: row.Mode,
+	sc := Scope{Name: row.Name, LockKey: row.LockKey, Epoch: row.Epoch, HolderPID: row.HolderPID, Mode: row.Mode, BoundTo: row.BoundTo,
 		LockPIDs: row.LockPIDs, Waiters: row.Waiters, LastHeartbeat: row.LastHeartbeat,
 		ReleasedAt: row.ReleasedAt, Timing: row.Timing, Changes: row.Changes, Followers: []string{}}
 	if row.open() {

@@ -154,6 +154,9 @@ type Scope struct {
 	// LockPIDs) or "lease" (a lease row renewed by heartbeats, for nodes behind a
 	// transaction pooler).
 	Mode string `json:"mode"`
+	// BoundTo lists the roles whose logins alone may campaign for the scope
+	// (pgleader scope bind, schema 12); empty: every node role may.
+	BoundTo []string `json:"bound_to,omitempty"`
 	// Leader is the holder on record while its term is open ("" when released or
 	// never held). LeaderHost is its hostname from pgleader.nodes.
 	Leader     string `json:"leader"`

@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -131,6 +132,31 @@ func TestHostileLockKeys(t *testing.T) {
 	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.leader_state WHERE scope = 'victim'`); n != 0 {
 		t.Fatalf("a refused claim left %d rows", n)
 	}
+	// The session warm-up of nodes of release 11 (a scratch scope named after the
+	// random key it claims, in a transaction it rolls back) still runs; the same
+	// row never commits, so it cannot take another scope's key.
+	const oldWarmup = `SELECT * FROM pgleader.claim_batch('n', 'h', 1, 50, 100, 300, 500, $1, $2)`
+	victimKey := election.LockKey("victim")
+	warmScope := fmt.Sprintf("pgleader-warmup-%016x", uint64(victimKey))
+	withConn(t, node, func(ctx context.Context, c *pgx.Conn) error {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, oldWarmup, []string{warmScope}, []int64{victimKey}); err != nil {
+			t.Errorf("a release-11 warm-up claim: %v", err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			return err
+		}
+		_, _ = c.Exec(ctx, `SELECT pgleader.unlock_held_many($1)`, []int64{victimKey})
+		_, err = c.Exec(ctx, oldWarmup, []string{warmScope}, []int64{victimKey})
+		if sqlstate(err) != "PLF03" {
+			t.Errorf("a committed warm-up-named row under another scope's key: got %v, want SQLSTATE PLF03", err)
+		}
+		_, _ = c.Exec(ctx, `SELECT pgleader.unlock_held_many($1)`, []int64{victimKey})
+		return nil
+	})
 	// Real nodes lead the scope under its derived key.
 	n1 := startNode(t, fastConfig(node, "real-1", "victim"))
 	pgtest.WaitFor(t, "a real node leading", 10*time.Second, func() bool { return n1.leads("victim") })

@@ -81,6 +81,7 @@ var (
 	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open.", "scope")
 	scopeIdle          = desc("pgleader_scope_idle", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0.", "scope")
 	scopeHandover      = desc("pgleader_scope_handover_pending", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0.", "scope")
+	alertActive        = desc("pgleader_alert", "1 for each alert the collector raises now (the alerts of pgleader status and top: interference, split_brain, stale_leader, …); absent when none.", "alert", "severity", "scope", "node")
 	scopesRetired      = desc("pgleader_scopes_retired", "Scopes retired with pgleader scope retire: left out of every other pgleader_scope_* series.")
 	fenceRejected      = desc("pgleader_fence_rejected_total", "Fenced writes the database refused (audit kind fence_rejected) since the collector started.", "scope")
 	nodeUp             = desc("pgleader_node_up", "1 when the node is live: not stopped and seen recently.", "node")
@@ -115,7 +116,7 @@ var (
 var allDescs = []*prometheus.Desc{
 	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
-	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, fenceRejected,
+	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, alertActive, fenceRejected,
 	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
@@ -176,7 +177,12 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 		}
 		return f
 	}
+	active := map[string]bool{} // alert keys emitted: a repeated series is a scrape error
 	note := func(a collector.Alert) {
+		if k := a.Key(); !active[k] {
+			active[k] = true
+			gauge(ch, alertActive, 1, string(a.Kind), string(a.Severity), a.Scope, a.Node)
+		}
 		switch a.Kind {
 		case collector.AlertSplitBrain:
 			flag(scopeFlags, a.Scope).splitBrain = true

@@ -158,6 +158,7 @@ pgleader_scope_stale_leader{scope="billing"} 0
 pgleader_scope_idle{scope="billing"} 0
 pgleader_scope_handover_pending{scope="billing"} 0
 pgleader_scopes_retired 0
+pgleader_alert{alert="no_leader",node="",scope="billing",severity="critical"} 1
 pgleader_fence_rejected_total{scope="billing"} 2
 pgleader_node_up{node="node-a"} 1
 pgleader_node_up{node="node-b"} 1
@@ -289,6 +290,7 @@ pgleader_exporter_scrape_success 1
 				s.Alerts = []collector.Alert{
 					{Kind: collector.AlertSplitBrain, Severity: collector.SeverityCritical, Scope: "billing"},
 					{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: "node-c"},
+					{Kind: collector.AlertInterference, Severity: collector.SeverityCritical, Scope: "reports"},
 				}
 				s.Locks.Capacity = 0
 				return s
@@ -305,6 +307,11 @@ pgleader_exporter_scrape_success 1
 				"pgleader_node_priority{node=\"node-b\"} 1\n", "pgleader_node_priority{node=\"node-b\"} 1\npgleader_node_priority{node=\"node-c\"} 0\n",
 				"pgleader_node_failback_after_seconds{node=\"node-b\"} 0\n", "pgleader_node_failback_after_seconds{node=\"node-b\"} 0\npgleader_node_failback_after_seconds{node=\"node-c\"} 0\n",
 				"pgleader_lock_table_capacity 6400\n", "",
+				"pgleader_scopes_retired 0\n", "pgleader_scopes_retired 0\n"+
+					`pgleader_alert{alert="split_brain",node="",scope="billing",severity="critical"} 1`+"\n"+
+					`pgleader_alert{alert="stale_node",node="node-c",scope="",severity="warning"} 1`+"\n"+
+					`pgleader_alert{alert="interference",node="",scope="reports",severity="critical"} 1`+"\n"+
+					`pgleader_alert{alert="stale_leader",node="",scope="reports",severity="critical"} 1`+"\n",
 			).Replace(ledClusterMetrics),
 		},
 		{

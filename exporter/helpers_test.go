@@ -97,6 +97,7 @@ var metricInfo = map[string][2]string{
 	"pgleader_scope_last_handover_gap_seconds":          {"gauge", "Time without a leader before the open term began; absent when no term is open."},
 	"pgleader_scope_idle":                               {"gauge", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0."},
 	"pgleader_scope_handover_pending":                   {"gauge", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0."},
+	"pgleader_alert":                                    {"gauge", "1 for each alert the collector raises now (the alerts of pgleader status and top: interference, split_brain, stale_leader, …); absent when none."},
 	"pgleader_scopes_retired":                           {"gauge", "Scopes retired with pgleader scope retire: left out of every other pgleader_scope_* series."},
 	"pgleader_fence_rejected_total":                     {"counter", "Fenced writes the database refused (audit kind fence_rejected) since the collector started."},
 	"pgleader_node_up":                                  {"gauge", "1 when the node is live: not stopped and seen recently."},

@@ -156,14 +156,19 @@ CREATE TRIGGER leader_state_scope_bindings BEFORE UPDATE OF epoch ON pgleader.le
   EXECUTE FUNCTION pgleader.check_claim_binding();
 
 -- check_lock_key (trigger on leader_state): a row carries the key the database
--- allows for its scope (expected_key), whoever writes it.
+-- allows for its scope (expected_key), whoever writes it. One exception, checked
+-- at commit instead (check_lock_key_at_commit): the scratch scope of the session
+-- warm-up of nodes of release 11 and before, named after the random key it uses
+-- ('pgleader-warmup-' and the key's 16 hex digits), which lives only inside a
+-- transaction that is rolled back; such a row never commits either.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION pgleader.check_lock_key() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   v_want bigint := pgleader.expected_key(NEW.scope);
 BEGIN
-  IF NEW.lock_key IS DISTINCT FROM v_want THEN
+  IF NEW.lock_key IS DISTINCT FROM v_want
+     AND NOT (TG_OP = 'INSERT' AND NEW.scope = 'pgleader-warmup-' || lpad(to_hex(NEW.lock_key), 16, '0')) THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF03',
       MESSAGE = format('pgleader: scope %L: lock key %s is not the one the database allows (%s)',
                        NEW.scope, NEW.lock_key, v_want),
@@ -205,6 +210,29 @@ END $$;
 DROP TRIGGER IF EXISTS leader_state_lock_key ON pgleader.leader_state;
 CREATE TRIGGER leader_state_lock_key BEFORE INSERT OR UPDATE OF lock_key ON pgleader.leader_state
   FOR EACH ROW EXECUTE FUNCTION pgleader.check_lock_key();
+
+-- check_lock_key_at_commit (deferred constraint trigger): no row under a key
+-- the database does not allow commits, a warm-up's scratch row included. It
+-- runs as the owner (it fires at commit, outside the function that wrote).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION pgleader.check_lock_key_at_commit() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pgleader.leader_state s
+              WHERE s.scope = NEW.scope AND s.lock_key IS DISTINCT FROM pgleader.expected_key(s.scope)) THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF03',
+      MESSAGE = format('pgleader: scope %L: lock key %s is not the one the database allows (%s)',
+                       NEW.scope, NEW.lock_key, pgleader.expected_key(NEW.scope));
+  END IF;
+  RETURN NULL;
+END $$;
+-- +goose StatementEnd
+
+DROP TRIGGER IF EXISTS leader_state_lock_key_commit ON pgleader.leader_state;
+CREATE CONSTRAINT TRIGGER leader_state_lock_key_commit AFTER INSERT ON pgleader.leader_state
+  DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW WHEN (NEW.scope LIKE 'pgleader-warmup-%')
+  EXECUTE FUNCTION pgleader.check_lock_key_at_commit();
 
 -- set_lock_key: record p_key as p_scope's lock key (NULL: back to the derived
 -- key). Refused while a session holds the scope's current key, which would let
@@ -476,7 +504,8 @@ LANGUAGE sql IMMUTABLE AS $$
                'fence', 'fence_rejected', 'request_resign', 'record_eviction', 'interference',
                'request_handover', 'cancel_handover', 'retire_scope',
                'lease_register', 'lease_heartbeat', 'lease_claim_batch', 'lease_release_batch', 'lease_stopped',
-               'mode_conflict', 'end_fenced', 'set_lock_key', 'bind_scope', 'campaign_refusals'],
+               'mode_conflict', 'end_fenced', 'set_lock_key', 'bind_scope', 'campaign_refusals',
+               'check_lock_key_at_commit'],
          ARRAY['schema_version', 'lock_key', 'claim_batch', 'release_batch', 'node_heartbeat',
                'unlock_held_many', 'await_release', 'ring_next', 'register_node', 'node_stopped',
                'session_lock', 'fence', 'fence_rejected', 'epoch_floor', 'wal_timeline',

@@ -87,9 +87,10 @@ the login role and where it came from).`,
 func (a *app) scopeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scope",
-		Short: "Manage scopes: retire one no node campaigns for any more",
+		Short: "Manage scopes: which logins campaign for them (bind), their lock key, retire one no node campaigns for any more",
 		Args:  cobra.NoArgs,
 	}
+	cmd.AddCommand(a.bindingCommands()...)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "retire SCOPE",
 		Short: "Take a scope no running node campaigns for out of the views and alerts",

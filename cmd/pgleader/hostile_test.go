@@ -231,7 +231,7 @@ func TestHostileRowsEndToEnd(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{`INSERT INTO pgleader.leader_state (scope, lock_key, epoch, released_at) VALUES ($1, 4242, 1, now() - interval '30 seconds')`, []any{scope}},
+		{`INSERT INTO pgleader.leader_state (scope, lock_key, epoch, released_at) VALUES ($1, pgleader.lock_key($1), 1, now() - interval '30 seconds')`, []any{scope}},
 		{`INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason, handed_to)
 		  VALUES ($1, 1, $2, $3, 4242, now() - interval '2 minutes', now() - interval '30 seconds', 'handed_over', $4)`, []any{scope, node, host, evil("next")}},
 		{`INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes) VALUES ($1, $2, 4242, $3, ARRAY[$4])`,

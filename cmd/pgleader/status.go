@@ -299,6 +299,15 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
+	var bound []string
+	for _, s := range shown {
+		if len(s.BoundTo) > 0 {
+			bound = append(bound, termsafe.String(s.Name)+" → "+termsafe.String(strings.Join(s.BoundTo, ", ")))
+		}
+	}
+	if len(bound) > 0 {
+		fmt.Fprintf(w, "bound to roles (only their logins campaign): %s\n", strings.Join(bound, "; "))
+	}
 	writeNodes(w, snap.Nodes, shown, len(scopes) > 0)
 	if len(alerts) > 0 {
 		fmt.Fprintln(w)

@@ -68,7 +68,7 @@ func TestDecodeLiveMessages(t *testing.T) {
 	const big = `(SELECT string_agg(md5(i::text), '') FROM generate_series(1, 400) i)`
 	for _, q := range []string{
 		`INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail) VALUES ('s', 'n1', 1, 'elected', '{"a": 1}')`,
-		`BEGIN; INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder) VALUES ('s', 42, 1, 'n1');
+		`BEGIN; INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder) VALUES ('s', pgleader.lock_key('s'), 1, 'n1');
 		        UPDATE pgleader.leader_state SET holder = NULL, epoch = 2 WHERE scope = 's'; COMMIT`,
 		`INSERT INTO public.fuzz_key VALUES (1, ` + big + `, 'x')`,
 		`UPDATE public.fuzz_key SET note = 'y' WHERE id = 1`,

@@ -2,9 +2,12 @@ package logical
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,12 @@ import (
 	"github.com/pgleader/pgleader/migrations"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
+
+// lockKeyBilling is pgleader.lock_key('billing'): the first 8 bytes of its sha256.
+var lockKeyBilling = func() int64 {
+	h := sha256.Sum256([]byte("billing"))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}()
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
@@ -177,7 +186,7 @@ func TestTemporarySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		`INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder, holder_pid) VALUES ('billing', 42, 1, 'node-a', 7)`,
+		`INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder, holder_pid) VALUES ('billing', pgleader.lock_key('billing'), 1, 'node-a', 7)`,
 		`INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail) VALUES ('billing', 'node-a', 1, 'elected', '{"prev_holder": null}')`,
 	} {
 		if _, err := tx1.Exec(ctx, q); err != nil {
@@ -236,7 +245,7 @@ func TestTemporarySlot(t *testing.T) {
 		t.FailNow()
 	}
 	ins := got[0].Changes[0].Row
-	for col, w := range map[string]string{"scope": "billing", "lock_key": "42", "epoch": "1", "holder": "node-a",
+	for col, w := range map[string]string{"scope": "billing", "lock_key": strconv.FormatInt(lockKeyBilling, 10), "epoch": "1", "holder": "node-a",
 		"holder_pid": "7", "released_at": "<null>", "unresolved_guards": "{}"} {
 		if v := val(ins, col); v != w {
 			t.Errorf("leader_state insert: %s = %s, want %s", col, v, w)
