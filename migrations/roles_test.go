@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -176,5 +177,114 @@ func TestUpRefusesForeignSchema(t *testing.T) {
 	}
 	if tables != 0 {
 		t.Errorf("refused Up left %d relations in the schema", tables)
+	}
+}
+
+// apply_privileges (run by every migration) takes back what was granted by hand
+// to a role other than the four, and keeps the grants docs/security.md asks a DBA
+// to make for an application role and the demo workload.
+func TestHandGrantsTakenBack(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, setup(t))
+	role := "handgrant_" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "_")
+	for _, s := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"GRANT USAGE ON SCHEMA pgleader TO " + role,
+		"GRANT EXECUTE ON FUNCTION pgleader.fence(text, bigint, text) TO " + role,
+		"GRANT INSERT ON pgleader.demo_actions TO " + role,
+		"GRANT USAGE ON SEQUENCE pgleader.demo_actions_id_seq TO " + role,
+		// taken back:
+		"GRANT SELECT ON pgleader.nodes TO " + role,
+		"GRANT UPDATE ON pgleader.leader_state TO " + role,
+		"GRANT EXECUTE ON FUNCTION pgleader.request_resign(text, bigint, text) TO " + role,
+		"GRANT CREATE ON SCHEMA pgleader TO " + role,
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = conn.Exec(ctx, "DROP OWNED BY "+role)
+		_, _ = conn.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+	})
+	if _, err := conn.Exec(ctx, "SELECT pgleader.apply_privileges()"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		check string
+		want  bool
+	}{
+		{"has_schema_privilege($1, 'pgleader', 'USAGE')", true},
+		{"has_function_privilege($1, 'pgleader.fence(text, bigint, text)', 'EXECUTE')", true},
+		{"has_table_privilege($1, 'pgleader.demo_actions', 'INSERT')", true},
+		{"has_sequence_privilege($1, 'pgleader.demo_actions_id_seq', 'USAGE')", true},
+		{"has_table_privilege($1, 'pgleader.nodes', 'SELECT')", false},
+		{"has_table_privilege($1, 'pgleader.leader_state', 'UPDATE')", false},
+		{"has_function_privilege($1, 'pgleader.request_resign(text, bigint, text)', 'EXECUTE')", false},
+		{"has_schema_privilege($1, 'pgleader', 'CREATE')", false},
+	} {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT "+c.check, role).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("after apply_privileges: %s = %v, want %v", c.check, got, c.want)
+		}
+	}
+}
+
+// Migrating to version 12 keeps the lock keys nodes of earlier releases chose
+// (Config.LockKeys) for scopes a term used, recording them as overrides, and
+// drops rows under such keys that no term ever used; from then on no row under
+// another key can be written.
+func TestMigration12AdoptsKeys(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Up(ctx, cfg, nil, migrate.UpTo(11)); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, cfg)
+	for _, s := range []string{
+		`INSERT INTO pgleader.leader_state (scope, lock_key, epoch) VALUES ('used', 4242, 1), ('planted', 4343, 0), ('plain', pgleader.lock_key('plain'), 0)`,
+		`INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason)
+		 VALUES ('used', 1, 'n', 'h', 1, now(), now(), 'resigned')`,
+	} {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(ctx, `SELECT s.scope || ' ' || s.lock_key || ' ' || coalesce(k.set_by, '-')
+		FROM pgleader.leader_state s LEFT JOIN pgleader.scope_keys k USING (scope) ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plainKey int64
+	if err := conn.QueryRow(ctx, `SELECT pgleader.lock_key('plain')`).Scan(&plainKey); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprintf("plain %d -", plainKey), "used 4242 schema version 12"}
+	if !slices.Equal(got, want) {
+		t.Errorf("after the migration: %q, want %q", got, want)
+	}
+	var audited int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pgleader.audit WHERE (kind, scope) IN (('lock_key_set', 'used'), ('lock_key_dropped', 'planted'))`).Scan(&audited); err != nil {
+		t.Fatal(err)
+	}
+	if audited != 2 {
+		t.Errorf("%d audit rows for the adopted and the dropped key, want 2", audited)
+	}
+	_, err = conn.Exec(ctx, `INSERT INTO pgleader.leader_state (scope, lock_key) VALUES ('new', 77)`)
+	if sqlstate(err) != "PLF03" {
+		t.Errorf("a row under a chosen key after the migration: got %v, want SQLSTATE PLF03", err)
 	}
 }

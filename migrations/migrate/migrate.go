@@ -77,10 +77,17 @@ func (r Roles) Validate() error {
 // Option changes what Up does.
 type Option func(*options)
 
-type options struct{ roles Roles }
+type options struct {
+	roles Roles
+	to    int64
+}
 
 // WithRoles makes Up use these role names instead of DefaultRoles.
 func WithRoles(r Roles) Option { return func(o *options) { o.roles = r } }
+
+// UpTo makes Up stop at schema version v instead of the latest: the schema of an
+// earlier release, for upgrade tests.
+func UpTo(v int64) Option { return func(o *options) { o.to = v } }
 
 // ErrForeignSchema: a schema named pgleader exists that pgleader's migrations did
 // not create (another role owns it, or objects in it): Up refuses to use it.
@@ -164,7 +171,12 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return Result{}, fmt.Errorf("read schema version: %w", err)
 	}
-	results, err := p.Up(ctx)
+	var results []*goose.MigrationResult
+	if o.to > 0 {
+		results, err = p.UpTo(ctx, o.to)
+	} else {
+		results, err = p.Up(ctx)
+	}
 	res := Result{From: from, To: from}
 	for _, r := range results {
 		if r.Error == nil {
