@@ -293,6 +293,12 @@
 // The fence also sets idle_in_transaction_session_timeout = L for the rest of the
 // transaction: a fenced transaction left open by a frozen client is ended by the
 // server like the client's leadership session, so it cannot block a failover.
+// A busy one (a long statement) is not idle: a successor whose claim has found the
+// scope's row held by fenced transactions for the trust window W ends them
+// (pgleader.end_fenced, schema 12: only while no session leads the scope; audited
+// with pid and login; the owner role needs pg_signal_backend). Termination aborts
+// the transaction, so S3 holds: every fenced write that committed did so while its
+// epoch was current.
 //
 // # Transitions and observers
 //
