@@ -89,6 +89,9 @@ func (m *Model) detailLines(w, h int) []string {
 	} else {
 		lines = append(lines, kv("lock key", fmt.Sprintf("%d (0x%016x)", sc.LockKey, uint64(sc.LockKey))))
 	}
+	if len(sc.BoundTo) > 0 {
+		lines = append(lines, kv("bound to", termsafe.String(strings.Join(sc.BoundTo, ", "))+" (only their logins campaign)"))
+	}
 
 	// Heartbeat-age history.
 	if r := m.hb[sc.Name]; r != nil && (r.full || r.next > 0) {

@@ -37,6 +37,15 @@ func TestDetailView(t *testing.T) {
 	if m.detail != "" || !strings.Contains(screen(m), "SCOPES 2") {
 		t.Fatal("esc does not return to the main view")
 	}
+	// A bound scope names its roles (pgleader scope bind).
+	b := troubleSnapshot()
+	b.Seq = 400
+	b.Scopes[0].BoundTo = []string{"billing_svc", "billing_batch"}
+	m.Update(snapshotMsg{b})
+	keys(m, "enter")
+	if s := screen(m); !strings.Contains(s, "bound to") || !strings.Contains(s, "billing_svc, billing_batch") {
+		t.Errorf("the detail view does not show the binding:\n%s", s)
+	}
 }
 
 func TestHelpSearch(t *testing.T) {
