@@ -23,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/pooler"
 	"github.com/pgleader/pgleader/migrations"
 )
@@ -124,9 +125,9 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 	cfg.RuntimeParams["pgleader.role_node"] = roles.Node
 	cfg.RuntimeParams["pgleader.role_reader"] = roles.Reader
 	cfg.RuntimeParams["pgleader.role_operator"] = roles.Operator
-	// The migration files name pgleader.* in full; nothing in public may run in
-	// them (the migrating role is often a superuser).
-	cfg.RuntimeParams["search_path"] = "pg_catalog"
+	// The migrating role is often a superuser: nothing in public, "$user" or a
+	// pgleader schema not yet checked (checkOwnership) may run in its session.
+	pgsession.ApplyMigration(&cfg.Config)
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 
@@ -139,10 +140,10 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 		return Result{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+	if _, err := conn.ExecContext(ctx, "SELECT pg_catalog.pg_advisory_lock($1)", lockKey); err != nil {
 		return Result{}, fmt.Errorf("take migration lock: %w", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey)
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.pg_advisory_unlock($1)", lockKey)
 
 	if err := checkOwnership(ctx, conn, roles.Owner); err != nil {
 		return Result{}, err
