@@ -75,6 +75,9 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 
 // resolve resolves the database of this invocation (cli.ResolveDSN).
 func (a *app) resolve() (cli.Target, error) {
+	if w := cli.PasswordWarning("--dsn", a.dsn); w != "" {
+		fmt.Fprintln(a.stderr, w)
+	}
 	t, err := cli.ResolveDSN(a.dsn)
 	if err != nil {
 		return cli.Target{}, err
