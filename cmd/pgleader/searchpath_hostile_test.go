@@ -163,10 +163,11 @@ func runIn(ctx context.Context, args ...string) (code int, stdout, stderr string
 // TestSearchPathHostile plants exact-type overloads of the functions and
 // operators pgleader's statements use in public and in the "$user" schema of
 // every role that runs a command, then runs the commands in this process as
-// those roles: the superuser (migrate, status, history, resign), a node (node in
-// lock mode and in lease mode, directly and through PgBouncer in transaction
-// mode, with the fenced-write workload), a reader (status, history, top,
-// exporter) and an operator (resign, handover). No planted object may run.
+// those roles: the superuser (migrate, status, history, top, resign, slots), a
+// node (node in lock mode and in lease mode, directly and through PgBouncer in
+// transaction mode, with the fenced-write workload), a reader (status, history,
+// top, exporter) and an operator (resign, handover, scope retire). No planted
+// object may run.
 func TestSearchPathHostile(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t) // not migrated yet: the traps are there before migrate runs
@@ -359,6 +360,9 @@ func TestSearchPathHostile(t *testing.T) {
 	cmd("handover as operator", as(role("operator")), []string{"handover", "sp", "--to", to, "--timeout", "15s"})
 	cmd("resign as operator", as(role("operator")), []string{"resign", "sp"}, 3)
 	cmd("resign as superuser", dsn, []string{"resign", "sp"}, 3)
+	cmd("scope retire as operator", as(role("operator")), []string{"scope", "retire", "sp-lock"})
+	cmd("slots list -o json as superuser", dsn, []string{"slots", "list", "-o", "json"})
+	cmd("slots drop as superuser", dsn, []string{"slots", "drop", "sp-none"}, 2) // no such slot: the lookup ran
 	stop1()
 	stop2()
 	if failed {
