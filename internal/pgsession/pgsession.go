@@ -33,8 +33,10 @@
 //	election, lease mode                            Connect; statements are single
 //	                                                pgleader.fn($1, …) calls
 //	start-up checks (election.CheckDatabase, …)     Connect; statements qualified
-//	collector, exporter, status, top, handover      session form; through a pooler,
-//	                                                transaction form (readSettings)
+//	collector (exporter, status, top, handover,     session form; through a pooler,
+//	scope retire)                                   reads set it per transaction
+//	                                                (readSettings), actions are
+//	                                                pgleader.fn calls or qualified
 //	history, resign (CLI)                           Connect, then InTx
 //	slots (CLI), collector/logical                  session form (replication needs
 //	                                                PostgreSQL itself); statements
@@ -45,10 +47,11 @@
 //	                                                pgleader.fence and an INSERT
 //	                                                into pgleader.demo_actions
 //
-// The session form is not checked after connecting where connections are
-// frequent: PostgreSQL applies a startup parameter or refuses the connection, and
-// a pooler that drops it silently is found by checkSessionPath (lock mode) or is
-// harmless because the statements do not depend on it (the transaction form).
+// Only checkSessionPath reads the path back after connecting (a pooled lock-mode
+// session, whose statements rely on it): PostgreSQL itself applies a startup
+// parameter or refuses the connection, and on every other connection a pooler
+// that drops it silently (ignore_startup_parameters) is harmless, because those
+// statements are written in the transaction form.
 package pgsession
 
 import (
