@@ -41,17 +41,19 @@
 //	slots (CLI), collector/logical                  session form (replication needs
 //	                                                PostgreSQL itself); statements
 //	                                                qualified
-//	migrate                                         session form, MigrationSearchPath
-//	                                                (direct or session pooler only)
+//	migrate                                         session form, MigrationSearchPath,
+//	                                                read back (direct or session
+//	                                                pooler only)
 //	lab/workload fenced writes                      session form; through a pooler,
 //	                                                pgleader.fence and an INSERT
 //	                                                into pgleader.demo_actions
 //
-// Only checkSessionPath reads the path back after connecting (a pooled lock-mode
-// session, whose statements rely on it): PostgreSQL itself applies a startup
-// parameter or refuses the connection, and on every other connection a pooler
-// that drops it silently (ignore_startup_parameters) is harmless, because those
-// statements are written in the transaction form.
+// Two connections read the path back after connecting (ShowSQL): a pooled
+// lock-mode session (checkSessionPath), whose statements rely on it, and
+// migrate's, the most privileged, opened once a run. PostgreSQL itself applies
+// a startup parameter or refuses the connection, and on every other connection a
+// pooler that drops it silently (ignore_startup_parameters) is harmless, because
+// those statements are written in the transaction form.
 package pgsession
 
 import (
