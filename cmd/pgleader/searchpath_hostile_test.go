@@ -37,6 +37,7 @@ var trapFuncs = []struct{ sig, ret, call string }{
 	{"array_append(text[], text)", "text[]", "pg_catalog.array_append($1, $2)"},
 	{"array_remove(text[], text)", "text[]", "pg_catalog.array_remove($1, $2)"},
 	{"array_to_string(text[], text)", "text", "pg_catalog.array_to_string($1, $2)"},
+	{"array_to_string(text[], text, text)", "text", "pg_catalog.array_to_string($1, $2, $3)"},
 	{"unnest(text[])", "SETOF text", "pg_catalog.unnest($1)"},
 	{"unnest(bigint[])", "SETOF bigint", "pg_catalog.unnest($1)"},
 	{"current_setting(text)", "text", "pg_catalog.current_setting($1)"},
@@ -53,6 +54,16 @@ var trapFuncs = []struct{ sig, ret, call string }{
 	{"to_regprocedure(text)", "regprocedure", "pg_catalog.to_regprocedure($1)"},
 	{"pg_advisory_lock(bigint)", "void", "pg_catalog.pg_advisory_lock($1)"},
 	{"pg_terminate_backend(integer, bigint)", "boolean", "pg_catalog.pg_terminate_backend($1, $2)"},
+}
+
+// trapAggs are aggregates planted the same way (pg_catalog's take "any",
+// anyarray or anynonarray): name, argument type, state type, initial state and
+// the state function's body.
+var trapAggs = []struct{ name, arg, stype, init, step string }{
+	{"count", "text", "bigint", "0", "s + 1"},
+	{"count", "bigint", "bigint", "0", "s + 1"},
+	{"array_agg", "text", "text[]", "{}", "pg_catalog.array_append(s, v)"},
+	{"array_agg", "bigint", "bigint[]", "{}", "pg_catalog.array_append(s, v)"},
 }
 
 // trapOps are operators planted the same way: op, left and right types.
@@ -104,6 +115,14 @@ func plantTraps(t *testing.T, dsn, schema string) {
 			fmt.Sprintf(`CREATE FUNCTION %s(l %s, r %s) RETURNS boolean LANGUAGE plpgsql AS $$
 			BEGIN PERFORM %s.sp_fire(%s); RETURN l OPERATOR(pg_catalog.%s) r; END $$`, fn, o[1], o[2], s, quoteLiteral(what), o[0]),
 			fmt.Sprintf(`CREATE OPERATOR %s.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = %s)`, s, o[0], o[1], o[2], fn))
+	}
+	for i, a := range trapAggs {
+		what := fmt.Sprintf("%s.%s(%s)", schema, a.name, a.arg)
+		fn := fmt.Sprintf("%s.sp_agg%d", s, i)
+		stmts = append(stmts,
+			fmt.Sprintf(`CREATE FUNCTION %s(s %s, v %s) RETURNS %s LANGUAGE plpgsql AS $$
+			BEGIN PERFORM %s.sp_fire(%s); RETURN %s; END $$`, fn, a.stype, a.arg, a.stype, s, quoteLiteral(what), a.step),
+			fmt.Sprintf(`CREATE AGGREGATE %s.%s(%s) (SFUNC = %s, STYPE = %s, INITCOND = %s)`, s, a.name, a.arg, fn, a.stype, quoteLiteral(a.init)))
 	}
 	for _, q := range stmts {
 		if _, err := c.Exec(ctx, q); err != nil {
@@ -160,8 +179,8 @@ func runIn(ctx context.Context, args ...string) (code int, stdout, stderr string
 	return code, o.String(), e.String()
 }
 
-// TestSearchPathHostile plants exact-type overloads of the functions and
-// operators pgleader's statements use in public and in the "$user" schema of
+// TestSearchPathHostile plants exact-type overloads of the functions, aggregates
+// and operators pgleader's statements use in public and in the "$user" schema of
 // every role that runs a command, then runs the commands in this process as
 // those roles: the superuser (migrate, status, history, top, resign, slots), a
 // node (node in lock mode and in lease mode, directly and through PgBouncer in
@@ -227,12 +246,14 @@ func TestSearchPathHostile(t *testing.T) {
 	fired := &firedLog{admin: admin, listen: listen}
 	// A positive control: an unqualified call in a session with the default path
 	// does run a trap, so the log works.
-	var n int
-	if err := admin.QueryRow(ctx, "SELECT cardinality(ARRAY['a']::text[])").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("control: %d, %v", n, err)
+	var n, m int
+	var eq bool
+	if err := admin.QueryRow(ctx, `SELECT cardinality(ARRAY['a']::text[]), (SELECT count(x) FROM (VALUES ('a'::text)) v(x)), 1::float8 = 1`).
+		Scan(&n, &m, &eq); err != nil || n != 1 || m != 1 || !eq {
+		t.Fatalf("control: %d %d %v, %v", n, m, eq, err)
 	}
-	if got := fired.take(t); len(got) == 0 {
-		t.Fatal("control: the planted cardinality(text[]) did not record itself")
+	if got := fired.take(t); len(got) != 3 {
+		t.Fatalf("control: a function, an aggregate and an operator planted in %s should have recorded themselves, got %v", super, got)
 	}
 
 	var failed bool
