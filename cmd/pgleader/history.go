@@ -82,7 +82,7 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 // that were open at some point of the last since (no limit when 0).
 func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since time.Duration, limit int) ([]collector.Term, error) {
 	cfg = cfg.Copy()
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // one statement: through any pooler
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
 	conn, err := pgsession.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err

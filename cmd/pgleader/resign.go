@@ -38,7 +38,7 @@ the pgleader tables, and nothing is cut off mid-write.`,
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
 				cfg := t.Config.Copy()
-				cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // one statement: through any pooler
+				cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
 				conn, err := pgsession.Connect(ctx, cfg)
 				if err != nil {
 					return err
