@@ -355,7 +355,16 @@ func TestSearchPathHostile(t *testing.T) {
 
 	node("node (lock mode) as node", as(role("node")), "sp-lock", "sp-lock-1")
 	node("node (lease mode) as node", as(role("node")), "sp-lease", "sp-lease-1", "--mode", "lease")
-	node("node (lease mode, PgBouncer transaction pooling) as node", pgtest.NewBouncer(t, as(role("node")), "transaction"),
+	bouncer := pgtest.NewBouncer(t, dsn, "transaction") // the bouncer logs in to PostgreSQL as the superuser
+	bounced := func(r string) string {
+		v, err := url.Parse(bouncer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.User = url.User(r)
+		return v.String()
+	}
+	node("node (lease mode, PgBouncer transaction pooling) as node", bounced(role("node")),
 		"sp-bounce", "sp-bounce-1", "--mode", "lease")
 
 	stop1 := candidate(as(role("node")), "sp", "sp-1")
@@ -381,6 +390,9 @@ func TestSearchPathHostile(t *testing.T) {
 	cmd("handover as operator", as(role("operator")), []string{"handover", "sp", "--to", to, "--timeout", "15s"})
 	cmd("resign as operator", as(role("operator")), []string{"resign", "sp"}, 3)
 	cmd("resign as superuser", dsn, []string{"resign", "sp"}, 3)
+	for _, args := range [][]string{{"status", "-o", "json"}, {"history", "--scope", "sp"}, {"top", "--once"}, {"resign", "sp"}} {
+		cmd(strings.Join(args, " ")+" through PgBouncer (transaction pooling)", bounced(role("operator")), args, 3)
+	}
 	cmd("scope retire as operator", as(role("operator")), []string{"scope", "retire", "sp-lock"})
 	cmd("slots list -o json as superuser", dsn, []string{"slots", "list", "-o", "json"})
 	cmd("slots drop as superuser", dsn, []string{"slots", "drop", "sp-none"}, 2) // no such slot: the lookup ran
