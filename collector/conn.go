@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/pooler"
 	"github.com/pgleader/pgleader/internal/retry"
 )
@@ -42,10 +43,7 @@ func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnCo
 		Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
 	cc.DialFunc = dialer.DialContext
 	cc.RuntimeParams["application_name"] = app
-	// Only the system catalogs: every statement names pgleader.* in full, and an
-	// operator another role planted in public (an exact type match beats
-	// pg_catalog's implicit cast) must never run inside a read.
-	cc.RuntimeParams["search_path"] = "pg_catalog"
+	pgsession.Apply(&cc.Config)
 	if cc.ValidateConnect != nil {
 		// A multi-host DSN with target_session_attrs (read-write, primary, …) is
 		// how a collector follows a failover. Its reader sessions are read-only by
@@ -101,7 +99,7 @@ func (c *Collector) connect(ctx context.Context, app string, params map[string]s
 
 // readSettings is what a read through a pooler sets in its own transaction: what
 // connectReader sets for the session on a direct connection.
-const readSettings = `SELECT pg_catalog.set_config('search_path', 'pg_catalog', true),
+const readSettings = `SELECT pg_catalog.set_config('search_path', '` + pgsession.SearchPath + `', true),
        pg_catalog.set_config('statement_timeout', $1, true),
        pg_catalog.set_config('idle_in_transaction_session_timeout', $2, true)`
 

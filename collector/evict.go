@@ -41,8 +41,8 @@ SELECT s.epoch, s.holder, s.holder_pid, s.released_at IS NULL,
        current_user::text, coalesce(r.rolname::text, ''),
        coalesce((SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.rolname = current_user), false)
          OR (NOT coalesce(r.rolsuper, false)
-             AND (pg_has_role(current_user, 'pg_signal_backend', 'USAGE')
-                  OR (r.oid IS NOT NULL AND pg_has_role(current_user, r.oid, 'USAGE'))))
+             AND (pg_catalog.pg_has_role(current_user, 'pg_signal_backend', 'USAGE')
+                  OR (r.oid IS NOT NULL AND pg_catalog.pg_has_role(current_user, r.oid, 'USAGE'))))
   FROM pgleader.leader_state s
   LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = s.holder_pid
   LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.usesysid
@@ -57,7 +57,7 @@ const sqlEvictAudit = `SELECT pgleader.record_eviction($1, $2, $3, $4, $5, 'coll
 // sqlEvictTerminate terminates the holder's backend if it is still the expected
 // one, and waits for it to exit. $1 scope, $2 epoch, $3 pid, $4 wait in ms.
 const sqlEvictTerminate = `
-SELECT pg_terminate_backend(st.holder_pid, $4) FROM pgleader.leader_state st
+SELECT pg_catalog.pg_terminate_backend(st.holder_pid, $4) FROM pgleader.leader_state st
  WHERE st.scope = $1 AND st.epoch = $2 AND st.holder_pid = $3 AND st.released_at IS NULL`
 
 // Evict ends the leadership of scope's holder by terminating its leadership

@@ -197,7 +197,7 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
   FROM pgleader.interference() i`
 
 	// The schema's version (0 when pgleader.schema_version is missing).
-	sqlSchemaVersion = `SELECT CASE WHEN to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
+	sqlSchemaVersion = `SELECT CASE WHEN pg_catalog.to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
 	                        ELSE pgleader.schema_version() END`
 
 	sqlNodes = `

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/migrations"
 )
 
@@ -41,9 +42,9 @@ func (e *Elector) Check(ctx context.Context) error {
 func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
 	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
 		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT has_function_privilege(
+		if err := conn.QueryRow(ctx, `SELECT pg_catalog.has_function_privilege(
 		        'pgleader.register_node(text, text, integer, text, text[], integer, integer, integer, bigint, bigint)', 'EXECUTE')
-		    AND has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
+		    AND pg_catalog.has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
 			return fmt.Errorf("%w: read the role's privileges: %w", ErrUnreachable, err)
 		}
 		if !ok {
@@ -77,7 +78,7 @@ func checkBindings(ctx context.Context, cfg *pgx.ConnConfig, scopes []string) er
 func withCheckConn(ctx context.Context, cfg *pgx.ConnConfig, fn func(context.Context, *pgx.Conn) error) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, checkConfig(cfg))
+	conn, err := pgsession.Connect(cctx, checkConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, unwrapConnectErr(err))
 	}
@@ -88,7 +89,10 @@ func withCheckConn(ctx context.Context, cfg *pgx.ConnConfig, fn func(context.Con
 // checkConfig is cfg for a start-up check: unnamed statements only, so that the
 // checks also run through a transaction pooler (where a named prepared statement
 // may meet another client's on a shared server connection) and can say what is
-// wrong there.
+// wrong there. A check connection is opened by pgsession.Connect, and its
+// statements name every function they call in pg_catalog or pgleader: they resolve
+// no name through the session's search_path, which a transaction pooler may not
+// keep.
 func checkConfig(cfg *pgx.ConnConfig) *pgx.ConnConfig {
 	c := cfg.Copy()
 	c.DefaultQueryExecMode = pgx.QueryExecModeExec
@@ -140,8 +144,8 @@ func (c LockTableCapacity) Check(n int) error {
 func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
 	return withCheckConn(ctx, cfg, func(ctx context.Context, conn *pgx.Conn) error {
 		var c LockTableCapacity
-		if err := conn.QueryRow(ctx, `SELECT current_setting('max_locks_per_transaction')::int,
-		        current_setting('max_connections')::int, current_setting('max_prepared_transactions')::int`).
+		if err := conn.QueryRow(ctx, `SELECT pg_catalog.current_setting('max_locks_per_transaction')::int,
+		        pg_catalog.current_setting('max_connections')::int, pg_catalog.current_setting('max_prepared_transactions')::int`).
 			Scan(&c.MaxLocksPerTransaction, &c.MaxConnections, &c.MaxPreparedTransactions); err != nil {
 			return fmt.Errorf("%w: read lock table settings: %w", ErrUnreachable, err)
 		}
@@ -153,21 +157,21 @@ func CheckLockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
 func CheckDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, checkConfig(cfg))
+	conn, err := pgsession.Connect(cctx, checkConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("%w: cannot connect to %s:%d: %w", ErrUnreachable, cfg.Host, cfg.Port, unwrapConnectErr(err))
 	}
 	defer conn.Close(context.Background())
 	var num int
-	if err := conn.QueryRow(cctx, "SELECT current_setting('server_version_num')::int").Scan(&num); err != nil {
+	if err := conn.QueryRow(cctx, "SELECT pg_catalog.current_setting('server_version_num')::int").Scan(&num); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	if err := checkServerVersion(num); err != nil {
 		return err
 	}
 	var exists, usable bool
-	if err := conn.QueryRow(cctx, `SELECT to_regnamespace('pgleader') IS NOT NULL,
-	        coalesce(has_schema_privilege(to_regnamespace('pgleader'), 'USAGE'), false)`).Scan(&exists, &usable); err != nil {
+	if err := conn.QueryRow(cctx, `SELECT pg_catalog.to_regnamespace('pgleader') IS NOT NULL,
+	        coalesce(pg_catalog.has_schema_privilege(pg_catalog.to_regnamespace('pgleader'), 'USAGE'), false)`).Scan(&exists, &usable); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	if exists && !usable {

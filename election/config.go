@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -341,8 +342,12 @@ func DefaultNodeID() string {
 // ValidateScopeName reports why name cannot be a scope, or nil: it is empty,
 // longer than MaxScopeLen bytes, not UTF-8, or holds a character that would act
 // on a terminal instead of showing — a control character (C0 with TAB, CR and LF,
-// DEL, C1) or a Unicode direction control (termsafe.Unsafe). The error is one
-// line naming the character as an escape and its position.
+// DEL, C1) or a Unicode direction control (termsafe.Unsafe) — or an invisible
+// format character (Unicode category Cf: zero-width space and joiners U+200B–
+// U+200D, word joiner and invisible operators U+2060–U+2064, BOM U+FEFF, soft
+// hyphen, tags, …), with which two names that print alike would be two scopes or
+// two nodes. The error is one line naming the character as an escape and its
+// position.
 func ValidateScopeName(name string) error { return validateName("scope name", name) }
 
 // ValidateNodeID reports why id cannot be a node id, or nil: the rules of scope
@@ -376,6 +381,18 @@ func validateName(what, name string) error {
 			return fmt.Errorf("%s %q has the %s %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
 				what, name, kind, termsafe.String(string(r)), pos)
 		}
+		if unicode.Is(unicode.Cf, r) {
+			return fmt.Errorf("%s %q has the invisible format character %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
+				what, name, uEscape(r), pos)
+		}
 	}
 	return nil
+}
+
+// uEscape is r as a Go escape: \uHHHH, or \UHHHHHHHH beyond the BMP.
+func uEscape(r rune) string {
+	if r > 0xffff {
+		return fmt.Sprintf("\\U%08x", r)
+	}
+	return fmt.Sprintf("\\u%04x", r)
 }

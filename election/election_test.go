@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 
@@ -356,7 +357,13 @@ func TestValidateScopeName(t *testing.T) {
 		{"Spaces", "billing eu", ""},
 		{"Unicode", "zürich · 東京 ✔", ""},
 		{"Backslash", `DOMAIN\host \x1b`, ""},
-		{"ZeroWidthJoiner", "👩\u200d💻", ""},
+		{"ZeroWidthJoiner", "👩\u200d💻", `invisible format character \u200d at character 2`},
+		{"ZeroWidthSpace", "bill\u200bing", `scope name "bill\u200bing" has the invisible format character \u200b at character 5: use printable characters only`},
+		{"WordJoiner", "a\u2060", `invisible format character \u2060 at character 2`},
+		{"InvisiblePlus", "a\u2064b", `invisible format character \u2064`},
+		{"BOM", "\ufeffab", `invisible format character \ufeff at character 1`},
+		{"SoftHyphen", "a\u00adb", `invisible format character \u00ad`},
+		{"Tag", "a\U000e0041", `invisible format character \U000e0041`},
 		{"ESC", "a\x1b[2Jb", `scope name "a\x1b[2Jb" has the control character \x1b at character 2: use printable characters only`},
 		{"TAB", "a\tb", `control character \t at character 2`},
 		{"CR", "\rab", `control character \r at character 1`},
@@ -389,12 +396,19 @@ func TestValidateScopeName(t *testing.T) {
 				t.Fatalf("ValidateScopeName(%q) = %v, want it to contain %q", tt.in, err, tt.want)
 			}
 			for _, r := range err.Error() {
-				if termsafe.Unsafe(r) {
+				if termsafe.Unsafe(r) || unicode.Is(unicode.Cf, r) {
 					t.Fatalf("the error carries %U raw: %q", r, err)
 				}
 			}
 		})
 	}
+	t.Run("NodeIDZeroWidth", func(t *testing.T) {
+		c := election.Config{NodeID: "n\u200b", Scopes: []string{"s"}}
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), `NodeID: node id "n\u200b" has the invisible format character \u200b at character 2`) {
+			t.Fatalf("Validate: %v", err)
+		}
+	})
 	t.Run("NodeIDNamed", func(t *testing.T) {
 		c := election.Config{NodeID: "n\x1bx", Scopes: []string{"s"}}
 		err := c.Validate()

@@ -72,11 +72,11 @@ func fenceStatement(tok Token) (string, []any) {
 	case c.FencedTxIdleTimeout == c.SessionLease:
 		return FenceSQL, []any{tok.Scope, tok.Epoch, tok.Holder}
 	case c.FencedTxIdleTimeout < 0: // keep what the session had before the fence
-		return `WITH prev AS MATERIALIZED (SELECT current_setting('idle_in_transaction_session_timeout') AS v)
-		        SELECT pgleader.fence($1, $2, $3), set_config('idle_in_transaction_session_timeout', prev.v, true) FROM prev`,
+		return `WITH prev AS MATERIALIZED (SELECT pg_catalog.current_setting('idle_in_transaction_session_timeout') AS v)
+		        SELECT pgleader.fence($1, $2, $3), pg_catalog.set_config('idle_in_transaction_session_timeout', prev.v, true) FROM prev`,
 			[]any{tok.Scope, tok.Epoch, tok.Holder}
 	}
-	return "SELECT pgleader.fence($1, $2, $3), set_config('idle_in_transaction_session_timeout', $4, true)",
+	return "SELECT pgleader.fence($1, $2, $3), pg_catalog.set_config('idle_in_transaction_session_timeout', $4, true)",
 		[]any{tok.Scope, tok.Epoch, tok.Holder, strconv.FormatInt(c.FencedTxIdleTimeout.Milliseconds(), 10)}
 }
 

@@ -155,7 +155,7 @@ func (s *session) setGuardLease(ctx context.Context, on bool) error {
 	// No arguments: pgx sends it with the simple protocol, one round trip (with an
 	// argument its first use costs a prepare round trip too, inside a heartbeat's
 	// deadline).
-	if _, err := s.guard.Exec(ctx, "SELECT set_config('idle_session_timeout', '"+lease+"', false)"); err != nil {
+	if _, err := s.guard.Exec(ctx, "SELECT pg_catalog.set_config('idle_session_timeout', '"+lease+"', false)"); err != nil {
 		return err
 	}
 	s.guardLease = on

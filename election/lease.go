@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 // Lease mode (Config.Mode = ModeLease; schema version 9). A scope is held by its
@@ -42,7 +43,10 @@ import (
 // with only what a transaction pooler passes on. No session settings (a pooler
 // refuses or drops them, and they would not outlive the transaction), and the
 // extended protocol with unnamed statements (QueryExecModeExec), which needs no
-// prepared statement to survive between transactions.
+// prepared statement to survive between transactions. pgsession.Connect adds the
+// search_path where the path to the server takes it; every statement of a lease
+// session is one call of a schema-qualified pgleader function with parameters as
+// arguments, which resolves no name through the session's search_path.
 func (e *Elector) leaseConnConfig() *pgx.ConnConfig {
 	c := e.base.Copy()
 	c.DialFunc = withKeepalive(c.DialFunc, net.KeepAliveConfig{Enable: true,
@@ -64,7 +68,7 @@ const leaseApplicationName = "pgleader lease"
 func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(cctx, e.leaseConnConfig())
+	conn, err := pgsession.Connect(cctx, e.leaseConnConfig())
 	if err != nil {
 		return nil, fmt.Errorf("%w: lease session: %w", ErrUnreachable, err)
 	}

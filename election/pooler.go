@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/pooler"
 )
 
@@ -65,13 +66,18 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 	if !pooled {
 		return nil // a direct connection: the cancellation key is the backend's own
 	}
-	var lease string
-	if err := a.QueryRow(cctx, "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'idle_session_timeout'").Scan(&lease); err != nil {
+	var lease, path string
+	if err := a.QueryRow(cctx, `SELECT setting, pg_catalog.current_setting('search_path') FROM pg_catalog.pg_settings
+	        WHERE name OPERATOR(pg_catalog.=) 'idle_session_timeout'`).Scan(&lease, &path); err != nil {
 		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, err)
 	}
 	if lease != want { // pg_settings.setting is in milliseconds, like the parameter sent
 		return fmt.Errorf("%w: the leadership session goes through a connection pooler that drops its session settings (idle_session_timeout is %s, not %sms): %s",
 			ErrPooler, lease, want, poolerFix)
+	}
+	if path != pgsession.SearchPath {
+		return fmt.Errorf("%w: the leadership session goes through a connection pooler that drops its session settings (search_path is %q, not %q): %s",
+			ErrPooler, path, pgsession.SearchPath, poolerFix)
 	}
 	b, err := e.dial(cctx, "check", false, pgx.QueryExecModeExec)
 	if err != nil {
@@ -88,10 +94,10 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 	}
 	defer tx.Rollback(context.Background())
 	var other, again uint32
-	if err := tx.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
+	if err := tx.QueryRow(cctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&other); err != nil {
 		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
 	}
-	if err := a.QueryRow(cctx, "SELECT pg_backend_pid()").Scan(&again); err != nil {
+	if err := a.QueryRow(cctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&again); err != nil {
 		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, err)
 	}
 	if again != backend {
@@ -128,7 +134,7 @@ func (e *Elector) dial(ctx context.Context, role string, leased bool, mode pgx.Q
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "SELECT set_config(n, v, false) FROM unnest($1::text[], $2::text[]) AS s(n, v)", names, values); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT pg_catalog.set_config(n, v, false) FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS s(n, v)", names, values); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("apply the session settings on a pooled connection: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 var errSessionLost = errors.New("leadership session lost")
@@ -96,10 +97,7 @@ func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
 	// path paid ≈2 ms of planning (a third of its server time). Generic plans are
 	// built by warm and kept; their values change, their shapes do not.
 	p["plan_cache_mode"] = "force_generic_plan"
-	// Only the system catalogs: the engine's statements name pgleader.* in full,
-	// and an operator or function that another role planted in public (an exact
-	// type match beats pg_catalog's implicit cast) must never run in them.
-	p["search_path"] = "pg_catalog"
+	pgsession.Apply(&c.Config)
 	if leased {
 		L := e.cfg.SessionLease
 		p["idle_session_timeout"] = strconv.FormatInt(L.Milliseconds(), 10)
@@ -164,7 +162,7 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	// A session that landed on a standby (a DSN or endpoint that does not select the
 	// primary) could never claim; say so rather than fail on the first write.
 	var standby bool
-	if err := lead.QueryRow(cctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+	if err := lead.QueryRow(cctx, "SELECT pg_catalog.pg_is_in_recovery()").Scan(&standby); err != nil {
 		return fail(fmt.Errorf("read the server's role: %w", err))
 	}
 	if standby {

@@ -14,6 +14,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/human"
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -81,13 +82,15 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 // that were open at some point of the last since (no limit when 0).
 func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since time.Duration, limit int) ([]collector.Term, error) {
 	cfg = cfg.Copy()
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // one statement: through any pooler
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
+	conn, err := pgsession.Connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, `
+	var out []collector.Term
+	err = pgsession.InTx(ctx, conn, func(tx pgx.Tx) error {
+		out, err = scanTerms(tx.Query(ctx, `
 		SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
 		       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
 		       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
@@ -97,9 +100,19 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since 
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
 		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
 		 ORDER BY t.acquired_at DESC, t.id DESC
-		 LIMIT $3`, scopes, since.Seconds(), limit)
+		 LIMIT $3`, scopes, since.Seconds(), limit))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read pgleader.terms: %w", err)
+	}
+	return out, nil
+}
+
+// scanTerms reads the rows of readTerms' query.
+func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
+	if err != nil {
+		return nil, err
 	}
 	var out []collector.Term
 	for rows.Next() {

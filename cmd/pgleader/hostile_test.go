@@ -195,6 +195,11 @@ func TestControlCharactersRefused(t *testing.T) {
 		{"StatusScope", []string{"status", "--scope", "s\x1b[31m"}, `--scope "s\x1b[31m": scope name`},
 		{"HistoryScope", []string{"history", "--scope", "s\r"}, `control character \r`},
 		{"ResignScope", []string{"resign", "s\u2066x"}, `text-direction control \u2066`},
+		{"NodeIDZeroWidthSpace", []string{"node", "--scope", "a", "--id", "n\u200b1"}, `invalid configuration: NodeID: node id "n\u200b1" has the invisible format character \u200b at character 2`},
+		{"NodeScopeBOM", []string{"node", "--scope", "\ufeffa"}, `invisible format character \ufeff at character 1`},
+		{"StatusScopeWordJoiner", []string{"status", "--scope", "s\u2060"}, `--scope "s\u2060": scope name "s\u2060" has the invisible format character \u2060`},
+		{"HandoverScopeZWNJ", []string{"handover", "s\u200cx", "--to", "n"}, `invisible format character \u200c`},
+		{"HandoverToZeroWidth", []string{"handover", "s", "--to", "n\u200b"}, `invisible format character \u200b`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -36,10 +37,16 @@ type app struct {
 
 // run executes the command line args and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run with a context that, when cancelled, stops a long-running
+// command (node, exporter) as SIGTERM does.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return cli.ExitOK
 	}
@@ -68,6 +75,9 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 
 // resolve resolves the database of this invocation (cli.ResolveDSN).
 func (a *app) resolve() (cli.Target, error) {
+	if w := cli.PasswordWarning("--dsn", a.dsn); w != "" {
+		fmt.Fprintln(a.stderr, w)
+	}
 	t, err := cli.ResolveDSN(a.dsn)
 	if err != nil {
 		return cli.Target{}, err

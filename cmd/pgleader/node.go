@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -135,6 +136,9 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	}
 	lead := t // the leadership sessions' database
 	if f.leaderDSN != "" {
+		if w := cli.PasswordWarning("--leader-dsn", f.leaderDSN); w != "" {
+			fmt.Fprintln(a.stderr, w)
+		}
 		if lead, err = cli.ResolveDSN(f.leaderDSN); err != nil {
 			return cli.BadInput("--leader-dsn: %v", err)
 		}

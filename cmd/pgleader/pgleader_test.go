@@ -167,10 +167,13 @@ func TestPasswordNeverPrinted(t *testing.T) {
 			if r.code != cli.ExitBadInput || strings.Contains(r.stderr+r.stdout, pw) {
 				t.Errorf("%v with %s: exit %d, output:\n%s%s", cmd, strings.ReplaceAll(dsn, pw, "…"), r.code, r.stdout, r.stderr)
 			}
+			if !strings.HasPrefix(r.stderr, "pgleader: warning: --dsn holds a password") || !strings.Contains(r.stderr, "~/.pgpass") {
+				t.Errorf("%v with a password in --dsn: no warning first:\n%s", cmd, r.stderr)
+			}
 		}
 		r := pgleader(t, []string{"DATABASE_URL=" + dsn}, "migrate")
-		if strings.Contains(r.stderr+r.stdout, pw) {
-			t.Errorf("DATABASE_URL: output shows the password:\n%s", r.stderr)
+		if strings.Contains(r.stderr+r.stdout, pw) || strings.Contains(r.stderr, "warning") {
+			t.Errorf("DATABASE_URL: output shows the password, or warns:\n%s", r.stderr)
 		}
 	}
 }
@@ -203,8 +206,9 @@ func TestRedactPasswordFragments(t *testing.T) {
 					t.Errorf("%v with %s: output shows %q of the password:\n%s", cmd, dsn, w, out)
 				}
 			}
-			if r.code != cli.ExitBadInput || strings.Count(r.stderr, "\n") != 1 {
-				t.Errorf("%v with %s: exit %d, want 2 and one line:\n%s", cmd, dsn, r.code, r.stderr)
+			warning, rest, _ := strings.Cut(r.stderr, "\n")
+			if r.code != cli.ExitBadInput || !strings.HasPrefix(warning, "pgleader: warning: --dsn holds a password") || strings.Count(rest, "\n") != 1 {
+				t.Errorf("%v with %s: exit %d, want 2 and one line after the password warning:\n%s", cmd, dsn, r.code, r.stderr)
 			}
 		}
 	}

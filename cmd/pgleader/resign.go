@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -37,8 +38,8 @@ the pgleader tables, and nothing is cut off mid-write.`,
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
 				cfg := t.Config.Copy()
-				cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // one statement: through any pooler
-				conn, err := pgx.ConnectConfig(ctx, cfg)
+				cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
+				conn, err := pgsession.Connect(ctx, cfg)
 				if err != nil {
 					return err
 				}
@@ -51,9 +52,11 @@ the pgleader tables, and nothing is cut off mid-write.`,
 				var ok bool
 				var holder *string
 				var current *int64
-				if err := conn.QueryRow(ctx, `SELECT pgleader.request_resign($1, $2, $3),
+				if err := pgsession.InTx(ctx, conn, func(tx pgx.Tx) error {
+					return tx.QueryRow(ctx, `SELECT pgleader.request_resign($1, $2, $3),
 					(SELECT holder FROM pgleader.leader_state WHERE scope = $1),
-					(SELECT epoch FROM pgleader.leader_state WHERE scope = $1)`, scope, want, by).Scan(&ok, &holder, &current); err != nil {
+					(SELECT epoch FROM pgleader.leader_state WHERE scope = $1)`, scope, want, by).Scan(&ok, &holder, &current)
+				}); err != nil {
 					return err
 				}
 				if !ok {

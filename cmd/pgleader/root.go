@@ -18,7 +18,10 @@ can take over.
 
 Every command connects to the database given by --dsn, else the DATABASE_URL
 environment variable, else the standard PG* variables (PGHOST, PGPORT, PGUSER,
-PGDATABASE, PGPASSWORD, PGSSLMODE, …).
+PGDATABASE, PGPASSWORD, PGSSLMODE, …). Keep the password out of --dsn: other
+users of the host can read a process's arguments (ps). Put it in ~/.pgpass (or
+the file PGPASSFILE names) or PGPASSWORD, or pass the whole connection string in
+DATABASE_URL; a --dsn that holds a password works, with a warning.
 
 Exit codes: 0 success; 1 runtime failure; 2 bad input (flags, connection string,
 unreachable server, PostgreSQL older than 14, missing schema, unsafe timing).`,
@@ -41,7 +44,7 @@ unreachable server, PostgreSQL older than 14, missing schema, unsafe timing).`,
 	root.CompletionOptions.DisableDefaultCmd = true
 
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dsn, "dsn", "", "PostgreSQL connection string (`DSN`), URL (postgres://user:password@host:5432/db) or key=value form (default: $DATABASE_URL, else the PG* variables)")
+	pf.StringVar(&a.dsn, "dsn", "", "PostgreSQL connection string (`DSN`), URL (postgres://user@host:5432/db) or key=value form, without the password (ps shows it to every user: use ~/.pgpass, PGPASSFILE, PGPASSWORD or DATABASE_URL) (default: $DATABASE_URL, else the PG* variables)")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log `FORMAT` on stderr: text or json")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
 

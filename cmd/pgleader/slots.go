@@ -17,6 +17,7 @@ import (
 	"github.com/pgleader/pgleader/collector/logical"
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 func (a *app) slotsCommand() *cobra.Command {
@@ -127,7 +128,7 @@ func (a *app) withSlotsConn(cmd *cobra.Command, fn func(ctx context.Context, con
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the connection attempt's, not the command's
-	conn, err := pgx.ConnectConfig(cctx, t.Config)
+	conn, err := pgsession.Connect(cctx, t.Config)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%w: cannot connect to %s:%d: %v", election.ErrUnreachable, t.Config.Host, t.Config.Port, err)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 // MeasureCommitToDecode measures the latency of this source: it opens a stream
@@ -32,7 +34,11 @@ func MeasureCommitToDecode(ctx context.Context, dsn string, n int) ([]time.Durat
 		return nil, err
 	}
 	defer s.Close(context.WithoutCancel(ctx))
-	conn, err := pgx.Connect(ctx, dsn)
+	ccfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("logical: bench: %w", err)
+	}
+	conn, err := pgsession.Connect(ctx, ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("logical: bench: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 // Querier is what the slot functions need of a connection: *pgx.Conn,
@@ -25,13 +27,15 @@ type Querier interface {
 // "wal_level is replica, not logical; role app lacks REPLICATION". err is set only
 // when the checks themselves failed (the database is unreachable).
 func Available(ctx context.Context, cfg *pgconn.Config) (ok bool, reason string, err error) {
+	cfg = cfg.Copy()
+	pgsession.Apply(cfg)
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, "", fmt.Errorf("logical: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := simpleQuery(ctx, conn, `SELECT current_setting('wal_level'), r.rolreplication OR r.rolsuper,
-		       current_user, current_setting('max_wal_senders'), current_setting('max_replication_slots')
+	rows, err := simpleQuery(ctx, conn, `SELECT pg_catalog.current_setting('wal_level'), r.rolreplication OR r.rolsuper,
+		       current_user, pg_catalog.current_setting('max_wal_senders'), pg_catalog.current_setting('max_replication_slots')
 		  FROM pg_roles r WHERE r.rolname = current_user`)
 	if err != nil {
 		return false, "", fmt.Errorf("logical: read wal_level and role attributes: %w", err)
@@ -94,7 +98,7 @@ type Slot struct {
 
 const slotColumns = `s.slot_name, coalesce(s.plugin, ''), s.temporary, s.active, coalesce(s.active_pid, 0),
 	coalesce(s.confirmed_flush_lsn::text, ''),
-	coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint, coalesce(s.database, '')`
+	coalesce(pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), s.restart_lsn), 0)::bigint, coalesce(s.database, '')`
 
 func scanSlot(row pgx.Row) (Slot, error) {
 	var s Slot
@@ -108,7 +112,7 @@ func scanSlot(row pgx.Row) (Slot, error) {
 func ListSlots(ctx context.Context, db Querier) ([]Slot, error) {
 	rows, err := db.Query(ctx, `SELECT `+slotColumns+`
 		  FROM pg_replication_slots s
-		 WHERE s.slot_type = 'logical' AND s.plugin = 'pgoutput' AND s.database = current_database()
+		 WHERE s.slot_type = 'logical' AND s.plugin = 'pgoutput' AND s.database = pg_catalog.current_database()
 		 ORDER BY s.slot_name`)
 	if err != nil {
 		return nil, fmt.Errorf("logical: list replication slots: %w", err)
@@ -143,7 +147,7 @@ func DropSlot(ctx context.Context, db Querier, name string) error {
 		return err
 	}
 	var cur string
-	if err := db.QueryRow(ctx, "SELECT current_database()").Scan(&cur); err != nil {
+	if err := db.QueryRow(ctx, "SELECT pg_catalog.current_database()").Scan(&cur); err != nil {
 		return fmt.Errorf("logical: drop slot %s: %w", name, err)
 	}
 	switch {
@@ -155,7 +159,7 @@ func DropSlot(ctx context.Context, db Querier, name string) error {
 		return inUse(name, fmt.Sprint(s.ActivePID))
 	}
 	var one int
-	err = db.QueryRow(ctx, "SELECT 1 FROM pg_drop_replication_slot($1)", name).Scan(&one)
+	err = db.QueryRow(ctx, "SELECT 1 FROM pg_catalog.pg_drop_replication_slot($1)", name).Scan(&one)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "55006": // became active meanwhile
@@ -177,7 +181,7 @@ func inUse(name, pid string) error {
 // on for permanent slots (a temporary slot ends with its stream).
 func SlotLag(ctx context.Context, db Querier, slot string) (int64, error) {
 	var lag *int64
-	err := db.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint
+	err := db.QueryRow(ctx, `SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_lsn(), confirmed_flush_lsn)::bigint
 		  FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&lag)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("logical: %w: no replication slot is called %q", ErrNoSlot, slot)

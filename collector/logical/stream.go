@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 // Tx is one committed transaction that changed at least one published table.
@@ -93,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Stream, error) {
 		cc.RuntimeParams = map[string]string{}
 	}
 	cc.RuntimeParams["replication"] = "database"
+	pgsession.Apply(cc)
 	conn, err := pgconn.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, fmt.Errorf("logical: connect for replication: %w", err)

@@ -48,6 +48,20 @@ func ResolveDSN(flag string) (Target, error) {
 	return t, nil
 }
 
+// PasswordWarning is the one-line warning for a connection string given on the
+// command line (flag names the flag) that holds a password: every user of the
+// host can read a process's arguments (ps, /proc/PID/cmdline). Empty when dsn
+// holds none. The warning never quotes the password.
+func PasswordWarning(flag, dsn string) string {
+	for _, pw := range dsnPasswords(dsn) {
+		if pw != "" {
+			return "pgleader: warning: " + flag + " holds a password, which other users of this host can read in the process list (ps); leave it out of " +
+				flag + " and put it in ~/.pgpass (or the file PGPASSFILE names), in PGPASSWORD, or pass the whole connection string in DATABASE_URL"
+		}
+	}
+	return ""
+}
+
 // isURL reports whether dsn is in the URL form.
 func isURL(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")

@@ -35,7 +35,7 @@ func StatementPooling(err error) bool {
 // backend's (pg_backend_pid). It also returns that backend's pid.
 func Between(ctx context.Context, conn *pgx.Conn) (pooled bool, backend uint32, err error) {
 	var pid int32
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid); err != nil {
 		return false, 0, err
 	}
 	return uint32(pid) != conn.PgConn().PID(), uint32(pid), nil

@@ -9,7 +9,8 @@
 // controls reorder what the operator reads. Every view that renders such a string
 // passes it through [String] first; the engine refuses the same characters in the
 // names it accepts (election.ValidateScopeName), with [Unsafe] as the one
-// definition of what is refused.
+// definition of them, and refuses the invisible format characters (Unicode Cf)
+// there too.
 //
 // The escapes are for reading, not for decoding: a backslash is left as it is,
 // so a name that contains the four characters \x1b looks like one that contains
@@ -32,9 +33,10 @@ import (
 //     (U+200E, U+200F), the embeddings and overrides U+202A–U+202E, the isolates
 //     U+2066–U+2069, and the line and paragraph separators U+2028, U+2029.
 //
-// Other invisible characters (zero-width space and joiner) are left alone: they
-// make two names look alike but cannot rewrite the screen or a row, and the
-// joiner is part of many scripts and emoji.
+// Other invisible characters (zero-width space and joiner) are left alone here:
+// they make two names look alike but cannot rewrite the screen or a row, and the
+// joiner is part of many scripts and emoji (names that pgleader accepts hold
+// none: election.ValidateScopeName refuses them).
 func Unsafe(r rune) bool {
 	switch {
 	case r < 0x20, r >= 0x7f && r <= 0x9f:

@@ -38,6 +38,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 // Recorder receives the outcome of every attempted action; *eventlog.Writer is one.
@@ -111,6 +112,8 @@ func NewPool(conn *pgx.ConnConfig, node string, maxConns int32, idleTx time.Dura
 		// transaction anyway).
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 		idleTx = 0
+	} else {
+		pgsession.Apply(&pc.ConnConfig.Config)
 	}
 	if idleTx > 0 {
 		pc.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(max(idleTx.Milliseconds(), 1), 10)

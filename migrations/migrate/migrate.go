@@ -23,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/pooler"
 	"github.com/pgleader/pgleader/migrations"
 )
@@ -131,9 +132,9 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 	cfg.RuntimeParams["pgleader.role_node"] = roles.Node
 	cfg.RuntimeParams["pgleader.role_reader"] = roles.Reader
 	cfg.RuntimeParams["pgleader.role_operator"] = roles.Operator
-	// The migration files name pgleader.* in full; nothing in public may run in
-	// them (the migrating role is often a superuser).
-	cfg.RuntimeParams["search_path"] = "pg_catalog"
+	// The migrating role is often a superuser: nothing in public, "$user" or a
+	// pgleader schema not yet checked (checkOwnership) may run in its session.
+	pgsession.ApplyMigration(&cfg.Config)
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 
@@ -146,10 +147,20 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 		return Result{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+	// A pooler may drop a startup parameter silently (ignore_startup_parameters):
+	// the path must be the one sent before anything else runs.
+	var path string
+	if err := conn.QueryRowContext(ctx, pgsession.ShowSQL).Scan(&path); err != nil {
+		return Result{}, fmt.Errorf("read search_path: %w", err)
+	}
+	if path != pgsession.MigrationSearchPath {
+		return Result{}, fmt.Errorf("%w: the session's search_path is %q, not the %q pgleader migrate sent: a connection pooler dropped the session settings; point the DSN at PostgreSQL itself or a session pooler that passes them",
+			ErrPooler, path, pgsession.MigrationSearchPath)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_catalog.pg_advisory_lock($1)", lockKey); err != nil {
 		return Result{}, fmt.Errorf("take migration lock: %w", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey)
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.pg_advisory_unlock($1)", lockKey)
 
 	if err := checkOwnership(ctx, conn, roles.Owner); err != nil {
 		return Result{}, err
@@ -242,7 +253,7 @@ SELECT ns.nspowner::regrole::text,
        ns.nspowner IN (SELECT oid FROM allowed)
          OR (NOT (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.rolname = current_user)
              AND pg_catalog.pg_has_role(current_user, ns.nspowner, 'MEMBER')),
-       array_to_string(ARRAY(SELECT objs.obj || ' (owner ' || objs.owner::regrole::text || ')' FROM objs
+       pg_catalog.array_to_string(ARRAY(SELECT objs.obj || ' (owner ' || objs.owner::regrole::text || ')' FROM objs
               WHERE objs.owner <> ns.nspowner AND objs.owner NOT IN (SELECT oid FROM allowed)
               ORDER BY 1 LIMIT 5), ', ')
   FROM ns`
