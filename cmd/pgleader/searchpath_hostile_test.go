@@ -182,10 +182,10 @@ func runIn(ctx context.Context, args ...string) (code int, stdout, stderr string
 // TestSearchPathHostile plants exact-type overloads of the functions, aggregates
 // and operators pgleader's statements use in public and in the "$user" schema of
 // every role that runs a command, then runs the commands in this process as
-// those roles: the superuser (migrate, status, history, top, resign, slots), a
+// those roles: the superuser (migrate, status, history, top, resign, slots, scope bind/unbind), a
 // node (node in lock mode and in lease mode, directly and through PgBouncer in
 // transaction mode, with the fenced-write workload), a reader (status, history,
-// top, exporter) and an operator (resign, handover, scope retire). No planted
+// top, exporter) and an operator (resign, handover, scope retire/bindings/key). No planted
 // object may run.
 func TestSearchPathHostile(t *testing.T) {
 	ctx := context.Background()
@@ -394,6 +394,11 @@ func TestSearchPathHostile(t *testing.T) {
 		cmd(strings.Join(args, " ")+" through PgBouncer (transaction pooling)", bounced(role("operator")), args, 3)
 	}
 	cmd("scope retire as operator", as(role("operator")), []string{"scope", "retire", "sp-lock"})
+	cmd("scope bind as superuser", dsn, []string{"scope", "bind", "sp-bound", "--role", role("node")})
+	cmd("scope bind --prefix as superuser", dsn, []string{"scope", "bind", "--prefix", "sp-b/", "--role", role("node")})
+	cmd("scope bindings as operator", as(role("operator")), []string{"scope", "bindings", "-o", "json"})
+	cmd("scope key as operator", as(role("operator")), []string{"scope", "key", "sp-keyed", "4242"})
+	cmd("scope unbind as superuser", dsn, []string{"scope", "unbind", "sp-bound"})
 	cmd("slots list -o json as superuser", dsn, []string{"slots", "list", "-o", "json"})
 	cmd("slots drop as superuser", dsn, []string{"slots", "drop", "sp-none"}, 2) // no such slot: the lookup ran
 	stop1()
