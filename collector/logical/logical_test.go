@@ -642,4 +642,12 @@ func TestMeasureCommitToDecode(t *testing.T) {
 	sorted := append([]time.Duration(nil), d...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	t.Logf("commit → decode over %d commits: p50 %v, p99 %v, max %v", n, sorted[n/2], sorted[n*99/100], sorted[n-1])
+	// The stream's walsender exits a moment after Close; the test database can be
+	// dropped only then.
+	waitFor(t, "the stream's slot released", func() (bool, string) {
+		var active int
+		err := b.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_replication_slots
+			WHERE database = current_database() AND active`).Scan(&active)
+		return err == nil && active == 0, fmt.Sprint(active, err)
+	})
 }
