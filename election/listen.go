@@ -1,16 +1,14 @@
 package election
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/notifybudget"
 )
 
 // The listen session is the only session of a node that LISTENs (on leader_change),
@@ -20,56 +18,30 @@ import (
 // the guard session) a flood puts an unbounded queue in front of that reply
 // (measured: a ping behind 10k queued 7000-byte notifications waits 158 ms, behind
 // 50k, 0.8 s). So notifications reach the node on a session of their own, and what
-// they cost the node is bounded by a budget per window: beyond it the listen
-// session is closed — which drops the server's queue for it at once, without
-// reading it — and the node stays deaf for a while, during which heartbeats find
-// what notifications would have said (within one interval I, as after any lost
-// wake-up). Then it listens again and re-reads (a heartbeat now, and the ring).
+// they cost the node is bounded by a budget per window (notifybudget): beyond it
+// the listen session is closed — which drops the server's queue for it at once,
+// without reading it — and the node stays deaf for a while, during which
+// heartbeats find what notifications would have said (within one interval I, as
+// after any lost wake-up). Then it listens again and re-reads (a heartbeat now,
+// and the ring).
 const (
-	hintWindow = time.Second // the budget's window
-	// Per window, at least: a node's budget is the larger of this and
-	// hintPerScope notifications per scope it campaigns for (hintBudget.limits).
+	// Per notifybudget.Window, at least: a node's budget is the larger of this
+	// and hintPerScope notifications per scope it campaigns for (newHintBudget).
 	hintBudgetMin = 1024
 	// A legitimate burst announces each scope a few times (a claim or release
 	// batch announces every scope it carries; a failover releases and claims).
 	hintPerScope  = 4
-	hintBytesEach = 512              // bytes per notification of the budget: ours are < 300
-	deafFirst     = time.Second      // the first deaf period after a flood; doubles per flood
-	deafMax       = 30 * time.Second // … up to this
-	// A listening period this long without a flood forgets the previous floods.
-	calmAfter  = time.Minute
-	maxSenders = 16 // distinct sender pids counted per window (for the log)
+	hintBytesEach = 512 // bytes per notification of the budget: ours are < 300
 )
 
-// hintBudget counts the notifications of the current window (listenLoop only).
-type hintBudget struct {
-	count0  int // the budget: notifications per window
-	bytes0  int // … and payload bytes
-	start   time.Time
-	count   int
-	bytes   int
-	senders map[uint32]int // pid → notifications this window, at most maxSenders pids
-	acted   map[hint]time.Time
-}
-
-// admit counts n, received at now, and reports whether it is within the budget.
-func (b *hintBudget) admit(now time.Time, n *pgconn.Notification) bool {
-	if b.senders == nil || now.Sub(b.start) >= hintWindow {
-		b.start, b.count, b.bytes, b.senders, b.acted = now, 0, 0, map[uint32]int{}, map[hint]time.Time{}
-	}
-	b.count++
-	b.bytes += len(n.Payload)
-	if _, ok := b.senders[n.PID]; ok || len(b.senders) < maxSenders {
-		b.senders[n.PID]++
-	}
-	return b.count <= b.count0 && b.bytes <= b.bytes0
-}
-
 // newHintBudget is the budget of a node that campaigns for scopes scopes.
-func newHintBudget(scopes int) hintBudget {
+func newHintBudget(scopes int) notifybudget.Budget {
 	n := max(hintBudgetMin, hintPerScope*scopes)
-	return hintBudget{count0: n, bytes0: n * hintBytesEach}
+	return notifybudget.New(n, n*hintBytesEach)
 }
+
+// hintsActed remembers when each hint was last acted on (listenLoop only).
+type hintsActed map[hint]time.Time
 
 // collapse reports whether h only repeats, within spacing, a hint acted on at
 // now; if not, it records h as acted on. A hint asks the node to re-read, and its
@@ -77,9 +49,9 @@ func newHintBudget(scopes int) hintBudget {
 // wake-up. Hints that differ in what they make the node do are kept apart: a
 // release per scope (its claim), a lost node per node (its scopes' claims);
 // resign and handover requests (a heartbeat now, which reads them all) and joins
-// (the ring re-reads its peer, whichever node joined) each by kind alone. The
-// map is bounded by the window's budget.
-func (b *hintBudget) collapse(now time.Time, h hint, spacing time.Duration) bool {
+// (the ring re-reads its peer, whichever node joined) each by kind alone. The map
+// holds at most limit hints (then it starts afresh: a budget's worth).
+func (a hintsActed) collapse(now time.Time, h hint, spacing time.Duration, limit int) bool {
 	k := hint{Event: h.Event}
 	switch h.Event {
 	case "released":
@@ -87,38 +59,22 @@ func (b *hintBudget) collapse(now time.Time, h hint, spacing time.Duration) bool
 	case "node_lost":
 		k.Holder = h.Holder
 	}
-	if at, ok := b.acted[k]; ok && now.Sub(at) < spacing {
+	if at, ok := a[k]; ok && now.Sub(at) < spacing {
 		return true
 	}
-	b.acted[k] = now
+	if len(a) >= limit {
+		clear(a)
+	}
+	a[k] = now
 	return false
-}
-
-// topSenders names the backends that sent most of this window's notifications.
-func (b *hintBudget) topSenders() string {
-	pids := slices.Collect(maps.Keys(b.senders))
-	slices.SortFunc(pids, func(x, y uint32) int { return cmp.Compare(b.senders[y], b.senders[x]) })
-	var out []string
-	for _, pid := range pids[:min(len(pids), 3)] {
-		out = append(out, fmt.Sprintf("pid %d (%d)", pid, b.senders[pid]))
-	}
-	return strings.Join(out, ", ")
-}
-
-// deafFor is how long the node stops listening after its floods-th consecutive flood.
-func deafFor(floods int) time.Duration {
-	d := deafFirst
-	for i := 1; i < floods && d < deafMax; i++ {
-		d *= 2
-	}
-	return min(d, deafMax)
 }
 
 // listener is the state of a session's listen session (listenLoop only; the
 // notification callback runs on listenLoop's goroutine, inside its reads).
 type listener struct {
 	s       *session
-	budget  hintBudget
+	budget  notifybudget.Budget
+	acted   hintsActed
 	flooded bool // the budget of the current window ran out: close the session
 }
 
@@ -130,12 +86,12 @@ func (l *listener) onNotification(_ *pgconn.PgConn, n *pgconn.Notification) {
 		return
 	}
 	now := time.Now()
-	if !l.budget.admit(now, n) {
+	if !l.budget.Admit(now, n.PID, len(n.Payload)) {
 		l.flooded = true
 		return
 	}
 	h, ok := parseHint(n.Payload)
-	if !ok || l.budget.collapse(now, h, l.s.e.cfg.HeartbeatInterval/2) {
+	if !ok || l.acted.collapse(now, h, l.s.e.cfg.HeartbeatInterval/2, hintBudgetMin) {
 		return
 	}
 	l.s.e.onHint(h)
@@ -184,14 +140,15 @@ func (l *listener) listenLoop(conn *pgx.Conn) {
 		}
 		var wait time.Duration
 		if l.flooded {
-			if time.Since(since) >= calmAfter {
+			if time.Since(since) >= notifybudget.CalmAfter {
 				floods = 0
 			}
 			floods++
-			wait = deafFor(floods)
+			wait = notifybudget.DeafFor(floods)
+			count, bytes := l.budget.Window()
 			e.log.Warn("notification flood on leader_change: stopped listening; wake-ups come from heartbeats meanwhile",
-				"node", e.cfg.NodeID, "for", wait, "window", hintWindow, "notifications", l.budget.count,
-				"bytes", l.budget.bytes, "senders", l.budget.topSenders())
+				"node", e.cfg.NodeID, "for", wait, "window", notifybudget.Window, "notifications", count,
+				"bytes", bytes, "senders", l.budget.TopSenders())
 		} else {
 			failures++
 			wait = backoff(failures)
@@ -202,7 +159,7 @@ func (l *listener) listenLoop(conn *pgx.Conn) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			l.flooded, l.budget = false, newHintBudget(len(e.cfg.Scopes))
+			l.flooded, l.budget, l.acted = false, newHintBudget(len(e.cfg.Scopes)), hintsActed{}
 			octx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 			conn, err = l.openListen(octx)
 			cancel()

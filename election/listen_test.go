@@ -5,62 +5,45 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgleader/pgleader/internal/notifybudget"
 )
 
-// The budget admits up to its count and bytes per window, and starts afresh in
-// the next window.
+// A node's budget: at least hintBudgetMin notifications a window, more for a
+// node of many scopes, and as many times hintBytesEach bytes.
 func TestHintBudget(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	small := &pgconn.Notification{PID: 7, Payload: `{"event":"released","scope":"a"}`}
-	big := &pgconn.Notification{PID: 8, Payload: strings.Repeat("x", 7000)}
 	tests := []struct {
 		name     string
 		scopes   int
-		n        *pgconn.Notification
+		size     int
 		admitted int // admitted in one window before the first refusal
 	}{
-		{"SmallPayloadsCount", 3, small, hintBudgetMin},
-		{"LargePayloadsBytes", 3, big, hintBudgetMin * hintBytesEach / 7000},
-		{"ScalesWithScopes", 1000, small, 1000 * hintPerScope},
+		{"SmallPayloadsCount", 3, len(`{"event":"released","scope":"a"}`), hintBudgetMin},
+		{"LargePayloadsBytes", 3, 7000, hintBudgetMin * hintBytesEach / 7000},
+		{"ScalesWithScopes", 1000, 100, 1000 * hintPerScope},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newHintBudget(tt.scopes)
 			got := 0
-			for b.admit(t0, tt.n) {
+			for b.Admit(t0, 1, tt.size) {
 				got++
 			}
 			if got != tt.admitted {
 				t.Errorf("admitted %d in a window, want %d", got, tt.admitted)
 			}
-			if !b.admit(t0.Add(hintWindow), tt.n) {
+			if !b.Admit(t0.Add(notifybudget.Window), 1, tt.size) {
 				t.Error("refused in the next window")
 			}
 		})
 	}
 }
 
-func TestHintBudgetNamesSenders(t *testing.T) {
-	b := newHintBudget(1)
-	for i := range 100 {
-		pid := uint32(1 + i%40) // more pids than it counts
-		if i < 50 {
-			pid = 99
-		}
-		b.admit(time.Unix(0, 0), &pgconn.Notification{PID: pid})
-	}
-	if got := b.topSenders(); !strings.HasPrefix(got, "pid 99 (50), ") || len(b.senders) != maxSenders {
-		t.Errorf("topSenders %q with %d pids counted", got, len(b.senders))
-	}
-}
-
 // A repeated hint is acted on once per spacing; hints that make the node do
 // different things are kept apart.
 func TestHintCollapse(t *testing.T) {
-	b := newHintBudget(1)
+	a := hintsActed{}
 	t0 := time.Unix(1000, 0)
-	b.admit(t0, &pgconn.Notification{})
 	const sp = 50 * time.Millisecond
 	steps := []struct {
 		at       time.Duration
@@ -79,17 +62,15 @@ func TestHintCollapse(t *testing.T) {
 		{sp, hint{Event: "released", Scope: "a"}, false},
 	}
 	for i, s := range steps {
-		if got := b.collapse(t0.Add(s.at), s.h, sp); got != s.collapse {
+		if got := a.collapse(t0.Add(s.at), s.h, sp, 100); got != s.collapse {
 			t.Errorf("step %d %+v at %v: collapse %v, want %v", i, s.h, s.at, got, s.collapse)
 		}
 	}
-}
-
-func TestDeafFor(t *testing.T) {
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, deafMax, deafMax}
-	for i, w := range want {
-		if got := deafFor(i + 1); got != w {
-			t.Errorf("deafFor(%d) = %v, want %v", i+1, got, w)
-		}
+	// Bounded: forged node_lost hints of ever new nodes never grow it past the limit.
+	for i := range 1000 {
+		a.collapse(t0, hint{Event: "node_lost", Holder: strings.Repeat("n", i%50) + string(rune('a'+i%26))}, sp, 100)
+	}
+	if len(a) > 100 {
+		t.Errorf("%d hints remembered, limit 100", len(a))
 	}
 }

@@ -178,7 +178,7 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	}
 	// LISTEN before anything can be missed: a release announced after this point
 	// reaches the node; one announced before it is found by the first claim.
-	l := &listener{s: s, budget: newHintBudget(len(e.cfg.Scopes))}
+	l := &listener{s: s, budget: newHintBudget(len(e.cfg.Scopes)), acted: hintsActed{}}
 	if listen, err = l.openListen(cctx); err != nil {
 		return fail(fmt.Errorf("%w: listen session: %w", ErrUnreachable, err))
 	}
