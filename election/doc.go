@@ -71,7 +71,9 @@
 //     published with every claim, and nothing else. While the node leads
 //     any scope it has the same idle_session_timeout L and is pinged with every
 //     heartbeat (and in between, should a long batch delay one);
-//     a node that leads nothing leaves it idle without a lease. The guard is held
+//     a node that leads nothing leaves it idle without a lease (nothing reads
+//     it then: its loss is seen by the socket watcher, or by the statement that
+//     arms the lease before a new term's gate may open). The guard is held
 //     for as long as any gate of this node may be open; see "No overlap" below.
 //   - The watch session: blocked in pgleader.await_release on the beacon of one
 //     peer, the next live node in node_id order (pgleader.ring_next; every
