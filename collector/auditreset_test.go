@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
@@ -83,21 +84,42 @@ func TestAuditReset(t *testing.T) {
 				}
 
 				// Every row of the new history exactly once, after the reset event;
-				// one reset event.
-				want := map[int64]bool{}
-				rows, err := admin.Query(context.Background(), "SELECT id FROM pgleader.audit WHERE kind = ANY ($1)", auditKinds)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for rows.Next() {
-					var id int64
-					if err := rows.Scan(&id); err != nil {
+				// one reset event. The history is read until it holds every row an
+				// event names: a transaction decoded from the WAL can reach the
+				// collector before its commit is visible to a new snapshot (the
+				// commit record is flushed before the backend leaves the proc
+				// array), and the claim of n2 commits last.
+				var want map[int64]bool
+				readWant := func() map[int64]bool {
+					m := map[int64]bool{}
+					rows, err := admin.Query(context.Background(), "SELECT id FROM pgleader.audit WHERE kind = ANY ($1)", auditKinds)
+					if err != nil {
 						t.Fatal(err)
 					}
-					want[id] = true
+					for rows.Next() {
+						var id int64
+						if err := rows.Scan(&id); err != nil {
+							t.Fatal(err)
+						}
+						m[id] = true
+					}
+					if err := rows.Err(); err != nil {
+						t.Fatal(err)
+					}
+					return m
 				}
-				if err := rows.Err(); err != nil {
-					t.Fatal(err)
+				deadline := time.Now().Add(time.Second)
+				for want = readWant(); time.Now().Before(deadline); want = readWant() {
+					seen := true
+					for _, e := range rec.all() {
+						if e.Seq > reset.Seq && e.AuditID != 0 && !want[e.AuditID] {
+							seen = false
+						}
+					}
+					if seen {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
 				}
 				pgtest.WaitFor(t, "an event per row of the new history", wait, func() bool {
 					n := 0

@@ -2,10 +2,14 @@ package collector
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/internal/notifybudget"
 )
 
 const (
@@ -17,14 +21,30 @@ const (
 	// listenPing: a listener that heard nothing for this long pings its
 	// connection, so a silently dead path is noticed even without keepalives.
 	listenPing = 30 * time.Second
+	// listenBudget and listenBudgetBytes bound what the listener takes in per
+	// notifybudget.Window, before any read: receiving a notification costs the
+	// collector a parse whatever it does next. A legitimate burst — each scope
+	// of a claim or release batch announced, a failover releasing and claiming —
+	// stays below it up to about 2,000 scopes; beyond, the collector polls for
+	// a second (notifybudget.DeafFor), as it does for a flood.
+	listenBudget      = 8192
+	listenBudgetBytes = listenBudget * 512
 )
+
+// errFlood: the listener took in more than its budget in one window.
+var errFlood = errors.New("notification flood on leader_change")
 
 // listen keeps the listener connection: LISTEN first, then ask for a full read,
 // then turn every notification into a read request (notified). Payloads are not
-// read: anyone may NOTIFY anything on the channel.
+// read: anyone may NOTIFY anything on the channel. Past its budget (a flood) the
+// listener closes its connection, which drops what the server still queues for
+// it unread, and the collector polls for notifybudget.DeafFor before it listens
+// again.
 func (c *Collector) listen(ctx context.Context) {
 	failures := 0
 	connected := false
+	floods := 0
+	var since time.Time // when the listener last began to listen
 	for ctx.Err() == nil {
 		conn, err := c.connect(ctx, appListener, nil)
 		if err == nil && c.pooled.Load() {
@@ -59,6 +79,7 @@ func (c *Collector) listen(ctx context.Context) {
 			c.log.Info("collector listening again", "database", c.database)
 		}
 		connected, failures = true, 0
+		since = time.Now()
 		c.listening.Store(true)
 		c.Refresh() // the full read that makes the notifications from now on sufficient
 		err = c.wait(ctx, conn)
@@ -68,22 +89,39 @@ func (c *Collector) listen(ctx context.Context) {
 			return
 		}
 		c.noteSourceError("listener", err)
+		failures = 1
+		if errors.Is(err, errFlood) {
+			if time.Since(since) >= notifybudget.CalmAfter {
+				floods = 0
+			}
+			floods++
+			d := notifybudget.DeafFor(floods)
+			c.log.Warn("collector stopped listening: notification flood; polling meanwhile", "database", c.database, "for", d, "err", err)
+			c.Refresh() // publish the polling source now
+			sleepCtx(ctx, d)
+			continue
+		}
 		c.log.Warn("collector lost its LISTEN connection; polling until it is back", "database", c.database, "err", err)
 		c.Refresh() // publish the polling source now
-		failures = 1
 		sleepCtx(ctx, backoff(failures))
 	}
 }
 
-// wait turns notifications into reads (notified) until the connection fails or
-// ctx ends.
+// wait turns notifications into reads (notified) until the connection fails, the
+// budget runs out (errFlood) or ctx ends.
 func (c *Collector) wait(ctx context.Context, conn *pgx.Conn) error {
+	budget := notifybudget.New(listenBudget, listenBudgetBytes)
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenPing)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:
+			if !budget.Admit(time.Now(), n.PID, len(n.Payload)) {
+				count, bytes := budget.Window()
+				return fmt.Errorf("%w: %d notifications, %d bytes within %v (top senders: %s)",
+					errFlood, count, bytes, notifybudget.Window, budget.TopSenders())
+			}
 			c.notified()
 			continue
 		case ctx.Err() != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,4 +212,56 @@ func measureReads(t *testing.T, c *Collector, d time.Duration, during func()) re
 	h1 := c.Snapshot().Health
 	return readRate{began: began, took: time.Since(began), reads: h1.Polls - h0.Polls,
 		notifications: h1.Notifications - h0.Notifications, coalesced: h1.NotificationsCoalesced - h0.NotificationsCoalesced}
+}
+
+// A flood of large notifications costs the listener at most its budget per
+// listening spell: past it, it closes its connection (dropping the server's queue
+// for it), polls for a while and listens again; a real election during the flood
+// is still published (by the poll).
+func TestNotifyFloodBounded(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	cfg := testConfig(t, dsn)
+	cfg.Source = SourceModeNotify
+	cfg.PollInterval = DefaultPollInterval
+	c := newCollector(t, cfg)
+	rec := record(t, c)
+	run(t, c)
+	waitSnap(t, c, "live", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
+
+	ctx, stop := context.WithCancel(context.Background())
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			conn := connect(t, dsn)
+			for ctx.Err() == nil {
+				if _, err := conn.Exec(ctx, "SELECT pg_notify('leader_change', g::text || repeat('x', 7000)) FROM generate_series(1, 100) g"); err != nil {
+					return
+				}
+				sent.Add(100)
+			}
+		})
+	}
+	flood := measureReads(t, c, 4*time.Second, func() {
+		time.Sleep(500 * time.Millisecond)
+		startNode(t, dsn, "n1", "s")
+		rec.waitEvent(t, "elected n1 during the flood", func(e Event) bool { return e.Kind == EventElected && e.Scope == "s" })
+	})
+	stop()
+	wg.Wait()
+	h := c.Snapshot().Health
+	t.Logf("flood of %d notifications of 7000 bytes in %v: %d received, %d reads; listener: %s",
+		sent.Load(), flood.took.Round(time.Millisecond), flood.notifications, flood.reads, h.LastError)
+	// Listening spells during the flood: the first, then one after each deaf
+	// period (1 s, 2 s, …), each at most a budget's worth of bytes.
+	spells := uint64(1 + flood.took/time.Second)
+	if bound := spells * (listenBudgetBytes/7000 + 1); flood.notifications > bound {
+		t.Errorf("%d notifications received in %v of flood, bound %d (%d listening spells)", flood.notifications, flood.took, bound, spells)
+	}
+	if uint64(sent.Load()) < 4*spells*(listenBudgetBytes/7000+1) {
+		t.Fatalf("only %d notifications sent: the flood is too weak to test the bound", sent.Load())
+	}
+	if !strings.Contains(h.LastError, "notification flood") {
+		t.Errorf("Health does not name the flood: %q", h.LastError)
+	}
 }

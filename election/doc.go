@@ -56,7 +56,7 @@
 // node's metrics to Prometheus; package electiontest gives a service's unit tests
 // an Elector that leads when the test says so.
 //
-// # Moving parts (per node): three connections, whatever the number of scopes
+// # Moving parts (per node): four connections, whatever the number of scopes
 //
 //   - The leadership session: one dedicated, non-pooled connection. It holds the
 //     session advisory lock of every scope this node leads, and the node's beacon:
@@ -68,10 +68,12 @@
 //     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot
 //     fire before L, and client_connection_check_interval.
 //   - The guard session: holds the node's guard lock, a random advisory key
-//     published with every claim, and LISTENs on leader_change. While the node leads
+//     published with every claim, and nothing else. While the node leads
 //     any scope it has the same idle_session_timeout L and is pinged with every
 //     heartbeat (and in between, should a long batch delay one);
-//     a node that leads nothing leaves it idle without a lease. The guard is held
+//     a node that leads nothing leaves it idle without a lease (nothing reads
+//     it then: its loss is seen by the socket watcher, or by the statement that
+//     arms the lease before a new term's gate may open). The guard is held
 //     for as long as any gate of this node may be open; see "No overlap" below.
 //   - The watch session: blocked in pgleader.await_release on the beacon of one
 //     peer, the next live node in node_id order (pgleader.ring_next; every
@@ -87,6 +89,16 @@
 //     between itself and that peer. The watch session also serves a new term's
 //     waits for its predecessors' guards (those come first: the peer wait is
 //     interrupted with a cancel request and resumed after).
+//   - The listen session: the only one that LISTENs (leader_change), and the only
+//     one a notification ever reaches; nothing waits on it. PostgreSQL sends a
+//     listening session every pending notification before the reply to any
+//     statement, and any role may NOTIFY: on the guard or the leadership session
+//     a flood would queue the heartbeat's reply behind all of it (measured: a
+//     ping behind 10k queued 7000-byte notifications waited 158 ms, behind 50k,
+//     0.8 s), and no client-side draining can bound a queue the server holds.
+//     Losing it ends nothing (it is reopened; then a heartbeat and a ring
+//     re-read catch up). Its backend exits with the others at a crash, which is
+//     its price: one more idle session of a dying process (docs/design.md §4).
 //   - Load on the server: a follower sends one statement per heartbeat interval (its
 //     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
 //     round trip, and the guard ping); the blocked watch statement costs nothing.
@@ -141,6 +153,21 @@
 // that died with its peer, a notification missed across a reconnection) costs at
 // most one heartbeat interval. A foreign session squatting a scope's key is
 // likewise retried at every heartbeat.
+//
+// A notification flood therefore costs leadership nothing and the node a bounded
+// amount of work. The heartbeat's statements (leadership and guard sessions) never
+// wait behind a notification (above). What the listen session takes in is
+// budgeted per second — max(1024, 4 per scope) notifications, 512 bytes each —
+// and a hint that repeats one acted on within I/2 is collapsed (per scope for a
+// release, per node for a lost node, per kind for resign or handover requests and
+// joins). Beyond the budget the node closes its listen session, which drops what
+// the server still queues for it unread, and stays deaf for 1 s, doubling per
+// consecutive flood up to 30 s, logging the top senders' pids; its heartbeats
+// find meanwhile what the hints would have said, within I. A wake-up that a flood
+// hides costs at most I, like any lost one. TestNotifyFloodLeavesLeadershipAlone
+// (a CONNECT-only role, three flooding connections, the chaos harness's timing)
+// and the chaos scenario notify-flood check that no heartbeat fails, no gate
+// closes and no epoch moves.
 //
 // # States of a scope
 //

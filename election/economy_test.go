@@ -42,7 +42,7 @@ func connectionsOf(t testing.TB, dsn string, ids ...string) map[string]int {
 	return got
 }
 
-// Three connections per node, whatever the number of scopes; every scope led once;
+// Four connections per node, whatever the number of scopes; every scope led once;
 // the node that leads most scopes killed (its leadership backend terminated) → every
 // one of them led again by the others, in batches, with dense epochs.
 func TestConnectionEconomy(t *testing.T) {
@@ -71,19 +71,19 @@ func TestConnectionEconomy(t *testing.T) {
 	}
 	pgtest.WaitFor(t, "every scope led by exactly one node", 15*time.Second, func() bool { return total(ledBy()) == len(scopes) })
 
-	t.Run("ThreeConnectionsPerNode", func(t *testing.T) {
+	t.Run("FourConnectionsPerNode", func(t *testing.T) {
 		// Give every node time to open its watch connection and settle.
-		pgtest.WaitFor(t, "every node's three sessions", 5*time.Second, func() bool {
+		pgtest.WaitFor(t, "every node's four sessions", 5*time.Second, func() bool {
 			for _, n := range connectionsOf(t, dsn, ids...) {
-				if n != 3 {
+				if n != 4 {
 					return false
 				}
 			}
 			return true
 		})
 		for id, n := range connectionsOf(t, dsn, ids...) {
-			if n != 3 {
-				t.Errorf("%s has %d server connections, want 3 (leadership, guard, watch)", id, n)
+			if n != 4 {
+				t.Errorf("%s has %d server connections, want 4 (leadership, guard, watch, listen)", id, n)
 			}
 		}
 		// Followers hold no lock on the scopes they follow: one exclusive lock per

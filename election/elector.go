@@ -250,11 +250,11 @@ func (e *Elector) campaignAll(ctx context.Context) error {
 	campaigns.Wait()
 
 	// Not under sessMu: markStopped waits for the leadership connection, which a
-	// heartbeat may hold while it waits for the guard loop, and the guard loop's
-	// notification handler takes sessMu (currentSession). Held across the
-	// statement, that cycle stalled until the heartbeat timed out, which lost the
-	// session, and node_stopped was never recorded: a clean stop looked like a
-	// crash (the collector reported NO LEADER, not IDLE).
+	// heartbeat may hold, and nothing that waits while holding sessMu may sit
+	// behind a statement (the listen loop's hints take it too: currentSession). A
+	// stall here until the heartbeat timed out lost the session, and node_stopped
+	// was never recorded: a clean stop looked like a crash (the collector
+	// reported NO LEADER, not IDLE).
 	e.sessMu.Lock()
 	sess := e.sess
 	e.sessMu.Unlock()
@@ -348,22 +348,34 @@ func (e *Elector) currentSession() *session {
 	return e.sess
 }
 
-// onNotification handles a leader_change payload. Anyone can NOTIFY anything, so a
+// hint is a leader_change payload: only a hint, since anyone may NOTIFY anything.
+type hint struct {
+	Scope  string `json:"scope"`
+	Holder string `json:"holder"`
+	Event  string `json:"event"`
+	To     string `json:"to"`
+	By     string `json:"by"`
+}
+
+// parseHint reads a leader_change payload; false if it is not one.
+func parseHint(payload string) (hint, bool) {
+	var h hint
+	return h, json.Unmarshal([]byte(payload), &h) == nil
+}
+
+// onNotification handles a leader_change payload (see onHint).
+func (e *Elector) onNotification(payload string) {
+	if h, ok := parseHint(payload); ok {
+		e.onHint(h)
+	}
+}
+
+// onHint acts on a leader_change payload. Anyone can NOTIFY anything, so a
 // payload is only a hint (the lock and the claim function decide): to claim a
 // released scope or the scopes of a node whose leadership session was lost, or to
 // heartbeat now because an operator asked this node to resign or hand over a
 // scope it leads (the heartbeat reads the request from the database).
-func (e *Elector) onNotification(payload string) {
-	var n struct {
-		Scope  string `json:"scope"`
-		Holder string `json:"holder"`
-		Event  string `json:"event"`
-		To     string `json:"to"`
-		By     string `json:"by"`
-	}
-	if json.Unmarshal([]byte(payload), &n) != nil {
-		return
-	}
+func (e *Elector) onHint(n hint) {
 	switch n.Event {
 	case "released":
 		sc := e.scopes[n.Scope]

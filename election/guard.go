@@ -14,8 +14,7 @@ type guardReq struct {
 	reply chan error
 }
 
-// guardDo runs fn on the guard connection, in guardLoop, interrupting its wait for
-// notifications.
+// guardDo runs fn on the guard connection, in guardLoop.
 func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) error) error {
 	req := guardReq{ctx: ctx, run: fn, reply: make(chan error, 1)}
 	select {
@@ -24,11 +23,6 @@ func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) erro
 		return errSessionLost
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-	// Sent first, then woken: guardLoop publishes its wake-up before it looks for
-	// requests, so either it sees this request or this call interrupts its wait.
-	if wake := s.guardWake.Load(); wake != nil {
-		(*wake)()
 	}
 	select {
 	case err := <-req.reply:
@@ -40,28 +34,30 @@ func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) erro
 	}
 }
 
-// guardLoop owns the guard connection: it waits for leader_change notifications and
-// runs guardDo requests (lease arming, the heartbeat's ping) in between. While the
-// lease is armed and no heartbeat has pinged the guard for an interval (the
-// leadership session is busy with a long batch), it pings the guard itself: the
-// guard must never expire while the process runs, and must never expire before
-// the trust of the last heartbeat has (the heartbeat's own ping, sent after the
-// heartbeat started, sees to that: see "No overlap" in the package doc). A broken
-// guard connection loses the session.
+// guardLoop owns the guard connection: it runs guardDo requests (lease arming, the
+// heartbeat's ping) one at a time. The guard session does not LISTEN (the listen
+// session does, listen.go), so the reply to a request is never queued behind
+// notifications: the heartbeat's ping costs one round trip whatever anyone
+// NOTIFYs. While the lease is armed and no heartbeat has pinged the guard for an
+// interval (the leadership session is busy with a long batch), it pings the guard
+// itself: the guard must never expire while the process runs, and must never
+// expire before the trust of the last heartbeat has (the heartbeat's own ping,
+// sent after the heartbeat started, sees to that: see "No overlap" in the package
+// doc). A broken guard connection loses the session.
 func (s *session) guardLoop() {
 	T := s.e.cfg.HeartbeatTimeout
+	ping := time.NewTimer(time.Hour)
+	defer ping.Stop()
 	for !s.isLost() {
-		var wctx context.Context
-		var wake context.CancelFunc
+		var due <-chan time.Time
 		if s.guardLease {
-			wctx, wake = context.WithDeadline(s.ctx, s.guardPing)
-		} else {
-			wctx, wake = context.WithCancel(s.ctx)
+			ping.Reset(time.Until(s.guardPing))
+			due = ping.C
 		}
-		s.guardWake.Store(&wake)
 		select {
+		case <-s.ctx.Done():
+			return
 		case req := <-s.guardReqs:
-			wake()
 			err := req.ctx.Err()
 			if err == nil {
 				err = req.run(req.ctx)
@@ -71,11 +67,7 @@ func (s *session) guardLoop() {
 				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
-			continue
-		default:
-		}
-		if s.guardLease && !time.Now().Before(s.guardPing) {
-			wake()
+		case <-due:
 			ctx, cancel := s.stmtCtx(T)
 			err := s.pingGuard(ctx)
 			cancel()
@@ -83,17 +75,6 @@ func (s *session) guardLoop() {
 				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
-			continue
-		}
-		n, err := s.guard.WaitForNotification(wctx)
-		interrupted := wctx.Err() != nil
-		wake()
-		if n != nil {
-			s.e.onNotification(n.Payload)
-		}
-		if err != nil && !interrupted {
-			s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
-			return
 		}
 	}
 }

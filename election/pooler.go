@@ -109,16 +109,21 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 }
 
 // dial opens one of the engine's dedicated connections (role: leadership, guard,
-// watch) with the session settings of connConfig. A pooler that refuses them in
-// the startup packet (PgBouncer accepts only a few there) gets them as SETs on the
-// session once connected instead: only a session pooler keeps them, and
-// checkSessionPath refuses any other at start. mode overrides the query exec
-// mode when not zero.
+// watch, listen) with the session settings of connConfig. mode overrides the
+// query exec mode when not zero.
 func (e *Elector) dial(ctx context.Context, role string, leased bool, mode pgx.QueryExecMode) (*pgx.Conn, error) {
 	cfg := e.connConfig(role, leased)
 	if mode != 0 {
 		cfg.DefaultQueryExecMode = mode
 	}
+	return e.connect(ctx, cfg)
+}
+
+// connect opens a connection of cfg (from connConfig). A pooler that refuses its
+// session settings in the startup packet (PgBouncer accepts only a few there) gets
+// them as SETs on the session once connected instead: only a session pooler keeps
+// them, and checkSessionPath refuses any other at start.
+func (e *Elector) connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err == nil || !pooler.StartupRefused(err) {
 		return conn, err

@@ -10,7 +10,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,10 +23,11 @@ var errSessionLost = errors.New("leadership session lost")
 
 // session is one incarnation of a node's leadership: the leadership connection (the
 // scopes' advisory locks and the node's beacon; claims, heartbeats, releases) and the
-// guard connection (the guard lock, and LISTEN leader_change). They are lost
-// together: when either breaks, every term of the session ends, its gates close, and
-// only then are the connections dropped, which frees the guard (see "No overlap" in
-// the package doc).
+// guard connection (the guard lock). They are lost together: when either breaks,
+// every term of the session ends, its gates close, and only then are the
+// connections dropped, which frees the guard (see "No overlap" in the package doc).
+// The session also owns the listen connection (LISTEN leader_change, listen.go),
+// which carries hints only: losing it ends nothing.
 type session struct {
 	e         *Elector
 	lead      *pgx.Conn
@@ -38,10 +38,9 @@ type session struct {
 
 	mu sync.Mutex // serialises statements on lead
 
-	// The guard connection belongs to guardLoop, which waits for notifications on
-	// it and runs guardReqs in between; guardWake interrupts the wait.
+	// The guard connection belongs to guardLoop, which runs guardReqs and pings the
+	// leased guard. It never LISTENs: its replies are never behind notifications.
 	guardReqs  chan guardReq
-	guardWake  atomic.Pointer[context.CancelFunc]
 	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
 	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
 
@@ -60,7 +59,7 @@ type session struct {
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
 
-	loops      sync.WaitGroup // guardLoop
+	loops      sync.WaitGroup // guardLoop, listenLoop
 	lostOnce   sync.Once
 	lost       chan struct{}
 	lostReason Reason
@@ -153,10 +152,14 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		hbKick: make(chan struct{}, 1)}
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	var listen *pgx.Conn
 	fail := func(err error) (*session, error) {
 		s.cancel()
 		lead.Close(context.Background())
 		guard.Close(context.Background())
+		if listen != nil {
+			listen.Close(context.Background())
+		}
 		return nil, err
 	}
 	// A session that landed on a standby (a DSN or endpoint that does not select the
@@ -169,16 +172,14 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		return fail(fmt.Errorf("%w: %s:%d is a standby (in recovery); point the DSN at the primary: list every host with target_session_attrs=read-write, or use the read-write endpoint",
 			ErrUnreachable, lead.Config().Host, lead.Config().Port))
 	}
-	// LISTEN before anything can be missed: a release announced after this point
-	// reaches the node; one announced before it is found by the first claim.
 	if _, err := guard.Exec(cctx, "SELECT pgleader.session_lock($1)", s.guardKey); err != nil {
 		return fail(fmt.Errorf("take guard lock: %w", err))
 	}
-	if testBeforeListen != nil {
-		testBeforeListen(e)
-	}
-	if _, err := guard.Exec(cctx, "LISTEN leader_change"); err != nil {
-		return fail(fmt.Errorf("listen on the guard session: %w", err))
+	// LISTEN before anything can be missed: a release announced after this point
+	// reaches the node; one announced before it is found by the first claim.
+	l := &listener{s: s, budget: newHintBudget(len(e.cfg.Scopes)), acted: hintsActed{}}
+	if listen, err = l.openListen(cctx); err != nil {
+		return fail(fmt.Errorf("%w: listen session: %w", ErrUnreachable, err))
 	}
 	if _, err := lead.Exec(cctx, "SELECT pgleader.session_lock($1)", s.beaconKey); err != nil {
 		return fail(fmt.Errorf("take beacon lock: %w", err))
@@ -208,11 +209,12 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		}
 	}
 	s.loops.Go(s.guardLoop)
+	s.loops.Go(func() { l.listenLoop(listen) })
 	return s, nil
 }
 
-// testBeforeListen, set only by tests before any Elector starts, runs in
-// openSession just before the guard session LISTENs.
+// testBeforeListen, set only by tests before any Elector starts, runs just
+// before a listen session LISTENs.
 var testBeforeListen func(e *Elector)
 
 // warm runs the claim, heartbeat, release and await functions on a private

@@ -87,12 +87,12 @@ func TestShortProfile(t *testing.T) {
 	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: dir, Seed: 1,
 		Duration: 4 * time.Second,
 		Scenarios: []string{"kill9", "stop-short", "stop-long", "pause-write", "terminate", "pg-immediate", "net-hang", "latency-low", "partition",
-			"pg-failover-sync", "pg-failover-async", "squat", "handover"},
+			"pg-failover-sync", "pg-failover-async", "squat", "handover", "notify-flood"},
 		Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProfile(t, rs, &progress, 13, nil)
+	checkProfile(t, rs, &progress, 14, nil)
 }
 
 // TestLeaseProfile is lease mode's chaos profile in `make test`: every node through

@@ -296,6 +296,8 @@ var scenarios = []scenario{
 			e.fault("notify-storm", "", t0, monotime.Now())
 			return err
 		}},
+	{name: "notify-flood", about: "a role with nothing but CONNECT floods leader_change for the whole run (7000-byte payloads and forged events, three connections): no heartbeat may fail, no gate close, no leadership move",
+		expect: checker.Footprint{FaultApplied: true, NoTransition: true}, run: notifyFlood},
 	{name: "squat", about: "a foreign session queues on a scope's key behind the leader, gets it when the leader is killed, holds it a while and lets go: a collector must name it, leadership must resume",
 		expect: takeover, notLease: "no advisory lock to squat", run: leaderFaults(squat)},
 	{name: "pg-immediate", about: "PostgreSQL stop -m immediate (a crash) and start", needsServer: true,
