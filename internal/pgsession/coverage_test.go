@@ -38,6 +38,7 @@ var reviewed = map[string]struct {
 	"lab/bench/limit.go":      {3, "bench harness"},
 	"lab/bench/scale.go":      {1, "bench harness"},
 	"lab/chaos/chaos.go":      {3, "chaos harness"},
+	"lab/chaos/flood.go":      {1, "chaos harness: the NOTIFY flood of a CONNECT-only role, on a database it set up"},
 	"lab/pgserver/server.go":  {2, "the server's own start-up and admin"},
 	"lab/pgserver/standby.go": {2, "the server's own start-up and admin"},
 }
