@@ -2,8 +2,6 @@ package election
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/internal/retry"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Elector campaigns for its scopes on behalf of one node (process). Create it with
@@ -95,13 +94,10 @@ func New(cfg Config) (*Elector, error) {
 	return e, nil
 }
 
-// LockKey returns the default advisory-lock key of a scope: the first 8 bytes of
-// sha256(scope) as a big-endian signed integer, the same value as
-// `SELECT pgleader.lock_key(scope)`.
-func LockKey(scope string) int64 {
-	sum := sha256.Sum256([]byte(scope))
-	return int64(binary.BigEndian.Uint64(sum[:8]))
-}
+// LockKey returns the default advisory-lock key of a scope, the same value as
+// `SELECT pgleader.lock_key(scope)`: protocol.LockKey, under the name this package
+// has always exported.
+func LockKey(scope string) int64 { return protocol.LockKey(scope) }
 
 // NodeID returns the node id this elector campaigns as.
 func (e *Elector) NodeID() string { return e.cfg.NodeID }

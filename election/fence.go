@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Execer is what Fence needs of a transaction: pgx.Tx, *pgx.Conn and pgxpool types
@@ -23,8 +25,9 @@ type Execer interface {
 // holder, and treat SQLSTATE FencedSQLState as ErrFenced.
 const FenceSQL = "SELECT pgleader.fence($1, $2, $3)"
 
-// FencedSQLState is the SQLSTATE pgleader.fence raises for a stale epoch.
-const FencedSQLState = "PLF01"
+// FencedSQLState is the SQLSTATE pgleader.fence raises for a stale epoch:
+// protocol.SQLStateFenced, under the name this package has always exported.
+const FencedSQLState = protocol.SQLStateFenced
 
 // Fence makes the caller's transaction conditional on tok's epoch still being the
 // scope's current term at commit (S3): call it inside the transaction, before or
