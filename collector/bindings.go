@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // ErrBindingRefused: the database refused a change of a scope's binding or lock
@@ -125,7 +127,7 @@ func bindingError(what string, err error) error {
 	case "42501":
 		return fmt.Errorf("%w: %s: %s: binding scopes is the schema owner's (run it as the migrating role, a member of pgleader_owner); setting a lock key needs pgleader_operator",
 			ErrBindingRefused, what, msg)
-	case "42704", "22023", "23505", "PLF07":
+	case "42704", "22023", "23505", protocol.SQLStateRefused:
 		return fmt.Errorf("%w: %s: %s", ErrBindingRefused, what, msg)
 	}
 	return fmt.Errorf("collector: %s: %w", what, err)

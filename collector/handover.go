@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgleader/pgleader/protocol"
 )
 
 var (
@@ -76,7 +78,7 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 	// hint to read again, and the read is also repeated every 50 ms (the only
 	// way through a pooler, which notifications do not cross).
 	if !c.pooled.Load() {
-		if _, err := conn.Exec(ctx, "LISTEN leader_change"); err != nil {
+		if _, err := conn.Exec(ctx, "LISTEN "+protocol.NotifyChannel); err != nil {
 			return res, fmt.Errorf("collector: handover %s: listen: %w", scope, err)
 		}
 	}
@@ -89,7 +91,7 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 	if err := conn.QueryRow(ctx, "SELECT epoch, holder, target FROM pgleader.request_handover($1, $2, $3, $4)",
 		scope, target, timeout.Milliseconds(), via).Scan(&res.FromEpoch, &holder, &res.To); err != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "PLF07" {
+		if errors.As(err, &pe) && pe.Code == protocol.SQLStateRefused {
 			return res, fmt.Errorf("%w: %s", ErrHandoverRefused, strings.TrimPrefix(pe.Message, "pgleader: "))
 		}
 		return res, fmt.Errorf("collector: handover %s: %w", scope, err)
@@ -158,7 +160,7 @@ func (c *Collector) Retire(ctx context.Context, scope, via string) (bool, error)
 	var done bool
 	if err := conn.QueryRow(ctx, "SELECT pgleader.retire_scope($1, $2)", scope, via).Scan(&done); err != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "PLF08" {
+		if errors.As(err, &pe) && pe.Code == protocol.SQLStateRetireRefused {
 			return false, fmt.Errorf("%w: %s", ErrRetireRefused, strings.TrimPrefix(pe.Message, "pgleader: "))
 		}
 		return false, fmt.Errorf("collector: retire %s: %w", scope, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/notifybudget"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 const (
@@ -55,7 +56,7 @@ func (c *Collector) listen(ctx context.Context) {
 			return
 		}
 		if err == nil {
-			if _, err = conn.Exec(ctx, "LISTEN leader_change"); err != nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+protocol.NotifyChannel); err != nil {
 				closeConn(conn)
 			}
 		}

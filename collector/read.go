@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 const (
@@ -443,7 +443,7 @@ func scanScope(row pgx.CollectableRow) (scopeRow, error) {
 	s.LockPIDs, s.OtherPIDs = ints(excl), ints(other)
 	if tID != nil {
 		t := Term{ID: *tID, Scope: s.Name, Epoch: *tEpoch, Holder: str(tHolder), Hostname: str(tHost),
-			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: election.Reason(str(tReason)),
+			HolderPID: num(tPID), AcquiredAt: tm(tAcq), ReleasedAt: tm(tRel), EndedBy: protocol.Reason(str(tReason)),
 			HandedTo: str(tHandedTo)}
 		if tGap != nil {
 			t.HandoverGap = time.Duration(*tGap) * time.Microsecond
@@ -502,7 +502,7 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 		return t, err
 	}
 	t.HandedTo = str(to)
-	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), election.Reason(str(reason))
+	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), protocol.Reason(str(reason))
 	if gap != nil {
 		t.HandoverGap = time.Duration(*gap) * time.Microsecond
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Source says where the collector's picture comes from.
@@ -266,10 +266,10 @@ func (n Node) Role(scope string) Role {
 	return RoleNone
 }
 
-// Reason is why a term ended: the engine's vocabulary (election.Reason, with its
-// constants and its Known and Clean methods), named here so that the views, which
-// read collector types only, share it without importing the engine.
-type Reason = election.Reason
+// Reason is why a term ended: protocol.Reason (with its constants and its Known,
+// Recorded and Clean methods), named here so that the views, which read collector
+// types only, share it.
+type Reason = protocol.Reason
 
 // Term is a row of pgleader.terms.
 type Term struct {
@@ -281,7 +281,7 @@ type Term struct {
 	HolderPID  int       `json:"holder_pid,omitempty"`
 	AcquiredAt time.Time `json:"acquired_at"`
 	ReleasedAt time.Time `json:"released_at,omitzero"` // zero while open
-	// EndedBy is release_reason, in the engine's vocabulary (election.Reason):
+	// EndedBy is release_reason, in the protocol's vocabulary (protocol.Reason):
 	// resigned, shutdown, handed_over, lost_connection, heartbeat_timeout, evicted
 	// or crashed ("" while open).
 	EndedBy Reason `json:"ended_by,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/notifybudget"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // The listen session is the only session of a node that LISTENs (on leader_change),
@@ -109,7 +110,7 @@ func (l *listener) openListen(ctx context.Context) (*pgx.Conn, error) {
 	if testBeforeListen != nil {
 		testBeforeListen(e)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN leader_change"); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+protocol.NotifyChannel); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("listen: %w", err)
 	}
