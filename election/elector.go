@@ -346,11 +346,11 @@ func (e *Elector) currentSession() *session {
 
 // hint is a leader_change payload: only a hint, since anyone may NOTIFY anything.
 type hint struct {
-	Scope  string `json:"scope"`
-	Holder string `json:"holder"`
-	Event  string `json:"event"`
-	To     string `json:"to"`
-	By     string `json:"by"`
+	Scope  string               `json:"scope"`
+	Holder string               `json:"holder"`
+	Event  protocol.NotifyEvent `json:"event"`
+	To     string               `json:"to"`
+	By     string               `json:"by"`
 }
 
 // parseHint reads a leader_change payload; false if it is not one.
@@ -373,7 +373,7 @@ func (e *Elector) onNotification(payload string) {
 // scope it leads (the heartbeat reads the request from the database).
 func (e *Elector) onHint(n hint) {
 	switch n.Event {
-	case "released":
+	case protocol.NotifyReleased:
 		sc := e.scopes[n.Scope]
 		if sc == nil {
 			return
@@ -385,20 +385,20 @@ func (e *Elector) onHint(n hint) {
 		if sess := e.currentSession(); sess != nil {
 			sess.requestClaims([]*Scope{sc}, "")
 		}
-	case "resign_requested", "handover_requested":
+	case protocol.NotifyResignRequested, protocol.NotifyHandoverRequested:
 		if sc := e.scopes[n.Scope]; sc != nil && sc.term.Load() != nil {
 			if sess := e.currentSession(); sess != nil {
 				sess.kickHeartbeat()
 			}
 		}
-	case "node_joined":
+	case protocol.NotifyNodeJoined:
 		if n.Holder != e.cfg.NodeID {
 			e.ring.joined(n.Holder)
 			if sess := e.currentSession(); sess != nil {
 				sess.batch.rejoined(n.Holder)
 			}
 		}
-	case "node_lost":
+	case protocol.NotifyNodeLost:
 		// The announcer claimed with its announcement already.
 		if n.Holder != e.cfg.NodeID && n.By != e.cfg.NodeID {
 			e.claimScopesOf(n.Holder, false)

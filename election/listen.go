@@ -55,9 +55,9 @@ type hintsActed map[hint]time.Time
 func (a hintsActed) collapse(now time.Time, h hint, spacing time.Duration, limit int) bool {
 	k := hint{Event: h.Event}
 	switch h.Event {
-	case "released":
+	case protocol.NotifyReleased:
 		k.Scope = h.Scope
-	case "node_lost":
+	case protocol.NotifyNodeLost:
 		k.Holder = h.Holder
 	}
 	if at, ok := a[k]; ok && now.Sub(at) < spacing {
