@@ -7,7 +7,9 @@ import (
 )
 
 // TestDependencies: embedding the engine links pgx and the standard library, not
-// the tools around it; the pgleader binary links no test code.
+// the tools around it; the watchers (collector, tui, exporter) do not link the
+// engine, and protocol, the vocabulary they share with it, imports nothing of
+// this module; the pgleader binary links no test code.
 func TestDependencies(t *testing.T) {
 	deps := func(pkg string) map[string]bool {
 		out, err := osexec.Command("go", "list", "-deps", pkg).Output()
@@ -31,6 +33,20 @@ func TestDependencies(t *testing.T) {
 					t.Errorf("go list -deps %s holds %s", pkg, dep)
 				}
 			}
+		}
+	}
+	// The watchers speak protocol, not the engine; protocol is a leaf.
+	const module = "github.com/pgleader/pgleader"
+	for _, pkg := range []string{"../collector", "../tui", "../exporter"} {
+		for dep := range deps(pkg) {
+			if dep == module+"/election" || strings.HasPrefix(dep, module+"/election/") {
+				t.Errorf("go list -deps %s holds %s", pkg, dep)
+			}
+		}
+	}
+	for dep := range deps("../protocol") {
+		if dep != module+"/protocol" && (dep == module || strings.HasPrefix(dep, module+"/")) {
+			t.Errorf("go list -deps protocol holds %s", dep)
 		}
 	}
 	for dep := range deps("../cmd/pgleader") {
