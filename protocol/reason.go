@@ -2,8 +2,8 @@ package protocol
 
 // Reason says why a term ended or a gate closed. The same vocabulary names the
 // release_reason of pgleader.terms (written by the schema's functions), the reason
-// of Revoked transitions and of gate_closed, lost and resigned events, and the
-// reason label of the pgleader_losses_total metric. Compare with the constants;
+// of the engine's Revoked transitions and of its gate_closed, lost and resigned
+// events, and the reason label of the pgleader_losses_total metric. Compare with the constants;
 // Known tells the vocabulary from anything else; Recorded tells the reasons
 // pgleader.terms may hold (its CHECK constraint terms_release_reason_check).
 type Reason string
