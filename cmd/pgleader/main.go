@@ -2,7 +2,7 @@
 // replicas of a service through the PostgreSQL it already runs.
 //
 // This package only wires cobra flags to the packages that do the work (election,
-// migrations, lab/workload, internal/eventlog); the conventions every command
+// migrations, workload, internal/eventlog); the conventions every command
 // shares — where the DSN comes from, error lines and exit codes, logging — live in
 // internal/cli.
 package main

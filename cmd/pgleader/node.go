@@ -15,7 +15,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/eventlog"
-	"github.com/pgleader/pgleader/lab/workload"
+	"github.com/pgleader/pgleader/workload"
 )
 
 // nodeFlags are the flags of `pgleader node`.
