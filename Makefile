@@ -1,6 +1,9 @@
 # pgleader — make help lists the targets.
 GO      ?= go
 BIN     := bin/pgleader
+# The lab build: `pgleader node` gains the hidden --test-* fault hooks that chaos's
+# pause-write scenario drives. Never shipped; `make chaos` runs it.
+LAB_BIN := bin/pgleader-lab
 PKGS    := ./...
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
 # Packages run one at a time (-p 1): the process-level fault tests measure takeovers
@@ -10,7 +13,7 @@ TEST_TIMEOUT ?= 12m
 # 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
 SCALE_ARGS ?= --nodes 5 --scopes 200
 
-.PHONY: help build test lint bench bench-quick chaos demo clean deps
+.PHONY: help build build-lab test lint bench bench-quick chaos demo clean deps
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -21,14 +24,19 @@ deps: ## install what a fresh machine lacks (PostgreSQL server binaries); idempo
 build: ## build bin/pgleader
 	$(GO) build -o $(BIN) ./cmd/pgleader
 
+build-lab: ## build bin/pgleader-lab: the node with its fault-test hooks (for chaos)
+	$(GO) build -tags pgleader_lab -o $(LAB_BIN) ./cmd/pgleader
+
 test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process faults; -race
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 lint: ## gofmt + go vet + staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
@@ -42,8 +50,8 @@ bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/benc
 bench-quick: deps build ## a short failover benchmark run (n=10)
 	$(BIN) bench failover -n 10
 
-chaos: deps build ## the soak: every chaos scenario for 60s (about 22 minutes); writes docs/chaos-soak.json
-	$(BIN) chaos --duration 60s --json docs/chaos-soak.json
+chaos: deps build-lab ## the soak: every chaos scenario for 60s (about 22 minutes); writes docs/chaos-soak.json
+	$(LAB_BIN) chaos --duration 60s --json docs/chaos-soak.json
 
 demo: deps build ## a local cluster you can break, on the dashboard, on a throwaway PostgreSQL (see README)
 	$(BIN) demo

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/lab/chaos"
 )
 
@@ -47,7 +47,11 @@ that restart the server); with one, those are skipped and the verdict says so.
 --mode lease runs every node in lease mode through a PgBouncer (transaction pooling)
 that chaos starts in front of the database; the scenarios that have no meaning
 there (terminating a leadership session, squatting a lock, a standby failover
-behind one bouncer) are skipped, saying why.`,
+behind one bouncer) are skipped, saying why.
+
+pause-write drives the node's fault-test hooks, which only a lab build has
+(go build -tags pgleader_lab; make chaos builds bin/pgleader-lab): this binary
+skips it otherwise, saying so.`,
 		Example: `  pgleader chaos --duration 20s
   pgleader chaos --scenario kill9 --scenario stop-long --seed 42 --json chaos.json
   pgleader chaos --mode lease --duration 30s`,
@@ -70,7 +74,7 @@ behind one bouncer) are skipped, saying why.`,
 			return a.withHarness(cmd, "chaos", keep, func(ctx context.Context, h *harness) error {
 				fmt.Fprintf(a.stderr, "chaos: seed %d, %v per scenario\n", seed, duration)
 				rs, runErr := chaos.Run(ctx, chaos.Options{Bin: h.bin, DSN: h.dsn, Server: h.srv, Dir: h.dir, Seed: seed,
-					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Mode: mode, Progress: a.stderr})
+					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Mode: mode, NoTestHooks: !labBuild, Progress: a.stderr})
 				fmt.Fprintln(a.stdout)
 				chaos.WriteTable(a.stdout, rs)
 				if err := writeJSON(jsonPath, map[string]any{"seed": seed, "duration": duration.String(), "results": rs}); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/exporter"
-	"github.com/pgleader/pgleader/internal/cli"
 )
 
 func (a *app) exporterCommand() *cobra.Command {

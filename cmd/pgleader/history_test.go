@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/cli"
 )
 
 // TestHistoryHandedOver: a term handed over names its successor in the table

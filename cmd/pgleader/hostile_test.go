@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/termsafe"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )

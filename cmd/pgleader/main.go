@@ -2,9 +2,9 @@
 // replicas of a service through the PostgreSQL it already runs.
 //
 // This package only wires cobra flags to the packages that do the work (election,
-// migrations, lab/workload, internal/eventlog); the conventions every command
+// migrations, workload, internal/eventlog); the conventions every command
 // shares — where the DSN comes from, error lines and exit codes, logging — live in
-// internal/cli.
+// cmd/pgleader/internal/cli.
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/internal/eventlog"
-	"github.com/pgleader/pgleader/lab/workload"
+	"github.com/pgleader/pgleader/workload"
 )
 
 // nodeFlags are the flags of `pgleader node`.
@@ -35,8 +35,15 @@ type nodeFlags struct {
 	leaderDSN    string
 	events       string
 	workInterval time.Duration
-	pauseWrite   time.Duration // test hook (hidden flag)
-	skipFence    bool          // test hook (hidden flag)
+	hooks        nodeHooks // zero unless a lab build's --test-* flags set them
+}
+
+// nodeHooks are the fault-test hooks of the node's workload. Only a lab build
+// (-tags pgleader_lab, node_lab.go) has flags that set them; in the shipped
+// binary they stay zero, so its workload always fences and never pauses.
+type nodeHooks struct {
+	pauseWrite time.Duration // workload.Workload.PauseBeforeWrite
+	skipFence  bool          // workload.Workload.UnsafeSkipFence
 }
 
 // config is the election configuration the flags describe (not yet validated).
@@ -119,10 +126,7 @@ into pgleader.demo_actions every D.`,
 	fl.Lookup("preferred").NoOptDefVal = "30s"
 	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
-	fl.DurationVar(&f.pauseWrite, "test-pause-before-write", 0, "fault-test hook: pause `D` between the workload's gate check and its write, then write as if nothing happened")
-	_ = fl.MarkHidden("test-pause-before-write")
-	fl.BoolVar(&f.skipFence, "test-unsafe-skip-fence", false, "fault-test hook: the workload writes WITHOUT the fence, so the chaos checker can be shown to catch it")
-	_ = fl.MarkHidden("test-unsafe-skip-fence")
+	addHookFlags(cmd, &f.hooks)
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
 }
@@ -199,7 +203,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		}
 		defer pool.Close()
 		w := &workload.Workload{Pool: pool, Scopes: e.Scopes(), Node: cfg.NodeID,
-			Interval: f.workInterval, Log: a.log, PauseBeforeWrite: f.pauseWrite, UnsafeSkipFence: f.skipFence}
+			Interval: f.workInterval, Log: a.log, PauseBeforeWrite: f.hooks.pauseWrite, UnsafeSkipFence: f.hooks.skipFence}
 		if events != nil {
 			w.Recorder = events
 		}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/pgleader/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 )
 
 func (a *app) rootCommand() *cobra.Command {

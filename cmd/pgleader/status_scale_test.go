@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/cli"
 )
 
 // scaleSnapshot: scopes scopes led in turn by nodes nodes, every node a

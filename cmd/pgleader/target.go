@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/election"
-	"github.com/pgleader/pgleader/internal/cli"
 )
 
 // checkScopes validates --scope values.

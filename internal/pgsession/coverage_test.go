@@ -25,7 +25,7 @@ var reviewed = map[string]struct {
 	"collector/conn.go":               {2, "connConfig applies pgsession.Apply; pooled connections set it per transaction (readSettings) or run qualified statements"},
 	"collector/logical/slots.go":      {2, "Available applies pgsession.Apply to both connections"},
 	"collector/logical/stream.go":     {1, "Open applies pgsession.Apply"},
-	"lab/workload/workload.go":        {1, "NewPool applies pgsession.Apply (direct); pooled: pgleader.fence and an INSERT into pgleader.demo_actions"},
+	"workload/workload.go":            {1, "NewPool applies pgsession.Apply (direct); pooled: pgleader.fence and an INSERT into pgleader.demo_actions"},
 	"migrations/migrate/migrate.go":   {1, "Up applies pgsession.ApplyMigration"},
 	// The application's own pools: what they run is the application's.
 	"examples/scheduler/main.go":   {1, "an application's pool"},

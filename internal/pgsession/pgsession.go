@@ -44,7 +44,7 @@
 //	migrate                                         session form, MigrationSearchPath,
 //	                                                read back (direct or session
 //	                                                pooler only)
-//	lab/workload fenced writes                      session form; through a pooler,
+//	workload fenced writes                          session form; through a pooler,
 //	                                                pgleader.fence and an INSERT
 //	                                                into pgleader.demo_actions
 //

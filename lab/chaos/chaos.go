@@ -56,8 +56,12 @@ type Options struct {
 	// transaction mode that the runner starts in front of DSN's server (the
 	// harness itself reads the database directly); "" or "lock": lock mode,
 	// straight to DSN.
-	Mode     string
-	Progress io.Writer
+	Mode string
+	// NoTestHooks says Bin is the shipped build, whose node has no --test-*
+	// flags: the scenarios that need them are skipped, saying why. A lab build
+	// (-tags pgleader_lab: cluster.Build, make chaos) has them.
+	NoTestHooks bool
+	Progress    io.Writer
 
 	nodeDSN string // lease mode: the bouncer's DSN (set by Run)
 }
@@ -184,6 +188,10 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 			r.Skipped = why
 			return r
 		}
+	}
+	if sc.needsHooks && o.NoTestHooks {
+		r.Skipped = "needs the node's fault-test hooks: a lab build (go build -tags pgleader_lab; make chaos uses one)"
+		return r
 	}
 	if o.Mode == "lease" && sc.notLease != "" {
 		r.Skipped = "not in lease mode: " + sc.notLease

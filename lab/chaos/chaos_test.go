@@ -195,3 +195,16 @@ func TestCatchesUnfencedWrites(t *testing.T) {
 	}
 	t.Logf("caught: %d H3 violations, %d stale writes accepted, e.g. %s", h3, r.Report.Figures.StaleAccepted, r.Report.Violations[0])
 }
+
+// TestShippedBinarySkipsHookScenarios: on a node built without the lab tag (no
+// --test-* flags), pause-write is skipped, saying why, before any node starts.
+func TestShippedBinarySkipsHookScenarios(t *testing.T) {
+	rs, err := chaos.Run(context.Background(), chaos.Options{Bin: "/nonexistent/pgleader", Dir: t.TempDir(),
+		Duration: time.Second, Scenarios: []string{"pause-write"}, NoTestHooks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || !strings.Contains(rs[0].Skipped, "pgleader_lab") || !rs[0].OK() {
+		t.Fatalf("pause-write without the hooks: %+v, want skipped naming the pgleader_lab tag", rs)
+	}
+}

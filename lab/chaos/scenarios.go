@@ -29,6 +29,7 @@ type scenario struct {
 	netns       bool              // …and runs in its own network namespace (implies viaProxy)
 	expect      checker.Footprint // what the run must show (vacuity guard)
 	notLease    string            // why the scenario does not apply in lease mode ("": it does)
+	needsHooks  bool              // its nodeArgs use the node's --test-* flags: a lab build only
 	run         func(context.Context, *env) error
 }
 
@@ -125,8 +126,9 @@ var scenarios = []scenario{
 			func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGSTOP); return err },
 			func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGCONT); return err }))},
 	{name: "pause-write", about: "the leader stalls between its gate check and its write, is frozen past the lease there, a follower takes over; after SIGCONT its write must be refused",
-		nodeArgs: []string{"--test-pause-before-write", "250ms"},
-		expect:   checker.Footprint{Takeover: true, StaleRejected: true, FaultApplied: true},
+		nodeArgs:   []string{"--test-pause-before-write", "250ms"},
+		needsHooks: true,
+		expect:     checker.Footprint{Takeover: true, StaleRejected: true, FaultApplied: true},
 		run: func(ctx context.Context, e *env) error {
 			for e.running() && ctx.Err() == nil {
 				scope := pick(e.rng, e.scopes)

@@ -7,11 +7,16 @@ import (
 	"path/filepath"
 )
 
-// Build compiles the pgleader command into a new temporary directory and returns
-// the binary's path and a function that removes the directory. With race, the
-// binary is built with the race detector, so the engine's goroutines are checked
-// in the child processes too. For test binaries; it needs the go tool and the
-// module's source.
+// LabTag is the build tag of a lab build of pgleader: its `node` command has the
+// hidden --test-* fault hooks (pause before a write, skip the fence) that the
+// lab's tests and chaos scenarios drive. The shipped binary is built without it.
+const LabTag = "pgleader_lab"
+
+// Build compiles a lab build of the pgleader command (tag LabTag) into a new
+// temporary directory and returns the binary's path and a function that removes
+// the directory. With race, the binary is built with the race detector, so the
+// engine's goroutines are checked in the child processes too. For test binaries;
+// it needs the go tool and the module's source.
 func Build(race bool) (bin string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "pgleader-bin-")
 	if err != nil {
@@ -19,7 +24,7 @@ func Build(race bool) (bin string, cleanup func(), err error) {
 	}
 	cleanup = func() { os.RemoveAll(dir) }
 	bin = filepath.Join(dir, "pgleader")
-	args := []string{"build", "-o", bin}
+	args := []string{"build", "-tags", LabTag, "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}

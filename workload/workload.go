@@ -1,5 +1,9 @@
 // Package workload is the fenced demo workload of `pgleader node --work-interval D`
 // (docs/design.md, "The CLI contract"), the workload of the demo and of every safety check.
+// It is a contract of the product, not part of the lab: outside checks run
+// `pgleader node --work-interval D` and read its rows and its action_* events
+// (DESIGN §5), so it ships with the node and imports nothing from lab/
+// (TestNodeImportsNoLab in cmd/pgleader holds it to that).
 //
 // While the node leads a scope, every Interval it performs one action: inside
 // Scope.Do, a transaction on its own pool that calls election.Fence and inserts one
