@@ -169,6 +169,9 @@ func Verdicts() []Verdict {
 	return vs
 }
 
+// Known reports whether v is one of the Verdict constants.
+func (v Verdict) Known() bool { return v.index() >= 0 }
+
 // index is v's place in verdictTable, -1 when unknown.
 func (v Verdict) index() int {
 	for i, e := range verdictTable {

@@ -67,8 +67,8 @@ func TestVerdictPresentation(t *testing.T) {
 		if want := v.Glyph() + " " + string(v); v.Label() != want {
 			t.Errorf("%q: label %q, want %q", v, v.Label(), want)
 		}
-		if v.Rank() == unknownRank {
-			t.Errorf("%q has the rank of an unknown verdict", v)
+		if v.Rank() == unknownRank || !v.Known() {
+			t.Errorf("%q ranks as an unknown verdict (rank %d, known %v)", v, v.Rank(), v.Known())
 		}
 		if i > 0 && v.Rank() <= declared[i-1].Rank() {
 			t.Errorf("rank of %q (%d) not above %q's (%d)", v, v.Rank(), declared[i-1], declared[i-1].Rank())
@@ -78,8 +78,8 @@ func TestVerdictPresentation(t *testing.T) {
 		if r := v.Rank(); r <= VerdictDegraded.Rank() || r >= VerdictOK.Rank() {
 			t.Errorf("unknown %q ranks %d: not between DEGRADED and OK", v, r)
 		}
-		if !v.Troubled() {
-			t.Errorf("unknown %q is not Troubled", v)
+		if !v.Troubled() || v.Known() {
+			t.Errorf("unknown %q: Troubled %v, Known %v", v, v.Troubled(), v.Known())
 		}
 	}
 	for v, want := range map[Verdict]string{
