@@ -136,6 +136,82 @@ const (
 // scope nobody is meant to lead).
 func (v Verdict) Troubled() bool { return v != VerdictOK && v != VerdictIdle }
 
+// verdictTable is the one presentation of the known verdicts, worst first as
+// the constants are declared: each one's rank (see Rank) and the glyph that
+// makes it readable without colour.
+var verdictTable = [...]struct {
+	v     Verdict
+	rank  int
+	glyph string
+}{
+	{VerdictSplitBrain, 0, "‼"},
+	{VerdictNoLeader, 1, "✖"},
+	{VerdictDegraded, 2, "▲"},
+	// rank 3: any unknown verdict (unknownRank)
+	{VerdictOK, 4, "✔"},
+	{VerdictIdle, 5, "·"},
+}
+
+// unknownRank and unknownGlyph stand for a verdict that is not one of the
+// constants: it ranks after what is known to be wrong and before what is known
+// to be fine (it is Troubled: something to look at).
+const (
+	unknownRank  = 3
+	unknownGlyph = "?"
+)
+
+// Verdicts returns the known verdicts, worst first.
+func Verdicts() []Verdict {
+	vs := make([]Verdict, len(verdictTable))
+	for i, e := range verdictTable {
+		vs[i] = e.v
+	}
+	return vs
+}
+
+// Known reports whether v is one of the Verdict constants.
+func (v Verdict) Known() bool { return v.index() >= 0 }
+
+// index is v's place in verdictTable, -1 when unknown.
+func (v Verdict) index() int {
+	for i, e := range verdictTable {
+		if e.v == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// Rank orders verdicts worst first (lower is worse), the order every view
+// sorts, counts and judges them in: SPLIT BRAIN 0, NO LEADER 1, DEGRADED 2,
+// any unknown verdict 3, OK 4, IDLE 5. Known verdicts have distinct ranks;
+// unknown ones share theirs.
+func (v Verdict) Rank() int {
+	if i := v.index(); i >= 0 {
+		return verdictTable[i].rank
+	}
+	return unknownRank
+}
+
+// Glyph is the one-character mark of the verdict ("‼", "✖", "▲", "✔", "·"),
+// "?" when it is not known.
+func (v Verdict) Glyph() string {
+	if i := v.index(); i >= 0 {
+		return verdictTable[i].glyph
+	}
+	return unknownGlyph
+}
+
+// Label is the glyph and the word of the verdict, the way the views print it
+// ("✔ OK", "‼ SPLIT BRAIN"); an unknown verdict shows as "? " and its word,
+// the empty one as "? UNKNOWN".
+func (v Verdict) Label() string {
+	if v == "" {
+		return unknownGlyph + " UNKNOWN"
+	}
+	return v.Glyph() + " " + string(v)
+}
+
 // Timing is the election timing a holder or node runs with (from its rows).
 type Timing struct {
 	HeartbeatInterval time.Duration `json:"heartbeat_interval"`

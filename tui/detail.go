@@ -27,7 +27,7 @@ func (m *Model) detailLines(w, h int) []string {
 		title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
 		return []string{title, "", st.render(toneWarn, fitLine("  scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
 	}
-	label, vt := verdictLabel(sc.Verdict)
+	label, vt := sc.Verdict.Label(), verdictTone(sc.Verdict)
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
 
 	var lines []string

@@ -127,41 +127,20 @@ func fmtStamp(t time.Time) string {
 	return t.Format("15:04:05.000")
 }
 
-// verdictLabel is the glyph + word of a verdict, readable without colour.
-func verdictLabel(v collector.Verdict) (string, tone) {
+// verdictTone is the colour of a verdict; its words and glyph are the
+// collector's (Verdict.Label), its rank too (Verdict.Rank).
+func verdictTone(v collector.Verdict) tone {
 	switch v {
 	case collector.VerdictOK:
-		return "✔ OK", toneOK
+		return toneOK
 	case collector.VerdictDegraded:
-		return "▲ DEGRADED", toneWarn
+		return toneWarn
 	case collector.VerdictNoLeader:
-		return "✖ NO LEADER", toneBad
+		return toneBad
 	case collector.VerdictSplitBrain:
-		return "‼ SPLIT BRAIN", toneCrit
-	case collector.VerdictIdle:
-		return "· IDLE", toneMuted // nobody is meant to lead: not a problem
-	case "":
-		return "? UNKNOWN", toneMuted
+		return toneCrit
 	default:
-		return "? " + string(v), toneMuted
-	}
-}
-
-// verdictRank orders verdicts worst first; IDLE comes after OK.
-func verdictRank(v collector.Verdict) int {
-	switch v {
-	case collector.VerdictSplitBrain:
-		return 0
-	case collector.VerdictNoLeader:
-		return 1
-	case collector.VerdictDegraded:
-		return 2
-	case collector.VerdictOK:
-		return 4
-	case collector.VerdictIdle:
-		return 5
-	default:
-		return 3
+		return toneMuted // IDLE (nobody is meant to lead: not a problem), or unknown
 	}
 }
 

@@ -90,7 +90,7 @@ func (m *Model) verdictOrder() []int {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		if d := verdictRank(scs[a].Verdict) - verdictRank(scs[b].Verdict); d != 0 {
+		if d := scs[a].Verdict.Rank() - scs[b].Verdict.Rank(); d != 0 {
 			return d
 		}
 		if d := strings.Compare(string(scs[a].Verdict), string(scs[b].Verdict)); d != 0 {
@@ -110,7 +110,7 @@ func (m *Model) verdictList(st *styles, order []int, w int) (string, bool) {
 	used := 0
 	for _, i := range order {
 		sc := &m.snap.Scopes[i]
-		label, t := verdictLabel(sc.Verdict)
+		label, t := sc.Verdict.Label(), verdictTone(sc.Verdict)
 		name := termsafe.String(sc.Name)
 		n := textWidth(label) + 1 + textWidth(name)
 		if used > 0 {
@@ -177,7 +177,7 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 		used += textWidth(text)
 	}
 	for _, c := range counts {
-		label, t := verdictLabel(c.v)
+		label, t := c.v.Label(), verdictTone(c.v)
 		part(t, itoa(c.n)+" "+label)
 	}
 	if r := m.retiredText(); r != "" {
@@ -196,8 +196,7 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 	shown, nw := 0, 0
 	for _, i := range order[:trouble] {
 		sc := &scs[i]
-		label, t := verdictLabel(sc.Verdict)
-		glyph, _, _ := strings.Cut(label, " ")
+		glyph, t := sc.Verdict.Glyph(), verdictTone(sc.Verdict)
 		name := termsafe.String(sc.Name)
 		n := textWidth(glyph) + 1 + textWidth(name)
 		if shown > 0 {

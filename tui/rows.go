@@ -141,8 +141,7 @@ func (m *Model) scopeRows() []row {
 func scopeCells(sc *collector.Scope) []cell {
 	c := make([]cell, len(scopeColumns))
 	c[scName] = cell{text: sc.Name}
-	v, t := verdictLabel(sc.Verdict)
-	c[scVerdict] = cell{text: v, tone: t}
+	c[scVerdict] = cell{text: sc.Verdict.Label(), tone: verdictTone(sc.Verdict)}
 	idle := sc.Verdict == collector.VerdictIdle
 	switch {
 	case sc.HandoverTo != "":

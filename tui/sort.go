@@ -20,7 +20,7 @@ var scopeSorts = []struct {
 	col int
 	cmp func(a, b *collector.Scope) int
 }{
-	{scVerdict, func(a, b *collector.Scope) int { return cmp.Compare(verdictRank(a.Verdict), verdictRank(b.Verdict)) }},
+	{scVerdict, func(a, b *collector.Scope) int { return cmp.Compare(a.Verdict.Rank(), b.Verdict.Rank()) }},
 	{scName, func(a, b *collector.Scope) int { return 0 }}, // the tie-break is the name
 	{scLeader, func(a, b *collector.Scope) int { return cmp.Compare(a.Leader, b.Leader) }},
 	{scEpoch, func(a, b *collector.Scope) int { return cmp.Compare(a.Epoch, b.Epoch) }},

@@ -165,29 +165,6 @@ func statusExit(worst collector.Verdict) error {
 	return nil
 }
 
-// verdictRank orders the verdicts from best to worst: IDLE, a scope nobody is
-// meant to lead, ranks with OK.
-var verdictRank = map[collector.Verdict]int{
-	collector.VerdictOK: 0, collector.VerdictIdle: 0, collector.VerdictDegraded: 1, collector.VerdictNoLeader: 2, collector.VerdictSplitBrain: 3,
-}
-
-// verdictGlyph makes the state readable without colour.
-func verdictGlyph(v collector.Verdict) string {
-	switch v {
-	case collector.VerdictOK:
-		return "✔ OK"
-	case collector.VerdictIdle:
-		return "· IDLE"
-	case collector.VerdictDegraded:
-		return "▲ DEGRADED"
-	case collector.VerdictNoLeader:
-		return "✖ NO LEADER"
-	case collector.VerdictSplitBrain:
-		return "‼ SPLIT BRAIN"
-	}
-	return string(v)
-}
-
 // writeStatus prints snap (restricted to scopes when given) and returns the worst
 // verdict among the printed scopes. Its cost is linear in the scopes, nodes and
 // alerts: it runs on every frame of --watch, at thousands of scopes.
@@ -211,7 +188,9 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 	counts := map[collector.Verdict]int{}
 	for _, s := range shown {
 		counts[s.Verdict]++
-		if verdictRank[s.Verdict] > verdictRank[worst] {
+		// IDLE ranks after OK: never the worst. Nor is a verdict this build does
+		// not know: it has no exit code, and the JSON's verdict stays one of ours.
+		if s.Verdict.Known() && s.Verdict.Rank() < worst.Rank() {
 			worst = s.Verdict
 		}
 	}
@@ -295,7 +274,7 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		if followers == "" {
 			followers = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), verdictGlyph(s.Verdict), leader, s.Epoch,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), s.Verdict.Label(), leader, s.Epoch,
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
@@ -399,22 +378,19 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 		head = fmt.Sprintf("%d of %s", len(shown), plural(total, "scope"))
 	}
 	// OK first (the size of the healthy part), IDLE (nobody meant to lead), then
-	// what is wrong, worst first.
-	place := func(v collector.Verdict) int {
-		switch v {
-		case collector.VerdictOK:
-			return 0
-		case collector.VerdictIdle:
+	// what is wrong, worst first (an unknown verdict last).
+	troubled := func(v collector.Verdict) int {
+		if v.Troubled() {
 			return 1
 		}
-		return 10 - verdictRank[v] // an unknown verdict ranks 0: last
+		return 0
 	}
 	order := slices.SortedFunc(maps.Keys(counts), func(a, b collector.Verdict) int {
-		return cmp.Or(cmp.Compare(place(a), place(b)), strings.Compare(string(a), string(b)))
+		return cmp.Or(cmp.Compare(troubled(a), troubled(b)), cmp.Compare(a.Rank(), b.Rank()), strings.Compare(string(a), string(b)))
 	})
 	parts := make([]string, len(order), len(order)+1)
 	for i, v := range order {
-		parts[i] = fmt.Sprintf("%d %s", counts[v], verdictGlyph(v))
+		parts[i] = fmt.Sprintf("%d %s", counts[v], v.Label())
 	}
 	if retired > 0 {
 		parts = append(parts, fmt.Sprintf("%d retired", retired))
@@ -429,12 +405,11 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 	}
 	if len(trouble) > 0 {
 		slices.SortStableFunc(trouble, func(a, b collector.Scope) int {
-			return cmp.Compare(verdictRank[b.Verdict], verdictRank[a.Verdict]) // then by name, as shown is
+			return cmp.Compare(a.Verdict.Rank(), b.Verdict.Rank()) // then by name, as shown is
 		})
 		names := make([]string, 0, troubleNamed+1)
 		for _, s := range trouble[:min(len(trouble), troubleNamed)] {
-			glyph, _, _ := strings.Cut(verdictGlyph(s.Verdict), " ")
-			names = append(names, glyph+" "+termsafe.String(s.Name))
+			names = append(names, s.Verdict.Glyph()+" "+termsafe.String(s.Name))
 		}
 		if more := len(trouble) - troubleNamed; more > 0 {
 			names = append(names, fmt.Sprintf("+%d more", more))
