@@ -7,8 +7,8 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/internal/cli"
 )
 
 // everyVerdictSnapshot: twelve scopes over three nodes holding every verdict
