@@ -255,9 +255,10 @@ func TestStaleLeader(t *testing.T) {
 			t.Fatalf("evicted event %+v", ev)
 		}
 		admin := connect(t, dsn)
-		if n := queryInt(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid); n != 0 {
-			t.Fatalf("the zombie's backend %d is still there", pid)
-		}
+		// pg_terminate_backend signals; the backend exits a moment later.
+		pgtest.WaitFor(t, fmt.Sprintf("the zombie's backend %d gone", pid), 5*time.Second, func() bool {
+			return queryInt(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid) == 0
+		})
 		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND scope = 'z'
 		                            AND detail->>'by' = session_user AND detail->>'via' = 'collector' AND session_role = session_user
 		                            AND (detail->>'pid')::int = $1 AND detail->>'reason' = 'stale leader'`, pid); n != 1 {
