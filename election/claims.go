@@ -161,8 +161,8 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 			sc.deliver(claimOutcome{sess: s, err: fmt.Errorf("claim of %s: no row returned", sc.name)})
 			continue
 		}
-		if testClaimReturned != nil {
-			testClaimReturned(sc, r)
+		if h := e.test.claimReturned; h != nil {
+			h(sc, r)
 		}
 		sc.deliver(claimOutcome{sess: s, r: r})
 	}
@@ -208,8 +208,8 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 		if len(names) == 0 || left < time.Millisecond {
 			return got, nil
 		}
-		if testRetryWait != nil {
-			testRetryWait(names)
+		if h := s.e.test.retryWait; h != nil {
+			h(names)
 		}
 		free, err := await(ctx, s.lead, keys[0], left)
 		if err != nil {
@@ -252,10 +252,6 @@ func (s *session) claimBatch(ctx context.Context, q interface {
 	return scanClaims(rows)
 }
 
-// testRetryWait, set only by tests before any Elector starts, runs when
-// retryEnded starts waiting for the locks of names.
-var testRetryWait func(names []string)
-
 // retryEndedBudget bounds retryEnded (and a quarter of the heartbeat timeout).
 const retryEndedBudget = 100 * time.Millisecond
 
@@ -268,11 +264,6 @@ func countAcquired(rs []claimResult) int {
 	}
 	return n
 }
-
-// testClaimReturned, set only by tests before any Elector starts, runs between a
-// claim's return and the delivery of its outcome: a test holds a claim "in
-// flight" there.
-var testClaimReturned func(sc *Scope, r claimResult)
 
 // reconcileLocked makes sure a failed claim batch left no advisory lock behind:
 // claim_batch gives its locks back in its exception handler, but a cancelled

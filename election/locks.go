@@ -42,7 +42,7 @@
 // Callbacks under a lock: term.mu is held while openPeriodLocked and
 // closePeriodLocked emit gate_open and gate_closed, so Observers run with it
 // held and must not enter the term (Scope.Do, Scope.Lead) on the same
-// goroutine; Token.Valid takes no lock. The test hook testRetryWait runs
+// goroutine; Token.Valid takes no lock. The test hook testHooks.retryWait runs
 // under session.mu.
 
 package election

@@ -142,10 +142,6 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
-// testBeforeListen, set only by tests before any Elector starts, runs just
-// before a listen session LISTENs.
-var testBeforeListen func(e *Elector)
-
 // warm runs the claim, heartbeat, release and await functions on a private
 // scratch scope inside a transaction that is rolled back. PL/pgSQL compiles a function on its
 // first call in a session and, with plan_cache_mode = force_generic_plan (see
