@@ -274,7 +274,12 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		req.reply <- s.release(t, reason)
 	case <-ctx.Done():
 		reason = ReasonShutdown
-		_ = s.release(t, reason)
+		// A lost session was logged when it was lost; anything else is this
+		// scope's own failure to release at shutdown (the lock goes with the
+		// session all the same).
+		if err := s.release(t, reason); err != nil && !errors.Is(err, errSessionLost) {
+			e.log.Warn("release at shutdown failed", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "err", err)
+		}
 	}
 	if elected {
 		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now(), Token: t.token()})

@@ -32,6 +32,7 @@ type Elector struct {
 	ring   *ring
 
 	obs    observers
+	test   testHooks     // nil hooks but in the package's own tests
 	manual *manualDriver // electiontest's Elector; nil otherwise
 
 	started       atomic.Bool                   // Start got past its checks

@@ -107,8 +107,8 @@ func (l *listener) openListen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if testBeforeListen != nil {
-		testBeforeListen(e)
+	if h := e.test.beforeListen; h != nil {
+		h()
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+protocol.NotifyChannel); err != nil {
 		conn.Close(context.Background())

@@ -47,12 +47,11 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	}
 
 	outcomes := make(chan claimResult, 8)
-	testClaimReturned = func(s *Scope, r claimResult) {
+	e.test.claimReturned = func(s *Scope, r claimResult) {
 		if s == sc {
 			outcomes <- r
 		}
 	}
-	t.Cleanup(func() { testClaimReturned = nil })
 	next := func(what string) claimResult {
 		t.Helper()
 		select {
@@ -83,8 +82,9 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	// Seen to end, then a session of the same node id joined (a restart that
 	// kept its id): the lock is that live session's, so no wait for it.
 	waits := make(chan []string, 8)
-	testRetryWait = func(names []string) { waits <- names }
-	t.Cleanup(func() { testRetryWait = nil })
+	// Set while e runs: retryEnded reads it only for a node noted as ended
+	// (below, after this write; batchQueue.mu orders the two).
+	e.test.retryWait = func(names []string) { waits <- names }
 	sess.batch.noteEnded("ghost")
 	e.onNotification(`{"event":"node_joined","holder":"ghost"}`)
 	sess.requestClaims([]*Scope{sc}, "")
@@ -148,13 +148,10 @@ func TestRingRereadsAtSessionStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused, resume := make(chan struct{}), make(chan struct{})
-	testBeforeListen = func(e *Elector) {
-		if e == late {
-			close(paused)
-			<-resume
-		}
+	late.test.beforeListen = func() {
+		close(paused)
+		<-resume
 	}
-	t.Cleanup(func() { testBeforeListen = nil })
 	run := func(e *Elector) {
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)

@@ -27,11 +27,12 @@ func TestWakeUpDuringClaimInFlight(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := func(id string) (*Elector, chan error) {
+	start := func(id string, hooks testHooks) (*Elector, chan error) {
 		e, err := New(cfg(id))
 		if err != nil {
 			t.Fatal(err)
 		}
+		e.test = hooks
 		done := make(chan error, 1)
 		go func() { done <- e.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
@@ -50,13 +51,13 @@ func TestWakeUpDuringClaimInFlight(t *testing.T) {
 		return time.Since(t0)
 	}
 
-	leader, _ := start("wl")
+	leader, _ := start("wl", testHooks{})
 	waitFor("wl leads", 10*time.Second, func() bool { return leads(leader) })
 
 	inFlight, released := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	testClaimReturned = func(sc *Scope, r claimResult) {
-		if sc.e.cfg.NodeID != "wt" || r.acquired || r.holder == nil {
+	claimReturned := func(sc *Scope, r claimResult) {
+		if r.acquired || r.holder == nil {
 			return
 		}
 		once.Do(func() {
@@ -64,8 +65,7 @@ func TestWakeUpDuringClaimInFlight(t *testing.T) {
 			<-released
 		})
 	}
-	t.Cleanup(func() { testClaimReturned = nil })
-	follower, _ := start("wt")
+	follower, _ := start("wt", testHooks{claimReturned: claimReturned})
 	select {
 	case <-inFlight:
 	case <-time.After(10 * time.Second):

@@ -2,21 +2,13 @@ package election
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pgleader/pgleader/internal/monotime"
-	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 var errSessionLost = errors.New("leadership session lost")
@@ -65,69 +57,6 @@ type session struct {
 	lostReason Reason
 	ctx        context.Context // cancelled when the session is lost
 	cancel     context.CancelFunc
-}
-
-func randomKey() int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return int64(binary.BigEndian.Uint64(b[:]))
-}
-
-// connConfig returns the configuration of a dedicated connection with the session
-// settings that bound failover.
-func (e *Elector) connConfig(role string, leased bool) *pgx.ConnConfig {
-	c := e.base.Copy()
-	// Client-side keepalives too: a connection blocked in a wait (a follower's
-	// await_release) must fail, not hang, when the path to the server goes silent.
-	// They are set on what the configured DialFunc returns, so a caller's own
-	// dialer (Config.ConnConfig: a proxy, a custom resolver, IAM) is kept.
-	c.DialFunc = withKeepalive(c.DialFunc, net.KeepAliveConfig{Enable: true,
-		Idle: max(e.cfg.SessionLease, time.Second), Interval: time.Second, Count: 3})
-	p := c.RuntimeParams
-	p["application_name"] = "pgleader " + role + " " + e.cfg.NodeID
-	if len(p["application_name"]) > 63 {
-		p["application_name"] = p["application_name"][:63]
-	}
-	// The server notices a vanished client during a statement within this interval.
-	p["client_connection_check_interval"] = "1000"
-	// Plan each statement of the engine's functions once per session. With the
-	// default (auto), PL/pgSQL plans a statement afresh on each of its first five
-	// executions, and a follower's claims are few: the claim on the crash-failover
-	// path paid ≈2 ms of planning (a third of its server time). Generic plans are
-	// built by warm and kept; their values change, their shapes do not.
-	p["plan_cache_mode"] = "force_generic_plan"
-	pgsession.Apply(&c.Config)
-	if leased {
-		L := e.cfg.SessionLease
-		p["idle_session_timeout"] = strconv.FormatInt(L.Milliseconds(), 10)
-		// Keepalives must never end the session before the lease: idle starts at
-		// ceil(L) seconds, then 3 probes 1 s apart.
-		p["tcp_keepalives_idle"] = strconv.FormatInt(int64((L+time.Second-1)/time.Second), 10)
-		p["tcp_keepalives_interval"] = "1"
-		p["tcp_keepalives_count"] = "3"
-	}
-	return c
-}
-
-// withKeepalive wraps dial so that the TCP connections it returns probe a silent
-// peer as ka says (a connection that is not TCP, a Unix socket, is left alone).
-func withKeepalive(dial pgconn.DialFunc, ka net.KeepAliveConfig) pgconn.DialFunc {
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			if err := tc.SetKeepAliveConfig(ka); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("set TCP keepalives: %w", err)
-			}
-		}
-		return conn, nil
-	}
 }
 
 func (e *Elector) openSession(ctx context.Context) (*session, error) {
@@ -212,10 +141,6 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 	s.loops.Go(func() { l.listenLoop(listen) })
 	return s, nil
 }
-
-// testBeforeListen, set only by tests before any Elector starts, runs just
-// before a listen session LISTENs.
-var testBeforeListen func(e *Elector)
 
 // warm runs the claim, heartbeat, release and await functions on a private
 // scratch scope inside a transaction that is rolled back. PL/pgSQL compiles a function on its
@@ -353,196 +278,4 @@ func (s *session) removeTerm(t *term) bool {
 // derive from Run's context: cancelling Run must drain, not cut the session.
 func (s *session) stmtCtx(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
-}
-
-// heartbeatSQL: a led row's holder is the target of a handover asked for it
-// (schema 8), NULL otherwise.
-const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
-
-// heartbeat confirms every term of the session in one round trip on the leadership
-// session, pings the guard session concurrently, and extends or ends the terms. For
-// the scopes it follows it learns of new leaders and of scopes left without a live
-// holder (which it claims: the fallback when no wake-up reached this node), and it
-// learns which peer to watch.
-func (s *session) heartbeat() {
-	if s.lease {
-		s.leaseHeartbeat()
-		return
-	}
-	e := s.e
-	terms, scopes, epochs := s.termsSnapshot()
-	led := map[*Scope]bool{}
-	var settled []string
-	for _, t := range terms {
-		led[t.scope] = true
-		if t.isSettled() {
-			settled = append(settled, t.scope.name)
-		}
-	}
-	var follow []string
-	var known []int64
-	for _, sc := range e.order {
-		if !led[sc] {
-			follow = append(follow, sc.name)
-			known = append(known, sc.knownEpoch())
-		}
-	}
-
-	s.mu.Lock()
-	if s.isLost() {
-		s.mu.Unlock()
-		return
-	}
-	// The deadline starts once the session is ours: time spent queueing behind a
-	// claim or a release is not the round trip's.
-	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
-	defer cancel()
-	start := monotime.Now()
-	guardErr := make(chan error, 1)
-	go func() { guardErr <- s.guardBeat(ctx) }()
-	ok := make(map[string]bool, len(scopes))
-	resign := map[string]bool{}     // led scopes an operator asked to give up (request_resign, request_handover)
-	handover := map[string]string{} // of those, the ones to hand to a chosen node (request_handover)
-	type observation struct {
-		scope  string
-		epoch  int64
-		holder *string
-	}
-	var seen []observation
-	var peer *ringPeer
-	rows, err := s.lead.Query(ctx, heartbeatSQL, e.cfg.NodeID, scopes, epochs, follow, known, settled)
-	if err == nil {
-		var kind string
-		var scope *string
-		var good, wantResign bool
-		var epoch *int64
-		var holder *string
-		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign}, func() error {
-			switch {
-			case kind == "led" && scope != nil:
-				ok[*scope] = good
-				resign[*scope] = wantResign
-				if holder != nil && *holder != e.cfg.NodeID { // schema 8: the handover's target
-					handover[*scope] = *holder
-				}
-			case kind == "follow" && scope != nil && epoch != nil:
-				seen = append(seen, observation{*scope, *epoch, holder})
-			case kind == "ring" && holder != nil && epoch != nil:
-				peer = &ringPeer{node: *holder, beacon: *epoch}
-			}
-			return nil
-		})
-	}
-	gErr := <-guardErr
-	s.mu.Unlock()
-	latency := monotime.Since(start)
-	if err == nil && gErr != nil {
-		err = fmt.Errorf("guard session: %w", gErr)
-	}
-	if err == nil && latency >= e.cfg.HeartbeatTimeout {
-		err = fmt.Errorf("heartbeat took %v, timeout is %v", latency, e.cfg.HeartbeatTimeout)
-	}
-	if err != nil {
-		s.heartbeatFailed(err, latency, terms)
-		return
-	}
-	e.ring.setPeer(peer, start)
-	var free []*Scope
-	for _, o := range seen {
-		sc := e.scopes[o.scope]
-		if sc == nil {
-			continue
-		}
-		if o.holder == nil {
-			free = append(free, sc)
-			continue
-		}
-		if *o.holder != e.cfg.NodeID {
-			sc.observe(*o.holder, o.epoch)
-		}
-	}
-	if len(free) > 0 {
-		s.requestClaims(free, "")
-	}
-	e.lastHeartbeat.Store(&heartbeatMark{mono: start, wall: time.Now()})
-	s.confirmTerms(terms, ok, resign, handover, start, latency)
-}
-
-// termsSnapshot returns the session's terms, their scopes' names and epochs.
-func (s *session) termsSnapshot() (terms []*term, scopes []string, epochs []int64) {
-	s.termsMu.Lock()
-	defer s.termsMu.Unlock()
-	for t := range s.terms {
-		terms = append(terms, t)
-		scopes = append(scopes, t.scope.name)
-		epochs = append(epochs, t.epoch)
-	}
-	return terms, scopes, epochs
-}
-
-// heartbeatFailed reports a failed heartbeat round trip and gives the session up.
-func (s *session) heartbeatFailed(err error, latency time.Duration, terms []*term) {
-	e := s.e
-	reason := ReasonHeartbeatTimeout
-	if !errors.Is(err, context.DeadlineExceeded) && latency < e.cfg.HeartbeatTimeout {
-		reason = ReasonLostConnection
-	}
-	e.emit(Event{Kind: EventHeartbeatFailed, Reason: reason, Err: err, Latency: latency, Terms: termRefs(terms)})
-	e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
-	s.lose(reason, err)
-}
-
-// confirmTerms applies a successful heartbeat (started at start) to the terms it
-// carried: extends the confirmed ones, starts the releases an operator asked for,
-// and ends the ones the database no longer gives this node (evicted).
-func (s *session) confirmTerms(terms []*term, ok, resign map[string]bool, handover map[string]string, start int64, latency time.Duration) {
-	e := s.e
-	var confirmed []*term
-	for _, t := range terms {
-		if ok[t.scope.name] {
-			t.confirm(start)
-			confirmed = append(confirmed, t)
-		}
-	}
-	// One event for the round trip, before the terms it confirmed act on it.
-	e.emit(Event{Kind: EventHeartbeatOK, TrustUntilMonoNS: start + int64(e.cfg.TrustWindow), Latency: latency,
-		Terms: termRefs(confirmed)})
-	for _, t := range terms {
-		if ok[t.scope.name] {
-			if resign[t.scope.name] {
-				t.requestResign(handover[t.scope.name])
-			}
-		} else if s.removeTerm(t) {
-			// Still ours when the answer came: not a term released meanwhile.
-			t.end(ReasonEvicted, false)
-		}
-	}
-}
-
-// termRefs names the terms of a heartbeat event.
-func termRefs(terms []*term) []TermRef {
-	if len(terms) == 0 {
-		return nil
-	}
-	refs := make([]TermRef, len(terms))
-	for i, t := range terms {
-		refs[i] = TermRef{Scope: t.scope.name, Epoch: t.epoch}
-	}
-	return refs
-}
-
-// markStopped records a clean shutdown in pgleader.nodes.
-func (s *session) markStopped() {
-	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
-	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isLost() {
-		return
-	}
-	if s.lease {
-		_, _ = s.lead.Exec(ctx, "SELECT pgleader.lease_stopped($1, $2)", s.e.cfg.NodeID, s.leaseToken)
-		return
-	}
-	_, _ = s.lead.Exec(ctx, "SELECT pgleader.node_stopped($1)", s.e.cfg.NodeID)
 }

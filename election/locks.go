@@ -1,0 +1,48 @@
+// Locks of package election, and the order in which they may be held together.
+// (Not the package doc: a blank line separates this comment from the clause.)
+//
+// Every sync.Mutex of the package, what it guards:
+//
+//	session.mu        statements on the leadership connection (lead): held for a
+//	                  whole round trip (claim, release, heartbeat, markStopped,
+//	                  nameBlockers, endFenced) and by close
+//	session.termsMu   session.terms, watches, leaseTimer
+//	batchQueue.mu     the queued claims, releases and announcements, closed, and
+//	                  the ended-nodes registry (ended.go)
+//	Scope.cmu         the campaign's claim state: following, queued, rewoken, outcome
+//	Scope.obsMu       observedHolder, observedEpoch
+//	leaseWatch.mu     a followed scope's lease watch (lease mode)
+//	term.mu           the term's gate: allowOpen, lastHB, period, inflight, idle,
+//	                  ended, reason, clean (and writes of draining)
+//	ring.mu           ring.peer, stale, read, waits, a guard wait's deadline
+//	Elector.sessMu    Elector.sess, sessReady
+//	observers.mu      changes to the observer list (emitting reads it without a lock)
+//	broker.mu         the subscribers, closed
+//	subscriber.mu     a subscriber's queue
+//	manualDriver.mu   electiontest's epochs, ctx, closed, served
+//
+// Nesting (held → taken), every place two are held at once:
+//
+//	session.mu    → batchQueue.mu   runClaims → retryEnded → batch.justEnded
+//	session.mu    → Scope.obsMu     runClaims → retryEnded → Scope.observed
+//	session.mu    → leaseWatch.mu   runClaims → runLeaseClaims → lease.expected, reset
+//	batchQueue.mu → Scope.cmu       requestClaims → Scope.queueClaim
+//	broker.mu     → subscriber.mu   broker.publish
+//
+// So the order is session.mu, then batchQueue.mu, then Scope.cmu, Scope.obsMu or
+// leaseWatch.mu; and broker.mu, then subscriber.mu. Every other mutex is a leaf:
+// nothing else is taken while it is held. A new nesting must follow this order,
+// and be added here.
+//
+// Waits that count as nesting: heartbeat holds session.mu while it waits for
+// guardBeat, which guardLoop runs under session.termsMu; so termsMu must never be
+// held while waiting for session.mu (close and runClaims take them one after
+// the other, never together).
+//
+// Callbacks under a lock: term.mu is held while openPeriodLocked and
+// closePeriodLocked emit gate_open and gate_closed, so Observers run with it
+// held and must not enter the term (Scope.Do, Scope.Lead) on the same
+// goroutine; Token.Valid takes no lock. The test hook testHooks.retryWait runs
+// under session.mu.
+
+package election
