@@ -102,7 +102,8 @@ func (c *Collector) Bindings(ctx context.Context) ([]Binding, []KeyOverride, err
 // appBind is the application_name of the binding commands' sessions.
 const appBind = "pgleader scope"
 
-// withActionConn runs fn on a connection of its own (statements bounded).
+// withActionConn runs fn on a short-lived connection of its own, statements
+// bounded by readStatementTimeout: one operator action (retire, bind, key).
 func (c *Collector) withActionConn(ctx context.Context, app string, fn func(*pgx.Conn) error) error {
 	conn, err := c.connect(ctx, app, map[string]string{"statement_timeout": fmt.Sprint(readStatementTimeout.Milliseconds())})
 	if err != nil {

@@ -152,13 +152,11 @@ func (c *Collector) withdrawHandover(conn *pgx.Conn, scope, to, via string, time
 // (running nodes campaign for it, or the scope is unknown). It returns false
 // when the scope was retired already.
 func (c *Collector) Retire(ctx context.Context, scope, via string) (bool, error) {
-	conn, err := c.connect(ctx, appRetire, map[string]string{"statement_timeout": fmt.Sprint(readStatementTimeout.Milliseconds())})
-	if err != nil {
-		return false, fmt.Errorf("collector: retire %s: connect: %w", scope, err)
-	}
-	defer closeConn(conn)
 	var done bool
-	if err := conn.QueryRow(ctx, "SELECT pgleader.retire_scope($1, $2)", scope, via).Scan(&done); err != nil {
+	err := c.withActionConn(ctx, appRetire, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT pgleader.retire_scope($1, $2)", scope, via).Scan(&done)
+	})
+	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == protocol.SQLStateRetireRefused {
 			return false, fmt.Errorf("%w: %s", ErrRetireRefused, strings.TrimPrefix(pe.Message, "pgleader: "))

@@ -125,14 +125,7 @@ func flood(t *testing.T, dsn string) (stop func() int64) {
 // raises the collector's reads by a bounded factor (notifyBudget), a real claim
 // during the flood is still seen, and the lying payloads change nothing.
 func TestNotifyStorm(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
-	cfg := testConfig(t, dsn)
-	cfg.Source = SourceModeNotify
-	cfg.PollInterval = DefaultPollInterval
-	c := newCollector(t, cfg)
-	rec := record(t, c)
-	run(t, c)
-	waitSnap(t, c, "live", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
+	dsn, c, rec := liveNotifyCollector(t)
 
 	// Idle: the poll alone, for the figures.
 	idle := measureReads(t, c, 3*time.Second, func() {})
@@ -158,8 +151,8 @@ func TestNotifyStorm(t *testing.T) {
 			news++
 		}
 	}
-	ticks := uint64(storm.took/cfg.PollInterval) + 1
-	budget := uint64(notifyBurst) + uint64(storm.took/notifyCost(cfg.PollInterval)) + 1
+	ticks := uint64(storm.took/DefaultPollInterval) + 1
+	budget := uint64(notifyBurst) + uint64(storm.took/notifyCost(DefaultPollInterval)) + 1
 	if bound := ticks + budget + news; storm.reads > bound {
 		t.Errorf("%d reads during %v of flood, bound %d (%d ticks + %d budgeted + %d that found news)",
 			storm.reads, storm.took, bound, ticks, budget, news)
@@ -219,14 +212,7 @@ func measureReads(t *testing.T, c *Collector, d time.Duration, during func()) re
 // for it), polls for a while and listens again; a real election during the flood
 // is still published (by the poll).
 func TestNotifyFloodBounded(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
-	cfg := testConfig(t, dsn)
-	cfg.Source = SourceModeNotify
-	cfg.PollInterval = DefaultPollInterval
-	c := newCollector(t, cfg)
-	rec := record(t, c)
-	run(t, c)
-	waitSnap(t, c, "live", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
+	dsn, c, rec := liveNotifyCollector(t)
 
 	ctx, stop := context.WithCancel(context.Background())
 	var sent atomic.Int64
@@ -264,4 +250,19 @@ func TestNotifyFloodBounded(t *testing.T) {
 	if !strings.Contains(h.LastError, "notification flood") {
 		t.Errorf("Health does not name the flood: %q", h.LastError)
 	}
+}
+
+// liveNotifyCollector runs a collector in notify mode on a fresh migrated
+// database and waits until it listens.
+func liveNotifyCollector(t *testing.T) (string, *Collector, *recorder) {
+	t.Helper()
+	dsn := pgtest.MigratedDSN(t)
+	cfg := testConfig(t, dsn)
+	cfg.Source = SourceModeNotify
+	cfg.PollInterval = DefaultPollInterval
+	c := newCollector(t, cfg)
+	rec := record(t, c)
+	run(t, c)
+	waitSnap(t, c, "live", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
+	return dsn, c, rec
 }
