@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
-	"github.com/pgleader/pgleader/migrations"
 )
 
 // forgeCluster writes scopes held scopes with 10 terms each and nodes nodes (each a
@@ -67,24 +66,17 @@ func BenchmarkPoll(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/read")
 	})
-	// QueryOnly reads as today; WithoutInterference reads as for schema 6, which
-	// leaves out pgleader.interference(): its cost, measured in the same run.
-	for _, v := range []struct {
-		name   string
-		schema int
-	}{{"QueryOnly", migrations.Latest}, {"QueryOnlyWithoutInterference", 6}} {
-		b.Run(v.name, func(b *testing.B) {
-			c.stateMu.Lock()
-			cur := c.st.cursor(planPoll, false)
-			c.stateMu.Unlock()
-			for b.Loop() {
-				if _, err := read(ctx, conn, &c.cfg, cur, v.schema, false); err != nil {
-					b.Fatal(err)
-				}
+	b.Run("QueryOnly", func(b *testing.B) {
+		c.stateMu.Lock()
+		cur := c.st.cursor(planPoll, false)
+		c.stateMu.Unlock()
+		for b.Loop() {
+			if _, err := read(ctx, conn, &c.cfg, cur, false); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/read")
-		})
-	}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/read")
+	})
 }
 
 // BenchmarkApply turns one forged read into a snapshot, without a database:

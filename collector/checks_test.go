@@ -289,7 +289,7 @@ func TestStaleLeader(t *testing.T) {
 		if _, err := c.Poll(ctx); err != nil {
 			t.Fatal(err)
 		}
-		exec(t, holder, "SELECT pgleader.release('m', 1, 'someone', 'resigned')")
+		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{1}', '{resigned}')")
 		forgeHolder(t, holder, "m", "someone")
 		if err := c.Evict(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) {
 			t.Fatalf("changed holder: %v", err)

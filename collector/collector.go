@@ -23,9 +23,6 @@ type Collector struct {
 	notifyCh   chan struct{} // wakes the loop for a notification (notifyPending)
 	intervalCh chan struct{}
 	pollReq    chan chan pollResult
-	// schema: the version of the database's schema, as the reader connection
-	// last found it; it decides what a read asks (forSchema).
-	schema atomic.Int32
 
 	runMu    sync.Mutex
 	started  bool

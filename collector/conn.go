@@ -119,7 +119,13 @@ func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error
 		closeConn(conn)
 		return nil, "", fmt.Errorf("read the schema's version: %w", err)
 	}
-	c.schema.Store(int32(schema))
+	if schema < readSchema {
+		closeConn(conn)
+		if schema == 0 {
+			return nil, "", fmt.Errorf("database has no pgleader schema: run `pgleader migrate`")
+		}
+		return nil, "", fmt.Errorf("database has pgleader schema version %d; this build reads version %d or newer (its watch_*_v1 read contract): run `pgleader migrate`", schema, readSchema)
+	}
 	version := conn.PgConn().ParameterStatus("server_version")
 	if version == "" {
 		ctx, cancel := context.WithTimeout(ctx, readTimeout)

@@ -262,7 +262,7 @@ func forgeHolder(t testing.TB, conn *pgx.Conn, scope, node string) int64 {
 	var ok bool
 	var epoch int64
 	if err := conn.QueryRow(context.Background(),
-		`SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'forged-host', 0, 100, 100, 300, 500)`,
+		`SELECT acquired, epoch FROM pgleader.claim_scopes($2, 'forged-host', 0, 100, 100, 300, 500, ARRAY[$1::text], ARRAY[pgleader.lock_key($1)])`,
 		scope, node).Scan(&ok, &epoch); err != nil || !ok {
 		t.Fatalf("forged claim of %s by %s: acquired=%v err=%v", scope, node, ok, err)
 	}

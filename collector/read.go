@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,55 +122,13 @@ type auditDetail struct {
 const (
 	sqlBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
-	// Every scope named in leader_state or by a not-stopped node (a candidate's
-	// scope may have no row yet: claims create it), its lock holders and waiters
-	// (one pass over pg_locks, grouped by key and hash-joined), its newest term
-	// and the index-only counts behind the flapping and epoch-regression checks.
-	// $1: FlapWindow in seconds.
-	sqlScopes = `
-WITH l AS MATERIALIZED (
-  SELECT l.pid, (l.classid::bigint << 32) | l.objid::bigint AS key, l.mode, l.granted
-    FROM pg_catalog.pg_locks l
-   WHERE l.locktype = 'advisory' AND l.objsubid = 1
-     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())
-), lk AS (
-  SELECT l.key,
-         array_agg(l.pid ORDER BY l.pid) FILTER (WHERE l.granted AND l.mode = 'ExclusiveLock') AS excl,
-         array_agg(l.pid ORDER BY l.pid) FILTER (WHERE l.granted AND l.mode <> 'ExclusiveLock') AS other,
-         count(*) FILTER (WHERE NOT l.granted) AS waiting
-    FROM l GROUP BY l.key
-), names AS (
-  SELECT s.scope FROM pgleader.leader_state s
-  UNION
-  SELECT unnest(n.scopes) FROM pgleader.nodes n WHERE n.stopped_at IS NULL
-), sc AS (
-  SELECT nm.scope, s.scope IS NOT NULL AS recorded,
-         coalesce(s.lock_key, {{v12:(SELECT k.lock_key FROM pgleader.scope_keys k WHERE k.scope = nm.scope)|NULL::bigint}},
-                  pgleader.lock_key(nm.scope)) AS lock_key, coalesce(s.epoch, 0) AS epoch,
-         s.holder, s.holder_pid, s.acquired_at, s.released_at, s.last_heartbeat,
-         s.heartbeat_interval_ms, s.heartbeat_timeout_ms, s.trust_window_ms, s.session_lease_ms,
-         {{v8:s.handover_to|NULL::text}} AS handover_to, {{v8:s.handover_deadline|NULL::timestamptz}} AS handover_deadline,
-         {{v8:s.retired_at|NULL::timestamptz}} AS retired_at, {{v9:s.mode|NULL::text}} AS mode,
-         {{v12:(SELECT b.roles FROM pgleader.scope_bindings b
-                 WHERE (b.kind = 'scope' AND b.name = nm.scope) OR (b.kind = 'prefix' AND starts_with(nm.scope, b.name))
-                 ORDER BY b.kind = 'scope' DESC, length(b.name) DESC LIMIT 1)|NULL::text[]}} AS bound_to
-    FROM names nm LEFT JOIN pgleader.leader_state s ON s.scope = nm.scope
-)
-SELECT sc.scope, sc.recorded, sc.lock_key, sc.epoch, sc.holder, sc.holder_pid,
-       sc.acquired_at, sc.released_at, sc.last_heartbeat,
-       sc.heartbeat_interval_ms, sc.heartbeat_timeout_ms, sc.trust_window_ms, sc.session_lease_ms,
-       sc.handover_to, sc.handover_deadline, sc.retired_at, coalesce(sc.mode, 'lock'), coalesce(sc.bound_to, '{}'),
-       coalesce(lk.excl, '{}'), coalesce(lk.other, '{}'), coalesce(lk.waiting, 0)::int,
-       t.id, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
-       (extract(epoch FROM t.handover_gap) * 1000000)::bigint, {{v8:t.handed_to|NULL::text}},
-       (SELECT count(*) FROM pgleader.terms f
-         WHERE f.scope = sc.scope AND f.acquired_at > now() - make_interval(secs => $1))::int,
-       coalesce((SELECT max(m.epoch) FROM pgleader.terms m WHERE m.scope = sc.scope), 0)
-  FROM sc
-  LEFT JOIN lk ON lk.key = sc.lock_key
-  LEFT JOIN LATERAL (SELECT * FROM pgleader.terms t WHERE t.scope = sc.scope
-                      ORDER BY t.acquired_at DESC, t.id DESC LIMIT 1) t ON true
- ORDER BY sc.scope`
+	// Every scope, its lock holders and waiters, its newest term and the counts
+	// behind the flapping and epoch-regression checks, through the schema's
+	// versioned read contract (migrations/functions/watch_scopes_v1.sql). First
+	// in the transaction: it takes the snapshot, and pg_locks is read in the same
+	// statement, so the lock table and the rows describe (nearly) the same
+	// instant. $1: FlapWindow in seconds.
+	sqlScopes = `SELECT * FROM pgleader.watch_scopes_v1($1)`
 
 	// Database time, the lock table's nominal capacity, the advisory-lock
 	// footprint of this database, and the newest audit id (used by the first read).
@@ -188,29 +144,30 @@ SELECT now(),
  WHERE l.locktype = 'advisory'
    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())`
 
-	// Sessions that hold or wait on a scope's lock without being its candidates
-	// (schema version 7). Read right after the scopes: pg_locks is not
-	// transactional.
+	// Sessions that hold or wait on a scope's lock without being its candidates.
+	// Read right after the scopes: pg_locks is not transactional.
 	sqlInterference = `
 SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.application_name, ''),
        coalesce(i.client_addr, ''), i.backend_start, i.wait_start
   FROM pgleader.interference() i`
 
-	// The schema's version (0 when pgleader.schema_version is missing).
+	// The schema's version (0 when pgleader.schema_version is missing). The
+	// collector reads schema readSchema on (sqlScopes, sqlNodes, sqlTerms): a
+	// later schema keeps the _v1 contract for it, or adds a _v2 beside it.
 	sqlSchemaVersion = `SELECT CASE WHEN pg_catalog.to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
 	                        ELSE pgleader.schema_version() END`
 
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
-       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, {{v8:priority|1}}, {{v9:mode|'lock'}},
-       {{v10:failback_after_ms|NULL::int}}
-  FROM pgleader.nodes ORDER BY node_id`
+       scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
+       failback_after_ms
+  FROM pgleader.watch_nodes_v1 ORDER BY node_id`
 
 	// $1: how many.
 	sqlTerms = `
 SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason,
-       (extract(epoch FROM handover_gap) * 1000000)::bigint, {{v8:handed_to|NULL::text}}
-  FROM pgleader.terms ORDER BY id DESC LIMIT $1`
+       handover_gap_us, handed_to
+  FROM pgleader.watch_terms_v1 ORDER BY id DESC LIMIT $1`
 
 	// Later reads: every row after the last one seen, plus ids an earlier read
 	// found missing (a transaction still in flight then). $1 last id, $2 missing
@@ -244,21 +201,9 @@ SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.ep
                 WHERE t.scope = a.scope AND t.epoch = (a.detail->>'prev_epoch')::bigint) END`
 )
 
-// forSchema returns q for a database of schema version v: each {{vN:new|old}}
-// becomes new from version N on and old before it (a column a later version
-// added, and its stand-in), so one collector reads databases of every version.
-func forSchema(q string, v int) string {
-	return schemaSlot.ReplaceAllStringFunc(q, func(m string) string {
-		sub := schemaSlot.FindStringSubmatch(m)
-		need, _ := strconv.Atoi(sub[1])
-		if v >= need {
-			return sub[2]
-		}
-		return sub[3]
-	})
-}
-
-var schemaSlot = regexp.MustCompile(`\{\{v(\d+):([^|}]*)\|([^}]*)\}\}`)
+// readSchema is the oldest schema version with the read contract this
+// collector uses (pgleader.watch_scopes_v1, watch_nodes_v1, watch_terms_v1).
+const readSchema = 13
 
 // readCursor says which audit rows a read takes (state.cursor).
 type readCursor struct {
@@ -271,24 +216,20 @@ type readCursor struct {
 
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
 // COMMIT). On an error the connection may be unusable; the caller closes it.
-// schema is the database's schema version (what it can be asked).
 // Through a pooler (pooled) the read sets its settings in its own transaction.
-func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, schema int, pooled bool) (*dbRead, error) {
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, pooled bool) (*dbRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	interference := schema >= 7
 	b := &pgx.Batch{}
 	b.Queue(sqlBegin)
 	if pooled {
 		b.Queue(readSettings, fmt.Sprint(readStatementTimeout.Milliseconds()), fmt.Sprint(readTimeout.Milliseconds()))
 	}
-	b.Queue(forSchema(sqlScopes, schema), cfg.FlapWindow.Seconds())
-	if interference {
-		b.Queue(sqlInterference)
-	}
+	b.Queue(sqlScopes, cfg.FlapWindow.Seconds())
+	b.Queue(sqlInterference)
 	b.Queue(sqlMeta)
-	b.Queue(forSchema(sqlNodes, schema))
-	b.Queue(forSchema(sqlTerms, schema), cfg.RecentTerms)
+	b.Queue(sqlNodes)
+	b.Queue(sqlTerms, cfg.RecentTerms)
 	switch {
 	case cur.skip:
 	case cur.first:
@@ -306,7 +247,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, sche
 	b.Queue("COMMIT")
 	r := &dbRead{Cursor: cur}
 	br := conn.SendBatch(ctx, b)
-	err := scanRead(br, r, interference, pooled)
+	err := scanRead(br, r, pooled)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -327,7 +268,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, sche
 	return r, nil
 }
 
-func scanRead(br pgx.BatchResults, r *dbRead, interference, pooled bool) error {
+func scanRead(br pgx.BatchResults, r *dbRead, pooled bool) error {
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -342,21 +283,19 @@ func scanRead(br pgx.BatchResults, r *dbRead, interference, pooled bool) error {
 	if err != nil {
 		return fmt.Errorf("read scopes and locks: %w", err)
 	}
-	if interference {
-		rows, _ = br.Query()
-		r.Interference, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (interferenceRow, error) {
-			var (
-				i          interferenceRow
-				pid        int32
-				start, wst *time.Time
-			)
-			err := row.Scan(&i.Scope, &pid, &i.Mode, &i.Granted, &i.Role, &i.ApplicationName, &i.ClientAddr, &start, &wst)
-			i.PID, i.BackendStart, i.WaitStart = int(pid), tm(start), tm(wst)
-			return i, err
-		})
-		if err != nil {
-			return fmt.Errorf("read interference: %w", err)
-		}
+	rows, _ = br.Query()
+	r.Interference, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (interferenceRow, error) {
+		var (
+			i          interferenceRow
+			pid        int32
+			start, wst *time.Time
+		)
+		err := row.Scan(&i.Scope, &pid, &i.Mode, &i.Granted, &i.Role, &i.ApplicationName, &i.ClientAddr, &start, &wst)
+		i.PID, i.BackendStart, i.WaitStart = int(pid), tm(start), tm(wst)
+		return i, err
+	})
+	if err != nil {
+		return fmt.Errorf("read interference: %w", err)
 	}
 	if err := br.QueryRow().Scan(&r.Now, &r.Timeline, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID); err != nil {
 		return fmt.Errorf("read time and lock table: %w", err)

@@ -97,7 +97,7 @@ func TestResign(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The caller saw epoch 1; epoch 2 began since: nothing is marked.
-		exec(t, holder, "SELECT pgleader.release('m', 1, 'someone', 'resigned')")
+		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{1}', '{resigned}')")
 		forgeHolder(t, holder, "m", "someone")
 		err := c.Resign(ctx, "m", "test")
 		if !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "epoch 2, not epoch 1") {
@@ -110,7 +110,7 @@ func TestResign(t *testing.T) {
 		if _, err := c.Poll(ctx); err != nil {
 			t.Fatal(err)
 		}
-		exec(t, holder, "SELECT pgleader.release('m', 2, 'someone', 'resigned')")
+		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{2}', '{resigned}')")
 		if err := c.Resign(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "no term is open") {
 			t.Fatalf("ended term: %v", err)
 		}

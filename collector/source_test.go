@@ -69,12 +69,12 @@ func transitions(ctx context.Context, dsn, scope string, n int, done *atomic.Int
 		node := fmt.Sprintf("node-%c", 'a'+i%2)
 		var acquired bool
 		var epoch int64
-		if err := conn.QueryRow(ctx, `SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'h', 0, 500, 500, 1500, 2000)`,
+		if err := conn.QueryRow(ctx, `SELECT acquired, epoch FROM pgleader.claim_scopes($2, 'h', 0, 500, 500, 1500, 2000, ARRAY[$1::text], ARRAY[pgleader.lock_key($1)])`,
 			scope, node).Scan(&acquired, &epoch); err != nil || !acquired {
 			return fmt.Errorf("claim %d: acquired=%v: %v", i+1, acquired, err)
 		}
 		var released bool
-		if err := conn.QueryRow(ctx, "SELECT pgleader.release($1, $2, $3, 'resigned')", scope, epoch, node).Scan(&released); err != nil || !released {
+		if err := conn.QueryRow(ctx, "SELECT ok FROM pgleader.release_batch($3, ARRAY[$1::text], ARRAY[$2::bigint], '{resigned}')", scope, epoch, node).Scan(&released); err != nil || !released {
 			return fmt.Errorf("release %d: released=%v: %v", i+1, released, err)
 		}
 		done.Add(1)

@@ -44,7 +44,7 @@ func checkNodeRole(ctx context.Context, cfg *pgx.ConnConfig) error {
 		var ok bool
 		if err := conn.QueryRow(ctx, `SELECT pg_catalog.has_function_privilege(
 		        'pgleader.register_node(text, text, integer, text, text[], integer, integer, integer, bigint, bigint)', 'EXECUTE')
-		    AND pg_catalog.has_function_privilege('pgleader.claim_batch(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
+		    AND pg_catalog.has_function_privilege('pgleader.claim_scopes(text, text, bigint, integer, integer, integer, integer, text[], bigint[], text)', 'EXECUTE')`).Scan(&ok); err != nil {
 			return fmt.Errorf("%w: read the role's privileges: %w", ErrUnreachable, err)
 		}
 		if !ok {

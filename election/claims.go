@@ -12,7 +12,7 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
-// claimResult is one row of pgleader.claim_batch.
+// claimResult is one row of pgleader.claim_scopes (lease_claim_scopes).
 type claimResult struct {
 	scope         string
 	acquired      bool
@@ -39,20 +39,15 @@ type claimOutcome struct {
 }
 
 const claimBatchSQL = `SELECT scope, acquired, busy, epoch, holder, prev_holder, prev_epoch, prev_closed,
-	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
-	   FROM pgleader.claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards, deferred_to
+	   FROM pgleader.claim_scopes($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 func scanClaims(rows pgx.Rows) ([]claimResult, error) {
 	var out []claimResult
 	var r claimResult
 	_, err := pgx.ForEachRow(rows, []any{&r.scope, &r.acquired, &r.busy, &r.epoch, &r.holder,
 		&r.prevHolder, &r.prevEpoch, &r.prevClosed, &r.prevGuardKey, &r.prevGuardHeld,
-		&r.prevTrustMS, &r.prevReason, &r.waitGuards}, func() error {
-		if !r.acquired { // the schema's row type: a row not acquired names the node it defers to there
-			r.deferredTo, r.prevHolder = r.prevHolder, nil
-		} else {
-			r.deferredTo = nil
-		}
+		&r.prevTrustMS, &r.prevReason, &r.waitGuards, &r.deferredTo}, func() error {
 		out = append(out, r)
 		return nil
 	})
@@ -236,7 +231,7 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 	}
 }
 
-// claimBatch runs pgleader.claim_batch for names (keys alongside) on q — the
+// claimBatch runs pgleader.claim_scopes for names (keys alongside) on q — the
 // leadership connection, or the warm-up's transaction on it — announcing ann's
 // loss if ann is not nil.
 func (s *session) claimBatch(ctx context.Context, q interface {
@@ -266,7 +261,7 @@ func countAcquired(rs []claimResult) int {
 }
 
 // reconcileLocked makes sure a failed claim batch left no advisory lock behind:
-// claim_batch gives its locks back in its exception handler, but a cancelled
+// claim_scopes gives its locks back in its exception handler, but a cancelled
 // statement or a commit-time error escapes that handler, and a lock kept that way
 // would stack under the next claim and outlive its release. A connection that is
 // gone took its locks with it. Called with s.mu held.

@@ -176,7 +176,7 @@
 //	   └──────────────────────────┘◀──────── lost / resigned / drained ───────────┘
 //
 // follower: waiting, at no cost, for a claim to be queued by a wake-up above (or at
-// session start). claiming: the scope is in a claim batch (pgleader.claim_batch:
+// session start). claiming: the scope is in a claim batch (pgleader.claim_scopes:
 // pg_try_advisory_lock, then the claim, for every scope of the batch in one
 // transaction). pending: this node holds the lock and the new epoch, but its gate
 // stays closed until the predecessor can no longer trust its own (below). leader:
@@ -292,7 +292,7 @@
 //	           lease_seq q: remember when a heartbeat first returned q (o); a
 //	           newer q' restarts the watch. At o + L (a timer) with q unchanged:
 //	           claim, expecting q.
-//	CLAIM      lease_claim_batch: the row is free, or still at lease_seq q and
+//	CLAIM      lease_claim_scopes: the row is free, or still at lease_seq q and
 //	           expired in server time — tested and locked in one statement — then
 //	           epoch + 1, lease_seq + 1. The gate opens at once.
 //	LEADING    each heartbeat renews the row (lease_seq + 1) if holder, epoch and

@@ -332,7 +332,7 @@ func (s *session) runLeaseClaims(ctx context.Context, names []string, scopes []*
 }
 
 const leaseClaimBatchSQL = `SELECT scope, acquired, busy, epoch, holder, prev_holder, prev_epoch, prev_closed,
-	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards
-	   FROM pgleader.lease_claim_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	        prev_guard_key, prev_guard_held, prev_trust_ms, prev_reason, wait_guards, deferred_to
+	   FROM pgleader.lease_claim_scopes($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 
 const leaseReleaseBatchSQL = "SELECT scope, ok, busy FROM pgleader.lease_release_batch($1, $2, $3, $4, $5)"

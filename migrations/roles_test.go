@@ -3,7 +3,6 @@ package migrations_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -233,58 +232,3 @@ func TestHandGrantsTakenBack(t *testing.T) {
 	}
 }
 
-// Migrating to version 12 keeps the lock keys nodes of earlier releases chose
-// (Config.LockKeys) for scopes a term used, recording them as overrides, and
-// drops rows under such keys that no term ever used; from then on no row under
-// another key can be written.
-func TestMigration12AdoptsKeys(t *testing.T) {
-	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrate.Up(ctx, cfg, nil, migrate.UpTo(11)); err != nil {
-		t.Fatal(err)
-	}
-	conn := connect(t, cfg)
-	for _, s := range []string{
-		`INSERT INTO pgleader.leader_state (scope, lock_key, epoch) VALUES ('used', 4242, 1), ('planted', 4343, 0), ('plain', pgleader.lock_key('plain'), 0)`,
-		`INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason)
-		 VALUES ('used', 1, 'n', 'h', 1, now(), now(), 'resigned')`,
-	} {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := conn.Query(ctx, `SELECT s.scope || ' ' || s.lock_key || ' ' || coalesce(k.set_by, '-')
-		FROM pgleader.leader_state s LEFT JOIN pgleader.scope_keys k USING (scope) ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plainKey int64
-	if err := conn.QueryRow(ctx, `SELECT pgleader.lock_key('plain')`).Scan(&plainKey); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{fmt.Sprintf("plain %d -", plainKey), "used 4242 schema version 12"}
-	if !slices.Equal(got, want) {
-		t.Errorf("after the migration: %q, want %q", got, want)
-	}
-	var audited int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pgleader.audit WHERE (kind, scope) IN (('lock_key_set', 'used'), ('lock_key_dropped', 'planted'))`).Scan(&audited); err != nil {
-		t.Fatal(err)
-	}
-	if audited != 2 {
-		t.Errorf("%d audit rows for the adopted and the dropped key, want 2", audited)
-	}
-	_, err = conn.Exec(ctx, `INSERT INTO pgleader.leader_state (scope, lock_key) VALUES ('new', 77)`)
-	if sqlstate(err) != "PLF03" {
-		t.Errorf("a row under a chosen key after the migration: got %v, want SQLSTATE PLF03", err)
-	}
-}

@@ -67,6 +67,9 @@ or holding another role's objects).`,
 			} else {
 				fmt.Fprintf(a.stdout, "pgleader schema: version %d → %d (applied %s)\n", res.From, res.To, strings.Join(res.Applied, ", "))
 			}
+			if len(res.Changed) > 0 {
+				fmt.Fprintf(a.stdout, "functions and views: %s applied (new or changed)\n", plural(len(res.Changed), "file"))
+			}
 			r := res.Roles
 			fmt.Fprintf(a.stdout, "roles: owner %s · node %s · reader %s · operator %s (grant them to login roles: docs/security.md)\n",
 				r.Owner, r.Node, r.Reader, r.Operator)

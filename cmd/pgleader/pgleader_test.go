@@ -233,11 +233,16 @@ func TestMigrate(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		r := pgleader(t, nil, "migrate", "--dsn", dsn)
 		files, err := fs.Glob(migrations.FS(), "*.sql")
-		if err != nil || len(files) != migrations.Latest {
-			t.Fatalf("embedded migrations %v (%v), want %d files", files, err, migrations.Latest)
+		if err != nil || len(files) != migrations.Latest-migrations.Baseline+1 {
+			t.Fatalf("embedded numbered files %v (%v), want %d (the baseline and one per version after it)", files, err, migrations.Latest-migrations.Baseline+1)
+		}
+		rep, err := migrations.Repeatables()
+		if err != nil || len(rep) < 50 {
+			t.Fatalf("embedded repeatable files: %d (%v)", len(rep), err)
 		}
 		const roles = "roles: owner pgleader_owner · node pgleader_node · reader pgleader_reader · operator pgleader_operator (grant them to login roles: docs/security.md)\n"
-		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied %s)\n", migrations.Latest, strings.Join(files, ", "))+roles {
+		if r.code != 0 || r.stdout != fmt.Sprintf("pgleader schema: version 0 → %d (applied %s)\nfunctions and views: %d files applied (new or changed)\n",
+			migrations.Latest, strings.Join(files, ", "), len(rep))+roles {
 			t.Fatalf("first: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		// The second run takes the database from DATABASE_URL.

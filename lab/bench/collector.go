@@ -47,10 +47,19 @@ func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, 
 	return CollectorSourceLatency(ctx, dsn, collector.SourceModeNotify, n, logf)
 }
 
+// A leadership change made by SQL, as a node's session makes it: claimSQL
+// claims scope $1 for node $2 (the engine's claim, one scope, no guard), and
+// releaseSQL releases scope $1 at epoch $2 for node $3, on the same session.
+const (
+	claimSQL = `SELECT acquired, epoch FROM pgleader.claim_scopes($2, 'bench', 0, 500, 500, 1500, 2000,
+	                   ARRAY[$1::text], ARRAY[pgleader.lock_key($1)])`
+	releaseSQL = `SELECT ok FROM pgleader.release_batch($3, ARRAY[$1::text], ARRAY[$2::bigint], '{resigned}')`
+)
+
 // CollectorSourceLatency measures the collector on dsn, a migrated database, with
 // the given source (collector.Config.Source; the logical one needs wal_level =
 // logical and a role with REPLICATION, and uses a temporary slot): first n
-// leadership changes made by SQL (pgleader.try_claim, then pgleader.release,
+// leadership changes made by SQL (claimSQL, then releaseSQL,
 // alternating two scopes and two node ids) timed from commit to event, then the
 // duration of full reads over 100 forged scopes (each held, with 10 terms) and 300
 // forged nodes, which it removes afterwards. logf receives progress lines (may be
@@ -93,7 +102,7 @@ func CollectorSourceLatency(ctx context.Context, dsn string, source collector.So
 		node := fmt.Sprintf("bench-collector-node-%d", i%2+1)
 		var acquired bool
 		var epoch int64
-		err := conn.QueryRow(ctx, "SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'bench', 0, 500, 500, 1500, 2000)",
+		err := conn.QueryRow(ctx, claimSQL,
 			scope, node).Scan(&acquired, &epoch)
 		committed := time.Now()
 		if err != nil {
@@ -108,7 +117,7 @@ func CollectorSourceLatency(ctx context.Context, dsn string, source collector.So
 			return res, fmt.Errorf("iteration %d: %w", i+1, err)
 		}
 		res.CommitToEvent = append(res.CommitToEvent, time.Since(committed))
-		if _, err := conn.Exec(ctx, "SELECT pgleader.release($1, $2, $3, 'resigned')", scope, epoch, node); err != nil {
+		if _, err := conn.Exec(ctx, releaseSQL, scope, epoch, node); err != nil {
 			return res, fmt.Errorf("release %d: %w", i+1, err)
 		}
 		// Let the release's own read pass, so each claim meets an idle collector.

@@ -61,7 +61,7 @@ func DashboardLatency(ctx context.Context, bin, dsn string, n int, logf func(str
 		row := regexp.MustCompile(`(?m)^\S?\s*` + scope + `\s.*\s` + node + `\s`)
 		var acquired bool
 		var epoch int64
-		err := conn.QueryRow(ctx, "SELECT acquired, epoch FROM pgleader.try_claim($1, pgleader.lock_key($1), $2, 'bench', 0, 500, 500, 1500, 2000)",
+		err := conn.QueryRow(ctx, claimSQL,
 			scope, node).Scan(&acquired, &epoch)
 		committed := time.Now()
 		if err != nil || !acquired {
@@ -72,7 +72,7 @@ func DashboardLatency(ctx context.Context, bin, dsn string, n int, logf func(str
 		}
 		res.CommitToScreen = append(res.CommitToScreen, time.Since(committed))
 		logf("dashboard %d/%d: %s epoch %d on screen after %.1f ms", i+1, n, node, epoch, ms(res.CommitToScreen[i].Nanoseconds()))
-		if _, err := conn.Exec(ctx, "SELECT pgleader.release($1, $2, $3, 'resigned')", scope, epoch, node); err != nil {
+		if _, err := conn.Exec(ctx, releaseSQL, scope, epoch, node); err != nil {
 			return res, fmt.Errorf("release %d: %w", i+1, err)
 		}
 		// Spread the changes so each meets a settled dashboard (and a random

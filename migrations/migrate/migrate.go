@@ -80,19 +80,18 @@ type Option func(*options)
 
 type options struct {
 	roles Roles
-	to    int64
 }
 
 // WithRoles makes Up use these role names instead of DefaultRoles.
 func WithRoles(r Roles) Option { return func(o *options) { o.roles = r } }
 
-// UpTo makes Up stop at schema version v instead of the latest: the schema of an
-// earlier release, for upgrade tests.
-func UpTo(v int64) Option { return func(o *options) { o.to = v } }
-
 // ErrForeignSchema: a schema named pgleader exists that pgleader's migrations did
 // not create (another role owns it, or objects in it): Up refuses to use it.
 var ErrForeignSchema = errors.New("foreign pgleader schema")
+
+// ErrTooOld: the database's schema predates migrations.Baseline, the oldest
+// version this build upgrades from.
+var ErrTooOld = errors.New("schema too old to upgrade in one step")
 
 // ErrPooler: the DSN goes through a connection pooler that will not give the
 // migration a session of its own.
@@ -101,7 +100,8 @@ var ErrPooler = errors.New("connection pooler in the way")
 // Result reports what Up did.
 type Result struct {
 	From, To int64    // schema version before and after
-	Applied  []string // file names applied by this call, in order
+	Applied  []string // numbered files applied by this call, in order
+	Changed  []string // repeatable files (functions/, views/) applied by this call
 	Roles    Roles    // the schema's roles, as recorded in pgleader.roles
 }
 
@@ -182,12 +182,11 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 	if err != nil {
 		return Result{}, fmt.Errorf("read schema version: %w", err)
 	}
-	var results []*goose.MigrationResult
-	if o.to > 0 {
-		results, err = p.UpTo(ctx, o.to)
-	} else {
-		results, err = p.Up(ctx)
+	if from > 0 && from < migrations.Baseline {
+		return Result{From: from, To: from}, fmt.Errorf("%w: database %q has pgleader schema version %d; this release upgrades from version %d on: run `pgleader migrate` of a release with schema %d first (README, Upgrades)",
+			ErrTooOld, cfg.Database, from, migrations.Baseline, migrations.Baseline)
 	}
+	results, err := p.Up(ctx)
 	res := Result{From: from, To: from}
 	for _, r := range results {
 		if r.Error == nil {
@@ -200,6 +199,9 @@ func Up(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, opts ...Opti
 		if errors.As(err, &pe) && pe.Failed != nil {
 			return res, fmt.Errorf("apply %s: %w", pe.Failed.Source.Path, pe.Err)
 		}
+		return res, err
+	}
+	if res.Changed, err = applyRepeatables(ctx, conn, len(res.Applied) > 0, log); err != nil {
 		return res, err
 	}
 	res.Roles = roles
@@ -282,4 +284,67 @@ func checkOwnership(ctx context.Context, conn *sql.Conn, owner string) error {
 			ErrForeignSchema, foreign, owner)
 	}
 	return nil
+}
+
+// applyRepeatables applies, in one transaction, every repeatable file
+// (migrations.Repeatables) whose checksum differs from the one recorded in
+// pgleader.applied_files, records the new checksums, and then — when it
+// applied any, or numbered is set (Up applied numbered files) — runs
+// pgleader.apply_privileges(). It returns the files applied.
+//
+// check_function_bodies is off for the transaction (as in a pg_dump restore):
+// a SQL-language function may name a function of a later file.
+func applyRepeatables(ctx context.Context, conn *sql.Conn, numbered bool, log *slog.Logger) ([]string, error) {
+	files, err := migrations.Repeatables()
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL check_function_bodies = off"); err != nil {
+		return nil, err
+	}
+	recorded := map[string]string{}
+	rows, err := tx.QueryContext(ctx, "SELECT file, checksum FROM pgleader.applied_files")
+	if err != nil {
+		return nil, fmt.Errorf("read pgleader.applied_files: %w", err)
+	}
+	for rows.Next() {
+		var f, sum string
+		if err := rows.Scan(&f, &sum); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		recorded[f] = sum
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, f := range files {
+		if recorded[f.Name] == f.Checksum {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, f.SQL); err != nil {
+			return nil, fmt.Errorf("apply %s: %w", f.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pgleader.applied_files (file, checksum) VALUES ($1, $2)
+			ON CONFLICT (file) DO UPDATE SET checksum = excluded.checksum, applied_at = clock_timestamp(), applied_by = session_user`,
+			f.Name, f.Checksum); err != nil {
+			return nil, fmt.Errorf("record %s: %w", f.Name, err)
+		}
+		log.Debug("applied", "file", f.Name)
+		changed = append(changed, f.Name)
+	}
+	if len(changed) == 0 && !numbered {
+		return nil, nil
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT pgleader.apply_privileges()"); err != nil {
+		return nil, fmt.Errorf("apply privileges: %w", err)
+	}
+	return changed, tx.Commit()
 }

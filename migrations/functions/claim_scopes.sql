@@ -1,54 +1,36 @@
--- pgleader schema, version 11: a claim reads pg_locks only when it must.
---
--- claim_batch read the whole lock table first, every time (pg_lock_status copies
--- it under all sixteen lock-partition locks), then asked for every won scope
--- whether a live node of higher priority or a handover target should have it.
--- On the crash-failover path — one follower claiming the scopes of a node that
--- just died — neither is needed in the common case, and together they were about
--- a third of the claim's server time (pg_stat_statements: 0.52 ms for the lock
--- map and 0.38 ms for the deferral query, of ≈2.4 ms), spent while the dead
--- node's backends were still exiting on the same CPUs. Now:
---   * the guards of earlier holders are probed one by one (key_free: a shared
---     try-lock, given back at once) instead of being looked up in the lock map;
---   * the deferral query runs only when a won scope can be deferred at all: this
---     node has priority 0, a handover is pending on the scope, or a registered
---     node of higher priority campaigns for it (the query itself then reads the
---     lock map, to tell live nodes, as before);
---   * the lock map is read for the rows of scopes held elsewhere only when there
---     are some (it names their live holder, as before).
--- The results are the same as version 8's.
-
--- +goose Up
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION pgleader.schema_version() RETURNS int
-LANGUAGE sql IMMUTABLE AS $$ SELECT 11 $$;
--- +goose StatementEnd
-
--- key_free: whether no session holds the advisory lock k exclusively (bigint key,
--- this database), by taking it shared without waiting and giving it back.
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION pgleader.key_free(k bigint) RETURNS boolean
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pgleader, pg_temp AS $$
-BEGIN
-  IF pg_try_advisory_lock_shared(k) THEN
-    PERFORM pg_advisory_unlock_shared(k);
-    RETURN true;
-  END IF;
-  RETURN false;
-END $$;
--- +goose StatementEnd
-
--- claim_batch, version 11: as version 8 (see above for what changed).
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION pgleader.claim_batch(
-    p_node text, p_hostname text, p_guard_key bigint,
-    p_interval_ms int, p_timeout_ms int, p_trust_ms int, p_lease_ms int,
-    p_scopes text[], p_keys bigint[], p_announce text DEFAULT NULL)
-RETURNS TABLE (scope text, acquired boolean, busy boolean, epoch bigint, holder text,
-               prev_holder text, prev_epoch bigint, prev_closed boolean,
-               prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms int,
-               prev_reason text, wait_guards bigint[])
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pgleader, pg_temp AS $$
+-- claim_scopes: take the advisory lock of each scope without waiting and claim
+-- every scope won (S1: each epoch bumps by one, committed with
+-- synchronous_commit = on; S2 by construction: this very call took the locks on
+-- the calling backend; S3: the rows are locked FOR UPDATE, which fenced writers
+-- of the previous term block). A handful of statements per batch, whatever its
+-- size:
+--   * never waits: a row locked by fenced writers answers busy = true (its lock
+--     given back), for the caller to retry shortly;
+--   * who may claim a free scope: a scope reserved by a handover (handover_to,
+--     before handover_deadline, the target alive) goes to its target only;
+--     otherwise a claim is deferred while a live candidate of higher priority,
+--     not cooling down after resigning the scope, campaigns for it, for at most
+--     three of that candidate's heartbeat intervals from the first deferral
+--     (deferred_since); a node of priority 0 never wins a claim. A deferred row
+--     answers acquired = false, busy = false and names the node it waits for in
+--     deferred_to (its lock given back);
+--   * the guards of earlier holders are probed one by one (key_free), and the
+--     lock map and the deferral query are read only when a row needs them;
+--   * p_announce, when not NULL, names a node whose leadership session ended: a
+--     leader_change notification (event node_lost) tells every node, so that
+--     the followers of scopes this caller does not campaign for claim them at
+--     once.
+-- Rows: one per scope. acquired = false: holder is the current holder while its
+-- backend holds the lock (NULL otherwise), epoch the current epoch. A won claim
+-- clears the handover, the deferral and retirement. If anything fails, every
+-- lock the batch took is given back before the error propagates (session locks
+-- survive a rollback).
+CREATE OR REPLACE FUNCTION pgleader.claim_scopes(p_node text, p_hostname text, p_guard_key bigint, p_interval_ms integer, p_timeout_ms integer, p_trust_ms integer, p_lease_ms integer, p_scopes text[], p_keys bigint[], p_announce text DEFAULT NULL::text)
+ RETURNS TABLE(scope text, acquired boolean, busy boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint, prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms integer, prev_reason text, wait_guards bigint[], deferred_to text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
 DECLARE
   v_taken   bigint[] := '{}';  -- keys this batch locked
   v_cands   bigint[];          -- guards of the holders on record and of the unresolved chain
@@ -212,7 +194,7 @@ BEGIN
     )
     SELECT c.scope, true, false, c.old_epoch + 1, p_node, c.old_holder, c.old_epoch, NOT c.was_open,
            c.old_guard, c.was_open AND coalesce(c.guard_held, false),
-           CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END, c.reason, c.wait
+           CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END, c.reason, c.wait, NULL::text
       FROM calc c JOIN upd ON upd.scope = c.scope;
     -- (The data-modifying parts above run to completion whatever the outer query reads.)
     PERFORM pg_notify('leader_change', json_build_object(
@@ -228,8 +210,8 @@ BEGIN
 
     -- Busy (the previous term's fenced writers hold the row) or deferred.
     RETURN QUERY
-    SELECT u.s, false, NOT v_defer ? u.s, NULL::bigint, NULL::text, nullif(v_defer->>u.s, ''), NULL::bigint, NULL::boolean,
-           NULL::bigint, NULL::boolean, NULL::int, NULL::text, NULL::bigint[]
+    SELECT u.s, false, NOT v_defer ? u.s, NULL::bigint, NULL::text, NULL::text, NULL::bigint, NULL::boolean,
+           NULL::bigint, NULL::boolean, NULL::int, NULL::text, NULL::bigint[], nullif(v_defer->>u.s, '')
       FROM unnest(p_scopes, p_keys) AS u(s, k) WHERE u.k = ANY (v_busy);
 
     -- Scopes held elsewhere: the epoch on record, and the holder while its backend
@@ -243,7 +225,7 @@ BEGIN
                    AND v_locks ? (s.holder_pid::text || ':' || s.lock_key::text)
                   THEN s.holder END,
              NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
-             NULL::text, NULL::bigint[]
+             NULL::text, NULL::bigint[], NULL::text
         FROM unnest(p_scopes, p_keys) AS u(s, k)
         LEFT JOIN pgleader.leader_state s ON s.scope = u.s
        WHERE u.k <> ALL (v_taken) AND u.k <> ALL (v_busy);
@@ -255,8 +237,4 @@ BEGIN
     PERFORM pg_advisory_unlock(k) FROM unnest(v_taken) k;
     RAISE;
   END;
-END $$;
--- +goose StatementEnd
-
--- Ownership, search_path and grants, re-applied as after every migration.
-SELECT pgleader.apply_privileges();
+END $function$;

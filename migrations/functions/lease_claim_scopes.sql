@@ -1,0 +1,151 @@
+-- lease_claim_scopes: claim, in one transaction, every scope of p_scopes that is
+-- free (never claimed, or released) or whose lease expired: its lease_seq is still
+-- p_seqs[i] (the follower watched it unchanged for a whole lease on its own
+-- clock) and, in the server's time, its last renewal is older than the holder's
+-- lease. Never waits: a row locked by fenced writers is busy. Handover
+-- reservations and priorities apply as in claim_scopes (a row not acquired names
+-- the node its scope is deferred to in deferred_to). Rows as claim_scopes (the
+-- guard columns are NULL: lease mode has no guards; a successor's safety is the
+-- lease it waited out).
+CREATE OR REPLACE FUNCTION pgleader.lease_claim_scopes(p_node text, p_token bigint, p_hostname text, p_interval_ms integer, p_timeout_ms integer, p_trust_ms integer, p_lease_ms integer, p_scopes text[], p_seqs bigint[])
+ RETURNS TABLE(scope text, acquired boolean, busy boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint, prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms integer, prev_reason text, wait_guards bigint[], deferred_to text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  v_prio    int;
+  v_locks   jsonb := pgleader.lock_map();
+  v_floor   bigint := pgleader.epoch_floor(); -- raises on a standby: a standby never grants
+  v_locked  text[];
+  v_won     text[];
+  v_defer   jsonb := '{}';
+BEGIN
+  PERFORM set_config('synchronous_commit', 'on', true);
+  PERFORM pgleader.note_timeline(p_node);
+  IF cardinality(p_scopes) IS DISTINCT FROM cardinality(p_seqs) THEN
+    RAISE EXCEPTION 'pgleader: lease_claim_batch needs one observed lease_seq per scope';
+  END IF;
+  SELECT n.priority INTO v_prio FROM pgleader.nodes n
+   WHERE n.node_id = p_node AND n.lease_token = p_token AND n.mode = 'lease';
+  IF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF02',
+      MESSAGE = format('pgleader: node %L is not registered in lease mode with this token', p_node);
+  END IF;
+  INSERT INTO pgleader.leader_state AS s (scope, lock_key, mode)
+  SELECT u.s, pgleader.lock_key(u.s), 'lease' FROM unnest(p_scopes) AS u(s)
+  ON CONFLICT ON CONSTRAINT leader_state_pkey DO NOTHING;
+  -- The claimable rows (free, or expired as observed) that this batch locks: a
+  -- row held by the previous term's fenced writers is skipped (busy). The test
+  -- and the lock are one statement, so the test is made again on the row version
+  -- the lock finds: a claim another node committed since this statement's
+  -- snapshot fails it (the row is no longer free, its lease_seq moved on). Two
+  -- statements would let two nodes claim one lease.
+  SELECT coalesce(array_agg(x.scope), '{}') INTO v_locked
+    FROM (SELECT s.scope FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
+           WHERE s.holder IS NULL OR s.released_at IS NOT NULL
+              OR (s.lease_seq = u.q AND s.last_heartbeat
+                    + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp())
+             FOR UPDATE OF s SKIP LOCKED) x;
+  -- Reservations and priorities, as in claim_batch.
+  IF cardinality(v_locked) > 0 THEN
+    SELECT coalesce(jsonb_object_agg(d.scope, d.node), '{}') INTO v_defer FROM (
+      SELECT s.scope,
+             CASE
+               WHEN v_prio = 0 THEN ''
+               WHEN s.handover_to IS NOT NULL AND s.handover_to <> p_node AND s.handover_deadline > clock_timestamp()
+                    AND EXISTS (SELECT 1 FROM pgleader.live_nodes(v_locks) ln
+                                 WHERE ln.node_id = s.handover_to AND s.scope = ANY (ln.scopes))
+                 THEN s.handover_to
+               ELSE (SELECT ln.node_id FROM pgleader.live_nodes(v_locks) ln
+                      WHERE ln.priority > v_prio AND s.scope = ANY (ln.scopes) AND ln.node_id <> p_node
+                        AND NOT coalesce(ln.node_id = s.last_holder AND s.cooldown_until > clock_timestamp(), false)
+                        AND (s.deferred_since IS NULL OR s.deferred_since
+                             + make_interval(secs => 3 * coalesce(ln.heartbeat_interval_ms, 500) / 1000.0) > clock_timestamp())
+                      ORDER BY ln.priority DESC, ln.node_id LIMIT 1)
+             END AS node
+        FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked)) d
+     WHERE d.node IS NOT NULL;
+    IF v_defer <> '{}' THEN
+      UPDATE pgleader.leader_state s SET deferred_since = coalesce(s.deferred_since, clock_timestamp())
+       WHERE s.scope = ANY (v_locked) AND v_defer ? s.scope AND v_defer->>s.scope <> '';
+      v_locked := ARRAY(SELECT x FROM unnest(v_locked) x WHERE NOT v_defer ? x);
+    END IF;
+  END IF;
+
+  RETURN QUERY
+  WITH calc AS MATERIALIZED (
+    SELECT s.scope, greatest(s.epoch, v_floor) AS old_epoch, s.epoch AS stored_epoch, s.holder AS old_holder,
+           s.last_heartbeat AS old_hb, s.released_at AS old_released,
+           (s.holder IS NOT NULL AND s.released_at IS NULL) AS was_open,
+           CASE WHEN s.holder IS NULL OR s.released_at IS NOT NULL THEN NULL ELSE 'heartbeat_timeout' END AS reason,
+           s.handover_to = p_node AS handed, s.last_holder AS handed_from,
+           s.retired_at IS NOT NULL AS was_retired,
+           clock_timestamp() AS at
+      FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked)
+  ), upd AS (
+    UPDATE pgleader.leader_state s SET
+        epoch = c.old_epoch + 1, holder = p_node, holder_pid = NULL, holder_guard_key = NULL,
+        acquired_at = c.at, released_at = NULL, last_heartbeat = c.at, lease_seq = s.lease_seq + 1,
+        heartbeat_interval_ms = p_interval_ms, unresolved_guards = '{}', unresolved_trust_ms = 0,
+        heartbeat_timeout_ms = p_timeout_ms, trust_window_ms = p_trust_ms,
+        session_lease_ms = p_lease_ms, resign_requested_epoch = NULL, resign_requested_by = NULL,
+        handover_to = NULL, handover_epoch = NULL, handover_deadline = NULL, handover_by = NULL,
+        deferred_since = NULL, retired_at = NULL, retired_by = NULL
+      FROM calc c WHERE s.scope = c.scope
+    RETURNING s.scope
+  ), closed AS (
+    UPDATE pgleader.terms t SET released_at = c.at, release_reason = c.reason
+      FROM calc c WHERE c.was_open AND t.scope = c.scope AND t.released_at IS NULL
+    RETURNING t.scope
+  ), opened AS (
+    INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, handover_gap)
+    SELECT c.scope, c.old_epoch + 1, p_node, p_hostname, NULL, c.at,
+           c.at - CASE WHEN c.was_open THEN c.old_hb ELSE c.old_released END
+      FROM calc c
+    RETURNING 1
+  ), audited AS (
+    INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
+    SELECT a.scope, a.node_id, a.epoch, a.kind, a.detail FROM (
+      SELECT c.scope, c.old_holder AS node_id, c.old_epoch AS epoch, 'term_closed_by_successor' AS kind,
+             jsonb_build_object('reason', c.reason, 'successor', p_node, 'last_heartbeat', c.old_hb) AS detail, 1 AS ord
+        FROM calc c WHERE c.was_open
+      UNION ALL
+      SELECT c.scope, p_node, c.old_epoch, 'scope_revived', jsonb_build_object('by', p_node), 2
+        FROM calc c WHERE c.was_retired
+      UNION ALL
+      SELECT c.scope, p_node, c.old_epoch + 1, 'elected',
+             jsonb_strip_nulls(jsonb_build_object('prev_holder', c.old_holder, 'prev_epoch', c.old_epoch,
+                                'prev_closed', NOT c.was_open, 'mode', 'lease',
+                                'epoch_floor', CASE WHEN c.stored_epoch < v_floor THEN v_floor END,
+                                'handed_over_by', CASE WHEN c.handed THEN c.handed_from END,
+                                'priority', v_prio)), 3
+        FROM calc c) a
+    ORDER BY a.scope, a.ord
+    RETURNING 1
+  )
+  SELECT c.scope, true, false, c.old_epoch + 1, p_node, c.old_holder, c.old_epoch, NOT c.was_open,
+         NULL::bigint, NULL::boolean, 0, c.reason, '{}'::bigint[], NULL::text
+    FROM calc c JOIN upd ON upd.scope = c.scope;
+  PERFORM pg_notify('leader_change', json_build_object(
+              'scope', s.scope, 'epoch', s.epoch, 'holder', p_node, 'event', 'elected')::text)
+     FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked) ORDER BY s.scope;
+  SELECT coalesce(array_agg(x), '{}') INTO v_won FROM unnest(v_locked) x;
+  IF cardinality(v_won) > 0 THEN
+    UPDATE pgleader.nodes n SET leads = ARRAY(SELECT DISTINCT x FROM unnest(n.leads || v_won) x ORDER BY x)
+     WHERE n.node_id = p_node;
+  END IF;
+  -- The rest: deferred, busy (claimable, but a fenced writer holds the row), or
+  -- held (the epoch, and the holder while a term is open).
+  RETURN QUERY
+  SELECT s.scope, false,
+         s.scope <> ALL (v_locked) AND NOT v_defer ? s.scope
+           AND (s.holder IS NULL OR s.released_at IS NOT NULL
+                OR (s.lease_seq = u.q AND s.last_heartbeat
+                      + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp())),
+         s.epoch, CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
+         NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
+         NULL::text, NULL::bigint[], nullif(v_defer->>s.scope, '')
+    FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
+   WHERE s.scope <> ALL (v_won);
+END $function$;

@@ -1,0 +1,43 @@
+-- lease_heartbeat, version 10: likewise.
+CREATE OR REPLACE FUNCTION pgleader.lease_heartbeat(p_node text, p_token bigint, p_scopes text[], p_epochs bigint[], p_follow text[])
+ RETURNS TABLE(kind text, scope text, ok boolean, epoch bigint, holder text, seq bigint, resign boolean, handover text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  v_mine boolean;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
+  UPDATE pgleader.nodes n SET last_seen = now()
+   WHERE n.node_id = p_node AND n.lease_token = p_token AND n.mode = 'lease'
+  RETURNING true INTO v_mine;
+  IF coalesce(v_mine, false) AND cardinality(p_scopes) > 0 THEN
+    PERFORM pgleader.request_failbacks(p_node, p_scopes, p_epochs, NULL);
+  END IF;
+  RETURN QUERY
+  WITH want AS (
+    SELECT w.scope, w.epoch FROM unnest(p_scopes, p_epochs) AS w(scope, epoch)
+  ), upd AS (
+    UPDATE pgleader.leader_state s SET last_heartbeat = now(), lease_seq = s.lease_seq + 1
+      FROM want
+     WHERE coalesce(v_mine, false) AND s.scope = want.scope AND s.epoch = want.epoch AND s.holder = p_node
+       AND s.released_at IS NULL AND s.mode = 'lease'
+    RETURNING s.scope, s.lease_seq,
+              s.resign_requested_epoch = want.epoch
+                OR (s.handover_epoch = want.epoch AND s.handover_deadline > now()) AS resign,
+              CASE WHEN s.handover_epoch = want.epoch AND s.handover_deadline > now() THEN s.handover_to END AS handover
+  )
+  SELECT 'led'::text, want.scope, upd.scope IS NOT NULL, want.epoch, p_node, upd.lease_seq,
+         coalesce(upd.resign, false), upd.handover
+    FROM want LEFT JOIN upd ON upd.scope = want.scope
+  UNION ALL
+  SELECT 'follow'::text, f.scope, false, coalesce(s.epoch, 0),
+         CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
+         coalesce(s.lease_seq, 0), false, NULL::text
+    FROM unnest(p_follow) AS f(scope) LEFT JOIN pgleader.leader_state s ON s.scope = f.scope;
+  UPDATE pgleader.nodes n SET leads = coalesce(
+           (SELECT array_agg(s.scope ORDER BY s.scope) FROM pgleader.leader_state s
+             WHERE s.scope = ANY (p_scopes) AND s.holder = p_node AND s.released_at IS NULL AND s.last_heartbeat = now()), '{}')
+   WHERE n.node_id = p_node AND n.lease_token = p_token;
+END $function$;

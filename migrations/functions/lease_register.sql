@@ -1,0 +1,56 @@
+-- lease_register, version 10.
+CREATE OR REPLACE FUNCTION pgleader.lease_register(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_token bigint, p_priority integer, p_cooldown_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  n pgleader.nodes;
+BEGIN
+  PERFORM set_config('synchronous_commit', 'local', true); -- liveness, not a grant
+  IF p_priority IS NULL OR p_priority < 0 THEN
+    RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: priority %s: must be 0 or more', p_priority);
+  END IF;
+  SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = p_node FOR UPDATE;
+  IF FOUND AND n.login_role IS DISTINCT FROM session_user::text AND n.login_role IS NOT NULL
+     AND n.stopped_at IS NULL AND EXISTS (SELECT 1 FROM pgleader.live_nodes(pgleader.lock_map()) ln WHERE ln.node_id = p_node) THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF06',
+      MESSAGE = format('pgleader: node %L is running under login role %I; role %I may not register it', p_node, n.login_role, session_user),
+      HINT = 'give each process its own node id';
+  END IF;
+  INSERT INTO pgleader.nodes AS x (node_id, hostname, os_pid, version, backend_pid, scopes,
+         heartbeat_interval_ms, trust_window_ms, session_lease_ms, beacon_key, guard_key, login_role,
+         priority, resign_cooldown_ms, mode, lease_token, registered_at)
+  VALUES (p_node, p_hostname, p_os_pid, p_version, NULL, p_scopes,
+          p_interval_ms, p_trust_ms, p_lease_ms, NULL, NULL, session_user, p_priority, p_cooldown_ms, 'lease', p_token, now())
+  ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname,
+         os_pid = EXCLUDED.os_pid, version = EXCLUDED.version, backend_pid = NULL, scopes = EXCLUDED.scopes,
+         heartbeat_interval_ms = EXCLUDED.heartbeat_interval_ms, trust_window_ms = EXCLUDED.trust_window_ms,
+         session_lease_ms = EXCLUDED.session_lease_ms, beacon_key = NULL, guard_key = NULL,
+         login_role = EXCLUDED.login_role, priority = EXCLUDED.priority,
+         resign_cooldown_ms = EXCLUDED.resign_cooldown_ms, mode = 'lease', lease_token = EXCLUDED.lease_token,
+         last_seen = now(), stopped_at = NULL, leads = '{}',
+         registered_at = now(), failback_after_ms = NULL;
+  WITH revived AS (
+    UPDATE pgleader.leader_state s SET retired_at = NULL, retired_by = NULL
+     WHERE s.scope = ANY (p_scopes) AND s.retired_at IS NOT NULL
+    RETURNING s.scope, s.epoch
+  )
+  INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
+  SELECT r.scope, p_node, r.epoch, 'scope_revived', jsonb_build_object('by', p_node) FROM revived r;
+  PERFORM pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', p_node)::text);
+END $function$;
+
+CREATE OR REPLACE FUNCTION pgleader.lease_register(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_token bigint, p_priority integer, p_cooldown_ms integer, p_failback_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+BEGIN
+  PERFORM pgleader.lease_register(p_node, p_hostname, p_os_pid, p_version, p_scopes,
+                                  p_interval_ms, p_trust_ms, p_lease_ms, p_token, p_priority, p_cooldown_ms);
+  UPDATE pgleader.nodes n SET failback_after_ms = p_failback_ms
+   WHERE n.node_id = p_node AND n.lease_token = p_token;
+END $function$;

@@ -1,0 +1,82 @@
+-- register_node: record (or refresh) the calling node in pgleader.nodes, on the
+-- calling backend (its leadership session), and announce it (node_joined). A node
+-- id that is live (its beacon held) under another login role is refused: node ids
+-- are not secrets, and a second login must not take over a running node's row.
+CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  n pgleader.nodes;
+BEGIN
+  SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = p_node FOR UPDATE;
+  IF FOUND AND n.login_role IS DISTINCT FROM session_user::text AND n.login_role IS NOT NULL
+     AND n.stopped_at IS NULL AND n.backend_pid IS DISTINCT FROM pg_backend_pid()
+     AND pgleader.lock_held(n.beacon_key, n.backend_pid) THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF06',
+      MESSAGE = format('pgleader: node %L is running (backend %s) under login role %I; role %I may not register it',
+                       p_node, n.backend_pid, n.login_role, session_user),
+      HINT = 'give each process its own node id';
+  END IF;
+  INSERT INTO pgleader.nodes AS x (node_id, hostname, os_pid, version, backend_pid, scopes,
+         heartbeat_interval_ms, trust_window_ms, session_lease_ms, beacon_key, guard_key, login_role)
+  VALUES (p_node, p_hostname, p_os_pid, p_version, pg_backend_pid(), p_scopes,
+          p_interval_ms, p_trust_ms, p_lease_ms, p_beacon_key, p_guard_key, session_user)
+  ON CONFLICT (node_id) DO UPDATE SET hostname = EXCLUDED.hostname,
+         os_pid = EXCLUDED.os_pid, version = EXCLUDED.version,
+         backend_pid = EXCLUDED.backend_pid, scopes = EXCLUDED.scopes,
+         heartbeat_interval_ms = EXCLUDED.heartbeat_interval_ms,
+         trust_window_ms = EXCLUDED.trust_window_ms,
+         session_lease_ms = EXCLUDED.session_lease_ms,
+         beacon_key = EXCLUDED.beacon_key, guard_key = EXCLUDED.guard_key,
+         login_role = EXCLUDED.login_role,
+         last_seen = now(), stopped_at = NULL, leads = '{}';
+  PERFORM pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', p_node)::text);
+END $function$;
+
+-- register_node, version 10 (the 12-argument form of 008, which the engine calls).
+CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint, p_priority integer, p_cooldown_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+BEGIN
+  -- Transaction-local: it holds until this registration's commit, which is what
+  -- must not wait (a function-level SET would be undone before the commit).
+  PERFORM set_config('synchronous_commit', 'local', true);
+  IF p_priority IS NULL OR p_priority < 0 THEN
+    RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: priority %s: must be 0 or more', p_priority);
+  END IF;
+  PERFORM pgleader.register_node(p_node, p_hostname, p_os_pid, p_version, p_scopes,
+                                 p_interval_ms, p_trust_ms, p_lease_ms, p_beacon_key, p_guard_key);
+  UPDATE pgleader.nodes n SET priority = p_priority, resign_cooldown_ms = p_cooldown_ms,
+         registered_at = now(), failback_after_ms = NULL
+   WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
+  WITH revived AS (
+    UPDATE pgleader.leader_state s SET retired_at = NULL, retired_by = NULL
+     WHERE s.scope = ANY (p_scopes) AND s.retired_at IS NOT NULL
+    RETURNING s.scope, s.epoch
+  )
+  INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
+  SELECT r.scope, p_node, r.epoch, 'scope_revived', jsonb_build_object('by', p_node) FROM revived r;
+END $function$;
+
+-- register_node and lease_register with a failback delay: as above, then the node
+-- is preferred (p_failback_ms > 0, at priority 1 or more: nodes_failback_check) or
+-- not (NULL). The engine of schema 10 calls these.
+CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint, p_priority integer, p_cooldown_ms integer, p_failback_ms integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+BEGIN
+  PERFORM pgleader.register_node(p_node, p_hostname, p_os_pid, p_version, p_scopes,
+                                 p_interval_ms, p_trust_ms, p_lease_ms, p_beacon_key, p_guard_key,
+                                 p_priority, p_cooldown_ms);
+  UPDATE pgleader.nodes n SET failback_after_ms = p_failback_ms
+   WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
+END $function$;

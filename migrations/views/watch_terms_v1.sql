@@ -1,0 +1,9 @@
+-- watch_terms_v1: the leadership history as the watching side reads it,
+-- version 1 of that contract (columns only ever added at the end; see
+-- watch_nodes_v1). handover_gap_us: acquired_at minus the predecessor's release
+-- (or last heartbeat), in microseconds.
+CREATE OR REPLACE VIEW pgleader.watch_terms_v1 AS
+SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at,
+       t.release_reason, (extract(epoch FROM t.handover_gap) * 1000000)::bigint AS handover_gap_us,
+       t.handed_to
+  FROM pgleader.terms t;
