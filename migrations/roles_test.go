@@ -231,4 +231,3 @@ func TestHandGrantsTakenBack(t *testing.T) {
 		}
 	}
 }
-
