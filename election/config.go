@@ -164,8 +164,9 @@ type Config struct {
 	// Logger receives one structured line per transition. Default slog.Default().
 	Logger *slog.Logger
 
-	// Observer receives fine-grained engine events synchronously (see Event).
-	// Optional; Elector.Observe adds (and removes) observers at any time.
+	// Observer receives fine-grained engine events synchronously, as with
+	// Elector.ObserveSync (see Event). Optional; Elector.Observe adds (and
+	// removes) queued observers at any time, which cannot delay the engine.
 	Observer Observer
 }
 

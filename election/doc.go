@@ -335,10 +335,13 @@
 // subscriber falls more than SubscriberBuffer transitions behind, the oldest are
 // dropped and the next delivered transition reports how many were missed.
 //
-// Observers (Config.Observer, or Elector.Observe at any time) receive fine-grained
-// events (acquired, gate_open, heartbeat_ok, gate_closed, …) synchronously from the
-// engine's goroutines; they must return quickly. A heartbeat is one event per round
-// trip, followers' included, listing the terms it confirmed. It is the hook for
-// metrics (package electionprom) and for the event files of `pgleader node
-// --events`.
+// Observers receive fine-grained events (acquired, gate_open, heartbeat_ok,
+// gate_closed, …). Elector.Observe queues them for the observer's own goroutine
+// (ObserverQueue events; beyond that they are dropped and counted in
+// Event.Dropped), so a slow observer cannot delay a heartbeat, as raft's
+// observers; metrics (package electionprom) use it. Config.Observer and
+// Elector.ObserveSync are called synchronously, before the engine goes on: the
+// event files of `pgleader node --events` need that order, and pay for it in
+// heartbeat time. A heartbeat is one event per round trip, followers' included,
+// listing the terms it confirmed.
 package election

@@ -60,7 +60,7 @@ func New(cfg Config) (*Elector, error) {
 		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}
 	e.ring = newRing(e)
 	if cfg.Observer != nil {
-		e.obs.add(cfg.Observer)
+		e.obs.add(cfg.Observer, false, nil, nil)
 	}
 	switch {
 	case cfg.Standalone:
@@ -119,9 +119,25 @@ func (e *Elector) Scope(name string) *Scope {
 func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 
 // Observe adds an observer of engine events (see Event) and returns the function
-// that removes it. Observers may be added and removed at any time, before or while
-// the Elector runs; each receives the events emitted while it is registered.
-func (e *Elector) Observe(o Observer) (remove func()) { return e.obs.add(o) }
+// that removes it. The observer runs on its own goroutine and receives the events
+// through a queue of ObserverQueue: a slow observer never delays a heartbeat or a
+// claim. When it falls that far behind, events are dropped and counted: the next
+// one it receives carries the count in Event.Dropped (and a warning is logged).
+// Observers may be added and removed at any time, before or while the Elector
+// runs; each receives the events emitted while it is registered. remove returns
+// once the observer's goroutine has delivered what was queued; after the Elector
+// stops, the goroutine delivers what is queued and ends by itself.
+func (e *Elector) Observe(o Observer) (remove func()) {
+	return e.obs.add(o, true, e.stopped, e.log)
+}
+
+// ObserveSync adds an observer that the engine calls synchronously, on its own
+// goroutines, before it goes on: an event reaches it before anything the engine
+// does next (the events file of `pgleader node --events` relies on this: a fenced
+// write it records never precedes the term it records). Every microsecond it
+// takes delays heartbeats and claims: it must return at once and must not block.
+// Prefer Observe.
+func (e *Elector) ObserveSync(o Observer) (remove func()) { return e.obs.add(o, false, nil, nil) }
 
 // Subscribe returns a channel of transitions of all scopes, in order, and a function
 // that ends the subscription. The channel is closed when Run returns or cancel is

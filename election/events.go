@@ -1,6 +1,7 @@
 package election
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,11 +51,17 @@ type Event struct {
 	Latency          time.Duration // heartbeat_ok, heartbeat_failed: round-trip time
 	Holder           string        // leader_observed: who leads now
 	Terms            []TermRef     // heartbeat_ok, heartbeat_failed: the terms of the round trip
+
+	// Dropped: for an observer added with Elector.Observe, how many events were
+	// dropped just before this one because its queue was full (see Observe).
+	Dropped uint64
 }
 
-// Observer receives engine events synchronously, from the engine's goroutines. It
-// must return quickly and must not call back into the Elector. Events of one scope
-// arrive in order. Register one with Config.Observer or Elector.Observe.
+// Observer receives engine events. Register one with Elector.Observe (queued:
+// it cannot delay the engine), or with Config.Observer or Elector.ObserveSync
+// (synchronous: called on the engine's goroutines before the engine goes on).
+// Events of one scope arrive in order. An observer must not call back into the
+// Elector.
 type Observer interface {
 	Observe(Event)
 }
@@ -65,6 +72,10 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
+// ObserverQueue is how many events a queued observer (Elector.Observe) may fall
+// behind before events are dropped.
+const ObserverQueue = 4096
+
 // observers is the Elector's set of observers, replaced as a whole (copy on
 // write) so that emitting reads it without a lock.
 type observers struct {
@@ -72,10 +83,72 @@ type observers struct {
 	list atomic.Pointer[[]*observerEntry]
 }
 
-type observerEntry struct{ o Observer }
+// observerEntry is one registration: synchronous when q is nil.
+type observerEntry struct {
+	o Observer
+	q *observerQueue
+}
 
-func (os *observers) add(o Observer) func() {
+// observerQueue delivers a queued observer's events on its own goroutine.
+// Invariant: emitting never blocks on it; an event that does not fit is counted
+// in dropped, and the count rides on the next event that fits (Event.Dropped).
+type observerQueue struct {
+	ch      chan Event
+	dropped atomic.Uint64 // dropped and not yet reported
+	quit    chan struct{} // closed by remove
+	done    chan struct{} // closed when the goroutine has returned
+}
+
+func (q *observerQueue) offer(ev Event) {
+	ev.Dropped = q.dropped.Swap(0)
+	select {
+	case q.ch <- ev:
+	default:
+		q.dropped.Add(ev.Dropped + 1)
+	}
+}
+
+// run delivers until remove (quit) or until the Elector has stopped (stopped),
+// then delivers what is queued and returns. A drop still unreported at the end
+// is logged.
+func (q *observerQueue) run(o Observer, stopped <-chan struct{}, log *slog.Logger) {
+	defer close(q.done)
+	deliver := func(ev Event) {
+		if ev.Dropped > 0 {
+			log.Warn("observer fell behind: events dropped", "dropped", ev.Dropped, "queue", cap(q.ch))
+		}
+		o.Observe(ev)
+	}
+	for {
+		select {
+		case ev := <-q.ch:
+			deliver(ev)
+			continue
+		case <-q.quit:
+		case <-stopped:
+		}
+		for {
+			select {
+			case ev := <-q.ch:
+				deliver(ev)
+			default:
+				if n := q.dropped.Swap(0); n > 0 {
+					log.Warn("observer fell behind: events dropped at the end", "dropped", n, "queue", cap(q.ch))
+				}
+				return
+			}
+		}
+	}
+}
+
+// add registers o; queued observers get their goroutine, which ends at remove
+// or once stopped is closed (the Elector has stopped: nothing more is emitted).
+func (os *observers) add(o Observer, queued bool, stopped <-chan struct{}, log *slog.Logger) func() {
 	entry := &observerEntry{o: o}
+	if queued {
+		entry.q = &observerQueue{ch: make(chan Event, ObserverQueue), quit: make(chan struct{}), done: make(chan struct{})}
+		go entry.q.run(o, stopped, log)
+	}
 	os.mu.Lock()
 	defer os.mu.Unlock()
 	var cur []*observerEntry
@@ -88,7 +161,6 @@ func (os *observers) add(o Observer) func() {
 	return func() {
 		once.Do(func() {
 			os.mu.Lock()
-			defer os.mu.Unlock()
 			cur := *os.list.Load()
 			next := make([]*observerEntry, 0, len(cur))
 			for _, e := range cur {
@@ -97,6 +169,11 @@ func (os *observers) add(o Observer) func() {
 				}
 			}
 			os.list.Store(&next)
+			os.mu.Unlock()
+			if entry.q != nil {
+				close(entry.q.quit)
+				<-entry.q.done
+			}
 		})
 	}
 }
@@ -107,7 +184,11 @@ func (os *observers) emit(ev Event) {
 		return
 	}
 	for _, e := range *p {
-		e.o.Observe(ev)
+		if e.q != nil {
+			e.q.offer(ev)
+		} else {
+			e.o.Observe(ev)
+		}
 	}
 }
 

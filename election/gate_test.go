@@ -12,7 +12,7 @@ func testScope(w time.Duration, obs Observer) *Scope {
 	e := &Elector{cfg: Config{NodeID: "n", TrustWindow: w, Logger: slog.New(slog.DiscardHandler)},
 		log: slog.New(slog.DiscardHandler), broker: newBroker(8), stopped: make(chan struct{})}
 	if obs != nil {
-		e.obs.add(obs)
+		e.obs.add(obs, false, nil, nil)
 	}
 	return newScope(e, "s", 1)
 }

@@ -37,7 +37,7 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 	key := election.LockKey("s")
 	claim := func(lead *pgx.Conn, node string, guard int64) {
 		var acquired bool
-		if err := lead.QueryRow(ctx, `SELECT acquired FROM pgleader.try_claim($1, $2, $3, 'h', $4, 100, 200, $5, 1500)`,
+		if err := lead.QueryRow(ctx, `SELECT acquired FROM pgleader.claim_scopes($3, 'h', $4, 100, 200, $5, 1500, ARRAY[$1::text], ARRAY[$2::bigint])`,
 			"s", key, node, guard, W.Milliseconds()).Scan(&acquired); err != nil || !acquired {
 			t.Fatalf("claim by %s: acquired=%v err=%v", node, acquired, err)
 		}

@@ -187,7 +187,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 		if events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
 			return cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
 		}
-		e.Observe(events)
+		e.ObserveSync(events) // the file records an event before the engine acts on it
 	}
 
 	// The workload outlives ctx until the elector has drained, so writes in flight
