@@ -23,8 +23,10 @@ import (
 // T=150ms W=500ms L=700ms), and the fenced workload: a write every 20ms. Flags
 // both releases must accept.
 var nodeArgs = []string{"--heartbeat-interval", "100ms", "--heartbeat-timeout", "150ms",
-	"--trust-window", "500ms", "--session-lease", "700ms", "--drain-timeout", "1s",
+	"--trust-window", trustWindow.String(), "--session-lease", "700ms", "--drain-timeout", "1s",
 	"--work-interval", "20ms", "--log-level", "warn"}
+
+const trustWindow = 500 * time.Millisecond
 
 var scopes = []string{"upgrade-a", "upgrade-b", "upgrade-c"}
 
@@ -59,12 +61,13 @@ func TestRollingUpgrade(t *testing.T) {
 	r.everyScopeWorks(0, previous)
 
 	// The current release's migrate, under running nodes of the previous one,
-	// which must keep leading and writing on the schema it leaves.
-	migrated := monotime.Now()
+	// which must keep leading and writing on the schema it leaves: writes two
+	// trust windows after it, so that their gates stayed open through heartbeats
+	// on that schema too.
 	if to := migrate(t, current, dsn); to != migrations.Latest || to < from {
 		t.Fatalf("current migrate left schema version %d (from %d), want %d", to, from, migrations.Latest)
 	}
-	r.everyScopeWorks(migrated, previous)
+	r.everyScopeWorks(monotime.Now()+int64(2*trustWindow), previous)
 	t.Logf("migrated from schema version %d to %d under the previous release's nodes", from, migrations.Latest)
 
 	// Mixed phase: from the first current node's start to the last previous
@@ -211,6 +214,7 @@ func (r *roll) lead(id string) string {
 				continue
 			}
 			r.faults = append(r.faults, checker.Fault{Kind: "handover", Node: id, StartMono: asked, EndMono: monotime.Now()})
+			r.t.Logf("handed %s over to %s (%s)", s, id, release(r.release[id]))
 			open := r.wait("gate_open of "+id+" in "+s, func(e eventlog.Record) bool {
 				return e.Event == "gate_open" && e.Node == id && e.Scope == s && e.MonoNS > asked
 			})
