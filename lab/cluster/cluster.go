@@ -84,12 +84,18 @@ func New(opts Options) *Cluster {
 // An id may be reused after its previous process exited; its events file is
 // appended to.
 func (c *Cluster) Start(id string, extra ...string) (*Node, error) {
+	return c.StartBin(c.opts.Bin, id, extra...)
+}
+
+// StartBin is Start with the binary bin instead of Options.Bin: a rolling upgrade
+// runs nodes of two releases side by side.
+func (c *Cluster) StartBin(bin, id string, extra ...string) (*Node, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.nodes[id]; old != nil && !old.Exited() {
 		return nil, fmt.Errorf("node %s is still running", id)
 	}
-	return c.startLocked(id, id, extra)
+	return c.startLocked(bin, id, id, extra)
 }
 
 // StartTwin launches a second process under the node id of a running one (a node
@@ -102,14 +108,14 @@ func (c *Cluster) StartTwin(id string, extra ...string) (*Node, error) {
 	for k := 1; ; k++ {
 		key := fmt.Sprintf("%s.twin%d", id, k)
 		if n := c.nodes[key]; n == nil || n.Exited() {
-			return c.startLocked(id, key, extra)
+			return c.startLocked(c.opts.Bin, id, key, extra)
 		}
 	}
 }
 
-// startLocked starts a process with node id, tracked (and its events file named)
-// as key.
-func (c *Cluster) startLocked(id, key string, extra []string) (*Node, error) {
+// startLocked starts a process of bin with node id, tracked (and its events file
+// named) as key.
+func (c *Cluster) startLocked(bin, id, key string, extra []string) (*Node, error) {
 	events := filepath.Join(c.opts.Dir, key+".jsonl")
 	logf, err := os.OpenFile(filepath.Join(c.opts.Dir, key+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -122,10 +128,10 @@ func (c *Cluster) startLocked(id, key string, extra []string) (*Node, error) {
 	}
 	args = append(args, c.opts.NodeArgs...)
 	args = append(args, extra...)
-	cmd := exec.Command(c.opts.Bin, args...)
+	cmd := exec.Command(bin, args...)
 	if c.opts.Wrap != nil {
 		if prefix := c.opts.Wrap(id); len(prefix) > 0 {
-			cmd = exec.Command(prefix[0], append(append(prefix[1:len(prefix):len(prefix)], c.opts.Bin), args...)...)
+			cmd = exec.Command(prefix[0], append(append(prefix[1:len(prefix):len(prefix)], bin), args...)...)
 		}
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -582,3 +582,7 @@ func LiveServers() []*Server {
 	}
 	return out
 }
+
+// BinDir returns the directory of the PostgreSQL binaries the servers run (initdb,
+// postgres), where their client tools (pg_dump, psql) are too.
+func BinDir() (string, error) { return findBinDir() }

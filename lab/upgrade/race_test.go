@@ -1,0 +1,5 @@
+//go:build race
+
+package upgrade_test
+
+const raceEnabled = true
