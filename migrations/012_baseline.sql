@@ -12,7 +12,7 @@
 -- Names here are a contract relied on by the collector, the dashboard and
 -- external checks (docs/design.md): add columns freely, rename nothing. Column
 -- order is the order in which versions 1 to 12 added them, so that a fresh
--- install and an upgraded database have the same schema (TestFreshEqualsUpgraded).
+-- install and an upgraded database have the same schema (TestFreshInstallEqualsUpgrade).
 --
 -- Safety lives in the database, not only in the Go client:
 --   S1  the epoch of a scope increases by exactly one per grant (a claim, under
