@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	_ "unsafe" // go:linkname
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,18 +19,12 @@ import (
 // database and no timing: a granted gate stays open until the test ends the term
 // (opened without a trust window), and Fence checks the epoch in memory.
 
-func init() {
-	manual.Hook = func(cfg any) (any, manual.Driver, error) {
-		c, ok := cfg.(Config)
-		if !ok {
-			return nil, nil, fmt.Errorf("manual elector: config is %T, not election.Config", cfg)
-		}
-		return newManual(c)
-	}
-}
-
 // newManual returns a manual Elector for cfg (its DSN, ConnConfig and Standalone
-// ignored) and its driver.
+// ignored) and its driver. It is package electiontest's constructor, which
+// declares it under the same name and signature: the linkname below lets that
+// package (and no other, by convention) call it without an exported name here.
+//
+//go:linkname newManual
 func newManual(cfg Config) (*Elector, manual.Driver, error) {
 	cfg.DSN, cfg.ConnConfig, cfg.Standalone = "", nil, false
 	var d *manualDriver
