@@ -232,7 +232,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	giveUp := monotime.Now() + int64(e.cfg.TrustWindow)
 	for !sess.isLost() {
 		gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
-		err := sess.armGuard(gctx)
+		err := sess.m.armGuard(gctx, sess)
 		cancel()
 		if err == nil {
 			break
@@ -243,7 +243,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	}
 
 	if ctx.Err() == nil { // a term won while the campaign ends never opens its gate
-		s.awaitPredecessors(t, sess, r)
+		sess.m.awaitPredecessors(s, t, sess, r)
 	}
 
 	elected := false
@@ -288,16 +288,13 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	return reason
 }
 
-// awaitPredecessors keeps a new term pending until no earlier holder can trust its
-// gate: until each guard the claim reported as held is free, or until the largest
-// trust window among those holders (plus a margin) has passed since the claim
-// returned, whichever comes first (see "No overlap" in the package doc). Guards of
-// this very session are skipped: its earlier terms closed their gates before this
-// claim was sent.
-func (s *Scope) awaitPredecessors(t *term, sess *session, r claimResult) {
-	if sess.lease {
-		return // lease mode: the claim waited out the predecessor's lease (lease.go)
-	}
+// lockAwaitPredecessors keeps a new term pending until no earlier holder can
+// trust its gate: until each guard the claim reported as held is free, or until
+// the largest trust window among those holders (plus a margin) has passed since
+// the claim returned, whichever comes first (see "No overlap" in the package
+// doc). Guards of this very session are skipped: its earlier terms closed their
+// gates before this claim was sent.
+func (s *Scope) lockAwaitPredecessors(t *term, sess *session, r claimResult) {
 	e := s.e
 	var keys []int64
 	for _, k := range r.waitGuards {

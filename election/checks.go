@@ -21,10 +21,10 @@ import (
 // PostgreSQL 14 or newer, and the pgleader schema is at the version this build
 // requires. Its errors wrap ErrUnreachable, ErrUnsupportedServer or
 // ErrSchemaMissing and say how to fix the problem.
-func (e *Elector) Check(ctx context.Context) error {
-	if e.cfg.Standalone {
-		return nil
-	}
+func (e *Elector) Check(ctx context.Context) error { return e.mode.check(ctx) }
+
+// checkDatabase is Check in a database mode.
+func (e *Elector) checkDatabase(ctx context.Context) error {
 	if err := CheckDatabase(ctx, e.base); err != nil {
 		return err
 	}

@@ -94,37 +94,15 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 	}
 	ctx, cancel := s.stmtCtx(s.batchTimeout())
 	defer cancel()
-	if len(scopes) > 0 && !s.lease {
-		s.termsMu.Lock()
-		leading := len(s.terms) > 0
-		s.termsMu.Unlock()
-		if !leading {
-			go func() { // lead() waits for it if the claim is won
-				actx, cancel := s.stmtCtx(c.HeartbeatTimeout)
-				defer cancel()
-				_ = s.armGuard(actx) // a guard statement that broke the connection lost the session
-			}()
-		}
+	if len(scopes) > 0 {
+		s.m.beforeClaim(s)
 	}
 	s.mu.Lock()
 	var got []claimResult
 	err := errSessionLost
 	start := monotime.Now()
 	if !s.isLost() {
-		if s.lease {
-			got, err = s.runLeaseClaims(ctx, names, scopes)
-			if err != nil && s.lead.IsClosed() {
-				go s.lose(ReasonLostConnection, err)
-			}
-		} else {
-			got, err = s.claimBatch(ctx, s.lead, names, keys, ann)
-			if err == nil {
-				got, err = s.retryEnded(ctx, got, scopes)
-			}
-			if err != nil {
-				s.reconcileLocked(keys, err)
-			}
-		}
+		got, err = s.m.claim(ctx, s, names, keys, scopes, ann)
 	}
 	done := monotime.Now()
 	s.mu.Unlock()
@@ -234,9 +212,7 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 // claimBatch runs pgleader.claim_scopes for names (keys alongside) on q — the
 // leadership connection, or the warm-up's transaction on it — announcing ann's
 // loss if ann is not nil.
-func (s *session) claimBatch(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, names []string, keys []int64, ann *string) ([]claimResult, error) {
+func (s *session) claimBatch(ctx context.Context, q querier, names []string, keys []int64, ann *string) ([]claimResult, error) {
 	c := s.e.cfg
 	rows, err := q.Query(ctx, claimBatchSQL, c.NodeID, c.Hostname, s.guardKey,
 		c.HeartbeatInterval.Milliseconds(), c.HeartbeatTimeout.Milliseconds(),

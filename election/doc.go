@@ -310,6 +310,17 @@
 // docs/poolers.md says which mode to choose for PgBouncer, RDS Proxy, Supavisor,
 // pgcat and the pooled endpoints of managed services.
 //
+// # Modes
+//
+// An Elector runs in one mode, fixed by New: lock mode (the default), lease mode
+// (Config.Mode), standalone (Config.Standalone), or the manual Elector of package
+// electiontest. Campaigns, terms and their gates, Require, Do, Lead, Resign,
+// transitions and observers are the same code in every mode; the mode decides only
+// how a session opens and registers, heartbeats, claims, waits for its
+// predecessors, releases and records a clean stop, what Fence checks, and what
+// Health reports. Each mode's rules are in one file (mode.go names them; see
+// locks.go for the locks they take).
+//
 // # Fencing (S3)
 //
 // Fence calls pgleader.fence(scope, epoch, holder) in the caller's transaction. It

@@ -31,9 +31,9 @@ type Elector struct {
 	broker *broker
 	ring   *ring
 
-	obs    observers
-	test   testHooks     // nil hooks but in the package's own tests
-	manual *manualDriver // electiontest's Elector; nil otherwise
+	mode mode // how it leads (mode.go)
+	obs  observers
+	test testHooks // nil hooks but in the package's own tests
 
 	started       atomic.Bool                   // Start got past its checks
 	lastHeartbeat atomic.Pointer[heartbeatMark] // the last successful heartbeat (Health)
@@ -50,6 +50,22 @@ type Elector struct {
 // New validates cfg and returns an Elector. It does not connect: Start (or Run)
 // does, and reports what keeps it from campaigning.
 func New(cfg Config) (*Elector, error) {
+	return newElector(cfg, modeOf)
+}
+
+// modeOf is the mode a Config asks for.
+func modeOf(e *Elector) mode {
+	switch {
+	case e.cfg.Standalone:
+		return standaloneMode{e}
+	case e.cfg.Mode == ModeLease:
+		return leaseMode{database{e}}
+	}
+	return lockMode{database{e}}
+}
+
+// newElector validates cfg and returns an Elector in the mode newMode gives it.
+func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,22 +78,12 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.Observer != nil {
 		e.obs.add(cfg.Observer, false, nil, nil)
 	}
-	switch {
-	case cfg.Standalone:
-	case cfg.ConnConfig != nil:
-		e.base = cfg.ConnConfig.Copy()
-	default:
-		base, err := pgx.ParseConfig(cfg.DSN)
-		if err != nil {
-			return nil, &ConfigError{Field: "DSN", Rule: fmt.Sprintf("cannot parse connection string: %v", err)}
-		}
-		e.base = base
+	e.mode = newMode(e)
+	base, err := e.mode.connConfig()
+	if err != nil {
+		return nil, err
 	}
-	if e.base != nil && cfg.Mode == ModeLease {
-		// Through a transaction pooler a named prepared statement of one client may
-		// meet another's on a shared server connection: unnamed statements only.
-		e.base.DefaultQueryExecMode = pgx.QueryExecModeExec
-	}
+	e.base = base
 	keys := map[int64]string{}
 	for _, name := range cfg.Scopes {
 		key, ok := cfg.LockKeys[name]
@@ -176,28 +182,7 @@ func (e *Elector) Start(ctx context.Context) error {
 	if !first {
 		return ErrClosed
 	}
-	if e.manual != nil {
-		e.started.Store(true)
-		e.manual.mu.Lock()
-		e.manual.ctx = ctx
-		e.manual.mu.Unlock()
-		go func() { e.finish(e.manual.run(ctx)) }()
-		return nil
-	}
-	if e.cfg.Standalone {
-		e.started.Store(true)
-		go func() { e.finish(e.runStandalone(ctx)) }()
-		return nil
-	}
-
-	err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log)
-	if err == nil {
-		err = checkBindings(ctx, e.base, e.cfg.Scopes)
-	}
-	if err == nil {
-		err = e.checkMode(ctx)
-	}
-	if err != nil {
+	if err := e.mode.start(ctx); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w: stopped before it could start: %w", ErrClosed, context.Cause(ctx))
 		}
@@ -205,7 +190,7 @@ func (e *Elector) Start(ctx context.Context) error {
 		return err
 	}
 	e.started.Store(true)
-	go func() { e.finish(e.campaignAll(ctx)) }()
+	go func() { e.finish(e.mode.run(ctx)) }()
 	return nil
 }
 
@@ -242,18 +227,19 @@ func (e *Elector) finish(err error) {
 	close(e.stopped)
 }
 
-// campaignAll runs the campaign of every scope, the leadership session and the
-// ring watch until ctx ends, then drains and stops them all.
-func (e *Elector) campaignAll(ctx context.Context) error {
+// campaignAll runs the campaign of every scope, the leadership session loop (in
+// mode sm) and watch (the mode's watch of the other nodes, if it has one) until
+// ctx ends, then drains and stops them all.
+func (e *Elector) campaignAll(ctx context.Context, sm sessionMode, watch func(context.Context)) error {
 	e.log.Info("campaigning", "node", e.cfg.NodeID, "scopes", e.cfg.Scopes,
 		"heartbeat_interval", e.cfg.HeartbeatInterval, "heartbeat_timeout", e.cfg.HeartbeatTimeout,
 		"trust_window", e.cfg.TrustWindow, "session_lease", e.cfg.SessionLease)
 
 	sessCtx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
 	var sessions sync.WaitGroup
-	sessions.Go(func() { e.sessionLoop(sessCtx) })
-	if e.cfg.Mode == ModeLock { // lease mode has no ring: followers poll (lease.go)
-		sessions.Go(func() { e.ring.loop(sessCtx) })
+	sessions.Go(func() { e.sessionLoop(sessCtx, sm) })
+	if watch != nil {
+		sessions.Go(func() { watch(sessCtx) })
 	}
 
 	var campaigns sync.WaitGroup
@@ -280,40 +266,12 @@ func (e *Elector) campaignAll(ctx context.Context) error {
 	return nil
 }
 
-func (e *Elector) runStandalone(ctx context.Context) error {
-	warn := func() {
-		e.log.Warn("STANDALONE MODE: this node leads every scope without any database; there is no election and no fencing; never run more than one instance",
-			"node", e.cfg.NodeID, "scopes", e.cfg.Scopes)
-	}
-	warn()
-	var terms []*term
-	for _, s := range e.order {
-		t := standaloneTerm(s)
-		terms = append(terms, t)
-		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
-	}
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			warn()
-		case <-ctx.Done():
-			for _, t := range terms {
-				t.drain(e.cfg.DrainTimeout)
-				t.end(ReasonShutdown, true)
-			}
-			return nil
-		}
-	}
-}
-
 // sessionLoop keeps a leadership session up: open, heartbeat every I until lost,
 // reopen with jittered backoff. It owns every session it opens.
-func (e *Elector) sessionLoop(ctx context.Context) {
+func (e *Elector) sessionLoop(ctx context.Context, sm sessionMode) {
 	failures := 0
 	for ctx.Err() == nil {
-		s, err := e.openSession(ctx)
+		s, err := sm.open(ctx)
 		if err != nil {
 			failures++
 			if ctx.Err() == nil {

@@ -51,19 +51,10 @@ func Fence(ctx context.Context, tx Execer, tok Token) error {
 // fence fences tok with exec, which runs the statement in the caller's
 // transaction (pgx or database/sql).
 func fence(tok Token, exec func(query string, args ...any) error) error {
-	switch {
-	case tok.p == nil:
+	if tok.p == nil {
 		return ErrNotLeader
-	case tok.p.term.standalone:
-		return nil
-	case tok.p.term.manual:
-		return manualFence(tok)
 	}
-	query, args := fenceStatement(tok)
-	if err := exec(query, args...); err != nil {
-		return fenceError(tok, err)
-	}
-	return nil
+	return tok.p.term.scope.e.mode.fence(tok, exec)
 }
 
 // fenceStatement is the statement that fences tok, with the idle limit of the
@@ -81,15 +72,6 @@ func fenceStatement(tok Token) (string, []any) {
 	}
 	return "SELECT pgleader.fence($1, $2, $3), pg_catalog.set_config('idle_in_transaction_session_timeout', $4, true)",
 		[]any{tok.Scope, tok.Epoch, tok.Holder, strconv.FormatInt(c.FencedTxIdleTimeout.Milliseconds(), 10)}
-}
-
-// manualFence is Fence for electiontest's Elector: the epoch is checked in memory.
-func manualFence(tok Token) error {
-	if !tok.p.term.scope.e.manual.current(tok.Scope, tok.Epoch) {
-		return fmt.Errorf("%w: write for scope %q carries epoch %d, current is %d", ErrFenced, tok.Scope, tok.Epoch,
-			tok.p.term.scope.e.manual.Epoch(tok.Scope))
-	}
-	return nil
 }
 
 // sqlStater is the SQLSTATE accessor of pgx's *pgconn.PgError and of other
@@ -219,7 +201,7 @@ const ReportFencedSQL = "SELECT pgleader.fence_rejected($1, $2, $3, $4)"
 // short free-form note (the error text, a request id). ReportFenced does nothing
 // for a zero token or in standalone mode.
 func ReportFenced(ctx context.Context, db Execer, tok Token, detail string) error {
-	if tok.p == nil || tok.p.term.standalone || tok.p.term.manual {
+	if tok.p == nil || !tok.p.term.scope.e.mode.audited() {
 		return nil
 	}
 	if _, err := db.Exec(ctx, ReportFencedSQL, tok.Scope, tok.Epoch, tok.Holder, detail); err != nil {

@@ -58,7 +58,7 @@ func (t Token) Valid() bool {
 	if t.p == nil {
 		return false
 	}
-	if t.p.term.standalone {
+	if t.p.term.always {
 		return true
 	}
 	return t.p.open(monotime.Now())

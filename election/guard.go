@@ -108,9 +108,6 @@ func (s *session) guardBeat(ctx context.Context) error {
 // by a node that leads nothing, so that a won claim does not wait for it. A lease
 // armed for a claim that was lost is disarmed by the next heartbeat.
 func (s *session) armGuard(ctx context.Context) error {
-	if s.lease {
-		return nil // lease mode has no guard: the lease it waited out is the proof
-	}
 	return s.guardDo(ctx, func(ctx context.Context) error {
 		if s.guardLease {
 			return nil

@@ -91,7 +91,7 @@ func (e *Elector) Health() Health {
 		h.LastHeartbeat = hb.wall
 		h.Healthy = h.Running && monotime.Now()-hb.mono < int64(e.cfg.TrustWindow)
 	}
-	if e.cfg.Standalone || e.manual != nil {
+	if e.mode.sessionless() {
 		h.Session, h.Healthy = h.Running, h.Running
 	}
 	for _, s := range e.order {

@@ -15,16 +15,15 @@ import (
 // (schema 8), NULL otherwise.
 const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
 
-// heartbeat confirms every term of the session in one round trip on the leadership
+// heartbeat is the session's heartbeat, in its mode.
+func (s *session) heartbeat() { s.m.heartbeat(s) }
+
+// lockHeartbeat confirms every term of the session in one round trip on the leadership
 // session, pings the guard session concurrently, and extends or ends the terms. For
 // the scopes it follows it learns of new leaders and of scopes left without a live
 // holder (which it claims: the fallback when no wake-up reached this node), and it
 // learns which peer to watch.
-func (s *session) heartbeat() {
-	if s.lease {
-		s.leaseHeartbeat()
-		return
-	}
+func (s *session) lockHeartbeat() {
 	e := s.e
 	terms, scopes, epochs := s.termsSnapshot()
 	led := map[*Scope]bool{}

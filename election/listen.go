@@ -117,7 +117,7 @@ func (l *listener) openListen(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// listenLoop owns the listen session from openSession on and closes it when the
+// listenLoop owns the listen session from openLockSession on and closes it when the
 // session ends. It reads notifications until the budget runs out (then the node is
 // deaf for deafFor) or the listen session fails (then it reopens it with the
 // engine's backoff); neither ends the leadership session, whose heartbeats are the

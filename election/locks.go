@@ -23,9 +23,9 @@
 //
 // Nesting (held → taken), every place two are held at once:
 //
-//	session.mu    → batchQueue.mu   runClaims → retryEnded → batch.justEnded
-//	session.mu    → Scope.obsMu     runClaims → retryEnded → Scope.observed
-//	session.mu    → leaseWatch.mu   runClaims → runLeaseClaims → lease.expected, reset
+//	session.mu    → batchQueue.mu   runClaims → lockMode.claim → retryEnded → batch.justEnded
+//	session.mu    → Scope.obsMu     runClaims → lockMode.claim → retryEnded → Scope.observed
+//	session.mu    → leaseWatch.mu   runClaims → leaseMode.claim → runLeaseClaims → lease.expected, reset
 //	batchQueue.mu → Scope.cmu       requestClaims → Scope.queueClaim
 //	broker.mu     → subscriber.mu   broker.publish
 //
@@ -38,6 +38,14 @@
 // guardBeat, which guardLoop runs under session.termsMu; so termsMu must never be
 // held while waiting for session.mu (close and runClaims take them one after
 // the other, never together).
+//
+// Modes (mode.go) add no mutex but manualDriver.mu. The sessionMode methods
+// claim, releaseQuery and stopped are called with session.mu held (claim takes
+// batchQueue.mu, Scope.obsMu or leaseWatch.mu under it, as listed above; the
+// warm-up calls the lock mode's claim and release statements before the session
+// is shared, without it); heartbeat takes session.mu for its round trip; open,
+// beforeClaim, armGuard and awaitPredecessors are called with no lock held.
+// A new mode keeps to the same order.
 //
 // Callbacks under a lock: term.mu is held while openPeriodLocked and
 // closePeriodLocked emit gate_open and gate_closed, so Observers run with it

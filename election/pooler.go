@@ -12,16 +12,9 @@ import (
 	"github.com/pgleader/pgleader/internal/pooler"
 )
 
-// checkMode runs the start-up checks that depend on the mode: in lock mode, that
-// the leadership session's path is a session of its own (checkSessionPath); in
-// both, that no live node of the other mode campaigns for one of this node's
-// scopes.
-func (e *Elector) checkMode(ctx context.Context) error {
-	if e.cfg.Mode == ModeLock {
-		if err := e.checkSessionPath(ctx); err != nil {
-			return err
-		}
-	}
+// checkModeConflict makes sure that no live node of the other mode campaigns
+// for one of this node's scopes (a start-up check of both database modes).
+func (e *Elector) checkModeConflict(ctx context.Context) error {
 	return withCheckConn(ctx, e.base, func(ctx context.Context, conn *pgx.Conn) error {
 		var scope, mode, nodes *string
 		err := conn.QueryRow(ctx, "SELECT scope, mode, nodes FROM pgleader.mode_conflict($1, $2, $3)",

@@ -45,24 +45,16 @@ func (s *session) releaseTerm(sc *Scope, epoch int64, reason Reason) (ok, busy b
 
 const releaseBatchSQL = "SELECT scope, ok, busy FROM pgleader.release_batch($1, $2, $3, $4)"
 
-// releaseRows runs release_batch for reqs on q (the leadership session or a
+// releaseRows runs the mode's release batch for reqs on q (the leadership session or a
 // transaction on it) and returns one result per request, in order.
-func (s *session) releaseRows(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, reqs []releaseReq) ([]releaseResult, error) {
+func (s *session) releaseRows(ctx context.Context, q querier, reqs []releaseReq) ([]releaseResult, error) {
 	names := make([]string, len(reqs))
 	epochs := make([]int64, len(reqs))
 	reasons := make([]string, len(reqs))
 	for i, r := range reqs {
 		names[i], epochs[i], reasons[i] = r.scope, r.epoch, string(r.reason)
 	}
-	var rows pgx.Rows
-	var err error
-	if s.lease {
-		rows, err = q.Query(ctx, leaseReleaseBatchSQL, s.e.cfg.NodeID, s.leaseToken, names, epochs, reasons)
-	} else {
-		rows, err = q.Query(ctx, releaseBatchSQL, s.e.cfg.NodeID, names, epochs, reasons)
-	}
+	rows, err := s.m.releaseQuery(ctx, s, q, names, epochs, reasons)
 	if err != nil {
 		return nil, err
 	}

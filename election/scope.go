@@ -3,7 +3,6 @@ package election
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,7 +93,7 @@ func (s *Scope) current() (Token, error) {
 		return Token{}, ErrUnknownScope
 	}
 	p := s.cur.Load()
-	if p == nil || !p.term.standalone && !p.open(monotime.Now()) || p.term.draining.Load() {
+	if p == nil || !p.term.always && !p.open(monotime.Now()) || p.term.draining.Load() {
 		return Token{}, ErrNotLeader
 	}
 	return Token{Scope: s.name, Epoch: p.term.epoch, Holder: s.e.cfg.NodeID, p: p}, nil
@@ -138,7 +137,7 @@ func (s *Scope) TrustRemaining() time.Duration {
 	if p == nil || p.term.draining.Load() {
 		return 0
 	}
-	if p.term.standalone {
+	if p.term.always {
 		return s.e.cfg.TrustWindow
 	}
 	if d := p.trustUntil.Load() - monotime.Now(); d > 0 {
@@ -290,8 +289,8 @@ func (s *Scope) Resign(ctx context.Context) error {
 	if s == nil || s.e == nil {
 		return ErrUnknownScope
 	}
-	if s.e.cfg.Standalone {
-		return fmt.Errorf("%w: standalone mode cannot resign", ErrNotLeader)
+	if err := s.e.mode.resignable(); err != nil {
+		return err
 	}
 	t := s.term.Load()
 	if t == nil {

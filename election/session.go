@@ -36,11 +36,12 @@ type session struct {
 	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
 	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
 
-	// lease: a lease-mode session (lease.go): lead is its only connection (guard
-	// is nil), and leaseToken binds its calls to its registration.
-	lease      bool
+	// m is the session's mode. A lease-mode session (mode_lease.go) has lead as
+	// its only connection (guard is nil), and leaseToken binds its calls to its
+	// registration.
+	m          sessionMode
 	leaseToken int64
-	leaseTimer *time.Timer // under termsMu: claims a watched lease when it runs out (lease.go)
+	leaseTimer *time.Timer // under termsMu: claims a watched lease when it runs out (mode_lease.go)
 
 	batch  batchQueue    // claims and releases waiting for the next round trip
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
@@ -59,10 +60,9 @@ type session struct {
 	cancel     context.CancelFunc
 }
 
-func (e *Elector) openSession(ctx context.Context) (*session, error) {
-	if e.cfg.Mode == ModeLease {
-		return e.openLeaseSession(ctx)
-	}
+// openLockSession opens a lock-mode session: leadership, guard and listen
+// connections, the guard and beacon locks taken, the node registered.
+func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	lead, err := e.dial(cctx, "leadership", true, 0)
@@ -76,7 +76,7 @@ func (e *Elector) openSession(ctx context.Context) (*session, error) {
 		lead.Close(context.Background())
 		return nil, fmt.Errorf("%w: guard session: %w", ErrUnreachable, err)
 	}
-	s := &session{e: e, lead: lead, guard: guard, guardKey: randomKey(), beaconKey: randomKey(),
+	s := &session{e: e, m: lockMode{database{e}}, lead: lead, guard: guard, guardKey: randomKey(), beaconKey: randomKey(),
 		terms: map[*term]struct{}{}, lost: make(chan struct{}), guardReqs: make(chan guardReq, 16),
 		hbKick: make(chan struct{}, 1)}
 	s.batch.init()

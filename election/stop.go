@@ -9,13 +9,7 @@ func (s *session) markStopped() {
 	if s.isLost() {
 		return
 	}
-	var err error
-	if s.lease {
-		_, err = s.lead.Exec(ctx, "SELECT pgleader.lease_stopped($1, $2)", s.e.cfg.NodeID, s.leaseToken)
-	} else {
-		_, err = s.lead.Exec(ctx, "SELECT pgleader.node_stopped($1)", s.e.cfg.NodeID)
-	}
-	if err != nil {
+	if err := s.m.stopped(ctx, s); err != nil {
 		// The stop goes on (the session ends all the same); only the record is
 		// missing: readers of pgleader.nodes see a crash, not a clean stop.
 		s.e.log.Warn("cannot record the clean stop in pgleader.nodes", "node", s.e.cfg.NodeID, "err", err)

@@ -14,11 +14,10 @@ import (
 // predecessor is known to be safe (allowOpen) and then follows the trust window in
 // periods (see period). A term ends once, with a reason.
 type term struct {
-	scope      *Scope
-	epoch      int64
-	sess       *session // nil when standalone or manual
-	standalone bool
-	manual     bool // electiontest: granted by hand, fenced in memory
+	scope  *Scope
+	epoch  int64
+	sess   *session // nil when standalone or manual
+	always bool     // standalone: the gate is open whatever the clock and the term's end
 
 	ctx    context.Context // cancelled when the term ends
 	cancel context.CancelFunc
@@ -146,7 +145,7 @@ func (t *term) openPeriodLocked(until, now int64) {
 	p := &period{term: t}
 	p.trustUntil.Store(until)
 	p.ctx, p.cancel = context.WithCancelCause(t.ctx)
-	if !t.standalone && !t.manual {
+	if until < math.MaxInt64 { // a gate opened without a trust window (standalone, manual) has no timer
 		p.timer = time.AfterFunc(time.Duration(until-now), func() { t.onTrustTimer(p) })
 	}
 	t.period = p
@@ -272,15 +271,4 @@ func (t *term) end(reason Reason, clean bool) {
 	} else {
 		t.emit(Event{Kind: EventLost, Reason: reason})
 	}
-}
-
-// standaloneTerm is a term that is always open (Config.Standalone).
-func standaloneTerm(sc *Scope) *term {
-	t := newTerm(sc, 0, nil, 0)
-	t.standalone = true
-	t.mu.Lock()
-	t.allowOpen = true
-	t.openPeriodLocked(math.MaxInt64, monotime.Now())
-	t.mu.Unlock()
-	return t
 }

@@ -21,6 +21,7 @@ package electiontest
 
 import (
 	"testing"
+	_ "unsafe" // go:linkname
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/election/internal/manual"
@@ -38,12 +39,19 @@ type Controller struct {
 // (Elector.Start).
 func New(t testing.TB, cfg election.Config) (*election.Elector, *Controller) {
 	t.Helper()
-	e, d, err := manual.Hook(cfg)
+	e, d, err := newManual(cfg)
 	if err != nil {
 		t.Fatalf("electiontest: %v", err)
 	}
-	return e.(*election.Elector), &Controller{t: t, d: d}
+	return e, &Controller{t: t, d: d}
 }
+
+// newManual is the engine's constructor of a manual Elector (election's
+// mode_manual.go, which marks it for this linkname). The signatures must match:
+// the linker does not compare them.
+//
+//go:linkname newManual github.com/pgleader/pgleader/election.newManual
+func newManual(cfg election.Config) (*election.Elector, manual.Driver, error)
 
 // Lead makes this node the scope's leader at the next epoch, with its gate open:
 // Await and Lead callers proceed, Require succeeds, an Elected transition is

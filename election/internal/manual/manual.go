@@ -1,6 +1,6 @@
-// Package manual connects package electiontest to the engine: package election
-// sets Hook, which makes an Elector whose terms are granted and taken by hand (no
-// database), and electiontest wraps it for users' tests. Nothing else uses it.
+// Package manual is what package electiontest and the engine share of the manual
+// Elector (election's mode_manual.go): the Driver through which a test grants and
+// ends terms by hand. Nothing else uses it.
 package manual
 
 // Driver grants and ends the terms of a manual Elector.
@@ -10,7 +10,3 @@ type Driver interface {
 	Elsewhere(scope, node string) error
 	Epoch(scope string) int64
 }
-
-// Hook makes a manual Elector from an election.Config (cfg) and returns it
-// (*election.Elector) with its Driver. Set by package election.
-var Hook func(cfg any) (elector any, d Driver, err error)

@@ -6,34 +6,41 @@ import (
 	"math"
 	"sync"
 	"time"
+	_ "unsafe" // go:linkname
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election/internal/manual"
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
 // Manual mode: the Elector of package electiontest. Terms are granted and ended by
-// hand (manualDriver), there is no database and no timing: a granted gate stays
-// open until the test ends the term, and Fence checks the epoch in memory.
+// hand (manualDriver, the mode and electiontest's manual.Driver), there is no
+// database and no timing: a granted gate stays open until the test ends the term
+// (opened without a trust window), and Fence checks the epoch in memory.
 
-func init() {
-	manual.Hook = func(cfg any) (any, manual.Driver, error) {
-		c, ok := cfg.(Config)
-		if !ok {
-			return nil, nil, fmt.Errorf("manual elector: config is %T, not election.Config", cfg)
-		}
-		c.DSN, c.ConnConfig = "", nil
-		c.Standalone = true // New connects nothing and parses no DSN
-		e, err := New(c)
-		if err != nil {
-			return nil, nil, err
-		}
-		e.cfg.Standalone = false
-		e.manual = &manualDriver{e: e, epochs: map[string]int64{}, served: map[*term]chan struct{}{}}
-		return e, e.manual, nil
+// newManual returns a manual Elector for cfg (its DSN, ConnConfig and Standalone
+// ignored) and its driver. It is package electiontest's constructor, which
+// declares it under the same name and signature: the linkname below lets that
+// package (and no other, by convention) call it without an exported name here.
+//
+//go:linkname newManual
+func newManual(cfg Config) (*Elector, manual.Driver, error) {
+	cfg.DSN, cfg.ConnConfig, cfg.Standalone = "", nil, false
+	var d *manualDriver
+	e, err := newElector(cfg, func(e *Elector) mode {
+		d = &manualDriver{e: e, epochs: map[string]int64{}, served: map[*term]chan struct{}{}}
+		return d
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return e, d, nil
 }
 
-// manualDriver is the Driver of a manual Elector.
+var _ manual.Driver = (*manualDriver)(nil)
+
+// manualDriver is the mode of a manual Elector and its manual.Driver.
 type manualDriver struct {
 	e      *Elector
 	mu     sync.Mutex
@@ -58,6 +65,32 @@ func (d *manualDriver) Epoch(scope string) int64 {
 	defer d.mu.Unlock()
 	return d.epochs[scope]
 }
+
+func (*manualDriver) connConfig() (*pgx.ConnConfig, error) { return nil, nil }
+
+// check is a database mode's Check, with no database configured.
+func (d *manualDriver) check(ctx context.Context) error { return d.e.checkDatabase(ctx) }
+
+// start records Start's context, which Lead's terms run under.
+func (d *manualDriver) start(ctx context.Context) error {
+	d.mu.Lock()
+	d.ctx = ctx
+	d.mu.Unlock()
+	return nil
+}
+
+// fence checks the token's epoch in memory.
+func (d *manualDriver) fence(tok Token, _ func(string, ...any) error) error {
+	if !d.current(tok.Scope, tok.Epoch) {
+		return fmt.Errorf("%w: write for scope %q carries epoch %d, current is %d", ErrFenced, tok.Scope, tok.Epoch,
+			d.Epoch(tok.Scope))
+	}
+	return nil
+}
+
+func (*manualDriver) audited() bool     { return false }
+func (*manualDriver) sessionless() bool { return true }
+func (*manualDriver) resignable() error { return nil }
 
 // current reports whether epoch is the scope's current one (Fence).
 func (d *manualDriver) current(scope string, epoch int64) bool { return d.Epoch(scope) == epoch }
@@ -85,7 +118,6 @@ func (d *manualDriver) Lead(name string) error {
 	d.epochs[name]++
 	epoch := d.epochs[name]
 	t := newTerm(s, epoch, nil, monotime.Now())
-	t.manual = true
 	s.term.Store(t)
 	d.terms.Add(1)
 	done := make(chan struct{})
@@ -176,8 +208,7 @@ func (d *manualDriver) Elsewhere(name, node string) error {
 	return nil
 }
 
-// run is Start's work for a manual Elector: wait for ctx, then let every led term
-// drain and end (shutdown).
+// run waits for ctx, then lets every led term drain and end (shutdown).
 func (d *manualDriver) run(ctx context.Context) error {
 	<-ctx.Done()
 	d.mu.Lock()

@@ -39,6 +39,64 @@ import (
 // (a timer, not the next heartbeat), and o is at most one interval after the
 // holder's last renewal: a crashed holder is replaced within L + I of it.
 
+// leaseMode is lease mode (see above). Where each rule lives:
+//
+//	open               openLeaseSession: one connection, lease_register
+//	heartbeat          leaseHeartbeat (lease_heartbeat), armLeaseTimer, leaseRunsOut
+//	claim              runLeaseClaims (lease_claim_batch, expecting the watched lease_seq)
+//	armGuard           nothing: there is no guard
+//	awaitPredecessors  nothing: the claim waited out the predecessor's lease
+//	release, stop      lease_release_batch, lease_stopped
+type leaseMode struct{ database }
+
+var _ sessionMode = leaseMode{}
+
+// connConfig: through a transaction pooler a named prepared statement of one
+// client may meet another's on a shared server connection: unnamed statements
+// only.
+func (m leaseMode) connConfig() (*pgx.ConnConfig, error) {
+	base, err := m.database.connConfig()
+	if err != nil {
+		return nil, err
+	}
+	base.DefaultQueryExecMode = pgx.QueryExecModeExec
+	return base, nil
+}
+
+// start: no check of the path to the server, which may be a transaction pooler.
+func (m leaseMode) start(ctx context.Context) error { return m.startChecks(ctx, nil) }
+
+// run campaigns beside the leadership session loop; there is no ring: followers
+// poll with their heartbeats and lease timers.
+func (m leaseMode) run(ctx context.Context) error { return m.e.campaignAll(ctx, m, nil) }
+
+func (m leaseMode) open(ctx context.Context) (*session, error) { return m.e.openLeaseSession(ctx) }
+
+func (leaseMode) heartbeat(s *session) { s.leaseHeartbeat() }
+
+func (leaseMode) beforeClaim(*session) {}
+
+func (leaseMode) claim(ctx context.Context, s *session, names []string, _ []int64, scopes []*Scope, _ *string) ([]claimResult, error) {
+	got, err := s.runLeaseClaims(ctx, names, scopes)
+	if err != nil && s.lead.IsClosed() {
+		go s.lose(ReasonLostConnection, err)
+	}
+	return got, err
+}
+
+func (leaseMode) armGuard(context.Context, *session) error { return nil }
+
+func (leaseMode) awaitPredecessors(*Scope, *term, *session, claimResult) {}
+
+func (leaseMode) releaseQuery(ctx context.Context, s *session, q querier, names []string, epochs []int64, reasons []string) (pgx.Rows, error) {
+	return q.Query(ctx, leaseReleaseBatchSQL, s.e.cfg.NodeID, s.leaseToken, names, epochs, reasons)
+}
+
+func (leaseMode) stopped(ctx context.Context, s *session) error {
+	_, err := s.lead.Exec(ctx, "SELECT pgleader.lease_stopped($1, $2)", s.e.cfg.NodeID, s.leaseToken)
+	return err
+}
+
 // leaseConnConfig is the configuration of a lease-mode connection: the caller's,
 // with only what a transaction pooler passes on. No session settings (a pooler
 // refuses or drops them, and they would not outlive the transaction), and the
@@ -72,7 +130,7 @@ func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: lease session: %w", ErrUnreachable, err)
 	}
-	s := &session{e: e, lead: conn, lease: true, leaseToken: randomKey(), terms: map[*term]struct{}{},
+	s := &session{e: e, m: leaseMode{database{e}}, lead: conn, leaseToken: randomKey(), terms: map[*term]struct{}{},
 		lost: make(chan struct{}), hbKick: make(chan struct{}, 1)}
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -309,7 +367,7 @@ func heldByOthers(e *Elector, seen []leaseView, claimed []*Scope) []*Scope {
 	return out
 }
 
-// runLeaseClaims is runClaims for a lease-mode session.
+// runLeaseClaims is a lease-mode session's claim batch.
 func (s *session) runLeaseClaims(ctx context.Context, names []string, scopes []*Scope) ([]claimResult, error) {
 	c := s.e.cfg
 	seqs := make([]int64, len(scopes))
