@@ -43,7 +43,7 @@ import (
 //
 //	open               openLeaseSession: one connection, lease_register
 //	heartbeat          leaseHeartbeat (lease_heartbeat), armLeaseTimer, leaseRunsOut
-//	claim              runLeaseClaims (lease_claim_batch, expecting the watched lease_seq)
+//	claim              runLeaseClaims (lease_claim_scopes, expecting the watched lease_seq)
 //	armGuard           nothing: there is no guard
 //	awaitPredecessors  nothing: the claim waited out the predecessor's lease
 //	release, stop      lease_release_batch, lease_stopped
