@@ -29,9 +29,6 @@ type batchQueue struct {
 	releases []releaseReq
 	closed   bool // the session ended and its queue was answered: accept nothing more
 	kick     chan struct{}
-	// ended: nodes whose leadership session this node saw end (the ring watch
-	// found the beacon free), with when (monotime); see retryEnded.
-	ended map[string]int64
 }
 
 func (q *batchQueue) init() { q.kick = make(chan struct{}, 1) }

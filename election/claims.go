@@ -173,7 +173,7 @@ func (s *session) retryEnded(ctx context.Context, got []claimResult, scopes []*S
 			}
 			// The holder on record, or (its lock seen free by the time the claim
 			// read the lock table: holder NULL) the holder this node last saw.
-			if h := r.holder; (h != nil && s.batch.justEnded(*h)) || (h == nil && s.batch.justEnded(byName[r.scope].observed())) {
+			if h := r.holder; (h != nil && s.ended.justEnded(*h)) || (h == nil && s.ended.justEnded(byName[r.scope].observed())) {
 				names, keys = append(names, r.scope), append(keys, byName[r.scope].key)
 			}
 		}

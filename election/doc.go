@@ -350,9 +350,10 @@
 // gate_closed, …). Elector.Observe queues them for the observer's own goroutine
 // (ObserverQueue events; beyond that they are dropped and counted in
 // Event.Dropped), so a slow observer cannot delay a heartbeat, as raft's
-// observers; metrics (package electionprom) use it. Config.Observer and
-// Elector.ObserveSync are called synchronously, before the engine goes on: the
-// event files of `pgleader node --events` need that order, and pay for it in
-// heartbeat time. A heartbeat is one event per round trip, followers' included,
+// observers. Config.Observer and Elector.ObserveSync are called synchronously,
+// before the engine goes on, and must not block: the event files of `pgleader
+// node --events` need that order (an event is on file before the engine acts on
+// it), and package electionprom's metrics stay consistent with the API (atomic
+// adds, no I/O). A heartbeat is one event per round trip, followers' included,
 // listing the terms it confirmed.
 package election

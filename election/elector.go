@@ -370,7 +370,7 @@ func (e *Elector) onHint(n hint) {
 		if n.Holder != e.cfg.NodeID {
 			e.ring.joined(n.Holder)
 			if sess := e.currentSession(); sess != nil {
-				sess.batch.rejoined(n.Holder)
+				sess.ended.rejoined(n.Holder)
 			}
 		}
 	case protocol.NotifyNodeLost:

@@ -89,7 +89,8 @@ type observerEntry struct {
 	q *observerQueue
 }
 
-// observerQueue delivers a queued observer's events on its own goroutine.
+// observerQueue delivers a queued observer's events on its own goroutine,
+// started by the first event (an Elector that never runs leaves none behind).
 // Invariant: emitting never blocks on it; an event that does not fit is counted
 // in dropped, and the count rides on the next event that fits (Event.Dropped).
 type observerQueue struct {
@@ -97,9 +98,12 @@ type observerQueue struct {
 	dropped atomic.Uint64 // dropped and not yet reported
 	quit    chan struct{} // closed by remove
 	done    chan struct{} // closed when the goroutine has returned
+	once    sync.Once     // starts the goroutine
+	start   func()        // the goroutine's body (run, bound to its observer)
 }
 
 func (q *observerQueue) offer(ev Event) {
+	q.once.Do(func() { go q.start() })
 	ev.Dropped = q.dropped.Swap(0)
 	select {
 	case q.ch <- ev:
@@ -141,13 +145,15 @@ func (q *observerQueue) run(o Observer, stopped <-chan struct{}, log *slog.Logge
 	}
 }
 
-// add registers o; queued observers get their goroutine, which ends at remove
-// or once stopped is closed (the Elector has stopped: nothing more is emitted).
+// add registers o; a queued observer gets its goroutine at its first event,
+// which ends at remove or once stopped is closed (the Elector has stopped:
+// nothing more is emitted).
 func (os *observers) add(o Observer, queued bool, stopped <-chan struct{}, log *slog.Logger) func() {
 	entry := &observerEntry{o: o}
 	if queued {
-		entry.q = &observerQueue{ch: make(chan Event, ObserverQueue), quit: make(chan struct{}), done: make(chan struct{})}
-		go entry.q.run(o, stopped, log)
+		q := &observerQueue{ch: make(chan Event, ObserverQueue), quit: make(chan struct{}), done: make(chan struct{})}
+		q.start = func() { q.run(o, stopped, log) }
+		entry.q = q
 	}
 	os.mu.Lock()
 	defer os.mu.Unlock()
@@ -170,9 +176,10 @@ func (os *observers) add(o Observer, queued bool, stopped <-chan struct{}, log *
 			}
 			os.list.Store(&next)
 			os.mu.Unlock()
-			if entry.q != nil {
-				close(entry.q.quit)
-				<-entry.q.done
+			if q := entry.q; q != nil {
+				close(q.quit)
+				q.once.Do(func() { close(q.done) }) // never started: nothing to wait for
+				<-q.done
 			}
 		})
 	}

@@ -85,7 +85,7 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	// Set while e runs: retryEnded reads it only for a node noted as ended
 	// (below, after this write; batchQueue.mu orders the two).
 	e.test.retryWait = func(names []string) { waits <- names }
-	sess.batch.noteEnded("ghost")
+	sess.ended.noteEnded("ghost")
 	e.onNotification(`{"event":"node_joined","holder":"ghost"}`)
 	sess.requestClaims([]*Scope{sc}, "")
 	if r := next("claim, ghost rejoined"); !heldByGhost(r) {
@@ -100,7 +100,7 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	// Seen to end: the claim finds the lock held and waits for it; the lock is
 	// freed once that wait has begun (whatever the machine's speed), and the
 	// claim wins it.
-	sess.batch.noteEnded("ghost")
+	sess.ended.noteEnded("ghost")
 	var unlock sync.WaitGroup
 	var unlockErr error
 	var waited []string

@@ -302,7 +302,7 @@ func (r *ring) loop(ctx context.Context) {
 		// scope locks (some may still be held for a moment: retryEnded).
 		e.log.Info("peer lost", "node", e.cfg.NodeID, "peer", p.node)
 		if sess := e.currentSession(); sess != nil {
-			sess.batch.noteEnded(p.node)
+			sess.ended.noteEnded(p.node)
 		}
 		e.claimScopesOf(p.node, true)
 		reported = p.node

@@ -44,6 +44,7 @@ type session struct {
 	leaseTimer *time.Timer // under termsMu: claims a watched lease when it runs out (mode_lease.go)
 
 	batch  batchQueue    // claims and releases waiting for the next round trip
+	ended  endedNodes    // nodes whose leadership session was seen to end (ended.go)
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
 
 	blockers blockers    // serving goroutine only (nameBlockers)

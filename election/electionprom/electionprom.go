@@ -113,7 +113,10 @@ func Register(reg prometheus.Registerer, e *election.Elector) (*Metrics, error) 
 		m.acquisitions.WithLabelValues(name)
 		m.hbFailures.WithLabelValues(name)
 	}
-	m.unwatch = e.Observe(election.ObserverFunc(m.observe))
+	// Synchronous: an update is a few atomic adds (no I/O, no lock held long),
+	// and the metrics then agree with the API: once Resign has returned, the
+	// loss is counted and is_leader is 0.
+	m.unwatch = e.ObserveSync(election.ObserverFunc(m.observe))
 	return m, nil
 }
 
