@@ -11,14 +11,19 @@ import (
 	"github.com/pgleader/pgleader/protocol"
 )
 
-// migrations returns the text of the schema's migrations, in the order they apply.
+// migrations returns the text of the schema's files in the order they apply:
+// the numbered files, then the functions and the views.
 func migrations(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("../migrations/*.sql")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no migrations found (%v)", err)
+	var files []string
+	for _, pattern := range []string{"../migrations/*.sql", "../migrations/functions/*.sql", "../migrations/views/*.sql"} {
+		f, err := filepath.Glob(pattern)
+		if err != nil || len(f) == 0 {
+			t.Fatalf("no files %s (%v)", pattern, err)
+		}
+		sort.Strings(f)
+		files = append(files, f...)
 	}
-	sort.Strings(files)
 	var out []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -64,9 +69,9 @@ func TestLockKey(t *testing.T) {
 }
 
 // TestReasonsMatchSchema: the reasons Recorded admits are exactly those of the
-// latest CHECK constraint terms_release_reason_check in the migrations.
+// latest CHECK constraint terms_release_reason_check in the schema's files.
 func TestReasonsMatchSchema(t *testing.T) {
-	check := regexp.MustCompile(`(?s)ADD CONSTRAINT terms_release_reason_check CHECK \(release_reason IN\s*\(([^)]*)\)\)`)
+	check := regexp.MustCompile(`(?s)CONSTRAINT terms_release_reason_check CHECK \(release_reason IN\s*\(([^)]*)\)\)`)
 	var list string
 	for _, m := range migrations(t) {
 		for _, c := range check.FindAllStringSubmatch(m, -1) {
