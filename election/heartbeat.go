@@ -45,23 +45,10 @@ func (s *session) lockHeartbeat() {
 		}
 	}
 
-	ok := make(map[string]bool, len(scopes))
-	resign := map[string]bool{}     // led scopes an operator asked to give up (request_resign, request_handover)
-	handover := map[string]string{} // of those, the ones to hand to a chosen node (request_handover)
-	type observation struct {
-		scope  string
-		epoch  int64
-		holder *string
-	}
-	// What the round trip found: one block, written in the request (the closure
-	// and this are the heartbeat's only allocations for leadDo).
-	var rt struct {
-		ran       bool // false: the session was lost, nothing was sent
-		start     int64
-		err, gErr error
-		seen      []observation
-		peer      *ringPeer
-	}
+	rt := s.hb.next()
+	ok := rt.ok             // the led scopes the database still gives this node
+	resign := rt.resign     // led scopes an operator asked to give up (request_resign, request_handover)
+	handover := rt.handover // of those, the ones to hand to a chosen node (request_handover)
 	_ = s.leadDo(func() {
 		if s.isLost() {
 			return
@@ -136,6 +123,44 @@ func (s *session) lockHeartbeat() {
 	}
 	e.lastHeartbeat.Store(&heartbeatMark{mono: start, wall: time.Now()})
 	s.confirmTerms(terms, ok, resign, handover, start, latency)
+}
+
+// heartbeatRound is what a heartbeat's round trip found, written in its leadDo
+// request. The session keeps one and reuses it (heartbeats run on the serving
+// goroutine, one at a time, and nothing keeps a round's maps or slices past its
+// heartbeat): a heartbeat's request allocates only its closure.
+type heartbeatRound struct {
+	ran       bool // false: the session was lost, nothing was sent
+	start     int64
+	err, gErr error
+	ok        map[string]bool
+	resign    map[string]bool
+	handover  map[string]string
+	seen      []observation // lock mode: the followed scopes
+	peer      *ringPeer     // lock mode: the ring peer to watch
+	leases    []leaseView   // lease mode: the followed scopes
+}
+
+// observation is a followed scope as a lock-mode heartbeat saw it.
+type observation struct {
+	scope  string
+	epoch  int64
+	holder *string
+}
+
+// next returns the round, emptied for the next heartbeat.
+func (r *heartbeatRound) next() *heartbeatRound {
+	if r.ok == nil {
+		r.ok, r.resign, r.handover = map[string]bool{}, map[string]bool{}, map[string]string{}
+	}
+	clear(r.ok)
+	clear(r.resign)
+	clear(r.handover)
+	clear(r.seen)
+	clear(r.leases)
+	r.ran, r.start, r.err, r.gErr, r.peer = false, 0, nil, nil, nil
+	r.seen, r.leases = r.seen[:0], r.leases[:0]
+	return r
 }
 
 // termsSnapshot returns the session's terms, their scopes' names and epochs.

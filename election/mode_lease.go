@@ -251,16 +251,8 @@ func (s *session) leaseHeartbeat() {
 			follow = append(follow, sc.name)
 		}
 	}
-	ok := make(map[string]bool, len(scopes))
-	resign := map[string]bool{}
-	handover := map[string]string{}
-	// What the round trip found: one block, written in the request.
-	var rt struct {
-		ran   bool // false: the session was lost, nothing was sent
-		start int64
-		err   error
-		seen  []leaseView
-	}
+	rt := s.hb.next()
+	ok, resign, handover := rt.ok, rt.resign, rt.handover
 	_ = s.leadDo(func() {
 		if s.isLost() {
 			return
@@ -284,7 +276,7 @@ func (s *session) leaseHeartbeat() {
 						handover[*scope] = *to
 					}
 				case kind == "follow" && scope != nil && epoch != nil && seq != nil:
-					rt.seen = append(rt.seen, leaseView{*scope, *epoch, holder, *seq})
+					rt.leases = append(rt.leases, leaseView{*scope, *epoch, holder, *seq})
 				}
 				return nil
 			})
@@ -294,7 +286,7 @@ func (s *session) leaseHeartbeat() {
 	if !rt.ran {
 		return
 	}
-	start, err, seen := rt.start, rt.err, rt.seen
+	start, err, seen := rt.start, rt.err, rt.leases
 	now := monotime.Now() // after the read returned: later than every renewal it saw
 	latency := time.Duration(now - start)
 	if err == nil && latency >= e.cfg.HeartbeatTimeout {

@@ -50,8 +50,9 @@ type session struct {
 	ended  endedNodes    // nodes whose leadership session was seen to end (ended.go)
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
 
-	blockers blockers    // serving goroutine only (nameBlockers)
-	fenced   fencedWaits // serving goroutine only (endStaleFenced)
+	hb       heartbeatRound // serving goroutine only (heartbeat), written in its leadDo request
+	blockers blockers       // serving goroutine only (nameBlockers)
+	fenced   fencedWaits    // serving goroutine only (endStaleFenced)
 
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
