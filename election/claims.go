@@ -97,15 +97,16 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 	if len(scopes) > 0 {
 		s.m.beforeClaim(s)
 	}
-	s.mu.Lock()
 	var got []claimResult
 	err := errSessionLost
-	start := monotime.Now()
-	if !s.isLost() {
-		got, err = s.m.claim(ctx, s, names, keys, scopes, ann)
-	}
-	done := monotime.Now()
-	s.mu.Unlock()
+	var start, done int64
+	_ = s.leadDo(func() { // not run: the session is lost, err says so
+		start = monotime.Now()
+		if !s.isLost() {
+			got, err = s.m.claim(ctx, s, names, keys, scopes, ann)
+		}
+		done = monotime.Now()
+	})
 	if err != nil {
 		if !errors.Is(err, errSessionLost) {
 			e.log.Warn("claim failed", "node", c.NodeID, "scopes", len(scopes), "err", err)
@@ -143,8 +144,8 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 
 // retryEnded re-claims the scopes of got that are still locked by a node whose
 // leadership session this node has just seen end, until they are free or
-// retryEndedBudget has passed; it returns got with their newest rows. Called with
-// s.mu held.
+// retryEndedBudget has passed; it returns got with their newest rows. Runs in a
+// leadDo request (leadLoop).
 //
 // The ring watch wakes when a dead leader's beacon is freed, but its backend
 // releases its locks one lock-table partition at a time (LockReleaseAll), and
@@ -240,7 +241,7 @@ func countAcquired(rs []claimResult) int {
 // claim_scopes gives its locks back in its exception handler, but a cancelled
 // statement or a commit-time error escapes that handler, and a lock kept that way
 // would stack under the next claim and outlive its release. A connection that is
-// gone took its locks with it. Called with s.mu held.
+// gone took its locks with it. Runs in a leadDo request (leadLoop).
 func (s *session) reconcileLocked(keys []int64, cause error) {
 	if s.lead.IsClosed() {
 		go s.lose(ReasonLostConnection, cause)

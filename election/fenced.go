@@ -61,30 +61,36 @@ func (s *session) endFenced(scope string) {
 	e := s.e
 	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
 	defer cancel()
-	s.mu.Lock()
-	if s.isLost() {
-		s.mu.Unlock()
+	var ended, refused []string
+	var err error
+	ran := false // false: the session was lost, nothing was sent
+	_ = s.leadDo(func() {
+		if s.isLost() {
+			return
+		}
+		ran = true
+		var rows pgx.Rows
+		rows, err = s.lead.Query(ctx, sqlEndFenced, e.cfg.NodeID, scope)
+		if err == nil {
+			var (
+				pid       int32
+				role, app string
+				ok        bool
+			)
+			_, err = pgx.ForEachRow(rows, []any{&pid, &role, &app, &ok}, func() error {
+				d := fmt.Sprintf("pid %d (role %s, application %q)", pid, role, app)
+				if ok {
+					ended = append(ended, d)
+				} else {
+					refused = append(refused, d)
+				}
+				return nil
+			})
+		}
+	})
+	if !ran {
 		return
 	}
-	var ended, refused []string
-	rows, err := s.lead.Query(ctx, sqlEndFenced, e.cfg.NodeID, scope)
-	if err == nil {
-		var (
-			pid       int32
-			role, app string
-			ok        bool
-		)
-		_, err = pgx.ForEachRow(rows, []any{&pid, &role, &app, &ok}, func() error {
-			d := fmt.Sprintf("pid %d (role %s, application %q)", pid, role, app)
-			if ok {
-				ended = append(ended, d)
-			} else {
-				refused = append(refused, d)
-			}
-			return nil
-		})
-	}
-	s.mu.Unlock()
 	switch {
 	case err != nil:
 		e.log.Info("cannot end the previous term's fenced transactions", "scope", scope, "node", e.cfg.NodeID, "err", err)

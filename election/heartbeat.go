@@ -15,7 +15,9 @@ import (
 // (schema 8), NULL otherwise.
 const heartbeatSQL = "SELECT kind, scope, ok, epoch, holder, resign FROM pgleader.node_heartbeat($1, $2, $3, $4, $5, $6)"
 
-// heartbeat is the session's heartbeat, in its mode.
+// heartbeat is the session's heartbeat, in its mode. Its round trip is a leadDo
+// request, which waits for guardBeat (guardLoop) while leadLoop is busy with it:
+// guardLoop never waits for leadLoop, so the wait cannot close a cycle.
 func (s *session) heartbeat() { s.m.heartbeat(s) }
 
 // lockHeartbeat confirms every term of the session in one round trip on the leadership
@@ -43,56 +45,56 @@ func (s *session) lockHeartbeat() {
 		}
 	}
 
-	s.mu.Lock()
-	if s.isLost() {
-		s.mu.Unlock()
+	rt := s.hb.next()
+	ok := rt.ok             // the led scopes the database still gives this node
+	resign := rt.resign     // led scopes an operator asked to give up (request_resign, request_handover)
+	handover := rt.handover // of those, the ones to hand to a chosen node (request_handover)
+	_ = s.leadDo(func() {
+		if s.isLost() {
+			return
+		}
+		rt.ran = true
+		// The deadline starts once the session is ours: time spent queueing behind a
+		// claim or a release is not the round trip's. The guard's ping runs beside
+		// it, in guardLoop, which never waits for leadLoop.
+		ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
+		defer cancel()
+		rt.start = monotime.Now()
+		guardErr := make(chan error, 1)
+		go func() { guardErr <- s.guardBeat(ctx) }()
+		rows, err := s.lead.Query(ctx, heartbeatSQL, e.cfg.NodeID, scopes, epochs, follow, known, settled)
+		if err == nil {
+			var kind string
+			var scope *string
+			var good, wantResign bool
+			var epoch *int64
+			var holder *string
+			_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign}, func() error {
+				switch {
+				case kind == "led" && scope != nil:
+					ok[*scope] = good
+					resign[*scope] = wantResign
+					if holder != nil && *holder != e.cfg.NodeID { // schema 8: the handover's target
+						handover[*scope] = *holder
+					}
+				case kind == "follow" && scope != nil && epoch != nil:
+					rt.seen = append(rt.seen, observation{*scope, *epoch, holder})
+				case kind == "ring" && holder != nil && epoch != nil:
+					rt.peer = &ringPeer{node: *holder, beacon: *epoch}
+				}
+				return nil
+			})
+		}
+		rt.err = err
+		rt.gErr = <-guardErr
+	})
+	if !rt.ran {
 		return
 	}
-	// The deadline starts once the session is ours: time spent queueing behind a
-	// claim or a release is not the round trip's.
-	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
-	defer cancel()
-	start := monotime.Now()
-	guardErr := make(chan error, 1)
-	go func() { guardErr <- s.guardBeat(ctx) }()
-	ok := make(map[string]bool, len(scopes))
-	resign := map[string]bool{}     // led scopes an operator asked to give up (request_resign, request_handover)
-	handover := map[string]string{} // of those, the ones to hand to a chosen node (request_handover)
-	type observation struct {
-		scope  string
-		epoch  int64
-		holder *string
-	}
-	var seen []observation
-	var peer *ringPeer
-	rows, err := s.lead.Query(ctx, heartbeatSQL, e.cfg.NodeID, scopes, epochs, follow, known, settled)
-	if err == nil {
-		var kind string
-		var scope *string
-		var good, wantResign bool
-		var epoch *int64
-		var holder *string
-		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &wantResign}, func() error {
-			switch {
-			case kind == "led" && scope != nil:
-				ok[*scope] = good
-				resign[*scope] = wantResign
-				if holder != nil && *holder != e.cfg.NodeID { // schema 8: the handover's target
-					handover[*scope] = *holder
-				}
-			case kind == "follow" && scope != nil && epoch != nil:
-				seen = append(seen, observation{*scope, *epoch, holder})
-			case kind == "ring" && holder != nil && epoch != nil:
-				peer = &ringPeer{node: *holder, beacon: *epoch}
-			}
-			return nil
-		})
-	}
-	gErr := <-guardErr
-	s.mu.Unlock()
+	start, err := rt.start, rt.err
 	latency := monotime.Since(start)
-	if err == nil && gErr != nil {
-		err = fmt.Errorf("guard session: %w", gErr)
+	if err == nil && rt.gErr != nil {
+		err = fmt.Errorf("guard session: %w", rt.gErr)
 	}
 	if err == nil && latency >= e.cfg.HeartbeatTimeout {
 		err = fmt.Errorf("heartbeat took %v, timeout is %v", latency, e.cfg.HeartbeatTimeout)
@@ -101,9 +103,9 @@ func (s *session) lockHeartbeat() {
 		s.heartbeatFailed(err, latency, terms)
 		return
 	}
-	e.ring.setPeer(peer, start)
+	e.ring.setPeer(rt.peer, start)
 	var free []*Scope
-	for _, o := range seen {
+	for _, o := range rt.seen {
 		sc := e.scopes[o.scope]
 		if sc == nil {
 			continue
@@ -121,6 +123,44 @@ func (s *session) lockHeartbeat() {
 	}
 	e.lastHeartbeat.Store(&heartbeatMark{mono: start, wall: time.Now()})
 	s.confirmTerms(terms, ok, resign, handover, start, latency)
+}
+
+// heartbeatRound is what a heartbeat's round trip found, written in its leadDo
+// request. The session keeps one and reuses it (heartbeats run on the serving
+// goroutine, one at a time, and nothing keeps a round's maps or slices past its
+// heartbeat): a heartbeat's request allocates only its closure.
+type heartbeatRound struct {
+	ran       bool // false: the session was lost, nothing was sent
+	start     int64
+	err, gErr error
+	ok        map[string]bool
+	resign    map[string]bool
+	handover  map[string]string
+	seen      []observation // lock mode: the followed scopes
+	peer      *ringPeer     // lock mode: the ring peer to watch
+	leases    []leaseView   // lease mode: the followed scopes
+}
+
+// observation is a followed scope as a lock-mode heartbeat saw it.
+type observation struct {
+	scope  string
+	epoch  int64
+	holder *string
+}
+
+// next returns the round, emptied for the next heartbeat.
+func (r *heartbeatRound) next() *heartbeatRound {
+	if r.ok == nil {
+		r.ok, r.resign, r.handover = map[string]bool{}, map[string]bool{}, map[string]string{}
+	}
+	clear(r.ok)
+	clear(r.resign)
+	clear(r.handover)
+	clear(r.seen)
+	clear(r.leases)
+	r.ran, r.start, r.err, r.gErr, r.peer = false, 0, nil, nil, nil
+	r.seen, r.leases = r.seen[:0], r.leases[:0]
+	return r
 }
 
 // termsSnapshot returns the session's terms, their scopes' names and epochs.

@@ -43,33 +43,39 @@ func (s *session) nameBlockers(scopes []string) {
 	b.checkedAt = now
 	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
 	defer cancel()
-	s.mu.Lock()
-	if s.isLost() {
-		s.mu.Unlock()
+	var found []string
+	var err error
+	ran := false // false: the session was lost, nothing was sent
+	_ = s.leadDo(func() {
+		if s.isLost() {
+			return
+		}
+		ran = true
+		var rows pgx.Rows
+		rows, err = s.lead.Query(ctx, sqlBlockers, scopes)
+		if err == nil {
+			var (
+				scope, mode, role, app, client string
+				pid                            int32
+				granted                        bool
+			)
+			_, err = pgx.ForEachRow(rows, []any{&scope, &pid, &mode, &granted, &role, &app, &client}, func() error {
+				what := "holds"
+				if !granted {
+					what = "waits for"
+				}
+				if client == "" {
+					client = "local or hidden"
+				}
+				found = append(found, fmt.Sprintf("%s: pid %d (role %s, application %q, client %s) %s its lock (%s)",
+					scope, pid, role, app, client, what, mode))
+				return nil
+			})
+		}
+	})
+	if !ran {
 		return
 	}
-	rows, err := s.lead.Query(ctx, sqlBlockers, scopes)
-	var found []string
-	if err == nil {
-		var (
-			scope, mode, role, app, client string
-			pid                            int32
-			granted                        bool
-		)
-		_, err = pgx.ForEachRow(rows, []any{&scope, &pid, &mode, &granted, &role, &app, &client}, func() error {
-			what := "holds"
-			if !granted {
-				what = "waits for"
-			}
-			if client == "" {
-				client = "local or hidden"
-			}
-			found = append(found, fmt.Sprintf("%s: pid %d (role %s, application %q, client %s) %s its lock (%s)",
-				scope, pid, role, app, client, what, mode))
-			return nil
-		})
-	}
-	s.mu.Unlock()
 	if err != nil {
 		s.e.log.Debug("cannot name the sessions blocking a claim", "node", s.e.cfg.NodeID, "err", err)
 		return

@@ -3,9 +3,6 @@
 //
 // Every sync.Mutex of the package, what it guards:
 //
-//	session.mu        statements on the leadership connection (lead): held for a
-//	                  whole round trip (claim, release, heartbeat, markStopped,
-//	                  nameBlockers, endFenced) and by close
 //	session.termsMu   session.terms, watches, leaseTimer
 //	batchQueue.mu     the queued claims, releases and announcements, closed
 //	endedNodes.mu     the nodes whose leadership session was seen to end (ended.go)
@@ -22,37 +19,55 @@
 //	subscriber.mu     a subscriber's queue
 //	manualDriver.mu   electiontest's epochs, ctx, closed, served
 //
+// The connections have owners, not mutexes: the leadership connection (lead)
+// belongs to leadLoop once the session is shared, and every statement on it is a
+// leadDo request run there, one at a time (claim, release, heartbeat,
+// markStopped, nameBlockers, endFenced: each a whole round trip); the guard
+// connection belongs to guardLoop (guardDo); the listen connection to
+// listenLoop. close closes lead and guard after those loops have returned.
+//
 // Nesting (held → taken), every place two are held at once:
 //
-//	session.mu    → endedNodes.mu   runClaims → lockMode.claim → retryEnded → ended.justEnded
-//	session.mu    → Scope.obsMu     runClaims → lockMode.claim → retryEnded → Scope.observed
-//	session.mu    → leaseWatch.mu   runClaims → leaseMode.claim → runLeaseClaims → lease.expected, reset
 //	batchQueue.mu → Scope.cmu       requestClaims → Scope.queueClaim
 //	broker.mu     → subscriber.mu   broker.publish
 //
-// So the order is session.mu, then batchQueue.mu, then Scope.cmu; session.mu,
-// then endedNodes.mu, Scope.obsMu or leaseWatch.mu; and broker.mu, then
-// subscriber.mu. Every other mutex is a leaf:
-// nothing else is taken while it is held. A new nesting must follow this order,
-// and be added here.
+// So the order is batchQueue.mu, then Scope.cmu; and broker.mu, then
+// subscriber.mu. Every other mutex is a leaf: nothing else is taken while it is
+// held. A new nesting must follow this order, and be added here.
 //
-// Waits that count as nesting: heartbeat holds session.mu while it waits for
-// guardBeat, which guardLoop runs under session.termsMu; so termsMu must never be
-// held while waiting for session.mu (close and runClaims take them one after
-// the other, never together).
+// Locks taken in a leadDo request (on leadLoop, nothing held): endedNodes.mu and
+// Scope.obsMu (runClaims → lockMode.claim → retryEnded → ended.justEnded,
+// Scope.observed), leaseWatch.mu (runClaims → leaseMode.claim → runLeaseClaims →
+// lease.expected, reset); each is a leaf, taken and let go within the request.
+//
+// Waits that count as nesting. A request never waits for leadLoop: not through
+// leadDo (a request in a request would wait for itself), nor through close
+// (which waits for leadLoop to return); lose does not wait for it (it closes the
+// socket under a statement in flight), so a request may lose the session, and
+// the ones that do so call it on a goroutine of its own (go s.lose).
+// The heartbeat's request waits for guardBeat while leadLoop is busy with it:
+// guardLoop runs guardBeat under session.termsMu, and guardLoop never waits for
+// leadLoop (no guardDo request, nor anything guardLoop calls, sends a leadDo
+// request; its lose does not wait for leadLoop), so that wait closes no cycle;
+// it is also bounded by the heartbeat's deadline and by the session's loss
+// (guardDo gives up on either). termsMu must never be held while waiting for
+// leadLoop (close and runClaims take it before or after their request, never
+// across it).
 //
 // Modes (mode.go) add no mutex but manualDriver.mu. The sessionMode methods
-// claim, releaseQuery and stopped are called with session.mu held (claim takes
-// endedNodes.mu, Scope.obsMu or leaseWatch.mu under it, as listed above; the
-// warm-up calls the lock mode's claim and release statements before the session
-// is shared, without it); heartbeat takes session.mu for its round trip; open,
-// beforeClaim, armGuard and awaitPredecessors are called with no lock held.
+// claim, releaseQuery and stopped run in a leadDo request (claim takes
+// endedNodes.mu, Scope.obsMu or leaseWatch.mu in it, as listed above; the
+// warm-up calls the lock mode's claim and release statements on lead before the
+// session is shared and leadLoop started, from the opening goroutine); heartbeat
+// sends one leadDo request for its round trip; open, beforeClaim, armGuard and
+// awaitPredecessors run outside leadLoop, with no lock held.
 // A new mode keeps to the same order.
 //
 // Callbacks under a lock: term.mu is held while openPeriodLocked and
 // closePeriodLocked emit gate_open and gate_closed, so synchronous observers
 // (Config.Observer, ObserveSync) run with it held and must not enter the term (Scope.Do, Scope.Lead) on the same
 // goroutine; Token.Valid takes no lock. The test hook testHooks.retryWait runs
-// under session.mu.
+// in a leadDo request, on leadLoop: it must not wait for the leadership
+// connection (a heartbeat, a claim, a release) to answer.
 
 package election

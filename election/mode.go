@@ -42,19 +42,19 @@ type mode interface {
 // leadership session: how the session opens and registers, heartbeats, claims,
 // waits for its predecessors, releases and records a clean stop. The session's
 // shared machinery (the batch queue and its one serving goroutine, terms,
-// confirmTerms, lose) calls it; every statement it runs is serialised by
-// session.mu exactly as the shared code's are.
+// confirmTerms, lose) calls it; every statement it runs on the leadership
+// connection runs in a leadDo request (leadLoop) exactly as the shared code's do.
 type sessionMode interface {
 	// open connects, registers the node and returns the session, its loops
 	// started; the session's m is this mode.
 	open(ctx context.Context) (*session, error)
 	// heartbeat confirms the session's terms and reads the followed scopes (one
-	// round trip under session.mu), then extends or ends the terms.
+	// round trip, one leadDo request), then extends or ends the terms.
 	heartbeat(s *session)
-	// beforeClaim runs before a claim batch of scopes is sent (not under
-	// session.mu): whatever must be under way for a won claim's gate to open soon.
+	// beforeClaim runs before a claim batch of scopes is sent (not in a leadDo
+	// request): whatever must be under way for a won claim's gate to open soon.
 	beforeClaim(s *session)
-	// claim runs one claim batch with session.mu held and returns a row per scope.
+	// claim runs one claim batch in a leadDo request and returns a row per scope.
 	claim(ctx context.Context, s *session, names []string, keys []int64, scopes []*Scope, ann *string) ([]claimResult, error)
 	// armGuard makes sure a freeze of this process frees the term's scope
 	// together with its gate, before the gate of a won term may open.
@@ -64,7 +64,7 @@ type sessionMode interface {
 	awaitPredecessors(sc *Scope, t *term, s *session, r claimResult)
 	// releaseQuery runs the release statement for the named terms on q.
 	releaseQuery(ctx context.Context, s *session, q querier, names []string, epochs []int64, reasons []string) (pgx.Rows, error)
-	// stopped records a clean shutdown of the node (session.mu held).
+	// stopped records a clean shutdown of the node (in a leadDo request).
 	stopped(ctx context.Context, s *session) error
 }
 

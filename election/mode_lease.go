@@ -131,7 +131,7 @@ func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("%w: lease session: %w", ErrUnreachable, err)
 	}
 	s := &session{e: e, m: leaseMode{database{e}}, lead: conn, leaseToken: randomKey(), terms: map[*term]struct{}{},
-		lost: make(chan struct{}), hbKick: make(chan struct{}, 1)}
+		lost: make(chan struct{}), leadReqs: make(chan leadReq), hbKick: make(chan struct{}, 1)}
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	c := e.cfg
@@ -150,6 +150,7 @@ func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
 	if s.isLost() {
 		w.stop()
 	}
+	s.loops.Go(s.leadLoop)
 	return s, nil
 }
 
@@ -250,39 +251,42 @@ func (s *session) leaseHeartbeat() {
 			follow = append(follow, sc.name)
 		}
 	}
-	s.mu.Lock()
-	if s.isLost() {
-		s.mu.Unlock()
+	rt := s.hb.next()
+	ok, resign, handover := rt.ok, rt.resign, rt.handover
+	_ = s.leadDo(func() {
+		if s.isLost() {
+			return
+		}
+		rt.ran = true
+		ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
+		defer cancel()
+		rt.start = monotime.Now()
+		rows, err := s.lead.Query(ctx, leaseHeartbeatSQL, e.cfg.NodeID, s.leaseToken, scopes, epochs, follow)
+		if err == nil {
+			var kind string
+			var scope, holder, to *string
+			var good, wantResign bool
+			var epoch, seq *int64
+			_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &seq, &wantResign, &to}, func() error {
+				switch {
+				case kind == "led" && scope != nil:
+					ok[*scope] = good
+					resign[*scope] = wantResign
+					if to != nil {
+						handover[*scope] = *to
+					}
+				case kind == "follow" && scope != nil && epoch != nil && seq != nil:
+					rt.leases = append(rt.leases, leaseView{*scope, *epoch, holder, *seq})
+				}
+				return nil
+			})
+		}
+		rt.err = err
+	})
+	if !rt.ran {
 		return
 	}
-	ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
-	defer cancel()
-	start := monotime.Now()
-	ok := make(map[string]bool, len(scopes))
-	resign := map[string]bool{}
-	handover := map[string]string{}
-	var seen []leaseView
-	rows, err := s.lead.Query(ctx, leaseHeartbeatSQL, e.cfg.NodeID, s.leaseToken, scopes, epochs, follow)
-	if err == nil {
-		var kind string
-		var scope, holder, to *string
-		var good, wantResign bool
-		var epoch, seq *int64
-		_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &good, &epoch, &holder, &seq, &wantResign, &to}, func() error {
-			switch {
-			case kind == "led" && scope != nil:
-				ok[*scope] = good
-				resign[*scope] = wantResign
-				if to != nil {
-					handover[*scope] = *to
-				}
-			case kind == "follow" && scope != nil && epoch != nil && seq != nil:
-				seen = append(seen, leaseView{*scope, *epoch, holder, *seq})
-			}
-			return nil
-		})
-	}
-	s.mu.Unlock()
+	start, err, seen := rt.start, rt.err, rt.leases
 	now := monotime.Now() // after the read returned: later than every renewal it saw
 	latency := time.Duration(now - start)
 	if err == nil && latency >= e.cfg.HeartbeatTimeout {

@@ -81,18 +81,19 @@ func (s *session) releaseRows(ctx context.Context, q querier, reqs []releaseReq)
 func (s *session) runReleases(reqs []releaseReq) {
 	ctx, cancel := s.stmtCtx(s.batchTimeout())
 	defer cancel()
-	s.mu.Lock()
 	var res []releaseResult
 	err := errSessionLost
-	if !s.isLost() {
+	_ = s.leadDo(func() { // not run: the session is lost, err says so
+		if s.isLost() {
+			return
+		}
 		res, err = s.releaseRows(ctx, s.lead, reqs)
 		if err != nil {
 			// A failed release may have left locks on a session we can no longer
 			// trust: drop it, which frees them now rather than after the lease.
 			go s.lose(ReasonLostConnection, fmt.Errorf("release batch: %w", err))
 		}
-	}
-	s.mu.Unlock()
+	})
 	for i, r := range reqs {
 		if err != nil {
 			r.reply <- releaseResult{err: err}

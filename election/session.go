@@ -28,7 +28,10 @@ type session struct {
 	beaconKey int64
 	watches   []*sockWatch // under termsMu
 
-	mu sync.Mutex // serialises statements on lead
+	// Once the session is shared, the leadership connection belongs to leadLoop
+	// (lead.go), which runs leadReqs one at a time: every statement on lead is a
+	// leadDo request. Before that (open, warm) the opening goroutine uses it alone.
+	leadReqs chan leadReq
 
 	// The guard connection belongs to guardLoop, which runs guardReqs and pings the
 	// leased guard. It never LISTENs: its replies are never behind notifications.
@@ -47,13 +50,14 @@ type session struct {
 	ended  endedNodes    // nodes whose leadership session was seen to end (ended.go)
 	hbKick chan struct{} // cap 1: heartbeat now (kickHeartbeat)
 
-	blockers blockers    // serving goroutine only (nameBlockers)
-	fenced   fencedWaits // serving goroutine only (endStaleFenced)
+	hb       heartbeatRound // serving goroutine only (heartbeat), written in its leadDo request
+	blockers blockers       // serving goroutine only (nameBlockers)
+	fenced   fencedWaits    // serving goroutine only (endStaleFenced)
 
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
 
-	loops      sync.WaitGroup // guardLoop, listenLoop
+	loops      sync.WaitGroup // leadLoop, guardLoop, listenLoop
 	lostOnce   sync.Once
 	lost       chan struct{}
 	lostReason Reason
@@ -79,7 +83,7 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 	}
 	s := &session{e: e, m: lockMode{database{e}}, lead: lead, guard: guard, guardKey: randomKey(), beaconKey: randomKey(),
 		terms: map[*term]struct{}{}, lost: make(chan struct{}), guardReqs: make(chan guardReq, 16),
-		hbKick: make(chan struct{}, 1)}
+		leadReqs: make(chan leadReq), hbKick: make(chan struct{}, 1)}
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var listen *pgx.Conn
@@ -138,6 +142,7 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 			w.stop()
 		}
 	}
+	s.loops.Go(s.leadLoop)
 	s.loops.Go(s.guardLoop)
 	s.loops.Go(func() { l.listenLoop(listen) })
 	return s, nil
@@ -225,7 +230,10 @@ func (s *session) lose(reason Reason, cause error) {
 			w.stop()
 		}
 		// Closing the sockets is safe while a statement is in flight on another
-		// goroutine; pgx.Conn.Close is called later by the owner (close).
+		// goroutine (leadLoop's, guardLoop's); it fails, and its request is
+		// answered. pgx.Conn.Close is called later by the owner (close), once the
+		// loops have returned. lose never waits for leadLoop: it is called from
+		// within requests too.
 		if s.guard != nil {
 			_ = s.guard.PgConn().Conn().Close()
 		}
@@ -239,17 +247,16 @@ func (s *session) lose(reason Reason, cause error) {
 	})
 }
 
-// close releases the connections' resources after lose, from the session's owner.
+// close releases the connections' resources after lose, from the session's owner
+// (sessionLoop), never from a leadDo request: it waits for leadLoop to return.
 func (s *session) close() {
 	s.lose(ReasonClosed, nil)
-	s.loops.Wait()
+	s.loops.Wait() // leadLoop has answered its last request: lead is ours again
 	s.termsMu.Lock()
 	if s.leaseTimer != nil {
 		s.leaseTimer.Stop()
 	}
 	s.termsMu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.lead.Close(context.Background())
 	if s.guard != nil {
 		s.guard.Close(context.Background())

@@ -4,14 +4,14 @@ package election
 func (s *session) markStopped() {
 	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
 	defer cancel()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.isLost() {
-		return
-	}
-	if err := s.m.stopped(ctx, s); err != nil {
-		// The stop goes on (the session ends all the same); only the record is
-		// missing: readers of pgleader.nodes see a crash, not a clean stop.
-		s.e.log.Warn("cannot record the clean stop in pgleader.nodes", "node", s.e.cfg.NodeID, "err", err)
-	}
+	_ = s.leadDo(func() { // not run: the session is lost, nothing to record on it
+		if s.isLost() {
+			return
+		}
+		if err := s.m.stopped(ctx, s); err != nil {
+			// The stop goes on (the session ends all the same); only the record is
+			// missing: readers of pgleader.nodes see a crash, not a clean stop.
+			s.e.log.Warn("cannot record the clean stop in pgleader.nodes", "node", s.e.cfg.NodeID, "err", err)
+		}
+	})
 }

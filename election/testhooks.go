@@ -9,7 +9,7 @@ type testHooks struct {
 	// beforeListen runs just before a listen session LISTENs.
 	beforeListen func()
 	// retryWait runs when retryEnded starts waiting for the locks of names
-	// (under session.mu: see locks.go).
+	// (in a leadDo request, on leadLoop: see locks.go).
 	retryWait func(names []string)
 	// claimReturned runs between a claim's return and the delivery of its
 	// outcome: a test holds a claim "in flight" there.

@@ -1,0 +1,5 @@
+//go:build race
+
+package election
+
+const raceEnabled = true
