@@ -123,6 +123,23 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 		}
 	}
 
+	// A leader with no live follower, while a candidate that did not stop
+	// cleanly is late or down: the scope's redundancy is gone unplanned.
+	if sc.HasLeader() && len(sc.Followers) == 0 {
+		var gone []string
+		for _, n := range ro.candidates[row.Name] {
+			if n.ID != sc.Leader && (n.State == NodeLate || n.State == NodeDown) {
+				gone = append(gone, n.ID+" "+string(n.State))
+			}
+		}
+		if len(gone) > 0 {
+			out = append(out, finding{alert: Alert{Kind: AlertNoFollower, Severity: SeverityWarning, Scope: row.Name, Node: sc.Leader,
+				Summary: fmt.Sprintf("%s is led by %s with no live follower: %s", row.Name, sc.Leader, strings.Join(gone, ", ")),
+				Hint:    "one more failure leaves the scope without a leader: bring the late or down candidates back (pgleader status lists them), or start another",
+				Runbook: runbook(AlertNoFollower)}})
+		}
+	}
+
 	// No leader for NoLeaderAfter, while someone is meant to lead: a live
 	// candidate, or a term its dead holder never closed.
 	if !sc.HasLeader() && sc.LeaderlessFor >= cfg.NoLeaderAfter {
@@ -143,7 +160,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 	if row.Changes > cfg.FlapMax {
 		out = append(out, finding{alert: Alert{Kind: AlertFlapping, Severity: SeverityWarning, Scope: row.Name,
 			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d)", row.Changes, row.Name, human.Duration(cfg.FlapWindow), cfg.FlapMax),
-			Hint:    "leaders keep losing the scope: read the release reasons (pgleader history); heartbeat_timeout points at database latency, crashed at a crash loop, resigned at the application",
+			Hint:    "leaders keep losing the scope: read the release reasons (pgleader history); heartbeat_timeout points at database latency, crashed at a crash loop, database_failover at the database, resigned at the application",
 			Runbook: runbook(AlertFlapping)}})
 	}
 	return out

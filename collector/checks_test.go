@@ -365,11 +365,11 @@ func TestNodes(t *testing.T) {
 	if a, _ := alert(s, AlertStaleNode, ""); a.Node != "old" || a.Severity != SeverityWarning {
 		t.Fatalf("alert %+v", a)
 	}
-	if n, _ := s.Node("old"); n.Live || n.LastSeenAge < time.Hour {
+	if n, _ := s.Node("old"); n.Live || n.State != NodeDown || n.LastSeenAge < time.Hour {
 		t.Fatalf("node %+v", n)
 	}
-	rec.waitEvent(t, "old left (stale)", func(e Event) bool {
-		return e.Kind == EventNodeLeft && e.Node == "old" && e.Reason == "stale"
+	rec.waitEvent(t, "old left (down)", func(e Event) bool {
+		return e.Kind == EventNodeLeft && e.Node == "old" && e.Reason == "down"
 	})
 	// It comes back, then stops cleanly: no alert for a clean stop.
 	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() WHERE node_id = 'old'")

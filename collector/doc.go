@@ -214,6 +214,15 @@
 //   - stale_node (warning): a node that did not stop cleanly (stopped_at NULL) with
 //     last_seen older than StaleNodeAfter. Clean shutdowns set stopped_at; every
 //     live node heartbeats every I.
+//   - no_follower (warning, Node = the leader): a led scope with no live
+//     follower while another of its candidates is late or down (not stopped).
+//
+// A node's State follows its own registered timing, not a collector-wide
+// bound: live while seen within its trust window W; late past W (its gates have
+// closed by its own rule); down past its session lease L, or at once when its
+// leadership session is gone (lock mode: its beacon lock released,
+// watch_nodes_v1.session_alive); stopped when it stopped cleanly. Only live
+// nodes count as followers.
 //   - flapping (warning): more than FlapMax terms of a scope within FlapWindow.
 //   - fence_rejected (warning, Node = the zombie): a fence_rejected audit row within
 //     FenceAlertFor. A healthy cluster writes none: a refused write means a holder

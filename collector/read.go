@@ -160,7 +160,7 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
-       failback_after_ms
+       failback_after_ms, session_alive
   FROM pgleader.watch_nodes_v1 ORDER BY node_id`
 
 	// $1: how many.
@@ -412,7 +412,7 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		failback           *int32
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive); err != nil {
 		return n, err
 	}
 	n.FailbackAfter = ms(failback)

@@ -3,6 +3,7 @@ package collector
 import (
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/human"
@@ -191,6 +192,17 @@ func (st *state) timelineChange(tl int64, now time.Time) []Event {
 		prev, tl, EpochFloor(tl))}}
 }
 
+// EpochLabel is how the views print an epoch: as is on the first WAL timeline
+// ("42"), and as timeline and term after a database failover ("t2·3" for
+// (2−1)·2^40 + 3), where the raw value has thirteen digits that can only be
+// read by counting them. JSON, TSV and the detail views keep the raw value.
+func EpochLabel(e int64) string {
+	if e < 1<<40 {
+		return strconv.FormatInt(e, 10)
+	}
+	return "t" + strconv.FormatInt(e>>40+1, 10) + "·" + strconv.FormatInt(e&(1<<40-1), 10)
+}
+
 // EpochFloor is the floor of a WAL timeline's epochs (schema version 6): every
 // epoch granted on timeline tl is above (tl − 1)·2^40. 0 for timeline 1 or unknown.
 func EpochFloor(tl int64) int64 {
@@ -200,8 +212,11 @@ func EpochFloor(tl int64) int64 {
 	return (tl - 1) << 40
 }
 
-// applyNodes derives Live and LastSeenAge, and the joined/left events (none on the
-// first read: it only learns the baseline).
+// applyNodes derives LastSeenAge, State and Live, and the joined/left events
+// (none on the first read: it only learns the baseline). A node leaves when it
+// goes down or stops, and comes back when it is live or late again: a late node
+// has not left (it may answer its next heartbeat), though it no longer counts as
+// a follower.
 func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) ([]Node, []Event) {
 	nodes := r.Nodes
 	if nodes == nil {
@@ -213,28 +228,34 @@ func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) (
 		n := &nodes[i]
 		seen[n.ID] = true
 		n.LastSeenAge = max(0, r.Now.Sub(n.LastSeen))
-		n.Live = n.StoppedAt.IsZero() && n.LastSeenAge <= cfg.StaleNodeAfter
+		n.State = nodeState(n, cfg.StaleNodeAfter)
+		n.Live = n.State == NodeLive
+		up := n.State == NodeLive || n.State == NodeLate
 		prev, known := st.nodes[n.ID]
-		st.nodes[n.ID] = nodeMem{live: n.Live, startedAt: n.StartedAt}
+		st.nodes[n.ID] = nodeMem{live: up, startedAt: n.StartedAt}
 		if first {
 			continue
 		}
 		restarted := known && !n.StartedAt.Equal(prev.startedAt)
 		switch {
-		case n.Live && !known:
+		case up && !known:
 			evs = append(evs, Event{At: n.StartedAt, Kind: EventNodeJoined, Node: n.ID, Reason: "registered"})
-		case n.Live && (!prev.live || restarted):
+		case up && (!prev.live || restarted):
 			ev := Event{At: n.LastSeen, Kind: EventNodeJoined, Node: n.ID, Reason: "came back"}
 			if restarted {
 				ev.At, ev.Reason = n.StartedAt, "restarted"
 			}
 			evs = append(evs, ev)
-		case !n.Live && known && prev.live:
-			if !n.StoppedAt.IsZero() {
+		case !up && known && prev.live:
+			switch {
+			case !n.StoppedAt.IsZero():
 				evs = append(evs, Event{At: n.StoppedAt, Kind: EventNodeLeft, Node: n.ID, Reason: "stopped"})
-			} else {
-				evs = append(evs, Event{At: now, Kind: EventNodeLeft, Node: n.ID, Reason: "stale",
-					Detail: "last seen " + human.Duration(n.LastSeenAge) + " ago"})
+			case n.SessionAlive != nil && !*n.SessionAlive:
+				evs = append(evs, Event{At: now, Kind: EventNodeLeft, Node: n.ID, Reason: "down",
+					Detail: "its leadership session ended; last seen " + human.Duration(n.LastSeenAge) + " ago"})
+			default:
+				evs = append(evs, Event{At: now, Kind: EventNodeLeft, Node: n.ID, Reason: "down",
+					Detail: "silent for " + human.Duration(n.LastSeenAge) + ", longer than its session lease"})
 			}
 		}
 	}
@@ -311,6 +332,7 @@ func buildScope(r *dbRead, row scopeRow, ro roster, byID map[string]*Node) Scope
 	if row.HandoverTo != "" && row.HandoverDeadline.After(r.Now) {
 		sc.HandoverTo, sc.HandoverDeadline = row.HandoverTo, row.HandoverDeadline
 	}
+	sc.LeaderLive = sc.HasLeader()
 	return sc
 }
 

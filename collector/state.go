@@ -41,7 +41,7 @@ type scopeMem struct {
 }
 
 type nodeMem struct {
-	live      bool
+	live      bool // up: live or late (not down, not stopped)
 	startedAt time.Time
 }
 

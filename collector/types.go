@@ -54,6 +54,10 @@ const (
 	// AlertStaleNode: a node not stopped cleanly has not been seen for
 	// Config.StaleNodeAfter.
 	AlertStaleNode AlertKind = "stale_node"
+	// AlertNoFollower: a led scope has no live follower left, while another of
+	// its candidates is late or down (not stopped): one more failure and the
+	// scope has no leader.
+	AlertNoFollower AlertKind = "no_follower"
 	// AlertFlapping: more than Config.FlapMax leadership changes of a scope within
 	// Config.FlapWindow.
 	AlertFlapping AlertKind = "flapping"
@@ -237,6 +241,10 @@ type Scope struct {
 	// never held). LeaderHost is its hostname from pgleader.nodes.
 	Leader     string `json:"leader"`
 	LeaderHost string `json:"leader_host,omitempty"`
+	// LeaderLive: Leader still holds the scope (HasLeader). False with a Leader
+	// named: the term is open on record, but its holder's session or lease is
+	// gone; the scope has no leader, and Leader is who led last.
+	LeaderLive bool `json:"leader_live"`
 	// HolderPID is leader_state.holder_pid (the leadership session's backend);
 	// LockPIDs are the backends pg_locks shows holding the scope's advisory lock
 	// (normally exactly [HolderPID]).
@@ -292,6 +300,80 @@ const (
 	RoleNone     Role = ""
 )
 
+// NodeState is a node's life as the database shows it. The thresholds are the
+// node's own registered timing: its trust window W and session lease L.
+type NodeState string
+
+// Node states.
+const (
+	// NodeLive: seen within its trust window W: its heartbeats land.
+	NodeLive NodeState = "live"
+	// NodeLate: silent for longer than W but not L: its gates have closed by its
+	// own rule (it cannot lead now), and it may yet come back (a slow database, a
+	// pause).
+	NodeLate NodeState = "late"
+	// NodeDown: its leadership session is gone (lock mode: the server released
+	// its beacon lock, which it does the moment the session ends: a crash, a
+	// terminated backend), or it was silent for longer than L, by when the server
+	// has ended its session (frozen, cut off).
+	NodeDown NodeState = "down"
+	// NodeStopped: it stopped cleanly (stopped_at).
+	NodeStopped NodeState = "stopped"
+)
+
+// Label is the glyph and the word the views print for the state.
+func (s NodeState) Label() string {
+	switch s {
+	case NodeLive:
+		return "● live"
+	case NodeLate:
+		return "◐ late"
+	case NodeDown:
+		return "✖ down"
+	case NodeStopped:
+		return "■ stopped"
+	}
+	return unknownGlyph + " " + string(s)
+}
+
+// Rank orders the states worst first: down, late, live, stopped (the views
+// sort nodes by it).
+func (s NodeState) Rank() int {
+	switch s {
+	case NodeDown:
+		return 0
+	case NodeLate:
+		return 1
+	case NodeLive:
+		return 2
+	case NodeStopped:
+		return 3
+	}
+	return -1
+}
+
+// nodeState judges n at age = database time − last_seen. A node registered
+// without timing (schema < 5 rows) falls back to staleAfter for both bounds.
+func nodeState(n *Node, staleAfter time.Duration) NodeState {
+	if !n.StoppedAt.IsZero() {
+		return NodeStopped
+	}
+	w, l := n.Timing.TrustWindow, n.Timing.SessionLease
+	if w <= 0 {
+		w = staleAfter
+	}
+	if l < w {
+		l = max(w, staleAfter)
+	}
+	switch {
+	case n.SessionAlive != nil && !*n.SessionAlive, n.LastSeenAge > l:
+		return NodeDown
+	case n.LastSeenAge > w:
+		return NodeLate
+	}
+	return NodeLive
+}
+
 // Node is a row of pgleader.nodes.
 type Node struct {
 	ID          string        `json:"node"`
@@ -310,8 +392,14 @@ type Node struct {
 	// (pgleader.nodes.leads); they lag Leads when it froze or lost its session.
 	Reported []string `json:"reported_leads"`
 	Timing   Timing   `json:"timing"`
-	// Live: not stopped and seen within Config.StaleNodeAfter.
+	// State is the node's life as the database shows it, judged by the node's
+	// own registered timing (NodeState).
+	State NodeState `json:"state"`
+	// Live: State is NodeLive: it heartbeats on time, and counts as a follower.
 	Live bool `json:"live"`
+	// SessionAlive: a lock-mode node's leadership session still holds its beacon
+	// lock (nil for a lease-mode or stopped node: nothing to ask).
+	SessionAlive *bool `json:"session_alive,omitempty"`
 	// Mode is the node's mode: "lock" or "lease" (schema 9).
 	Mode string `json:"mode"`
 	// Priority ranks the node among its scopes' candidates (schema 8; 1 before):
@@ -358,13 +446,17 @@ type Term struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 	ReleasedAt time.Time `json:"released_at,omitzero"` // zero while open
 	// EndedBy is release_reason, in the protocol's vocabulary (protocol.Reason):
-	// resigned, shutdown, handed_over, lost_connection, heartbeat_timeout, evicted
-	// or crashed ("" while open).
+	// resigned, shutdown, handed_over, lost_connection, heartbeat_timeout, evicted,
+	// crashed or database_failover ("" while open).
 	EndedBy Reason `json:"ended_by,omitempty"`
 	// HandedTo is the node a handover gave the scope to, when the term ended as
 	// handed_over.
 	HandedTo string `json:"handed_to,omitempty"`
-	// HandoverGap is the time without a leader before this term began.
+	// HandoverGap is this term's start minus the predecessor's last sign of
+	// leadership: its release, or, for a term that ended otherwise, its last
+	// heartbeat. An upper bound of the time without a leader: for a crash it
+	// exceeds the real gap by at most one heartbeat interval (the time between
+	// the last heartbeat and the death).
 	HandoverGap time.Duration `json:"handover_gap"`
 	// HeldFor is ReleasedAt − AcquiredAt, or DB now − AcquiredAt while open.
 	HeldFor time.Duration `json:"held_for"`

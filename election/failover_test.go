@@ -170,6 +170,28 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 			t.Errorf("%d epoch_floor_raised audit rows, want 1", n)
 		}
 	})
+	t.Run("PredecessorEndedWithTheDatabase", func(t *testing.T) {
+		// The term the standby had open ended with the old primary: recorded as
+		// database_failover, under its own epoch (not the new timeline's floor),
+		// and the successor's elected row names that epoch.
+		var reason string
+		var prev int64
+		withConn(t, sdsn, func(ctx context.Context, c *pgx.Conn) error {
+			if err := c.QueryRow(ctx, "SELECT coalesce(release_reason, '') FROM pgleader.terms WHERE scope = $1 AND epoch = $2",
+				scope, replicated).Scan(&reason); err != nil {
+				return err
+			}
+			return c.QueryRow(ctx, `SELECT (detail->>'prev_epoch')::bigint FROM pgleader.audit
+			                         WHERE scope = $1 AND kind = 'elected' AND epoch > $2 ORDER BY id LIMIT 1`,
+				scope, before).Scan(&prev)
+		})
+		if reason != "database_failover" {
+			t.Errorf("term %d, open on the standby at the promotion, ended as %q, want database_failover", replicated, reason)
+		}
+		if prev != replicated {
+			t.Errorf("the first election on the new primary names prev_epoch %d, want the predecessor's own epoch %d", prev, replicated)
+		}
+	})
 	t.Run("TokenFromBeforeThePromotionIsFenced", func(t *testing.T) {
 		withConn(t, sdsn, func(ctx context.Context, c *pgx.Conn) error {
 			tx, err := c.Begin(ctx)
@@ -317,6 +339,22 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 		last = tok.Epoch
 		if err := srv.Restart(ctx, "immediate"); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Every term but the open one ended with a restart of the database.
+	for _, s := range []string{"a", "b"} {
+		pgtest.WaitFor(t, s+" led after the last restart", 15*time.Second, func() bool {
+			tok, err := n.Scope(s).Require(ctx)
+			return err == nil && tok.Epoch > last
+		})
+		rows := queryStrings(t, dsn, "SELECT coalesce(release_reason, 'open') FROM pgleader.terms WHERE scope = $1 ORDER BY epoch", s)
+		if len(rows) < 9 || rows[len(rows)-1] != "open" {
+			t.Fatalf("scope %s: terms ended as %q, want at least 8 ended by the restarts and the open one", s, rows)
+		}
+		for i, r := range rows[:len(rows)-1] {
+			if r != "database_failover" {
+				t.Errorf("scope %s: term %d of %d ended as %q, want database_failover (the database restarted under it)", s, i+1, len(rows), r)
+			}
 		}
 	}
 }

@@ -153,6 +153,21 @@ func withConn(t testing.TB, dsn string, fn func(context.Context, *pgx.Conn) erro
 	}
 }
 
+// queryStrings returns the first column of every row of sql.
+func queryStrings(t testing.TB, dsn, sql string, args ...any) []string {
+	t.Helper()
+	var out []string
+	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
+		rows, err := c.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return out
+}
+
 func queryInt(t testing.TB, dsn, sql string, args ...any) int64 {
 	t.Helper()
 	var v int64

@@ -17,6 +17,7 @@ const (
 	ReasonHeartbeatTimeout = protocol.ReasonHeartbeatTimeout
 	ReasonEvicted          = protocol.ReasonEvicted
 	ReasonCrashed          = protocol.ReasonCrashed
+	ReasonDatabaseFailover = protocol.ReasonDatabaseFailover
 	ReasonClosed           = protocol.ReasonClosed
 	ReasonTrustExpired     = protocol.ReasonTrustExpired
 )

@@ -84,7 +84,7 @@ func TestReasonsMatchSchema(t *testing.T) {
 	schema := uniq(regexp.MustCompile(`'([a-z_]+)'`), list)
 	all := []protocol.Reason{protocol.ReasonResigned, protocol.ReasonShutdown, protocol.ReasonHandedOver,
 		protocol.ReasonLostConnection, protocol.ReasonHeartbeatTimeout, protocol.ReasonEvicted,
-		protocol.ReasonCrashed, protocol.ReasonClosed, protocol.ReasonTrustExpired}
+		protocol.ReasonCrashed, protocol.ReasonDatabaseFailover, protocol.ReasonClosed, protocol.ReasonTrustExpired}
 	var recorded []string
 	for _, r := range all {
 		if !r.Known() {

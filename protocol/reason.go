@@ -32,6 +32,11 @@ const (
 	// ReasonCrashed: written by a successor that closed a term its holder never
 	// closed (the process died): in pgleader.terms only.
 	ReasonCrashed Reason = "crashed"
+	// ReasonDatabaseFailover: written by a successor that closed a term whose
+	// holder's sessions ended with the database: the server restarted since the
+	// holder's last heartbeat, or a standby was promoted (the WAL timeline
+	// changed). In pgleader.terms only (schema 14).
+	ReasonDatabaseFailover Reason = "database_failover"
 	// ReasonClosed: the session was closed as the Elector stopped, with terms the
 	// drain could not release.
 	ReasonClosed Reason = "closed"
@@ -44,7 +49,7 @@ const (
 // admits, for Recorded.
 var reasons = map[Reason]bool{
 	ReasonResigned: true, ReasonShutdown: true, ReasonHandedOver: true, ReasonLostConnection: true,
-	ReasonHeartbeatTimeout: true, ReasonEvicted: true, ReasonCrashed: true, ReasonClosed: false,
+	ReasonHeartbeatTimeout: true, ReasonEvicted: true, ReasonCrashed: true, ReasonDatabaseFailover: true, ReasonClosed: false,
 	ReasonTrustExpired: false,
 }
 

@@ -170,20 +170,20 @@ func eventLine(e collector.Event) (string, tone) {
 	switch e.Kind {
 	case collector.EventElected:
 		kind = "★ elected"
-		what = e.Node + " leads " + e.Scope + " at epoch " + strconv.FormatInt(e.Epoch, 10)
+		what = e.Node + " leads " + e.Scope + " at epoch " + collector.EpochLabel(e.Epoch)
 		if e.PrevHolder != "" {
 			what += " (was " + e.PrevHolder + ")"
 		}
 	case collector.EventReleased:
 		kind = "○ released"
-		what = e.Node + " released " + e.Scope + " epoch " + strconv.FormatInt(e.Epoch, 10)
+		what = e.Node + " released " + e.Scope + " epoch " + collector.EpochLabel(e.Epoch)
 	case collector.EventTermClosed:
 		kind = "✖ term closed"
-		what = e.Scope + " epoch " + strconv.FormatInt(e.Epoch, 10) + " of " + e.Node + " closed by its successor"
+		what = e.Scope + " epoch " + collector.EpochLabel(e.Epoch) + " of " + e.Node + " closed by its successor"
 		t = toneWarn
 	case collector.EventFenceRejected:
 		kind = "‼ fence rejected"
-		what = "database refused a write by " + e.Node + " on " + e.Scope + " at stale epoch " + strconv.FormatInt(e.Epoch, 10)
+		what = "database refused a write by " + e.Node + " on " + e.Scope + " at stale epoch " + collector.EpochLabel(e.Epoch)
 		t = toneBad
 	case collector.EventAlertFiring:
 		kind = "▲ alert"
@@ -222,14 +222,14 @@ func eventLine(e collector.Event) (string, tone) {
 		kind = "⏏ evicted"
 		what = e.Node + " evicted from " + e.Scope
 		if e.Epoch != 0 {
-			what += " at epoch " + strconv.FormatInt(e.Epoch, 10)
+			what += " at epoch " + collector.EpochLabel(e.Epoch)
 		}
 		t = toneWarn
 	case collector.EventResignRequested:
 		kind = "↷ resign asked"
 		what = e.Node + " asked to resign " + e.Scope
 		if e.Epoch != 0 {
-			what += " at epoch " + strconv.FormatInt(e.Epoch, 10)
+			what += " at epoch " + collector.EpochLabel(e.Epoch)
 		}
 		t = toneWarn
 	case collector.EventHandoverRequested:

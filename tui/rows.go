@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
@@ -148,6 +149,15 @@ func scopeCells(sc *collector.Scope) []cell {
 		// A pending handover: the scope is reserved for its target.
 		from := cmp.Or(sc.Leader, "—")
 		c[scLeader] = cell{text: from + " → " + sc.HandoverTo, tone: toneWarn}
+	case sc.Leader != "" && !sc.HasLeader():
+		// The term is open on record, but its holder no longer holds it (its
+		// session is gone, or its lease ran out): the scope has no leader; say who
+		// led last and for how long there has been none.
+		text := "✖ was " + sc.Leader
+		if sc.LeaderlessFor > 0 {
+			text += ", none for " + human.Cell(sc.LeaderlessFor)
+		}
+		c[scLeader] = cell{text: text, tone: toneBad}
 	case sc.Leader != "":
 		c[scLeader] = cell{text: sc.Leader}
 	default:
@@ -160,14 +170,14 @@ func scopeCells(sc *collector.Scope) []cell {
 		}
 		c[scLeader] = cell{text: text, tone: t}
 	}
-	if sc.Leader != "" {
+	if sc.Leader != "" && sc.HasLeader() {
 		c[scTenure] = cell{text: human.Cell(sc.Tenure)}
 		c[scHeartbeat] = cell{text: human.Cell(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
 	} else {
 		c[scTenure] = cell{text: "—", tone: toneMuted}
 		c[scHeartbeat] = cell{text: "—", tone: toneMuted}
 	}
-	c[scEpoch] = cell{text: strconv.FormatInt(sc.Epoch, 10)}
+	c[scEpoch] = cell{text: collector.EpochLabel(sc.Epoch)}
 	if len(sc.Followers) == 0 {
 		t := toneWarn
 		if idle {
@@ -203,19 +213,23 @@ func alertCell(as []collector.Alert) cell {
 	return cell{text: text, tone: t}
 }
 
-func nodeStateRank(n *collector.Node) int {
-	switch {
-	case !n.Live && n.StoppedAt.IsZero():
-		return 0 // stale: vanished without stopping
-	case !n.StoppedAt.IsZero():
-		return 2
-	default:
-		return 1
+func nodeStateRank(n *collector.Node) int { return n.State.Rank() }
+
+// nodeTone is how a node's state reads: down is bad, late a warning.
+func nodeTone(s collector.NodeState) tone {
+	switch s {
+	case collector.NodeDown:
+		return toneBad
+	case collector.NodeLate:
+		return toneWarn
+	case collector.NodeStopped:
+		return toneMuted
 	}
+	return toneOK
 }
 
 func (m *Model) nodeProblem(n *collector.Node) bool {
-	return (!n.Live && n.StoppedAt.IsZero()) || m.nodeAlerts[n.ID] > 0
+	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[n.ID] > 0
 }
 
 func (m *Model) nodeRows() []row {
@@ -256,23 +270,19 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 	c[ndHost] = cell{text: n.Hostname}
 	if n.OSPID > 0 {
 		c[ndPID] = cell{text: strconv.Itoa(n.OSPID)}
+		if n.State == collector.NodeDown || n.State == collector.NodeStopped {
+			c[ndPID].tone = toneMuted // a pid that no longer runs pgleader
+		}
 	}
-	switch nodeStateRank(n) {
-	case 0:
-		c[ndState] = cell{text: "✖ stale", tone: toneBad}
-	case 2:
-		c[ndState] = cell{text: "■ stopped", tone: toneMuted}
-	default:
-		c[ndState] = cell{text: "● live", tone: toneOK}
-	}
+	c[ndState] = cell{text: n.State.Label(), tone: nodeTone(n.State)}
 	if k := m.nodeAlerts[n.ID]; k > 0 && c[ndState].tone != toneBad {
 		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
 	}
 	c[ndPriority] = priorityCell(n)
 	c[ndRoles] = cell{text: rolesText(n)}
 	seen := cell{text: human.Cell(n.LastSeenAge)}
-	if !n.Live && n.StoppedAt.IsZero() {
-		seen.tone = toneBad
+	if n.State == collector.NodeDown || n.State == collector.NodeLate {
+		seen.tone = nodeTone(n.State)
 	}
 	c[ndSeen] = seen
 	c[ndVersion] = cell{text: n.Version}
@@ -287,6 +297,8 @@ func priorityCell(n *collector.Node) cell {
 	switch {
 	case n.Priority <= 0:
 		return cell{text: p + " never leads", tone: toneMuted}
+	case n.State == collector.NodeStopped:
+		return cell{text: p, tone: toneMuted} // its state says it all
 	case !n.Eligible():
 		return cell{text: p + " not live", tone: toneMuted}
 	case n.FailbackAfter > 0:
@@ -334,7 +346,7 @@ func (m *Model) rankedFollowers(ids []string) []follower {
 // far as the column shows: a node of a thousand scopes costs what one of ten
 // does.
 func rolesText(n *collector.Node) string {
-	if len(n.Scopes) == 0 && len(n.Leads) == 0 {
+	if n.State == collector.NodeStopped || (len(n.Scopes) == 0 && len(n.Leads) == 0) {
 		return "—"
 	}
 	limit := nodeColumns[ndRoles].max
@@ -408,7 +420,7 @@ func (m *Model) termRows() []row {
 
 func termCells(t collector.Term) []cell {
 	c := make([]cell, len(termColumns))
-	c[tmEpoch] = cell{text: strconv.FormatInt(t.Epoch, 10)}
+	c[tmEpoch] = cell{text: collector.EpochLabel(t.Epoch)}
 	c[tmScope] = cell{text: t.Scope}
 	c[tmLeader] = cell{text: t.Holder}
 	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}
@@ -423,7 +435,7 @@ func termCells(t collector.Term) []cell {
 		c[tmEnded] = cell{text: text, tone: endedTone(t)}
 	}
 	if t.HandoverGap > 0 {
-		c[tmGap] = cell{text: human.Cell(t.HandoverGap)}
+		c[tmGap] = cell{text: gapText(t.HandoverGap)}
 	} else {
 		c[tmGap] = cell{text: "—", tone: toneMuted}
 	}
@@ -441,6 +453,15 @@ func endedTone(t collector.Term) tone {
 	default:
 		return toneWarn
 	}
+}
+
+// gapText prints a handover gap with millisecond resolution below a second (a
+// failover's gap is milliseconds: 18ms, not 0.0s), in a narrow cell above.
+func gapText(d time.Duration) string {
+	if d < time.Second {
+		return human.Duration(d)
+	}
+	return human.Cell(d)
 }
 
 func sortTermsByStart(ts []collector.Term) {

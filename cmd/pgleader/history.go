@@ -30,8 +30,10 @@ func (a *app) historyCommand() *cobra.Command {
 		Short: "Print the leadership history of scopes: who led, when, for how long, how it ended",
 		Long: `history prints the terms of pgleader.terms, newest first: the epoch (the term's
 fencing token), the leader and its host, when the term started, how long it was
-held (still open: so far), how it ended and the handover gap before it (the time
-the scope had no leader).
+held (still open: so far), how it ended, and the gap before it: from the
+predecessor's release, or its last heartbeat when it ended otherwise, to this
+term's start (an upper bound of the time without a leader, longer than the real
+one by at most a heartbeat interval; milliseconds below a second).
 
 How a term ended (release_reason):
   resigned           the leader gave the scope up (Resign, SIGUSR1)
@@ -41,6 +43,8 @@ How a term ended (release_reason):
   lost_connection    its session died; the successor found its guard still alive
   heartbeat_timeout  it was silent for its whole session lease (frozen, cut off)
   crashed            its session and process were gone (kill -9, host crash)
+  database_failover  its sessions ended with the database: the server restarted
+                     or a standby was promoted since its last heartbeat
   evicted            an operator or the collector terminated it
 
 Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
@@ -174,7 +178,7 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 		if t.Epoch == 1 && t.HandoverGap == 0 {
 			gap = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), orDash(safe(t.Hostname)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), collector.EpochLabel(t.Epoch), safe(t.Holder), orDash(safe(t.Hostname)),
 			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended, gap)
 	}
 	return tw.Flush()

@@ -55,8 +55,10 @@ Exit codes, for scripts and health checks:
   0  every scope is OK or IDLE
   1  runtime failure (e.g. the connection broke)
   2  bad input: flags, connection string, unreachable server, missing schema
-  3  some scope has no leader or is degraded
-  4  some scope has a split brain
+  3  some scope has no leader
+  4  some scope has a split brain (the worst: 4 wins over 3 and 5)
+  5  every scope is led, but some are DEGRADED (alerts: a late heartbeat, a
+     fence rejection, no live follower, …)
 
 With --watch it redraws every --interval until Ctrl-C (exit code of the last frame),
 and on every change the collector learns of in between. With --watch:
@@ -159,8 +161,10 @@ func statusExit(worst collector.Verdict) error {
 	switch worst {
 	case collector.VerdictSplitBrain:
 		return &cli.StatusError{Code: cli.ExitSplitBrain}
-	case collector.VerdictNoLeader, collector.VerdictDegraded:
+	case collector.VerdictNoLeader:
 		return &cli.StatusError{Code: cli.ExitNoLeader}
+	case collector.VerdictDegraded:
+		return &cli.StatusError{Code: cli.ExitDegraded}
 	}
 	return nil
 }
@@ -264,7 +268,15 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 				leader += "@" + termsafe.String(s.LeaderHost)
 			}
 			tenure, hb = human.Duration(s.Tenure), human.Duration(s.HeartbeatAge)+" ago"
-		} else if s.LeaderlessFor > 0 {
+		}
+		if s.Leader != "" && !s.HasLeader() {
+			// Open on record, but its holder no longer holds it: who led last, and
+			// for how long there has been no leader.
+			leader, tenure = "— (was "+leader+")", "none"
+			if s.LeaderlessFor > 0 {
+				tenure += " for " + human.Duration(s.LeaderlessFor)
+			}
+		} else if s.Leader == "" && s.LeaderlessFor > 0 {
 			tenure = "none for " + human.Duration(s.LeaderlessFor)
 		}
 		if s.HandoverTo != "" {
@@ -274,7 +286,7 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		if followers == "" {
 			followers = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), s.Verdict.Label(), leader, s.Epoch,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), s.Verdict.Label(), leader, collector.EpochLabel(s.Epoch),
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
@@ -331,10 +343,7 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 			fmt.Fprintln(tw, "NODE\tHOST\tSTATE\tPRIORITY\tLEADS")
 		}
 		rows++
-		state := "● live"
-		if !n.Live {
-			state = "✖ stale"
-		}
+		state := n.State.Label()
 		prio := strconv.Itoa(n.Priority)
 		switch {
 		case n.Priority == 0:

@@ -123,9 +123,18 @@ BEGIN
     PERFORM pg_advisory_unlock(k) FROM unnest(v_busy) k;
     v_taken := ARRAY(SELECT k FROM unnest(v_taken) k WHERE k <> ALL (v_busy));
 
+    -- calc: per won scope, its predecessor as recorded. stored_epoch is the
+    -- predecessor's term (what the audit rows and prev_epoch name); bump_from is
+    -- where the new epoch counts from: stored_epoch, raised to the timeline's
+    -- floor after a promotion (S1). How an open term ended: database_failover
+    -- when the server restarted since its last heartbeat or the timeline
+    -- changed (its holder's sessions ended with the database); else
+    -- heartbeat_timeout when it was silent for its whole session lease (frozen,
+    -- cut off); else crashed when its guard is gone too (the process died);
+    -- else lost_connection (its process lives on: only its session ended).
     RETURN QUERY
     WITH calc AS MATERIALIZED (
-      SELECT s.scope, greatest(s.epoch, v_floor) AS old_epoch, s.epoch AS stored_epoch, s.holder AS old_holder, s.holder_guard_key AS old_guard,
+      SELECT s.scope, greatest(s.epoch, v_floor) AS bump_from, s.epoch AS stored_epoch, s.holder AS old_holder, s.holder_guard_key AS old_guard,
              s.last_heartbeat AS old_hb, s.released_at AS old_released,
              (s.holder IS NOT NULL AND s.released_at IS NULL) AS was_open,
              s.holder_guard_key = ANY (v_held) AS guard_held,
@@ -137,6 +146,7 @@ BEGIN
                       CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL AND s.holder_guard_key IS NOT NULL
                            THEN coalesce(s.trust_window_ms, 0) ELSE 0 END) AS trust,
              CASE WHEN s.holder IS NULL OR s.released_at IS NOT NULL THEN NULL
+                  WHEN s.epoch < v_floor OR pg_postmaster_start_time() > s.last_heartbeat THEN 'database_failover'
                   WHEN s.last_heartbeat < clock_timestamp() - make_interval(secs => coalesce(s.session_lease_ms, 0) / 1000.0)
                     THEN 'heartbeat_timeout'
                   WHEN NOT coalesce(s.holder_guard_key = ANY (v_held), false) THEN 'crashed'
@@ -148,7 +158,7 @@ BEGIN
        WHERE s.scope = ANY (v_locked)
     ), upd AS (
       UPDATE pgleader.leader_state s SET
-          epoch = c.old_epoch + 1, holder = p_node, holder_pid = pg_backend_pid(),
+          epoch = c.bump_from + 1, holder = p_node, holder_pid = pg_backend_pid(),
           holder_guard_key = p_guard_key, acquired_at = c.at, released_at = NULL,
           last_heartbeat = c.at, heartbeat_interval_ms = p_interval_ms,
           unresolved_guards = c.wait,
@@ -166,23 +176,23 @@ BEGIN
       RETURNING t.scope
     ), opened AS (
       INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, handover_gap)
-      SELECT c.scope, c.old_epoch + 1, p_node, p_hostname, pg_backend_pid(), c.at,
+      SELECT c.scope, c.bump_from + 1, p_node, p_hostname, pg_backend_pid(), c.at,
              c.at - CASE WHEN c.was_open THEN c.old_hb ELSE c.old_released END
         FROM calc c
       RETURNING 1
     ), audited AS (
       INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
       SELECT a.scope, a.node_id, a.epoch, a.kind, a.detail FROM (
-        SELECT c.scope, c.old_holder AS node_id, c.old_epoch AS epoch, 'term_closed_by_successor' AS kind,
+        SELECT c.scope, c.old_holder AS node_id, c.stored_epoch AS epoch, 'term_closed_by_successor' AS kind,
                jsonb_build_object('reason', c.reason, 'successor', p_node, 'last_heartbeat', c.old_hb) AS detail,
                1 AS ord
           FROM calc c WHERE c.was_open
         UNION ALL
-        SELECT c.scope, p_node, c.old_epoch, 'scope_revived', jsonb_build_object('by', p_node), 2
+        SELECT c.scope, p_node, c.stored_epoch, 'scope_revived', jsonb_build_object('by', p_node), 2
           FROM calc c WHERE c.was_retired
         UNION ALL
-        SELECT c.scope, p_node, c.old_epoch + 1, 'elected',
-               jsonb_strip_nulls(jsonb_build_object('prev_holder', c.old_holder, 'prev_epoch', c.old_epoch,
+        SELECT c.scope, p_node, c.bump_from + 1, 'elected',
+               jsonb_strip_nulls(jsonb_build_object('prev_holder', c.old_holder, 'prev_epoch', c.stored_epoch,
                                   'prev_closed', NOT c.was_open, 'backend_pid', pg_backend_pid(),
                                   'epoch_floor', CASE WHEN c.stored_epoch < v_floor THEN v_floor END,
                                   'handed_over_by', CASE WHEN c.handed THEN c.handed_from END,
@@ -192,7 +202,7 @@ BEGIN
       ORDER BY a.scope, a.ord
       RETURNING 1
     )
-    SELECT c.scope, true, false, c.old_epoch + 1, p_node, c.old_holder, c.old_epoch, NOT c.was_open,
+    SELECT c.scope, true, false, c.bump_from + 1, p_node, c.old_holder, c.stored_epoch, NOT c.was_open,
            c.old_guard, c.was_open AND coalesce(c.guard_held, false),
            CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END, c.reason, c.wait, NULL::text
       FROM calc c JOIN upd ON upd.scope = c.scope;

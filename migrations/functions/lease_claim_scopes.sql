@@ -73,19 +73,28 @@ BEGIN
     END IF;
   END IF;
 
+  -- calc: per won scope, its predecessor as recorded. stored_epoch is the
+  -- predecessor's term (what the audit rows and prev_epoch name); bump_from is
+  -- where the new epoch counts from: stored_epoch, raised to the timeline's
+  -- floor after a promotion (S1). An open term ends as database_failover when
+  -- the server restarted since its last renewal or the timeline changed (its
+  -- holder's sessions ended with the database), else as heartbeat_timeout
+  -- (its lease ran out).
   RETURN QUERY
   WITH calc AS MATERIALIZED (
-    SELECT s.scope, greatest(s.epoch, v_floor) AS old_epoch, s.epoch AS stored_epoch, s.holder AS old_holder,
+    SELECT s.scope, greatest(s.epoch, v_floor) AS bump_from, s.epoch AS stored_epoch, s.holder AS old_holder,
            s.last_heartbeat AS old_hb, s.released_at AS old_released,
            (s.holder IS NOT NULL AND s.released_at IS NULL) AS was_open,
-           CASE WHEN s.holder IS NULL OR s.released_at IS NOT NULL THEN NULL ELSE 'heartbeat_timeout' END AS reason,
+           CASE WHEN s.holder IS NULL OR s.released_at IS NOT NULL THEN NULL
+                WHEN s.epoch < v_floor OR pg_postmaster_start_time() > s.last_heartbeat THEN 'database_failover'
+                ELSE 'heartbeat_timeout' END AS reason,
            s.handover_to = p_node AS handed, s.last_holder AS handed_from,
            s.retired_at IS NOT NULL AS was_retired,
            clock_timestamp() AS at
       FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked)
   ), upd AS (
     UPDATE pgleader.leader_state s SET
-        epoch = c.old_epoch + 1, holder = p_node, holder_pid = NULL, holder_guard_key = NULL,
+        epoch = c.bump_from + 1, holder = p_node, holder_pid = NULL, holder_guard_key = NULL,
         acquired_at = c.at, released_at = NULL, last_heartbeat = c.at, lease_seq = s.lease_seq + 1,
         heartbeat_interval_ms = p_interval_ms, unresolved_guards = '{}', unresolved_trust_ms = 0,
         heartbeat_timeout_ms = p_timeout_ms, trust_window_ms = p_trust_ms,
@@ -100,22 +109,22 @@ BEGIN
     RETURNING t.scope
   ), opened AS (
     INSERT INTO pgleader.terms (scope, epoch, holder, hostname, holder_pid, acquired_at, handover_gap)
-    SELECT c.scope, c.old_epoch + 1, p_node, p_hostname, NULL, c.at,
+    SELECT c.scope, c.bump_from + 1, p_node, p_hostname, NULL, c.at,
            c.at - CASE WHEN c.was_open THEN c.old_hb ELSE c.old_released END
       FROM calc c
     RETURNING 1
   ), audited AS (
     INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
     SELECT a.scope, a.node_id, a.epoch, a.kind, a.detail FROM (
-      SELECT c.scope, c.old_holder AS node_id, c.old_epoch AS epoch, 'term_closed_by_successor' AS kind,
+      SELECT c.scope, c.old_holder AS node_id, c.stored_epoch AS epoch, 'term_closed_by_successor' AS kind,
              jsonb_build_object('reason', c.reason, 'successor', p_node, 'last_heartbeat', c.old_hb) AS detail, 1 AS ord
         FROM calc c WHERE c.was_open
       UNION ALL
-      SELECT c.scope, p_node, c.old_epoch, 'scope_revived', jsonb_build_object('by', p_node), 2
+      SELECT c.scope, p_node, c.stored_epoch, 'scope_revived', jsonb_build_object('by', p_node), 2
         FROM calc c WHERE c.was_retired
       UNION ALL
-      SELECT c.scope, p_node, c.old_epoch + 1, 'elected',
-             jsonb_strip_nulls(jsonb_build_object('prev_holder', c.old_holder, 'prev_epoch', c.old_epoch,
+      SELECT c.scope, p_node, c.bump_from + 1, 'elected',
+             jsonb_strip_nulls(jsonb_build_object('prev_holder', c.old_holder, 'prev_epoch', c.stored_epoch,
                                 'prev_closed', NOT c.was_open, 'mode', 'lease',
                                 'epoch_floor', CASE WHEN c.stored_epoch < v_floor THEN v_floor END,
                                 'handed_over_by', CASE WHEN c.handed THEN c.handed_from END,
@@ -124,7 +133,7 @@ BEGIN
     ORDER BY a.scope, a.ord
     RETURNING 1
   )
-  SELECT c.scope, true, false, c.old_epoch + 1, p_node, c.old_holder, c.old_epoch, NOT c.was_open,
+  SELECT c.scope, true, false, c.bump_from + 1, p_node, c.old_holder, c.stored_epoch, NOT c.was_open,
          NULL::bigint, NULL::boolean, 0, c.reason, '{}'::bigint[], NULL::text
     FROM calc c JOIN upd ON upd.scope = c.scope;
   PERFORM pg_notify('leader_change', json_build_object(

@@ -17,10 +17,13 @@ const (
 	ExitOK       = 0
 	ExitFailure  = 1 // a runtime failure
 	ExitBadInput = 2 // the user can fix it: flags, connection string, server, schema
-	// ExitNoLeader: `pgleader status` found a scope without a leader (or degraded).
+	// ExitNoLeader: `pgleader status` found a scope without a leader.
 	ExitNoLeader = 3
 	// ExitSplitBrain: `pgleader status` found a split brain.
 	ExitSplitBrain = 4
+	// ExitDegraded: `pgleader status` found every scope led, but some with
+	// alerts (DEGRADED): worth a look, not an outage.
+	ExitDegraded = 5
 )
 
 // StatusError ends a command with Code after it has printed what it had to say;
