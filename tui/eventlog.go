@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,22 +36,43 @@ type eventLog struct {
 	look    *styles
 }
 
+// maxReorder bounds how far back an event that arrives late is put in its
+// place: further back than that, it is appended.
+const maxReorder = 512
+
 func newEventLog() eventLog {
 	vp := viewport.New()
 	vp.MouseWheelEnabled = false
 	return eventLog{vp: vp, follow: true, dirty: true}
 }
 
-// add appends events. Only the new entries are matched against the filter;
+// add puts events in the log in time order (events of different sources —
+// the audit table, the snapshot's checks, the demo's faults — arrive out of
+// order by milliseconds). Only the new entries are matched against the filter;
 // the log is trimmed back to eventLogCap once it is a quarter over, so a burst
-// costs O(burst), not O(burst × log).
+// costs O(burst), not O(burst × log); an entry that lands before others costs
+// a re-index.
 func (l *eventLog) add(evs ...collector.Event) {
+	reorder := false
 	for _, e := range evs {
 		line, t := eventLine(e)
-		l.entries = append(l.entries, logEntry{ev: e, line: line, tone: t})
-		if l.matches(len(l.entries) - 1) {
+		entry := logEntry{ev: e, line: line, tone: t}
+		i := len(l.entries)
+		for i > 0 && len(l.entries)-i < maxReorder && l.entries[i-1].ev.At.After(e.At) {
+			i--
+		}
+		if i < len(l.entries) {
+			l.entries = slices.Insert(l.entries, i, entry)
+			reorder = true
+			continue
+		}
+		l.entries = append(l.entries, entry)
+		if !reorder && l.matches(len(l.entries)-1) {
 			l.shown = append(l.shown, len(l.entries)-1)
 		}
+	}
+	if reorder {
+		l.reindex()
 	}
 	if len(l.entries) > eventLogCap+eventLogCap/4 {
 		drop := len(l.entries) - eventLogCap
@@ -167,6 +189,7 @@ func eventLine(e collector.Event) (string, tone) {
 	kind := string(e.Kind)
 	t := toneNone
 	var what string
+	whole := false // what already says the detail and the reason
 	switch e.Kind {
 	case collector.EventElected:
 		kind = "★ elected"
@@ -179,7 +202,21 @@ func eventLine(e collector.Event) (string, tone) {
 		what = e.Node + " released " + e.Scope + " epoch " + collector.EpochLabel(e.Epoch)
 	case collector.EventTermClosed:
 		kind = "✖ term closed"
-		what = e.Scope + " epoch " + collector.EpochLabel(e.Epoch) + " of " + e.Node + " closed by its successor"
+		// One sentence: the term, how it ended, who closed it (the audit row's
+		// detail says "closed by successor X", which the sentence already says).
+		what = e.Scope + " epoch " + collector.EpochLabel(e.Epoch) + " of " + e.Node + " ended"
+		if e.Reason != "" {
+			what += " (" + e.Reason + ")"
+		}
+		if succ, ok := strings.CutPrefix(e.Detail, "closed by successor "); ok {
+			what += ", closed by its successor " + succ
+		} else {
+			what += ", closed by its successor"
+			if e.Detail != "" {
+				what += ": " + e.Detail
+			}
+		}
+		whole = true
 		t = toneWarn
 	case collector.EventFenceRejected:
 		kind = "‼ fence rejected"
@@ -278,7 +315,7 @@ func eventLine(e collector.Event) (string, tone) {
 	}
 	b.WriteString(what)
 	for _, s := range []string{e.Detail, e.Reason} {
-		if s != "" {
+		if s != "" && !whole {
 			if what != "" {
 				b.WriteString(": ")
 			}

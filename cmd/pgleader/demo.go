@@ -87,6 +87,9 @@ With --dsn the demo writes to that database (schema pgleader, created if missing
 				return err
 			}
 			o.Bin, o.DSN, o.Scopes, o.Out = bin, a.harnessDSN(), scopes, a.stdout
+			if err := demo.CheckDSN(o.DSN); err != nil {
+				return cli.BadInput("%v", err)
+			}
 			if o.Seed == 0 {
 				o.Seed = time.Now().UnixNano() % 1_000_000
 			}

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,13 +288,34 @@ func serveMetrics(listen string, src exporter.SnapshotSource) (string, func(), e
 	}, nil
 }
 
-// hostPort returns the host:port of a URL DSN (the proxies forward there).
+// CheckDSN reports, in one line that names the fix, a --dsn the demo cannot
+// use; "" (the demo's own throwaway server) is fine.
+func CheckDSN(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	_, err := hostPort(dsn)
+	return err
+}
+
+// hostPort returns the host:port of a single-host URL DSN: the demo puts one
+// fault proxy per node in front of that one server (its H key hangs the link).
 func hostPort(dsn string) (string, error) {
 	u, err := url.Parse(dsn)
-	if err != nil || u.Host == "" || u.Port() == "" {
-		return "", fmt.Errorf("the demo needs a URL DSN with host and port (postgres://user@host:5432/db) to put a proxy in front of it")
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("the demo takes --dsn as a URL (postgres://user@host:5432/db): it rewrites the host to put a fault proxy in front of the server")
 	}
-	return u.Host, nil
+	if strings.Contains(u.Host, ",") {
+		return "", fmt.Errorf("--dsn names several hosts (%s): the demo puts one fault proxy in front of one server; give it one host:port (the primary, or an HAProxy or PgBouncer address that follows it). Multi-host DSNs are for pgleader node", u.Host)
+	}
+	if u.Hostname() == "" || strings.HasPrefix(u.Hostname(), "/") || u.Query().Get("host") != "" {
+		return "", fmt.Errorf("--dsn must name a TCP host (postgres://user@host:5432/db): the demo's fault proxy cannot stand in front of a Unix socket")
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	return net.JoinHostPort(u.Hostname(), port), nil
 }
 
 // withHost returns dsn with its host:port replaced.

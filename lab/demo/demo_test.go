@@ -77,3 +77,24 @@ func TestTakeoverNotes(t *testing.T) {
 		t.Fatalf("many: %q", got)
 	}
 }
+
+// TestCheckDSN: the demo refuses, naming the fix, what its fault proxy cannot
+// stand in front of, and takes a single-host URL.
+func TestCheckDSN(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"":                                           "",
+		"postgres://u@db.example:6432/app":           "",
+		"postgresql://u@db.example/app":              "",
+		"postgres://u@h1:5432,h2:5432/app":           "several hosts (h1:5432,h2:5432)",
+		"host=db port=5432 user=u":                   "as a URL",
+		"postgres://u@/app?host=/var/run/postgresql": "TCP host",
+	} {
+		err := CheckDSN(dsn)
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("CheckDSN(%q) = %v, want nil", dsn, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("CheckDSN(%q) = %v, want an error saying %q", dsn, err, want)
+		}
+	}
+}

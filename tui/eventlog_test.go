@@ -1,0 +1,42 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/collector"
+)
+
+// TestEventLogInTimeOrder: events of different sources that arrive out of
+// order by milliseconds are shown in time order, the filter included.
+func TestEventLogInTimeOrder(t *testing.T) {
+	l := newEventLog()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	l.add(collector.Event{At: at(978), Kind: collector.EventNodeJoined, Node: "n978"},
+		collector.Event{At: at(986), Kind: collector.EventNodeJoined, Node: "n986"})
+	l.add(collector.Event{At: at(925), Kind: collector.EventNodeJoined, Node: "n925"},
+		collector.Event{At: at(920), Kind: collector.EventNodeJoined, Node: "n920"},
+		collector.Event{At: at(990), Kind: collector.EventNodeJoined, Node: "n990"})
+	var got []string
+	for _, i := range l.shown {
+		got = append(got, l.entries[i].ev.Node)
+	}
+	if want := "n920 n925 n978 n986 n990"; strings.Join(got, " ") != want {
+		t.Fatalf("shown %v, want %s", got, want)
+	}
+}
+
+// TestTermClosedSaysItOnce: the line of a term closed by its successor names
+// the reason and the successor once each.
+func TestTermClosedSaysItOnce(t *testing.T) {
+	line, _ := eventLine(collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: "billing", Node: "node-2",
+		Epoch: 1<<40 + 3, Reason: "database_failover", Detail: "closed by successor node-1"})
+	want := "billing epoch t2·3 of node-2 ended (database_failover), closed by its successor node-1"
+	if !strings.HasSuffix(line, want) {
+		t.Fatalf("line %q, want it to end with %q", line, want)
+	}
+	if strings.Count(line, "successor") != 1 || strings.Count(line, "node-1") != 1 {
+		t.Fatalf("line %q repeats itself", line)
+	}
+}
