@@ -183,7 +183,7 @@ func node(id, host string, pid int, leads []string, scopes ...string) collector.
 	return collector.Node{
 		ID: id, Hostname: host, OSPID: pid, Version: "0.4.0",
 		StartedAt: t0.Add(-2 * time.Hour), LastSeen: t0.Add(-300 * time.Millisecond),
-		LastSeenAge: 300 * time.Millisecond, Scopes: scopes, Leads: leads, Timing: timing, Live: true,
+		LastSeenAge: 300 * time.Millisecond, Scopes: scopes, Leads: leads, Timing: timing, Live: true, State: collector.NodeLive,
 		Priority: 1, // the default
 	}
 }
@@ -268,7 +268,7 @@ func troubleSnapshot() *collector.Snapshot {
 	r.Alerts = []collector.Alert{nl}
 	s.Terms[3] = closedTerm("reports", 7, "node-b", 70*time.Minute, 42*time.Second, "heartbeat_timeout", 0)
 	s.Nodes[1].Leads = nil
-	s.Nodes[1].Live = false
+	s.Nodes[1].Live, s.Nodes[1].State = false, collector.NodeDown
 	s.Nodes[1].LastSeenAge = 44 * time.Second
 	sn := collector.Alert{
 		Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: "node-b",
@@ -299,7 +299,7 @@ func handoverSnapshot() *collector.Snapshot {
 	d := node("node-d", "host-d", 31004, nil, "billing")
 	d.Priority = 0
 	e := node("node-e", "host-e", 31005, nil, "archive")
-	e.Live, e.StoppedAt, e.LastSeen, e.LastSeenAge = false, t0.Add(-2*time.Hour), t0.Add(-2*time.Hour), 2*time.Hour
+	e.Live, e.State, e.StoppedAt, e.LastSeen, e.LastSeenAge = false, collector.NodeStopped, t0.Add(-2*time.Hour), t0.Add(-2*time.Hour), 2*time.Hour
 	s.Nodes = append(s.Nodes, d, e)
 	handed := closedTerm("reports", 6, "node-a", 3*time.Hour, 70*time.Minute, "handed_over", 0)
 	handed.HandedTo = "node-b"

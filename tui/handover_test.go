@@ -86,7 +86,7 @@ func TestPriorityShown(t *testing.T) {
 	for id, want := range map[string]cell{
 		"node-a": {text: "1"}, "node-c": {text: "2 preferred"},
 		"node-d": {text: "0 never leads", tone: toneMuted},
-		"node-e": {text: "1 not live", tone: toneMuted},
+		"node-e": {text: "1", tone: toneMuted}, // stopped: its state column says it, not its priority
 	} {
 		if cells[id] != want {
 			t.Errorf("%s: priority cell %+v, want %+v", id, cells[id], want)

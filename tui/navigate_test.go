@@ -107,12 +107,12 @@ func TestSort(t *testing.T) {
 	}
 
 	// s on the nodes pane sorts the nodes.
-	keys(m, "tab", "s") // state: stale first
-	m.snap.Nodes[2].Live = false
+	keys(m, "tab", "s") // state: down first
+	m.snap.Nodes[2].Live, m.snap.Nodes[2].State = false, collector.NodeDown
 	m.invalidate()
 	m.ensureRows()
 	if m.nodes.rows[0].key != "node-c" {
-		t.Fatalf("node state sort: first %s, want the stale node-c", m.nodes.rows[0].key)
+		t.Fatalf("node state sort: first %s, want the down node-c", m.nodes.rows[0].key)
 	}
 }
 

@@ -23,7 +23,7 @@ func everyVerdictSnapshot() *collector.Snapshot {
 	idle.Verdict = collector.VerdictIdle
 	s.Scopes[0].HandoverTo, s.Scopes[0].HandoverDeadline = "node-02", s.DBTime.Add(8*time.Second)
 	s.Nodes[1].Priority = 1
-	s.Nodes = append(s.Nodes, collector.Node{ID: "node-09", Priority: 1, StoppedAt: s.DBTime.Add(-time.Hour)})
+	s.Nodes = append(s.Nodes, collector.Node{ID: "node-09", Priority: 1, StoppedAt: s.DBTime.Add(-time.Hour), State: collector.NodeStopped})
 	s.Retired, s.Timeline, s.EpochFloor = 2, 3, 1<<32
 	return s
 }

@@ -27,7 +27,7 @@ func scaleSnapshot(scopes, nodes int, noLeader ...int) *collector.Snapshot {
 	}
 	for k := range nodes {
 		s.Nodes = append(s.Nodes, collector.Node{ID: fmt.Sprintf("node-%02d", k), Hostname: fmt.Sprintf("host-%02d", k),
-			Scopes: names, Live: true})
+			Scopes: names, Live: true, State: collector.NodeLive})
 	}
 	for i, name := range names {
 		leader := s.Nodes[i%nodes].ID
@@ -35,13 +35,13 @@ func scaleSnapshot(scopes, nodes int, noLeader ...int) *collector.Snapshot {
 		for k := 1; k < nodes; k++ {
 			followers = append(followers, s.Nodes[(i+k)%nodes].ID)
 		}
-		s.Scopes = append(s.Scopes, collector.Scope{Name: name, Epoch: 1, Leader: leader, LeaderHost: "host",
+		s.Scopes = append(s.Scopes, collector.Scope{Name: name, Epoch: 1, Leader: leader, LeaderHost: "host", LeaderLive: true,
 			LockPIDs: []int{1000 + i}, Tenure: time.Minute, HeartbeatAge: 200 * time.Millisecond,
 			Followers: followers, Verdict: collector.VerdictOK})
 	}
 	for _, i := range noLeader {
 		sc := &s.Scopes[i]
-		sc.Leader, sc.LeaderHost, sc.LockPIDs, sc.LeaderlessFor = "", "", nil, 42*time.Second
+		sc.Leader, sc.LeaderHost, sc.LockPIDs, sc.LeaderLive, sc.LeaderlessFor = "", "", nil, false, 42*time.Second
 		sc.Verdict = collector.VerdictNoLeader
 		a := collector.Alert{Kind: collector.AlertNoLeader, Severity: collector.SeverityCritical, Scope: sc.Name,
 			Summary: "no leader for 42s", Hint: "check the candidates", Runbook: "docs/runbooks.md#no_leader"}
@@ -150,7 +150,7 @@ func TestStatusIdleAndPriority(t *testing.T) {
 		s.Nodes[0].Priority, s.Nodes[0].Leads = 2, []string{"scope-0000", "scope-0003"}
 		s.Nodes[1].Priority = 0
 		s.Nodes[2].Priority = 1
-		s.Nodes = append(s.Nodes, collector.Node{ID: "node-09", Priority: 1, StoppedAt: s.DBTime.Add(-time.Hour)})
+		s.Nodes = append(s.Nodes, collector.Node{ID: "node-09", Priority: 1, StoppedAt: s.DBTime.Add(-time.Hour), State: collector.NodeStopped})
 		s.Retired = 3
 		return s
 	}
