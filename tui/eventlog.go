@@ -19,9 +19,10 @@ const eventLogCap = 1000
 
 // logEntry is one event and its rendered line (rendered once, on arrival).
 type logEntry struct {
-	ev   collector.Event
-	line string
-	tone tone
+	ev    collector.Event
+	line  string
+	lower string // line in lower case, for the filter
+	tone  tone
 }
 
 // eventLog is the scrollable event log: newest at the bottom, following the
@@ -56,7 +57,7 @@ func (l *eventLog) add(evs ...collector.Event) {
 	reorder := false
 	for _, e := range evs {
 		line, t := eventLine(e)
-		entry := logEntry{ev: e, line: line, tone: t}
+		entry := logEntry{ev: e, line: line, lower: strings.ToLower(line), tone: t}
 		i := len(l.entries)
 		for i > 0 && len(l.entries)-i < maxReorder && l.entries[i-1].ev.At.After(e.At) {
 			i--
@@ -94,11 +95,9 @@ func (l *eventLog) matches(i int) bool {
 	if l.filter == "" {
 		return true
 	}
-	f := strings.ToLower(l.filter)
-	e := l.entries[i].ev
-	return strings.Contains(strings.ToLower(e.Scope), f) ||
-		strings.Contains(strings.ToLower(e.Node), f) ||
-		strings.Contains(strings.ToLower(e.PrevHolder), f)
+	// The whole line: its scope, nodes, kind, reason and detail ("crashed",
+	// "fence", "node-2").
+	return strings.Contains(l.entries[i].lower, strings.ToLower(l.filter))
 }
 
 func (l *eventLog) reindex() {
@@ -139,11 +138,11 @@ func (l *eventLog) render(st *styles, width, height int) []string {
 		l.vp.SetWidth(width)
 		l.vp.SetHeight(height)
 	}
-	if l.dirty || l.look != st {
+	if l.dirty || l.look != st || resized {
 		l.look = st
 		lines := make([]string, len(l.shown))
 		for i, idx := range l.shown {
-			lines[i] = l.entries[idx].line
+			lines[i] = truncate(l.entries[idx].line, width) // a cut line ends in an ellipsis
 		}
 		l.vp.SetContentLines(lines)
 		shown := l.shown

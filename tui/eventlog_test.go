@@ -40,3 +40,31 @@ func TestTermClosedSaysItOnce(t *testing.T) {
 		t.Fatalf("line %q repeats itself", line)
 	}
 }
+
+// TestEventLogFilterSearchesText: / matches the event's text (its reason and
+// detail), not only its scope and node.
+func TestEventLogFilterSearchesText(t *testing.T) {
+	l := newEventLog()
+	l.add(collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: "billing", Node: "node-2", Epoch: 3, Reason: "crashed"},
+		collector.Event{At: t0.Add(time.Millisecond), Kind: collector.EventReleased, Scope: "reports", Node: "node-1", Epoch: 4, Reason: "resigned"})
+	l.setFilter("CRASHED")
+	if len(l.shown) != 1 || l.entries[l.shown[0]].ev.Scope != "billing" {
+		t.Fatalf("filter crashed shows %d entries (%v), want billing's closed term", len(l.shown), l.shown)
+	}
+	l.setFilter("node-1")
+	if len(l.shown) != 1 || l.entries[l.shown[0]].ev.Scope != "reports" {
+		t.Fatalf("filter node-1 shows %v", l.shown)
+	}
+}
+
+// TestEventLogEllipsis: a line longer than the pane ends in an ellipsis, not
+// mid-word.
+func TestEventLogEllipsis(t *testing.T) {
+	l := newEventLog()
+	l.add(collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: "billing", Node: "node-2", Epoch: 3,
+		Reason: "crashed", Detail: "closed by successor node-1"})
+	lines := l.render(newStyles(true, false), 40, 3)
+	if !strings.Contains(lines[len(lines)-1]+lines[0], "…") {
+		t.Fatalf("rendered %q, want the cut line to end in an ellipsis", lines)
+	}
+}
