@@ -53,9 +53,11 @@ func TestStatusAndHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := map[string]string{"n1": "n2", "n2": "n1"}[leader]
+	// The other node leads, with no live follower left: DEGRADED (no_follower),
+	// exit 5 (led, with alerts), not 3 (no leader).
 	waitFor(t, "the takeover", func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
-		return strings.Contains(r.stdout, "billing\tOK\t"+other+"\t2\t")
+		return strings.Contains(r.stdout, "billing\tDEGRADED\t"+other+"\t2\t") && strings.Contains(r.stdout, "no_follower") && r.code == 5
 	})
 	if _, err := c.Node(other).Kill(); err != nil {
 		t.Fatal(err)

@@ -61,8 +61,9 @@ func TestTopEndToEnd(t *testing.T) {
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*tui.Model)
 	view := ansi.ReplaceAllString(final.View().Content, "")
-	// The scopes row: "▸ e2e  ✔ OK  <leader>  <epoch> …".
-	row := regexp.MustCompile(`(?m)^\S?\s*e2e\s+✔ OK\s+(\S+)\s+(\d+)\s`).FindStringSubmatch(view)
+	// The scopes row: "▸ e2e  ▲ DEGRADED  <leader>  <epoch> …": led, with no
+	// live follower left (the killed node is down, not restarted).
+	row := regexp.MustCompile(`(?m)^\S?\s*e2e\s+▲ DEGRADED\s+(\S+)\s+(\d+)\s`).FindStringSubmatch(view)
 	if row == nil || row[1] != second.Leader || row[2] != strconv.FormatInt(second.Epoch, 10) {
 		t.Fatalf("scope row %q: want leader %s at epoch %d (was %s)\n%s", row, second.Leader, second.Epoch, first.Leader, view)
 	}
