@@ -204,13 +204,13 @@ func TestResignGuards(t *testing.T) {
 
 func TestFaultKeys(t *testing.T) {
 	m, b := setup(t, healthySnapshot(), func(o *Options) {
-		o.Faults = &fakeFaults{keys: []FaultKey{{Key: "k", Help: "kill -9 leader"}, {Key: "s", Help: "SIGSTOP leader"}}}
+		o.Faults = &fakeFaults{keys: []FaultKey{{Key: "K", Help: "kill -9 leader"}, {Key: "s", Help: "SIGSTOP leader"}}}
 	})
 	b.faults = m.opts.Faults.(*fakeFaults)
 
 	keys(m, "down")
-	runCmd(t, m, keys(m, "k"))
-	if want := []faultCall{{"k", "reports"}}; !slices.Equal(b.faults.calls, want) {
+	runCmd(t, m, keys(m, "K"))
+	if want := []faultCall{{"K", "reports"}}; !slices.Equal(b.faults.calls, want) {
 		t.Fatalf("Do calls %v, want %v", b.faults.calls, want)
 	}
 	var lines []string
@@ -228,7 +228,7 @@ func TestFaultKeys(t *testing.T) {
 	if cmd := keys(m, "s"); cmd != nil || len(b.faults.calls) != 1 {
 		t.Fatal("s ran a fault")
 	}
-	if !strings.Contains(screen(m), "k kill -9 leader") {
+	if !strings.Contains(screen(m), "K kill -9 leader") {
 		t.Error("the fault key is not in the footer")
 	}
 }

@@ -143,7 +143,7 @@ type faultCall struct{ key, scope string }
 
 type fakeFaults struct {
 	mu    sync.Mutex
-	keys  []FaultKey // default: k and z
+	keys  []FaultKey // default: K and Z, as the demo's
 	calls []faultCall
 }
 
@@ -151,7 +151,7 @@ func (f *fakeFaults) Keys() []FaultKey {
 	if f.keys != nil {
 		return f.keys
 	}
-	return []FaultKey{{Key: "k", Help: "kill -9 leader"}, {Key: "z", Help: "SIGSTOP leader"}}
+	return []FaultKey{{Key: "K", Help: "kill -9 leader"}, {Key: "Z", Help: "SIGSTOP leader"}}
 }
 
 func (f *fakeFaults) Do(_ context.Context, key, scope string) (string, error) {

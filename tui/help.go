@@ -144,9 +144,11 @@ func (m *Model) helpKey(msg tea.KeyPressMsg) {
 		if r := []rune(m.helpQuery); len(r) > 0 {
 			m.helpQuery = string(r[:len(r)-1])
 		}
-	case key.Matches(msg, m.keys.Up):
+	// The letters among the movement keys (j, k) type into the search here;
+	// the arrows scroll.
+	case key.Matches(msg, m.keys.Up) && msg.Text == "":
 		m.helpScroll = max(0, m.helpScroll-1)
-	case key.Matches(msg, m.keys.Down):
+	case key.Matches(msg, m.keys.Down) && msg.Text == "":
 		m.helpScroll++
 	case key.Matches(msg, m.keys.PageUp):
 		m.helpScroll = max(0, m.helpScroll-m.pageSize())

@@ -41,8 +41,8 @@ type keyMap struct {
 // newKeyMap is the dashboard's keys; actions lists the action keys.
 func newKeyMap(actions bool) keyMap {
 	return keyMap{
-		Up:       bind("move up / scroll", "up"),
-		Down:     bind("move down / scroll", "down"),
+		Up:       bindAs("↑/k", "move up / scroll", "up", "k"),
+		Down:     bindAs("↓/j", "move down / scroll", "down", "j"),
 		PageUp:   bind("page up", "pgup"),
 		PageDown: bind("page down", "pgdown"),
 		Top:      bind("first row", "home"),
@@ -89,6 +89,12 @@ func bind(desc string, keys ...string) key.Binding {
 	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label, desc))
 }
 
+// bindAs is a binding whose help shows label: for a key with a second
+// spelling worth knowing (vi's j/k beside the arrows).
+func bindAs(label, desc string, keys ...string) key.Binding {
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label, desc))
+}
+
 // brief is the footer's entry for bindings: their keys, their labels joined
 // ("s/S"), and a shorter description.
 func brief(desc string, bs ...key.Binding) key.Binding {
@@ -100,8 +106,20 @@ func brief(desc string, bs ...key.Binding) key.Binding {
 	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(strings.Join(labels, "/"), desc))
 }
 
-// scrollHint is "↑↓ scroll", for a view's title.
-func (k keyMap) scrollHint() string { return k.Up.Help().Key + k.Down.Help().Key + " scroll" }
+// scrollHint is "↑↓ scroll", for a view's title: each key's first spelling.
+func (k keyMap) scrollHint() string { return firstLabel(k.Up) + firstLabel(k.Down) + " scroll" }
+
+// firstLabel is how the help writes a binding's first key ("↑" for up).
+func firstLabel(b key.Binding) string {
+	ks := b.Keys()
+	if len(ks) == 0 {
+		return b.Help().Key
+	}
+	if l, ok := keyLabels[ks[0]]; ok {
+		return l
+	}
+	return ks[0]
+}
 
 // action is the binding that asks for kind.
 func (k keyMap) action(kind actionKind) key.Binding {

@@ -343,7 +343,8 @@ var keyModes = []struct {
 	{"MainSecondRow", func(m *Model) { hit(m, m.keys.Down) }, false},
 	{"Events", func(m *Model) { hit(m, m.keys.PrevPane); m.render(); hit(m, m.keys.PageUp) }, false}, // scrolled up
 	{"Detail", func(m *Model) { hit(m, m.keys.Enter); hit(m, m.keys.Down) }, false},                  // scrolled down
-	{"Help", func(m *Model) { hit(m, m.keys.Help); hit(m, m.keys.Down) }, true},                      // scrolled down
+	// scrolled down, not by a key: a Down rebound to a text key types here
+	{"Help", func(m *Model) { hit(m, m.keys.Help); m.helpScroll = 1 }, true},
 	{"HelpSearch", func(m *Model) { hit(m, m.keys.Help); typed(m, "ab") }, true},
 	{"Filter", func(m *Model) { hit(m, m.keys.Filter); typed(m, "ab") }, true},
 	{"FilterKept", func(m *Model) { hit(m, m.keys.Filter); typed(m, "bill"); hit(m, m.keys.Enter) }, false},
@@ -428,7 +429,7 @@ func TestNoHiddenKeys(t *testing.T) {
 func TestKeysListed(t *testing.T) {
 	for _, actions := range []bool{true, false} {
 		k := newKeyMap(actions)
-		k.Faults = []key.Binding{bind("kill -9 leader", "k")}
+		k.Faults = []key.Binding{bind("kill -9 leader", "K")}
 		var listed []key.Binding
 		for _, g := range k.groups() {
 			listed = append(listed, g.bindings...)

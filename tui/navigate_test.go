@@ -175,3 +175,47 @@ func TestPanes(t *testing.T) {
 		t.Fatalf("enter on the 4th term opened %q", m.detail)
 	}
 }
+
+// TestVimKeys: j and k move like ↓ and ↑ in every pane and scroll the
+// detail view, and type where text is typed (the filter line, the help
+// search).
+func TestVimKeys(t *testing.T) {
+	m, _ := setup(t, threeScopes())
+	m.Update(eventsMsg{sampleEvents()})
+	for _, p := range []pane{paneScopes, paneNodes, paneTerms} {
+		m.focus = p
+		tb := m.focusedTable()
+		keys(m, "j")
+		if tb.cursor != 1 {
+			t.Errorf("%s: j moves the cursor to %d, want 1", p, tb.cursor)
+		}
+		keys(m, "k")
+		if tb.cursor != 0 {
+			t.Errorf("%s: k moves the cursor to %d, want 0", p, tb.cursor)
+		}
+	}
+	m.focus = paneEvents
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	for range 10 {
+		m.events.add(sampleEvents()...)
+	}
+	screen(m)
+	keys(m, "k")
+	if m.events.follow {
+		t.Error("events: k does not scroll up")
+	}
+
+	m.focus = paneScopes
+	keys(m, "enter", "j")
+	if m.detail == "" || m.detailScroll != 1 {
+		t.Errorf("detail: j scrolls to %d (detail %q), want 1", m.detailScroll, m.detail)
+	}
+	keys(m, "esc", "/", "j", "k")
+	if m.filter != "jk" {
+		t.Errorf("filter line: j k typed %q", m.filter)
+	}
+	keys(m, "esc", "?", "k")
+	if m.helpQuery != "k" {
+		t.Errorf("help search: k typed %q", m.helpQuery)
+	}
+}
