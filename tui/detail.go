@@ -216,12 +216,12 @@ func timingText(t collector.Timing) string {
 	return s + " · trust " + human.Cell(t.TrustWindow) + " · lease " + human.Cell(t.SessionLease)
 }
 
-// detailKey handles a key in the detail view: Back, Erase or Enter again
+// detailKey handles a key in either detail view: Back, Erase or Enter again
 // return to the panes; the movement keys scroll.
 func (m *Model) detailKey(msg tea.KeyPressMsg) {
 	switch {
 	case key.Matches(msg, m.keys.Back, m.keys.Erase, m.keys.Enter):
-		m.detail, m.detailScroll = "", 0
+		m.detail, m.nodeDetail, m.detailScroll = "", "", 0
 	case key.Matches(msg, m.keys.Up):
 		m.detailScroll = max(0, m.detailScroll-1)
 	case key.Matches(msg, m.keys.Down):
@@ -235,6 +235,8 @@ func (m *Model) detailKey(msg tea.KeyPressMsg) {
 	}
 }
 
+// openDetail opens the detail of the row under the focused pane's cursor: a
+// node's on the nodes pane, else its scope's.
 func (m *Model) openDetail() {
 	m.ensureRows()
 	var scope string
@@ -246,7 +248,10 @@ func (m *Model) openDetail() {
 			scope = m.terms.rows[i].cells[1].text
 		}
 	case paneNodes:
-		scope = m.scopes.selected()
+		if node := m.nodes.selected(); node != "" {
+			m.nodeDetail, m.detailScroll = node, 0
+		}
+		return
 	}
 	if scope != "" {
 		m.detail, m.detailScroll = scope, 0

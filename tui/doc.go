@@ -15,7 +15,8 @@
 // terms (a timeline strip per scope and the recent terms) and the event log —
 // and a footer with the status line and the key help. Below 100×32 the layout
 // is compact: the terms pane takes the nodes pane's place while it has the
-// focus (tab). Enter on a scope opens its detail view; ? lists every key.
+// focus (tab). Enter on a scope or a node opens its detail view; ? lists
+// every key.
 //
 // At scale (hundreds or thousands of scopes) nothing lists every scope: the
 // header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the

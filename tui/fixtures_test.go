@@ -269,7 +269,7 @@ func troubleSnapshot() *collector.Snapshot {
 	s.Terms[3] = closedTerm("reports", 7, "node-b", 70*time.Minute, 42*time.Second, "heartbeat_timeout", 0)
 	s.Nodes[1].Leads = nil
 	s.Nodes[1].Live, s.Nodes[1].State = false, collector.NodeDown
-	s.Nodes[1].LastSeenAge = 44 * time.Second
+	s.Nodes[1].LastSeen, s.Nodes[1].LastSeenAge = t0.Add(-44*time.Second), 44*time.Second
 	sn := collector.Alert{
 		Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: "node-b",
 		Summary: "node-b not seen for 44s", Hint: "is the process alive? check its host",

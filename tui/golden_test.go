@@ -28,6 +28,8 @@ func TestGolden(t *testing.T) {
 		{name: "handover", snaps: []*collector.Snapshot{handoverSnapshot()}},
 		{name: "handover_confirm", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"down", "O"}},
 		{name: "handover_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"enter"}},
+		{name: "node_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"tab", "enter"}},
+		{name: "node_detail_down", snaps: []*collector.Snapshot{troubleSnapshot()}, keys: []string{"tab", "j", "enter"}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
 	for _, tc := range cases {

@@ -49,7 +49,7 @@ func newKeyMap(actions bool) keyMap {
 		Bottom:   bind("last row / follow events", "end"),
 		NextPane: bind("next pane", "tab"),
 		PrevPane: bind("previous pane", "shift+tab"),
-		Enter:    bind("scope detail", "enter"),
+		Enter:    bind("detail of the scope or node", "enter"),
 		Back:     bind("back / clear filter", "esc"),
 
 		Filter:   bind("filter: scope/node substring", "/"),

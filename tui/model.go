@@ -73,8 +73,9 @@ type Model struct {
 	helpQuery  string
 	helpScroll int
 
-	detail       string // scope shown in the detail view ("" = none)
-	detailScroll int
+	detail       string // scope shown in the scope detail view ("" = none)
+	nodeDetail   string // node shown in the node detail view ("" = none)
+	detailScroll int    // either detail view's
 
 	confirm *confirmation
 	status  string
@@ -256,7 +257,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.ask(actionResign)
 	case key.Matches(msg, m.keys.Handover):
 		return m.ask(actionHandover)
-	case m.detail != "":
+	case m.detail != "" || m.nodeDetail != "":
 		m.detailKey(msg)
 	case key.Matches(msg, m.keys.Filter):
 		m.filtering = true

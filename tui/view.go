@@ -50,6 +50,8 @@ func (m *Model) render() string {
 			body = m.helpLines(w, bodyH)
 		case m.detail != "":
 			body = m.detailLines(w, bodyH)
+		case m.nodeDetail != "":
+			body = m.nodeDetailLines(w, bodyH)
 		default:
 			body = m.mainLines(w, bodyH)
 		}

@@ -259,3 +259,38 @@ func TestEventLogBounded(t *testing.T) {
 		t.Fatalf("%d of %d shown", len(m.events.shown), len(m.events.entries))
 	}
 }
+
+// TestNodeDetail: Enter on the nodes pane opens the node's detail, with its
+// scopes and role in each, its state and timing; Esc closes it.
+func TestNodeDetail(t *testing.T) {
+	m, _ := setup(t, troubleSnapshot())
+	keys(m, "tab", "j", "enter")
+	if m.nodeDetail != "node-b" || m.detail != "" {
+		t.Fatalf("enter on node-b: node detail %q, scope detail %q", m.nodeDetail, m.detail)
+	}
+	s := screen(m)
+	for _, want := range []string{"NODE node-b", "✖ down", "billing  follows", "reports  follows",
+		"heartbeat every 0.5s · trust window 1.5s · session lease 2.0s", "os pid 31002 on host-b", "0.4.0",
+		"1: not live", "stale_node"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("node detail lacks %q:\n%s", want, s)
+		}
+	}
+	keys(m, "esc")
+	if m.nodeDetail != "" || m.focus != paneNodes {
+		t.Fatalf("esc: node detail %q, focus %s", m.nodeDetail, m.focus)
+	}
+
+	// A node that leaves the snapshot is said so, not shown stale.
+	keys(m, "k", "enter")
+	if !strings.Contains(screen(m), "billing  leads") {
+		t.Errorf("node-a's detail lacks its lead:\n%s", screen(m))
+	}
+	next := troubleSnapshot()
+	next.Seq++
+	next.Nodes = next.Nodes[1:]
+	m.Update(snapshotMsg{next})
+	if s := screen(m); !strings.Contains(s, "node-a is not in the latest snapshot") {
+		t.Errorf("a vanished node:\n%s", s)
+	}
+}

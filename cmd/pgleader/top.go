@@ -34,8 +34,8 @@ header (✔ OK, ▲ DEGRADED, ✖ NO LEADER, ‼ SPLIT BRAIN, and · IDLE for a 
 is meant to lead: its candidates stopped cleanly), an alert banner with what to do
 first, the scopes (a pending handover shows as "node-a → node-c") and nodes (with
 their priority: 0 never leads), a timeline of terms with their failover gaps, and
-a live event log. Enter on a scope shows its detail. ? lists every key (type to
-search it); q quits.
+a live event log. Enter on a scope or a node shows its detail. ? lists every
+key (type to search it); q quits.
 
 With more scopes than fit on one line (or more than 16) the header counts them
 per verdict and names only those in trouble, neither OK nor IDLE ("998 ✔ OK ·

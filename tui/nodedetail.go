@@ -1,0 +1,197 @@
+package tui
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/human"
+	"github.com/pgleader/pgleader/internal/termsafe"
+)
+
+// nodeDetailLines is the node detail view: everything the snapshot says about
+// one node — its state, its scopes and its role in each, its timing, its
+// processes — and the alerts about it.
+func (m *Model) nodeDetailLines(w, h int) []string {
+	st := m.bodyStyles()
+	n, ok := m.snap.Node(m.nodeDetail)
+	name := "NODE " + termsafe.String(m.nodeDetail)
+	if m.stale() {
+		name += " · STALE"
+	}
+	if !ok {
+		title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
+		return []string{title, "", st.render(toneWarn, fitLine("  node "+termsafe.String(m.nodeDetail)+" is not in the latest snapshot (its row was deleted)", w))}
+	}
+	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
+
+	var lines []string
+	state := st.render(nodeTone(n.State), n.State.Label())
+	switch n.State {
+	case collector.NodeLive:
+		state += " · heartbeats on time"
+	case collector.NodeLate:
+		state += " · silent beyond its trust window: its gates are closed"
+	case collector.NodeDown:
+		state += " · its leadership session is gone"
+	case collector.NodeStopped:
+		state += " · stopped cleanly at " + fmtClock(n.StoppedAt)
+	}
+	lines = append(lines, kv("state", state))
+	seen := human.Cell(n.LastSeenAge) + " ago (at " + fmtStamp(n.LastSeen) + ")"
+	if n.State == collector.NodeDown || n.State == collector.NodeLate {
+		seen = st.render(nodeTone(n.State), seen)
+	}
+	lines = append(lines, kv("last seen", seen))
+
+	lines = append(lines, m.nodeScopeLines(st, n, kv)...)
+	if stale := staleClaims(n); len(stale) > 0 {
+		lines = append(lines, kv("claims", st.render(toneWarn, "its last heartbeat said it leads "+
+			termsafe.String(strings.Join(stale, ", "))+", which it no longer does")))
+	}
+
+	timing := "not registered"
+	if n.Timing.HeartbeatInterval > 0 {
+		timing = "heartbeat every " + human.Cell(n.Timing.HeartbeatInterval) + " · trust window " +
+			human.Cell(n.Timing.TrustWindow) + " · session lease " + human.Cell(n.Timing.SessionLease)
+	}
+	lines = append(lines, kv("timing", timing))
+	lines = append(lines, kv("priority", nodePriorityText(st, n)))
+	mode := cmp.Or(termsafe.String(n.Mode), "—")
+	switch n.Mode {
+	case "lock":
+		mode += ": its leadership session holds the scopes' advisory locks"
+	case "lease":
+		mode += ": lease rows, no lock"
+	}
+	lines = append(lines, kv("mode", mode))
+
+	proc := "os pid —"
+	if n.OSPID > 0 {
+		proc = "os pid " + strconv.Itoa(n.OSPID)
+	}
+	if n.Hostname != "" {
+		proc += " on " + termsafe.String(n.Hostname)
+	}
+	if !n.StartedAt.IsZero() {
+		proc += " · started " + fmtClock(n.StartedAt)
+	}
+	lines = append(lines, kv("process", proc))
+	lines = append(lines, kv("backend", backendText(st, n)))
+	lines = append(lines, kv("version", termsafe.String(n.Version)))
+
+	var alerts []collector.Alert
+	for _, a := range m.snap.Alerts {
+		if a.Node == n.ID {
+			alerts = append(alerts, a)
+		}
+	}
+	lines = append(lines, "", m.paneTitle(st, -1, "ALERTS "+strconv.Itoa(len(alerts)), "", w))
+	if len(alerts) == 0 {
+		lines = append(lines, st.render(toneMuted, fitLine("  none", w)))
+	}
+	for _, a := range alerts {
+		lbl, t := severityLabel(a.Severity)
+		lines = append(lines, fitLine("  "+st.render(t, lbl+" "+termsafe.String(string(a.Kind)))+": "+termsafe.String(a.Summary), w))
+		lines = append(lines, st.render(toneMuted, hintLine("    → ", a, w)))
+	}
+
+	// Scroll the body, keep the title.
+	view := h - 1
+	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
+	hint := m.keys.Back.Help().Key + " back"
+	if len(lines) > view {
+		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
+	}
+	title := m.paneTitle(st, m.focus, name, hint, w)
+	return append([]string{title}, lines[m.detailScroll:]...)
+}
+
+// nodeScopeLines lists the scopes the node campaigns for, one a line, with
+// its role in each ("leads", "follows") and the scope's verdict.
+func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string) string) []string {
+	scopes := slices.Clone(n.Scopes)
+	for _, s := range n.Leads {
+		if !slices.Contains(scopes, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	slices.Sort(scopes)
+	if len(scopes) == 0 {
+		return []string{kv("scopes", st.render(toneMuted, "none: it campaigns for no scope"))}
+	}
+	width := 0
+	for _, s := range scopes {
+		width = max(width, textWidth(termsafe.String(s)))
+	}
+	out := make([]string, 0, len(scopes))
+	for i, s := range scopes {
+		role := "follows"
+		if n.Role(s) == collector.RoleLeader {
+			role = "leads"
+		}
+		text := padRight(termsafe.String(s), width) + "  " + padRight(role, 7)
+		if sc, ok := m.snap.Scope(s); ok {
+			text += "  " + st.render(verdictTone(sc.Verdict), sc.Verdict.Label())
+			if role == "leads" {
+				text += " · epoch " + strconv.FormatInt(sc.Epoch, 10)
+			} else if sc.Leader != "" {
+				text += " · led by " + termsafe.String(sc.Leader)
+			}
+		}
+		k := ""
+		if i == 0 {
+			k = "scopes"
+		}
+		out = append(out, kv(k, text))
+	}
+	return out
+}
+
+// staleClaims are the scopes the node's last heartbeat said it leads and it
+// does not: it froze, or lost its session.
+func staleClaims(n collector.Node) []string {
+	var out []string
+	for _, s := range n.Reported {
+		if !slices.Contains(n.Leads, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// nodePriorityText is the priority and what it means for a handover.
+func nodePriorityText(st *styles, n collector.Node) string {
+	p := strconv.Itoa(n.Priority)
+	switch {
+	case n.Priority <= 0:
+		p = st.render(toneMuted, p+": never leads")
+	case !n.Eligible():
+		p += ": not live, so no handover goes to it"
+	default:
+		p += ": eligible for a handover"
+	}
+	if n.FailbackAfter > 0 {
+		p += " · preferred: takes its scopes back after " + human.Cell(n.FailbackAfter) + " up"
+	}
+	return p
+}
+
+// backendText is the node's leadership session: its backend pid and, in lock
+// mode, whether the server still holds its beacon lock.
+func backendText(st *styles, n collector.Node) string {
+	s := "pid —"
+	if n.BackendPID > 0 {
+		s = "pid " + strconv.Itoa(n.BackendPID)
+	}
+	switch {
+	case n.SessionAlive == nil:
+	case *n.SessionAlive:
+		s += " · session alive (holds its beacon lock)"
+	default:
+		s += " · " + st.render(toneBad, "session gone (its beacon lock is free)")
+	}
+	return s
+}
