@@ -228,7 +228,7 @@ func TestFaultKeys(t *testing.T) {
 	if cmd := keys(m, "s"); cmd != nil || len(b.faults.calls) != 1 {
 		t.Fatal("s ran a fault")
 	}
-	if !strings.Contains(screen(m), "K kill -9 leader") {
+	if !strings.Contains(screen(m), "K faults") {
 		t.Error("the fault key is not in the footer")
 	}
 }

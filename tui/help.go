@@ -45,8 +45,15 @@ func (m *Model) helpLines(w, h int) []string {
 			kw = max(kw, textWidth(e[0]))
 		}
 		out := []string{st.paneTitle.Render(padRight(title, colW-1))}
+		// A description too long for its column wraps under itself: a help
+		// line is never cut.
+		dw := max(1, colW-kw-4)
 		for _, e := range entries {
-			out = append(out, "  "+st.key.Render(padRight(e[0], kw))+" "+padRight(e[1], max(1, colW-kw-4)))
+			k := st.key.Render(padRight(e[0], kw))
+			for _, part := range wrapWords(e[1], dw) {
+				out = append(out, "  "+k+" "+padRight(part, dw))
+				k = strings.Repeat(" ", kw)
+			}
 		}
 		return out
 	}

@@ -161,25 +161,82 @@ func (k keyMap) groups() []helpGroup {
 	return g
 }
 
-// ShortHelp is the footer line (help.KeyMap).
+// ShortHelp is the footer line over the panes (help.KeyMap), the keys that
+// matter most first: the footer shows as many as fit, in this order, none cut
+// (fitHelp), and ? lists the rest. In the demo the faults come before the
+// actions: breaking the cluster is what it is for.
 func (k keyMap) ShortHelp() []key.Binding {
-	short := []key.Binding{
-		brief("help", k.Help),
-		brief("quit", k.Quit),
+	short := []key.Binding{brief("help", k.Help), brief("quit", k.Quit)}
+	short = append(short, k.faultsBrief()...)
+	short = append(short, k.actionsBrief()...)
+	return append(short,
 		brief("pane", k.NextPane),
+		brief("detail", k.Enter),
 		brief("filter", k.Filter),
 		brief("problems", k.Problems),
 		brief("pause", k.Pause),
-	}
-	if k.actions {
-		short = append(short, brief("resign", k.Resign), brief("evict", k.Evict), brief("handover", k.Handover))
-	}
-	short = append(short, k.Faults...)
-	return append(short,
 		brief("sort", k.Sort, k.Reverse),
 		brief("interval", k.Slower, k.Faster),
 		brief("refresh", k.Refresh),
 	)
+}
+
+// detailHelp is the footer in a detail view: how to leave and scroll it, and
+// what still acts on the scope.
+func (k keyMap) detailHelp() []key.Binding {
+	short := []key.Binding{brief("back", k.Back), k.scrollBrief(true)}
+	short = append(short, k.actionsBrief()...)
+	short = append(short, k.faultsBrief()...)
+	return append(short, brief("help", k.Help), brief("quit", k.Quit))
+}
+
+// searchHelp is the footer on the help screen, where letters type the search.
+func (k keyMap) searchHelp() []key.Binding {
+	return []key.Binding{brief("close", k.Back), k.scrollBrief(false), brief("erase", k.Erase), brief("page", k.PageUp, k.PageDown)}
+}
+
+// filterHelp is the footer while the filter line has the keyboard.
+func (k keyMap) filterHelp() []key.Binding {
+	return []key.Binding{brief("keep", k.Enter), brief("clear", k.Back), brief("erase", k.Erase), brief("empty", k.EraseAll)}
+}
+
+// actionsBrief is the actions' footer entries (none read-only).
+func (k keyMap) actionsBrief() []key.Binding {
+	if !k.actions {
+		return nil
+	}
+	return []key.Binding{brief("resign", k.Resign), brief("evict", k.Evict), brief("handover", k.Handover)}
+}
+
+// faultsBrief is one footer entry for every fault key, "K/Z/H faults": their
+// descriptions are the help screen's.
+func (k keyMap) faultsBrief() []key.Binding {
+	if len(k.Faults) == 0 {
+		return nil
+	}
+	return []key.Binding{brief("faults", k.Faults...)}
+}
+
+// scrollBrief is "↑↓ scroll" for the footer; with letters, j and k too
+// ("↑↓/kj scroll"), where they scroll rather than type.
+func (k keyMap) scrollBrief(letters bool) key.Binding {
+	var keys []string
+	label := firstLabel(k.Up) + firstLabel(k.Down)
+	for _, b := range []key.Binding{k.Up, k.Down} {
+		keys = append(keys, b.Keys()[0])
+	}
+	if letters {
+		var extra string
+		for _, b := range []key.Binding{k.Up, k.Down} {
+			for _, s := range b.Keys()[1:] {
+				keys, extra = append(keys, s), extra+s
+			}
+		}
+		if extra != "" {
+			label += "/" + extra
+		}
+	}
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(label, "scroll"))
 }
 
 // FullHelp is every group as a column (help.KeyMap).

@@ -108,7 +108,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.focus == paneNodes }},
 		{name: "PrevPane", b: func(k *keyMap) *key.Binding { return &k.PrevPane },
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.focus == paneEvents }},
-		{name: "Enter", b: func(k *keyMap) *key.Binding { return &k.Enter },
+		{name: "Enter", b: func(k *keyMap) *key.Binding { return &k.Enter }, footer: "f5 detail",
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.detail == "billing" },
 			hint: filtering, want: "f5 keeps"},
 		{name: "Back", b: func(k *keyMap) *key.Binding { return &k.Back }, before: func(m *Model) { m.filter = "bill"; m.invalidate() },

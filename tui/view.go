@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -149,7 +151,44 @@ func (m *Model) footerLines(w int) []string {
 	if errLine != "" {
 		out = append(out, errLine)
 	}
-	return append(out, fitLine(hm.ShortHelpView(m.keys.ShortHelp()), w))
+	return append(out, fitLine(hm.ShortHelpView(fitHelp(hm, m.footerKeys(), w)), w))
+}
+
+// footerKeys are the footer's keys for what is on screen now.
+func (m *Model) footerKeys() []key.Binding {
+	switch {
+	case m.filtering:
+		return m.keys.filterHelp()
+	case m.helpOpen:
+		return m.keys.searchHelp()
+	case m.detail != "" || m.nodeDetail != "":
+		return m.keys.detailHelp()
+	}
+	return m.keys.ShortHelp()
+}
+
+// fitHelp keeps the bindings whose entries fit in w columns together, in
+// order, skipping any that would not: an entry is shown whole or not at all.
+func fitHelp(hm help.Model, bs []key.Binding, w int) []key.Binding {
+	hm.SetWidth(0)
+	sep := textWidth(hm.ShortSeparator)
+	var out []key.Binding
+	used := 0
+	for _, b := range bs {
+		if !b.Enabled() {
+			continue
+		}
+		n := textWidth(ansi.Strip(hm.ShortHelpView([]key.Binding{b})))
+		if used > 0 {
+			n += sep
+		}
+		if used+n > w {
+			continue
+		}
+		out = append(out, b)
+		used += n
+	}
+	return out
 }
 
 func (m *Model) connectingLines(w, h int) []string {
