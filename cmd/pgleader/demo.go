@@ -42,6 +42,11 @@ appears in the event log):
   A  add a node                      D  remove a node (SIGTERM)
 Dead nodes are started again after --restart-after. q quits and removes everything.
 
+The operator actions of pgleader top --allow-actions need no flag here (the demo
+acts on its own scopes only), each after a y/N question:
+  R  resign gracefully through the database   x  evict: terminate the leader's session
+  O  hand the scope over to its best follower
+
 --headless needs no terminal: it logs leadership changes, with --faults applies a
 fault every few seconds (kill -9, freeze, hung link, resign, PostgreSQL restart),
 and at the end prints a summary (failover times, gate overlap, stale writes

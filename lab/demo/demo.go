@@ -2,8 +2,9 @@
 // throwaway PostgreSQL (or a database you name), N `pgleader node` processes doing
 // fenced writes across M scopes, each reaching PostgreSQL through its own
 // in-process proxy (so its link can be hung), the collector, the Prometheus
-// exporter, and the on-call dashboard with fault keys. Nodes that die are started
-// again after Options.Restart, so a kill shows both the failover and the healing.
+// exporter, and the on-call dashboard with fault keys and its operator actions
+// (resign, evict, hand over) enabled. Nodes that die are started again after
+// Options.Restart, so a kill shows both the failover and the healing.
 //
 // Headless (no terminal needed), it runs a fault schedule instead of the dashboard,
 // then judges the run with the chaos checker (H1–H5 and gate overlap) and prints a
@@ -259,8 +260,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		defer func() { stopRun(); unsubscribe(); <-alertsDone }()
 		return headless(ctx, o, l)
 	}
-	return tui.Run(ctx, col, tui.Options{Database: redactDSN(dsn), Faults: dashboardFaults{l}, Notes: l.notes,
-		NoColor: o.NoColor, Title: "pgleader demo"})
+	return tui.Run(ctx, col, dashboardOptions(dsn, l, col, o.NoColor))
 }
 
 // serveMetrics serves the exporter on listen (default 127.0.0.1:9817, else a free

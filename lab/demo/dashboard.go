@@ -1,0 +1,70 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/tui"
+)
+
+// dashboardOptions are the dashboard's options in the demo: its fault keys,
+// its failover notes, and the operator actions (R, x, O) without a flag —
+// `pgleader top` asks for --allow-actions, the demo acts on its own nodes.
+func dashboardOptions(dsn string, l *lab, col *collector.Collector, noColor bool) tui.Options {
+	return tui.Options{
+		Database: redactDSN(dsn),
+		Actions:  dashboardActions{Collector: col, scopes: l.scopes},
+		Faults:   dashboardFaults{l},
+		Notes:    l.notes,
+		NoColor:  noColor,
+		Title:    "pgleader demo",
+	}
+}
+
+// handoverTimeout is how long a handover asked from the demo's dashboard
+// waits for its target to lead before the request is withdrawn, as `pgleader
+// top`'s: within the dashboard's bound on one action.
+const handoverTimeout = 10 * time.Second
+
+// dashboardActions are the dashboard's operator actions on the demo's
+// collector, refused on a scope that is not the demo's own: with --dsn the
+// database may hold scopes of real services, which the demo must not evict.
+type dashboardActions struct {
+	*collector.Collector
+	scopes []string
+}
+
+var _ tui.Actions = dashboardActions{}
+
+// own refuses a scope the demo's nodes do not campaign for.
+func (a dashboardActions) own(scope string) error {
+	if !slices.Contains(a.scopes, scope) {
+		return fmt.Errorf("%s is not one of the demo's scopes: the demo acts on its own only (use pgleader top --allow-actions)", scope)
+	}
+	return nil
+}
+
+func (a dashboardActions) Evict(ctx context.Context, scope, reason string) error {
+	if err := a.own(scope); err != nil {
+		return err
+	}
+	return a.Collector.Evict(ctx, scope, reason)
+}
+
+func (a dashboardActions) Resign(ctx context.Context, scope, reason string) error {
+	if err := a.own(scope); err != nil {
+		return err
+	}
+	return a.Collector.Resign(ctx, scope, reason)
+}
+
+func (a dashboardActions) Handover(ctx context.Context, scope, to, via string) error {
+	if err := a.own(scope); err != nil {
+		return err
+	}
+	_, err := a.Collector.Handover(ctx, scope, to, via, handoverTimeout)
+	return err
+}

@@ -1,0 +1,82 @@
+package demo
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/tui"
+)
+
+var escapes = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+
+// stillFeed is a tui.Feed with one snapshot that never changes.
+type stillFeed struct{ snap *collector.Snapshot }
+
+func (f stillFeed) Snapshot() *collector.Snapshot { return f.snap }
+func (f stillFeed) Updates() (<-chan *collector.Snapshot, func()) {
+	return make(chan *collector.Snapshot), func() {}
+}
+func (f stillFeed) Subscribe(int) (<-chan collector.Event, func()) {
+	return make(chan collector.Event), func() {}
+}
+func (stillFeed) Refresh()                      {}
+func (stillFeed) SetPollInterval(time.Duration) {}
+func (stillFeed) PollInterval() time.Duration   { return time.Second }
+
+// dashboard is the demo's dashboard at w×h, with its options over a
+// collector that never reads (no database needed), showing an empty
+// snapshot.
+func dashboard(t *testing.T, dsn string, w, h int) *tui.Model {
+	t.Helper()
+	cfg := collector.DefaultConfig()
+	var err error
+	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
+		t.Fatal(err)
+	}
+	col, err := collector.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{scopes: []string{"billing", "reports"}, notes: make(chan string, 1)}
+	m := tui.New(stillFeed{&collector.Snapshot{Seq: 1, At: time.Now()}}, dashboardOptions(dsn, l, col, true))
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return m
+}
+
+func view(m *tui.Model) string { return escapes.ReplaceAllString(m.View().Content, "") }
+
+// TestDashboardActions: the demo's dashboard has its actions without a flag,
+// lists them in the footer and the help, and refuses them on a scope that is
+// not the demo's.
+func TestDashboardActions(t *testing.T) {
+	m := dashboard(t, "postgres://postgres@127.0.0.1:5432/pgleader?sslmode=disable", 120, 40)
+	if s := view(m); !strings.Contains(s, "R resign  x evict  O handover") {
+		t.Errorf("footer lacks the actions:\n%s", s)
+	}
+	m.Update(tea.KeyPressMsg{Code: '?', Text: "?"})
+	s := view(m)
+	for _, want := range []string{"actions (asks y/N)", "R resign the leader gracefully", "x evict: terminate leader's session", "O hand over to the best follower"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("help lacks %q:\n%s", want, s)
+		}
+	}
+
+	a := dashboardActions{scopes: []string{"billing"}} // no collector: a refusal must not reach it
+	ctx := context.Background()
+	for name, err := range map[string]error{
+		"evict":    a.Evict(ctx, "payroll", "test"),
+		"resign":   a.Resign(ctx, "payroll", "test"),
+		"handover": a.Handover(ctx, "payroll", "node-2", "test"),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "not one of the demo's scopes") {
+			t.Errorf("%s of a foreign scope: %v", name, err)
+		}
+	}
+}
