@@ -66,6 +66,11 @@ type Options struct {
 	// Database names the database while nothing has been read yet
 	// ("connecting to <Database>…"); afterwards Health.Database is shown.
 	Database string
+	// DSN, when set, is shown in the header in full, to be pasted into psql or
+	// pgleader --dsn, and the copy key (c) puts it on the terminal's clipboard
+	// (OSC 52). The demo sets it: its database is throwaway. It must carry no
+	// password: it is printed as it is.
+	DSN string
 	// Actions enables operator actions (nil = read-only).
 	Actions Actions
 	// Faults enables the demo's fault keys (nil = none).

@@ -17,6 +17,7 @@ func TestGolden(t *testing.T) {
 		snaps []*collector.Snapshot // applied in order
 		keys  []string
 		sizes [][2]int
+		opts  func(*Options)
 	}{
 		{name: "healthy", snaps: []*collector.Snapshot{healthySnapshot()}, sizes: [][2]int{{80, 24}, {120, 40}, {160, 48}}},
 		{name: "trouble", snaps: []*collector.Snapshot{troubleSnapshot()}},
@@ -30,6 +31,16 @@ func TestGolden(t *testing.T) {
 		{name: "handover_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"enter"}},
 		{name: "node_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"tab", "enter"}},
 		{name: "node_detail_down", snaps: []*collector.Snapshot{troubleSnapshot()}, keys: []string{"tab", "j", "enter"}},
+		{name: "demo", snaps: []*collector.Snapshot{healthySnapshot()}, sizes: [][2]int{{80, 24}, {120, 40}},
+			opts: func(o *Options) {
+				o.Title, o.DSN = "pgleader demo", "postgres://postgres@127.0.0.1:54321/pgleader?sslmode=disable"
+				o.Faults = &fakeFaults{keys: demoFaults}
+			}},
+		{name: "demo_help", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"?"}, sizes: [][2]int{{80, 24}, {120, 40}},
+			opts: func(o *Options) {
+				o.Title, o.DSN = "pgleader demo", "postgres://postgres@127.0.0.1:54321/pgleader?sslmode=disable"
+				o.Faults = &fakeFaults{keys: demoFaults}
+			}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
 	for _, tc := range cases {
@@ -39,7 +50,11 @@ func TestGolden(t *testing.T) {
 		}
 		for _, sz := range sizes {
 			t.Run(tc.name+"/"+itoa(sz[0])+"x"+itoa(sz[1]), func(t *testing.T) {
-				m, _ := setup(t, nil)
+				var opts []func(*Options)
+				if tc.opts != nil {
+					opts = append(opts, tc.opts)
+				}
+				m, _ := setup(t, nil, opts...)
 				for _, s := range tc.snaps {
 					m.Update(snapshotMsg{s})
 				}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -15,10 +17,16 @@ import (
 func (m *Model) headerLines(w int) []string {
 	st := m.look
 	sep := st.render(toneMuted, " · ")
-	parts := []string{st.title.Render(m.opts.Title), m.database()}
+	parts := []string{st.title.Render(m.opts.Title)}
+	var dsn []string // the DSN line names the database instead
+	if m.opts.DSN != "" {
+		dsn = []string{m.dsnLine(st, w)}
+	} else {
+		parts = append(parts, m.database())
+	}
 	if m.snap == nil {
 		parts = append(parts, st.render(toneWarn, "connecting…"))
-		return []string{fitLine(strings.Join(parts, sep), w), ""}
+		return append(append([]string{fitLine(strings.Join(parts, sep), w)}, dsn...), "")
 	}
 	src, t := sourceLabel(m.snap.Health)
 	parts = append(parts, st.render(t, src))
@@ -26,13 +34,24 @@ func (m *Model) headerLines(w int) []string {
 	if m.interval > 0 {
 		parts = append(parts, "every "+fmtInterval(m.interval))
 	}
-	lines := []string{fitLine(strings.Join(parts, sep), w), m.verdictLine(w)}
+	lines := append(append([]string{fitLine(strings.Join(parts, sep), w)}, dsn...), m.verdictLine(w))
 	if m.paused {
 		msg := fmt.Sprintf(" ⏸ PAUSED · %s resumes · showing seq %d from %s · %s buffered",
 			m.keys.Pause.Help().Key, m.snap.Seq, fmtClock(m.snap.At), plural(len(m.pausedEvents), "event"))
 		lines = append(lines, st.paused.Render(fitLine(msg, w)))
 	}
 	return lines
+}
+
+// dsnLine is "dsn postgres://… · c copies": the whole DSN, to paste; the
+// hint goes first when they do not fit together.
+func (m *Model) dsnLine(st *styles, w int) string {
+	line := st.render(toneMuted, "dsn ") + termsafe.String(m.opts.DSN)
+	hint := st.render(toneMuted, " · "+m.keys.Copy.Help().Key+" copies")
+	if m.keys.Copy.Enabled() && textWidth(ansi.Strip(line+hint)) <= w {
+		line += hint
+	}
+	return fitLine(line, w)
 }
 
 // freshness is "updated 2s ago", loud when the data is older than it should be.

@@ -20,8 +20,8 @@ var demoFaults = []FaultKey{
 	{Key: "D", Help: "remove a node (SIGTERM)"},
 }
 
-// TestHelpNeverCut: at 80×24 and 120×40, with the actions and the demo's
-// fault keys, no help line is cut — neither the help screen's nor the
+// TestHelpNeverCut: at 80×24 and 120×40, with the actions, the demo's fault
+// keys and its DSN, no help line is cut — neither the help screen's nor the
 // footer's in any mode — and the help screen shows every description whole.
 func TestHelpNeverCut(t *testing.T) {
 	modes := []struct {
@@ -38,7 +38,9 @@ func TestHelpNeverCut(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
 		for _, mode := range modes {
 			t.Run(itoa(sz[0])+"x"+itoa(sz[1])+"/"+mode.name, func(t *testing.T) {
-				m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Faults = &fakeFaults{keys: demoFaults} })
+				m, _ := setup(t, healthySnapshot(), func(o *Options) {
+					o.Faults, o.DSN = &fakeFaults{keys: demoFaults}, "postgres://postgres@127.0.0.1:54321/pgleader?sslmode=disable"
+				})
 				m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
 				mode.enter(m)
 				lines := strings.Split(strings.TrimRight(screen(m), "\n"), "\n")

@@ -19,6 +19,8 @@ type keyMap struct {
 	Enter, Back                             key.Binding
 	// view
 	Filter, Problems, Sort, Reverse, Help key.Binding
+	// Copy puts Options.DSN on the clipboard; disabled without one.
+	Copy key.Binding
 	// typing in the filter line or the help search (other keys type text)
 	Erase, EraseAll key.Binding
 	// feed
@@ -57,6 +59,7 @@ func newKeyMap(actions bool) keyMap {
 		Sort:     bind("sort by next column", "s"),
 		Reverse:  bind("reverse sort order", "S"),
 		Help:     bind("help (type to search)", "?"),
+		Copy:     bind("copy the DSN to the clipboard", "c"),
 
 		Erase:    bind("erase a character", "backspace"),
 		EraseAll: bind("empty the filter line", "ctrl+u"),
@@ -135,7 +138,7 @@ func (k keyMap) action(kind actionKind) key.Binding {
 // all is every binding but the fault keys.
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
-		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Erase, k.EraseAll,
+		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Copy, k.Erase, k.EraseAll,
 		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline, k.Quit}
 }
 
@@ -148,7 +151,7 @@ type helpGroup struct {
 func (k keyMap) groups() []helpGroup {
 	g := []helpGroup{
 		{"navigate", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane, k.Enter, k.Back}},
-		{"view", []key.Binding{k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Quit}},
+		{"view", []key.Binding{k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Copy, k.Quit}},
 		{"typing (filter, help search)", []key.Binding{k.Erase, k.EraseAll}},
 		{"updates", []key.Binding{k.Pause, k.Slower, k.Faster, k.Refresh}},
 	}
@@ -169,6 +172,9 @@ func (k keyMap) ShortHelp() []key.Binding {
 	short := []key.Binding{brief("help", k.Help), brief("quit", k.Quit)}
 	short = append(short, k.faultsBrief()...)
 	short = append(short, k.actionsBrief()...)
+	if k.Copy.Enabled() {
+		short = append(short, brief("copy DSN", k.Copy))
+	}
 	return append(short,
 		brief("pane", k.NextPane),
 		brief("detail", k.Enter),

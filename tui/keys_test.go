@@ -126,6 +126,12 @@ func TestKeysDefinedOnce(t *testing.T) {
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.scopeSort.desc }},
 		{name: "Help", b: func(k *keyMap) *key.Binding { return &k.Help }, footer: "f5 help",
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.helpOpen }},
+		{name: "Copy", b: func(k *keyMap) *key.Binding { return &k.Copy }, footer: "f5 copy DSN",
+			before: func(m *Model) { m.opts.DSN = "postgres://app@db/app" },
+			did: func(m *Model, _ *bundle, cmd tea.Cmd) bool {
+				return cmd != nil && strings.Contains(m.status, "sent the DSN to the clipboard")
+			},
+			hint: func(m *Model) { m.opts.DSN = "postgres://app@db/app" }, want: "f5 copies"},
 		{name: "Erase", b: func(k *keyMap) *key.Binding { return &k.Erase }, before: filtering,
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "a" },
 			hint: func(m *Model) { hit(m, m.keys.Help); typed(m, "zzz") }, want: "(f5 edits, esc clears)"},

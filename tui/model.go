@@ -101,6 +101,7 @@ func New(feed Feed, opts Options) *Model {
 		terms:    newTable(termColumns, "no terms"),
 		events:   newEventLog(),
 	}
+	m.keys.Copy.SetEnabled(opts.DSN != "")
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.scopeSort = sortState{col: 0}
 	m.nodeSort = sortState{col: 0}
@@ -251,6 +252,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.setStatus("refresh requested", toneNone)
 		feed := m.feed
 		return func() tea.Msg { feed.Refresh(); return nil }
+	case key.Matches(msg, m.keys.Copy):
+		return m.copyDSN()
 	case key.Matches(msg, m.keys.Evict):
 		return m.ask(actionEvict)
 	case key.Matches(msg, m.keys.Resign):
@@ -283,6 +286,16 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.navigate(msg)
 	}
 	return nil
+}
+
+// copyDSN puts Options.DSN on the terminal's clipboard with OSC 52; a
+// terminal without OSC 52 ignores it, so the status says which was sent.
+func (m *Model) copyDSN() tea.Cmd {
+	if m.opts.DSN == "" {
+		return nil
+	}
+	m.setStatus("sent the DSN to the clipboard (OSC 52; a terminal without it ignores it)", toneNone)
+	return tea.SetClipboard(m.opts.DSN)
 }
 
 func (m *Model) quit() tea.Cmd {

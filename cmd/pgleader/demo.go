@@ -44,8 +44,11 @@ Dead nodes are started again after --restart-after. q quits and removes everythi
 
 The operator actions of pgleader top --allow-actions need no flag here (the demo
 acts on its own scopes only), each after a y/N question:
-  R  resign gracefully through the database   x  evict: terminate the leader's session
+  R  the leader resigns gracefully, asked through the database
+  x  evict: terminate the leader's session
   O  hand the scope over to its best follower
+The header shows the database's DSN with its user (never a password), to paste
+into psql or pgleader status --dsn; c copies it to the clipboard (OSC 52).
 
 --headless needs no terminal: it logs leadership changes, with --faults applies a
 fault every few seconds (kill -9, freeze, hung link, resign, PostgreSQL restart),

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 
@@ -11,17 +12,36 @@ import (
 )
 
 // dashboardOptions are the dashboard's options in the demo: its fault keys,
-// its failover notes, and the operator actions (R, x, O) without a flag —
-// `pgleader top` asks for --allow-actions, the demo acts on its own nodes.
+// its failover notes, the operator actions (R, x, O) without a flag —
+// `pgleader top` asks for --allow-actions, the demo acts on its own nodes —
+// and its DSN in the header, which c copies.
 func dashboardOptions(dsn string, l *lab, col *collector.Collector, noColor bool) tui.Options {
 	return tui.Options{
 		Database: redactDSN(dsn),
+		DSN:      pasteableDSN(dsn),
 		Actions:  dashboardActions{Collector: col, scopes: l.scopes},
 		Faults:   dashboardFaults{l},
 		Notes:    l.notes,
 		NoColor:  noColor,
 		Title:    "pgleader demo",
 	}
+}
+
+// pasteableDSN is dsn without its password, if it has one, to paste into
+// psql or pgleader --dsn: they ask for the password, or find it in
+// PGPASSWORD or ~/.pgpass (url.Redacted's "xxxxx" would be sent as one).
+// "" when dsn is no URL.
+func pasteableDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return ""
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.User(u.User.Username())
+		}
+	}
+	return u.String()
 }
 
 // handoverTimeout is how long a handover asked from the demo's dashboard

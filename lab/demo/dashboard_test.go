@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -77,6 +78,32 @@ func TestDashboardActions(t *testing.T) {
 	} {
 		if err == nil || !strings.Contains(err.Error(), "not one of the demo's scopes") {
 			t.Errorf("%s of a foreign scope: %v", name, err)
+		}
+	}
+}
+
+// TestDashboardDSN: the header shows the DSN with its user and without its
+// password, and c puts that DSN on the clipboard.
+func TestDashboardDSN(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://postgres@127.0.0.1:54321/pgleader?sslmode=disable": "postgres://postgres@127.0.0.1:54321/pgleader?sslmode=disable",
+		"postgres://ops:s3cret@db.example:5432/app":                    "postgres://ops@db.example:5432/app",
+	} {
+		m := dashboard(t, dsn, 80, 24)
+		s := view(m)
+		if !strings.Contains(s, "dsn "+want) || strings.Contains(s, "s3cret") {
+			t.Errorf("%s: header:\n%s", dsn, s)
+		}
+		if !strings.Contains(s, "c copy DSN") {
+			t.Errorf("%s: footer lacks the copy key:\n%s", dsn, s)
+		}
+		_, cmd := m.Update(tea.KeyPressMsg{Code: 'c', Text: "c"})
+		if cmd == nil {
+			t.Fatalf("%s: c does nothing", dsn)
+		}
+		// tea.SetClipboard's message is unexported: a string type.
+		if msg := cmd(); fmt.Sprintf("%T", msg) != "tea.setClipboardMsg" || fmt.Sprint(msg) != want {
+			t.Errorf("%s: c sends %T %v, want the clipboard set to %s", dsn, msg, msg, want)
 		}
 	}
 }
