@@ -97,7 +97,7 @@ func New(feed Feed, opts Options) *Model {
 		hb:       map[string]*ring{},
 		scopes:   newTable(scopeColumns, "no scopes"),
 		nodes:    newTable(nodeColumns, "no nodes"),
-		terms:    newTable(termColumns, "no terms"),
+		terms:    newFollowingTable(termColumns, "no terms"),
 		events:   newEventLog(),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
