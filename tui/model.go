@@ -63,6 +63,7 @@ type Model struct {
 
 	// Per snapshot.
 	termsByScope map[string][]collector.Term // oldest first
+	marks        holderMarks                 // each holder's glyph in the timeline
 	nodeAlerts   map[string]int
 	lastSeq      uint64
 	rowsValid    bool

@@ -17,18 +17,23 @@ const (
 	toneBad
 	toneCrit // split brain: louder than bad
 	toneMuted
-	toneHolder0 // toneHolder0+i: the i-th holder in the terms timeline
+	toneHolder0 // toneHolder0+i: the holder with mark i in the terms timeline
 	toneHolder1
 	toneHolder2
 	toneHolder3
+	toneHolder4
+	toneHolder5
+	toneHolder6
+	toneHolder7
+	toneCount
 )
 
-const holderTones = 4
+const holderTones = int(toneCount - toneHolder0)
 
 // styles is one look. Styles are built once per (noColor, dim) pair.
 type styles struct {
-	tones [toneHolder3 + 1]lipgloss.Style
-	plain [toneHolder3 + 1]bool // the tone adds no escape codes: skip Render
+	tones [toneCount]lipgloss.Style
+	plain [toneCount]bool // the tone adds no escape codes: skip Render
 
 	title      lipgloss.Style // "pgleader top"
 	paneTitle  lipgloss.Style
@@ -65,7 +70,7 @@ func newStyles(noColor, dim bool) *styles {
 	s.tones[toneBad] = color(base.Bold(!dim), "1")
 	s.tones[toneCrit] = color(base.Bold(!dim), "5")
 	s.tones[toneMuted] = color(base, "8")
-	for i, c := range []string{"6", "4", "5", "3"} {
+	for i, c := range []string{"6", "4", "5", "3", "14", "12", "13", "11"} {
 		s.tones[toneHolder0+tone(i)] = color(base, c)
 	}
 	for i := range s.tones {

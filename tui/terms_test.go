@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +80,107 @@ func TestTermsFollow(t *testing.T) {
 			t.Fatalf("home must resume following: following=%v on %q", m.terms.following, m.terms.selected())
 		}
 	})
+}
+
+func TestHolderMarks(t *testing.T) {
+	marksOf := func(m *Model, nodes ...string) []string {
+		var out []string
+		for _, n := range nodes {
+			if i, ok := m.marks.mark(n); ok {
+				out = append(out, holderGlyphs[i])
+			} else {
+				out = append(out, moreGlyph)
+			}
+		}
+		return out
+	}
+	t.Run("StableWhenAnotherNodeLeads", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot())
+		before := marksOf(m, "node-a", "node-b", "node-c")
+		// node-0 sorts first and leads from now on: nobody else's mark moves.
+		s := healthySnapshot()
+		s.Seq++
+		nt := openTerm("billing", 43, "node-0", "host-0", 4343, 0, 10*time.Millisecond)
+		s.Terms[0].ReleasedAt, s.Terms[0].EndedBy = t0, "crashed"
+		s.Scopes[0].Leader, s.Scopes[0].Epoch, s.Scopes[0].OpenTerm = "node-0", 43, nt
+		s.Terms = append([]collector.Term{*nt}, s.Terms...)
+		m.Update(snapshotMsg{s})
+		if after := marksOf(m, "node-a", "node-b", "node-c"); !slices.Equal(before, after) {
+			t.Fatalf("marks moved when node-0 began to lead: %v → %v", before, after)
+		}
+		if got := marksOf(m, "node-0"); got[0] == moreGlyph || slices.Contains(before, got[0]) {
+			t.Fatalf("node-0 got mark %q, want a free one (others %v)", got[0], before)
+		}
+	})
+	t.Run("SameMarkInEveryStrip", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot())
+		lines, _ := m.timelineLines(m.look, 2+7+1+60, 3, []string{"billing", "reports"})
+		b, _ := m.marks.mark("node-b")
+		// node-b led billing at the window's start and leads reports throughout.
+		if billing, reports := plain(lines[1]), plain(lines[2]); !strings.Contains(billing, "billing "+holderGlyphs[b]) ||
+			!strings.Contains(reports, strings.Repeat(holderGlyphs[b], 60)) {
+			t.Fatalf("node-b's mark %s differs between strips:\n%s\n%s", holderGlyphs[b], billing, reports)
+		}
+	})
+	t.Run("FreedWhenItLeavesTheWindow", func(t *testing.T) {
+		var hm holderMarks
+		terms := map[string][]collector.Term{"s": {
+			closedTerm("s", 1, "node-x", 4*time.Minute, 3*time.Minute, "crashed", 0),
+			closedTerm("s", 2, "node-y", 3*time.Minute, time.Minute, "crashed", 0),
+		}}
+		hm.update(terms, t0.Add(-timelineWindow), t0)
+		y, _ := hm.mark("node-y")
+		// Ten minutes on node-x is out of the window; node-y still in it.
+		terms["s"] = append(terms["s"], *openTerm("s", 3, "node-z", "host-z", 1, 0, 0))
+		later := t0.Add(3*time.Minute + 30*time.Second)
+		hm.update(terms, later.Add(-timelineWindow), later)
+		if _, ok := hm.mark("node-x"); ok {
+			t.Fatal("node-x left the window but keeps its mark")
+		}
+		if y2, _ := hm.mark("node-y"); y2 != y {
+			t.Fatalf("node-y's mark moved from %d to %d", y, y2)
+		}
+		if z, _ := hm.mark("node-z"); z != 0 {
+			t.Fatalf("node-z got mark %d, want node-x's freed 0", z)
+		}
+	})
+	t.Run("BeyondThePalette", func(t *testing.T) {
+		m, _ := setup(t, bigSnapshot(10, 10))
+		n := 0
+		for i := range m.snap.Nodes {
+			if _, ok := m.marks.mark(m.snap.Nodes[i].ID); ok {
+				n++
+			}
+		}
+		if n != holderTones {
+			t.Fatalf("%d of 10 leaders have a mark, want the palette's %d", n, holderTones)
+		}
+	})
+}
+
+func TestTimelineFailover(t *testing.T) {
+	// billing's epoch 42 ends a minute ago; node-c takes it on the second WAL
+	// timeline (t2·1): the database failed over.
+	s := healthySnapshot()
+	nt := openTerm("billing", 1<<40+1, "node-c", "host-c", 4343, time.Minute, 30*time.Millisecond)
+	s.Terms[0].ReleasedAt, s.Terms[0].EndedBy = t0.Add(-time.Minute), "crashed"
+	s.Scopes[0].Leader, s.Scopes[0].Epoch, s.Scopes[0].OpenTerm = "node-c", nt.Epoch, nt
+	s.Terms = append([]collector.Term{*nt}, s.Terms...)
+	m, _ := setup(t, s)
+	lines, legend := m.timelineLines(m.look, 2+7+1+60, 3, []string{"billing", "reports"})
+	// 60 columns of 5 s: a minute ago is column 48, after the 10-column label.
+	if axis := []rune(plain(lines[0])); len(axis) <= 58 || string(axis[58]) != failoverGlyph {
+		t.Fatalf("no failover marker a minute ago on the axis:\n%s", plain(lines[0]))
+	}
+	if !strings.Contains(plain(legend), failoverGlyph+" db failover") {
+		t.Fatalf("legend %q does not name the failover marker", plain(legend))
+	}
+
+	// The collector's failover event marks its time too.
+	m, _ = setup(t, healthySnapshot())
+	m.Update(eventsMsg{[]collector.Event{{At: t0.Add(-2 * time.Minute), Kind: collector.EventFailover, Epoch: 1 << 40}}})
+	lines, _ = m.timelineLines(m.look, 2+7+1+60, 3, []string{"billing", "reports"})
+	if axis := []rune(plain(lines[0])); len(axis) <= 46 || string(axis[46]) != failoverGlyph {
+		t.Fatalf("no failover marker two minutes ago on the axis:\n%s", plain(lines[0]))
+	}
 }
