@@ -272,7 +272,8 @@ func (m *Model) timelineLegend(st *styles, shown map[string]bool, failover bool)
 }
 
 // axisLine is the time axis over cols columns from start, step apart, with
-// failoverGlyph in the columns where the database failed over.
+// failoverGlyph in the columns where the database failed over, in place of
+// the tick label it lands on.
 func axisLine(st *styles, cols int, start time.Time, step time.Duration, failovers []time.Time) string {
 	axis := []rune(timeAxis(cols, timelineWindow))
 	if len(failovers) == 0 {
@@ -280,8 +281,15 @@ func axisLine(st *styles, cols int, start time.Time, step time.Duration, failove
 	}
 	marked := make([]bool, cols)
 	for _, at := range failovers {
-		c := int(at.Sub(start) / step)
-		marked[max(0, min(c, cols-1))] = true
+		c := max(0, min(int(at.Sub(start)/step), cols-1))
+		marked[c] = true
+		// A tick label the marker lands on goes whole: "⇄ow" reads as nothing.
+		for i := c; i >= 0 && axis[i] != ' '; i-- {
+			axis[i] = ' '
+		}
+		for i := c + 1; i < cols && axis[i] != ' '; i++ {
+			axis[i] = ' '
+		}
 	}
 	var b strings.Builder
 	run := 0
