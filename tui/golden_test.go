@@ -28,6 +28,7 @@ func TestGolden(t *testing.T) {
 		{name: "handover", snaps: []*collector.Snapshot{handoverSnapshot()}},
 		{name: "handover_confirm", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"down", "O"}},
 		{name: "handover_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"enter"}},
+		{name: "db_failover", snaps: []*collector.Snapshot{dbFailoverSnapshot()}, keys: []string{"tab", "tab"}, sizes: [][2]int{{100, 30}, {160, 48}}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
 	for _, tc := range cases {

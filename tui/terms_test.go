@@ -184,3 +184,15 @@ func TestTimelineFailover(t *testing.T) {
 		t.Fatalf("no failover marker two minutes ago on the axis:\n%s", plain(lines[0]))
 	}
 }
+
+// dbFailoverSnapshot is failovers(7) where the database failed over before the
+// last one: node-b's term 49 was granted on WAL timeline 2 (t2·1).
+func dbFailoverSnapshot() *collector.Snapshot {
+	s := failovers(7)
+	nt := s.Terms[0]
+	nt.ID, nt.Epoch = 1<<40+1, 1<<40+1
+	s.Terms[0] = nt
+	s.Scopes[0].Epoch, s.Scopes[0].OpenTerm = nt.Epoch, &s.Terms[0]
+	s.Timeline, s.EpochFloor = 2, 1<<40
+	return s
+}
