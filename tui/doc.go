@@ -36,7 +36,17 @@
 //   - Pausing (space) stops applying snapshots but keeps collecting events, which
 //     are appended when the pause ends.
 //   - Cursors follow a row's key (scope name, node id), not its index, so a
-//     refresh that reorders or adds rows does not move the selection.
+//     refresh that reorders or adds rows does not move the selection. The
+//     terms table (newest first) is the exception while its cursor is on the
+//     newest term: like the event log's tail, it follows the newest term until
+//     the operator moves off it, and Home follows again.
+//   - The timeline gives each node that led in its window one mark (glyph, and
+//     colour) from a palette of eight, kept while the node stays in the
+//     window; beyond eight the legend counts the holders it cannot tell apart.
+//     A database failover (new WAL timeline) is marked ⇄ on the time axis.
+//   - Colours: Options.Theme picks palettes for light or dark backgrounds, each
+//     tone at WCAG contrast ≥ 4.5:1 against white or black; the default asks the
+//     terminal. NoColor / NO_COLOR draw no colour at all.
 //   - Every string the database or a node wrote (names, hosts, versions, alert
 //     texts, event details, errors) is shown through termsafe.String: an escape
 //     sequence, a line break or a text-direction control in a name shows as an

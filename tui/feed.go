@@ -78,6 +78,9 @@ type Options struct {
 	// NoColor renders without colours (glyphs and words still say everything).
 	// The NO_COLOR environment variable has the same effect.
 	NoColor bool
+	// Theme picks the colours for a light or a dark background; the default,
+	// ThemeAuto, asks the terminal. No effect with NoColor.
+	Theme Theme
 	// Now is the wall clock, for "updated Ns ago"; tests fix it. Default time.Now.
 	Now func() time.Time
 	// Title is the header's first word. Default "pgleader top".

@@ -41,6 +41,7 @@ func TestGolden(t *testing.T) {
 				o.Title, o.DSN = "pgleader demo", "postgres://postgres@127.0.0.1:54321/pgleader?sslmode=disable"
 				o.Faults = &fakeFaults{keys: demoFaults}
 			}},
+		{name: "db_failover", snaps: []*collector.Snapshot{dbFailoverSnapshot()}, keys: []string{"tab", "tab"}, sizes: [][2]int{{100, 30}, {160, 48}}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
 	for _, tc := range cases {

@@ -63,6 +63,7 @@ type Model struct {
 
 	// Per snapshot.
 	termsByScope map[string][]collector.Term // oldest first
+	marks        holderMarks                 // each holder's glyph in the timeline
 	nodeAlerts   map[string]int
 	lastSeq      uint64
 	rowsValid    bool
@@ -90,18 +91,17 @@ func New(feed Feed, opts Options) *Model {
 		feed:     feed,
 		opts:     opts,
 		keys:     newKeyMap(opts.Actions != nil),
-		look:     newStyles(opts.NoColor, false),
-		dimmed:   newStyles(opts.NoColor, true),
 		width:    80,
 		height:   24,
 		interval: feed.PollInterval(),
 		hb:       map[string]*ring{},
 		scopes:   newTable(scopeColumns, "no scopes"),
 		nodes:    newTable(nodeColumns, "no nodes"),
-		terms:    newTable(termColumns, "no terms"),
+		terms:    newFollowingTable(termColumns, "no terms"),
 		events:   newEventLog(),
 	}
 	m.keys.Copy.SetEnabled(opts.DSN != "")
+	m.setPalette(paletteFor(opts.Theme, opts.NoColor))
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.scopeSort = sortState{col: 0}
 	m.nodeSort = sortState{col: 0}
@@ -132,7 +132,17 @@ func (m *Model) Init() tea.Cmd {
 	evs, stopEvents := m.feed.Subscribe(eventBuffer)
 	m.snapCh, m.evCh = snaps, evs
 	m.unsub = append(m.unsub, stopSnaps, stopEvents)
-	return tea.Batch(m.waitSnapshot(), m.waitEvents(), m.waitNote(), m.tick())
+	cmds := []tea.Cmd{m.waitSnapshot(), m.waitEvents(), m.waitNote(), m.tick()}
+	if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
+		cmds = append(cmds, tea.RequestBackgroundColor) // answered by a BackgroundColorMsg
+	}
+	return tea.Batch(cmds...)
+}
+
+// setPalette builds the normal and the dimmed look in palette p.
+func (m *Model) setPalette(p *palette) {
+	m.look = newStyles(p, false)
+	m.dimmed = newStyles(p, true)
 }
 
 // stop ends the subscriptions and every command still waiting on them. It is
@@ -152,6 +162,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		return m, nil
+	case tea.BackgroundColorMsg:
+		if m.opts.Theme == ThemeAuto && !m.opts.NoColor {
+			theme := ThemeLight
+			if msg.IsDark() {
+				theme = ThemeDark
+			}
+			m.setPalette(paletteFor(theme, false))
+		}
 		return m, nil
 	case snapshotMsg:
 		if msg.snap != nil {

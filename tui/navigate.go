@@ -29,6 +29,7 @@ func (m *Model) navigate(msg tea.KeyPressMsg) {
 	case key.Matches(msg, m.keys.Bottom):
 		t.setCursor(len(t.rows) - 1)
 	}
+	t.navigated()
 }
 
 func (m *Model) focusedTable() *table {

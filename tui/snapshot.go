@@ -165,6 +165,8 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 	for _, ts := range m.termsByScope {
 		sortTermsByStart(ts)
 	}
+	now := m.timelineNow()
+	m.marks.update(m.termsByScope, now.Add(-timelineWindow), now)
 
 	m.nodeAlerts = map[string]int{}
 	for _, a := range s.Alerts {

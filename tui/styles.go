@@ -17,18 +17,23 @@ const (
 	toneBad
 	toneCrit // split brain: louder than bad
 	toneMuted
-	toneHolder0 // toneHolder0+i: the i-th holder in the terms timeline
+	toneHolder0 // toneHolder0+i: the holder with mark i in the terms timeline
 	toneHolder1
 	toneHolder2
 	toneHolder3
+	toneHolder4
+	toneHolder5
+	toneHolder6
+	toneHolder7
+	toneCount
 )
 
-const holderTones = 4
+const holderTones = int(toneCount - toneHolder0)
 
-// styles is one look. Styles are built once per (noColor, dim) pair.
+// styles is one look. Styles are built once per (palette, dim) pair.
 type styles struct {
-	tones [toneHolder3 + 1]lipgloss.Style
-	plain [toneHolder3 + 1]bool // the tone adds no escape codes: skip Render
+	tones [toneCount]lipgloss.Style
+	plain [toneCount]bool // the tone adds no escape codes: skip Render
 
 	title      lipgloss.Style // "pgleader top"
 	paneTitle  lipgloss.Style
@@ -46,26 +51,30 @@ type styles struct {
 	help       help.Model
 }
 
-func newStyles(noColor, dim bool) *styles {
+// newStyles builds the look of palette p (nil: no colour), dimmed or not.
+func newStyles(p *palette, dim bool) *styles {
 	s := &styles{}
 	base := lipgloss.NewStyle()
 	if dim {
 		base = base.Faint(true)
 	}
+	noColor := p == nil
 	color := func(st lipgloss.Style, c string) lipgloss.Style {
 		if noColor || dim {
 			return st
 		}
 		return st.Foreground(lipgloss.Color(c))
 	}
-	// ANSI 16 colours on purpose: they follow the terminal's own theme over SSH.
+	if noColor {
+		p = &palette{}
+	}
 	s.tones[toneNone] = base
-	s.tones[toneOK] = color(base, "2")
-	s.tones[toneWarn] = color(base, "3")
-	s.tones[toneBad] = color(base.Bold(!dim), "1")
-	s.tones[toneCrit] = color(base.Bold(!dim), "5")
-	s.tones[toneMuted] = color(base, "8")
-	for i, c := range []string{"6", "4", "5", "3"} {
+	s.tones[toneOK] = color(base, p.ok)
+	s.tones[toneWarn] = color(base, p.warn)
+	s.tones[toneBad] = color(base.Bold(!dim), p.bad)
+	s.tones[toneCrit] = color(base.Bold(!dim), p.crit)
+	s.tones[toneMuted] = color(base, p.muted)
+	for i, c := range p.holders {
 		s.tones[toneHolder0+tone(i)] = color(base, c)
 	}
 	for i := range s.tones {
@@ -74,30 +83,30 @@ func newStyles(noColor, dim bool) *styles {
 
 	s.title = base.Bold(true)
 	s.paneTitle = base.Bold(true)
-	s.paneFocus = color(base.Bold(true), "6")
-	s.colHeader = color(base.Bold(true), "8")
+	s.paneFocus = color(base.Bold(true), p.focus)
+	s.colHeader = color(base.Bold(true), p.muted)
 	s.cursor = base.Reverse(true)
 	s.cursorIdle = base.Bold(true)
 	s.paused = base.Reverse(true).Bold(true)
-	s.critical = color(base.Bold(true), "1")
-	s.warning = color(base.Bold(true), "3")
+	s.critical = color(base.Bold(true), p.bad)
+	s.warning = color(base.Bold(true), p.warn)
 	s.modal = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)
 	if !noColor {
-		s.modal = s.modal.BorderForeground(lipgloss.Color("3"))
+		s.modal = s.modal.BorderForeground(lipgloss.Color(p.warn))
 	}
 	s.key = base.Bold(true)
 	s.status = base
-	s.errorText = color(base.Bold(true), "1")
+	s.errorText = color(base.Bold(true), p.bad)
 
 	s.help = help.New()
 	hs := help.Styles{
 		ShortKey:       base.Bold(true),
 		ShortDesc:      base,
-		ShortSeparator: color(base, "8"),
-		Ellipsis:       color(base, "8"),
+		ShortSeparator: color(base, p.muted),
+		Ellipsis:       color(base, p.muted),
 		FullKey:        base.Bold(true),
 		FullDesc:       base,
-		FullSeparator:  color(base, "8"),
+		FullSeparator:  color(base, p.muted),
 	}
 	s.help.Styles = hs
 	s.help.ShortSeparator = "  "

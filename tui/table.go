@@ -45,14 +45,29 @@ type table struct {
 	sortCol  int // column index carrying the sort marker (-1 none)
 	sortDesc bool
 	empty    string // shown when there are no rows
+
+	// newestFirst tables (the terms) follow their first row, the newest,
+	// like the event log follows its tail: while following, new rows push
+	// the cursor along instead of pushing the old row under it off screen.
+	newestFirst bool
+	following   bool // the cursor is on the newest row and stays there
 }
 
 func newTable(cols []column, empty string) *table {
 	return &table{cols: cols, sortCol: -1, empty: empty}
 }
 
+// newFollowingTable is a table whose first row is the newest; it starts
+// following it.
+func newFollowingTable(cols []column, empty string) *table {
+	t := newTable(cols, empty)
+	t.newestFirst, t.following = true, true
+	return t
+}
+
 // setRows replaces the rows and puts the cursor back on the row with the same
-// key; when that row is gone the cursor stays at the same position. Cell texts
+// key; when that row is gone the cursor stays at the same position. A
+// following table puts it on the first row, the newest, instead. Cell texts
 // are made safe to print here, once per snapshot, for every table: they hold
 // names and hosts someone else wrote (termsafe.String). Keys stay as they are:
 // they name the scope an action is for.
@@ -76,6 +91,10 @@ func (t *table) setRows(rows []row) {
 			}
 		}
 	}
+	if t.following && len(rows) > 0 {
+		t.setCursor(0)
+		return
+	}
 	if t.key != "" {
 		for i, r := range rows {
 			if r.key == t.key {
@@ -92,6 +111,31 @@ func (t *table) setCursor(i int) {
 	if len(t.rows) > 0 {
 		t.key = t.rows[t.cursor].key
 	}
+}
+
+// navigated is called after the operator moved the cursor: a newest-first
+// table follows while the cursor is on the newest row, so moving off it stops
+// following and going back to it (Home) resumes.
+func (t *table) navigated() {
+	if t.newestFirst {
+		t.following = t.cursor == 0
+	}
+}
+
+// followHint is the title hint of a following table: which rows show, and
+// whether it follows the newest (top names the key that resumes).
+func (t *table) followHint(top string) string {
+	if len(t.rows) == 0 {
+		return ""
+	}
+	s := t.scrollHint(t.height)
+	if s == "" {
+		s = itoa(len(t.rows))
+	}
+	if t.following {
+		return s + " · following"
+	}
+	return s + " · scrolled (" + top + " follows)"
 }
 
 // move moves the cursor by n rows.

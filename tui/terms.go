@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,9 +14,117 @@ import (
 const timelineWindow = 5 * time.Minute
 
 // holderGlyphs tell holders apart without colour; the legend names them.
-var holderGlyphs = [holderTones]string{"█", "▓", "▒", "░"}
+// Most distinct first: ▓ is last because some fonts draw it almost like █.
+var holderGlyphs = [holderTones]string{"█", "▒", "░", "▀", "▄", "▚", "≡", "▓"}
 
-const noLeaderGlyph = "·"
+const (
+	noLeaderGlyph = "·"
+	// moreGlyph draws the holders beyond the palette: the timeline cannot
+	// tell them apart, and the legend says so.
+	moreGlyph = "?"
+	// failoverGlyph marks a database failover (a new WAL timeline) on the
+	// time axis, as the event log's "⇄ db failover".
+	failoverGlyph = "⇄"
+)
+
+// holderMarks gives each node that led in the timeline window one glyph (and
+// colour) for the whole window, in every strip and in the detail view. A node
+// keeps its mark while it has a term in the window: a new holder takes the
+// lowest free mark, in order of first appearance, and a mark is freed when
+// its node's last term leaves the window. Beyond the palette a holder has no
+// mark (drawn moreGlyph) rather than sharing one.
+type holderMarks struct {
+	of map[string]int // node id → index into holderGlyphs
+}
+
+// mark returns the holder's palette index, false beyond the palette.
+func (hm *holderMarks) mark(holder string) (int, bool) {
+	i, ok := hm.of[holder]
+	return i, ok
+}
+
+// update keeps the marks of the holders still in the window [start, now] and
+// hands free marks to the new ones.
+func (hm *holderMarks) update(termsByScope map[string][]collector.Term, start, now time.Time) {
+	first := map[string]time.Time{}
+	for _, terms := range termsByScope {
+		for _, t := range terms {
+			if !termEnd(t, now).After(start) {
+				continue
+			}
+			at := t.AcquiredAt
+			if at.Before(start) {
+				at = start
+			}
+			if f, ok := first[t.Holder]; !ok || at.Before(f) {
+				first[t.Holder] = at
+			}
+		}
+	}
+	used := [holderTones]bool{}
+	next := map[string]int{}
+	for h, i := range hm.of {
+		if _, ok := first[h]; ok {
+			next[h], used[i] = i, true
+		}
+	}
+	fresh := make([]string, 0, len(first))
+	for h := range first {
+		if _, ok := next[h]; !ok {
+			fresh = append(fresh, h)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b string) int {
+		if c := first[a].Compare(first[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	free := 0
+	for _, h := range fresh {
+		for free < holderTones && used[free] {
+			free++
+		}
+		if free == holderTones {
+			break
+		}
+		next[h], used[free] = free, true
+	}
+	hm.of = next
+}
+
+// timelineNow is the right edge of the timeline: the database's clock.
+func (m *Model) timelineNow() time.Time {
+	if m.snap == nil {
+		return time.Time{}
+	}
+	if !m.snap.DBTime.IsZero() {
+		return m.snap.DBTime
+	}
+	return m.snap.At
+}
+
+// dbFailovers are the times in [start, now] the database failed over: the
+// collector's failover events, and the first term of a scope granted on a
+// later WAL timeline than its previous term (an epoch that crossed a 2^40
+// boundary; EpochLabel prints it "t2·N").
+func (m *Model) dbFailovers(start, now time.Time) []time.Time {
+	var out []time.Time
+	in := func(at time.Time) bool { return !at.Before(start) && !at.After(now) }
+	for _, e := range m.events.entries {
+		if e.ev.Kind == collector.EventFailover && in(e.ev.At) {
+			out = append(out, e.ev.At)
+		}
+	}
+	for _, terms := range m.termsByScope {
+		for i := 1; i < len(terms); i++ {
+			if terms[i].Epoch>>40 > terms[i-1].Epoch>>40 && in(terms[i].AcquiredAt) {
+				out = append(out, terms[i].AcquiredAt)
+			}
+		}
+	}
+	return out
+}
 
 // sideBySideWidth is the width from which the timeline and the recent terms
 // table sit side by side instead of stacked.
@@ -103,31 +213,15 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 	if cols < 10 {
 		return []string{st.render(toneMuted, fitLine("  (too narrow for the timeline)", w))}, ""
 	}
-	now := m.snap.DBTime
-	if now.IsZero() {
-		now = m.snap.At
-	}
+	now := m.timelineNow()
 	start := now.Add(-timelineWindow)
 	step := timelineWindow / time.Duration(cols)
 
 	out := make([]string, 0, h)
-	out = append(out, st.render(toneMuted, fitLine(strings.Repeat(" ", 2+labelW+1)+timeAxis(cols, timelineWindow), w)))
+	failovers := m.dbFailovers(start, now)
+	out = append(out, fitLine(strings.Repeat(" ", 2+labelW+1)+axisLine(st, cols, start, step, failovers), w))
 
-	// One glyph per holder when few holders show; otherwise the glyph
-	// alternates per term and the terms table names the holders.
-	holders := map[string]bool{}
-	for _, name := range scopes {
-		for _, t := range m.termsByScope[name] {
-			if termEnd(t, now).After(start) {
-				holders[t.Holder] = true
-			}
-		}
-	}
-	glyphOf := map[string]tone{}
-	perHolder := len(holders) <= holderTones
-	for i, h := range sortedKeys(holders) {
-		glyphOf[h] = toneHolder0 + tone(i%holderTones)
-	}
+	shown := map[string]bool{}
 	selected := m.scopes.selected()
 	var b strings.Builder
 	for _, name := range scopes {
@@ -142,28 +236,82 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 		}
 		b.WriteString(padRight(termsafe.String(name), labelW))
 		b.WriteString(" ")
-		m.strip(&b, st, m.termsByScope[name], start, now, step, cols, glyphOf, perHolder)
+		m.strip(&b, st, m.termsByScope[name], start, now, step, cols, shown)
 		out = append(out, b.String())
 	}
-	if !perHolder {
-		return out, st.render(toneHolder0, holderGlyphs[0]) + st.render(toneHolder1, holderGlyphs[1]) + " alternate per term  " + noLeaderGlyph + " none"
+	return out, m.timelineLegend(st, shown, len(failovers) > 0)
+}
+
+// timelineLegend names the mark of every holder drawn, in palette order, then
+// how many holders the palette could not tell apart, the failover marker
+// when one is drawn, and the no-leader dot.
+func (m *Model) timelineLegend(st *styles, shown map[string]bool, failover bool) string {
+	var named [holderTones]string
+	more := 0
+	for h := range shown {
+		if i, ok := m.marks.mark(h); ok {
+			named[i] = h
+		} else {
+			more++
+		}
 	}
 	var legend []string
-	for _, h := range sortedKeys(holders) {
-		t := glyphOf[h]
-		legend = append(legend, st.render(t, holderGlyphs[t-toneHolder0])+" "+termsafe.String(h))
+	for i, h := range named {
+		if h != "" {
+			legend = append(legend, st.render(toneHolder0+tone(i), holderGlyphs[i])+" "+termsafe.String(h))
+		}
+	}
+	if more > 0 {
+		legend = append(legend, moreGlyph+" "+strconv.Itoa(more)+" more nodes (over "+strconv.Itoa(holderTones)+": see the table)")
+	}
+	if failover {
+		legend = append(legend, st.render(toneBad, failoverGlyph)+" db failover")
 	}
 	legend = append(legend, noLeaderGlyph+" none")
-	return out, strings.Join(legend, "  ")
+	return strings.Join(legend, "  ")
+}
+
+// axisLine is the time axis over cols columns from start, step apart, with
+// failoverGlyph in the columns where the database failed over, in place of
+// the tick label it lands on.
+func axisLine(st *styles, cols int, start time.Time, step time.Duration, failovers []time.Time) string {
+	axis := []rune(timeAxis(cols, timelineWindow))
+	if len(failovers) == 0 {
+		return st.render(toneMuted, string(axis))
+	}
+	marked := make([]bool, cols)
+	for _, at := range failovers {
+		c := max(0, min(int(at.Sub(start)/step), cols-1))
+		marked[c] = true
+		// A tick label the marker lands on goes whole: "⇄ow" reads as nothing.
+		for i := c; i >= 0 && axis[i] != ' '; i-- {
+			axis[i] = ' '
+		}
+		for i := c + 1; i < cols && axis[i] != ' '; i++ {
+			axis[i] = ' '
+		}
+	}
+	var b strings.Builder
+	run := 0
+	for c := 0; c <= cols; c++ {
+		if c < cols && !marked[c] {
+			continue
+		}
+		b.WriteString(st.render(toneMuted, string(axis[run:c])))
+		if c < cols {
+			b.WriteString(st.render(toneBad, failoverGlyph))
+		}
+		run = c + 1
+	}
+	return b.String()
 }
 
 // strip writes one scope's strip: cols columns from start, step apart; each
-// column shows who held the scope at its midpoint. Runs of one term are
-// styled in one go.
-func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, start, now time.Time, step time.Duration, cols int, glyphOf map[string]tone, perHolder bool) {
+// column shows who held the scope at its midpoint, in the holder's mark.
+// Runs of one term are styled in one go. The holders drawn are added to shown.
+func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, start, now time.Time, step time.Duration, cols int, shown map[string]bool) {
 	j := 0
 	run, runLen := -1, 0 // run: index of the term drawn, -1 = nobody
-	nth := 0             // terms drawn so far, for alternating glyphs
 	flush := func() {
 		if runLen == 0 {
 			return
@@ -171,12 +319,13 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 		if run < 0 {
 			b.WriteString(st.render(toneMuted, strings.Repeat(noLeaderGlyph, runLen)))
 		} else {
-			t := glyphOf[terms[run].Holder]
-			if !perHolder {
-				t = toneHolder0 + tone(nth%2)
-				nth++
+			h := terms[run].Holder
+			shown[h] = true
+			if i, ok := m.marks.mark(h); ok {
+				b.WriteString(st.render(toneHolder0+tone(i), strings.Repeat(holderGlyphs[i], runLen)))
+			} else {
+				b.WriteString(strings.Repeat(moreGlyph, runLen))
 			}
-			b.WriteString(st.render(t, strings.Repeat(holderGlyphs[t-toneHolder0], runLen)))
 		}
 		runLen = 0
 	}

@@ -302,6 +302,7 @@ func (m *Model) paneLines(st *styles, p pane, w, h int) []string {
 		var legend string
 		body, legend = m.termsPane(st, w, h-1)
 		title = "TERMS · last " + fmtAxis(timelineWindow) + "  " + legend
+		hint = m.terms.followHint(m.keys.Top.Help().Key)
 	case paneEvents:
 		body = m.events.render(st, w, h-1)
 		title = "EVENTS"

@@ -172,18 +172,20 @@ func TestTimeline(t *testing.T) {
 		t.Fatalf("%d lines", len(lines))
 	}
 	// 60 columns over 5 minutes: 5 s each. billing: node-b until -4m31s,
-	// node-c until -3m, a 1.8 s gap (inside one column: not drawn), node-a since.
+	// node-c until -3m, a 1.8 s gap (inside one column: not drawn), node-a
+	// since. Marks go by first appearance in the window: node-b (both scopes
+	// at the window's start, before node-c), node-c, node-a.
 	billing := strings.TrimPrefix(plain(lines[1]), "▸ billing ")
-	if got, want := strings.TrimSpace(billing), strings.Repeat("▓", 6)+strings.Repeat("▒", 18)+strings.Repeat("█", 36); got != want {
+	if got, want := strings.TrimSpace(billing), strings.Repeat("█", 6)+strings.Repeat("▒", 18)+strings.Repeat("░", 36); got != want {
 		t.Fatalf("billing strip\n got %s\nwant %s", got, want)
 	}
-	if !strings.Contains(plain(legend), "█ node-a  ▓ node-b  ▒ node-c  · none") {
+	if !strings.Contains(plain(legend), "█ node-b  ▒ node-c  ░ node-a  · none") {
 		t.Fatalf("legend %q", plain(legend))
 	}
-	// More holders than glyphs: glyphs alternate per term.
+	// More holders than glyphs: the legend says how many it cannot tell apart.
 	big, _ := setup(t, bigSnapshot(10, 10))
 	_, legend = big.timelineLines(big.look, 80, 11, scopeKeys(big))
-	if !strings.Contains(plain(legend), "alternate per term") {
+	if !strings.Contains(plain(legend), "? 2 more nodes (over 8: see the table)") {
 		t.Fatalf("legend %q", plain(legend))
 	}
 }

@@ -24,6 +24,7 @@ func (a *app) topCommand() *cobra.Command {
 		output       string
 		width        int
 		noColor      bool
+		theme        string
 		source       sourceFlags
 	)
 	cmd := &cobra.Command{
@@ -56,7 +57,9 @@ selected scope, each after a y/N confirmation and audited:
      NODE, given up and withdrawn after 10s (needs the operator role).
 
 --once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
-and bug reports. NO_COLOR=1 or --no-color renders without colours.
+and bug reports. NO_COLOR=1 or --no-color renders without colours. --theme light or
+dark picks colours readable on that background; auto (the default) asks the
+terminal for its background and uses its own 16 colours until it answers.
 
 ` + sourceHelp,
 		Example: `  pgleader top --dsn postgres://ops@db:5432/app
@@ -66,6 +69,10 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
 				return cli.BadInput("-o/--output must be text or json (got %q)", output)
+			}
+			th, err := tui.ParseTheme(theme)
+			if err != nil {
+				return cli.BadInput("--%v", err)
 			}
 			if interval < 100*time.Millisecond || interval > time.Minute {
 				return cli.BadInput("--interval must be between 100ms and 1m (got %v)", interval)
@@ -103,7 +110,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 				}
 				done <- err
 			}()
-			opts := tui.Options{Database: redacted(t), NoColor: noColor}
+			opts := tui.Options{Database: redacted(t), NoColor: noColor, Theme: th}
 			if allowActions {
 				opts.Actions = topActions{col}
 			}
@@ -124,6 +131,7 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours.
 	f.StringVarP(&output, "output", "o", "text", "with --once: text or json")
 	f.IntVar(&width, "width", 0, "with --once -o text: frame width (default: the terminal's, else 120)")
 	f.BoolVar(&noColor, "no-color", false, "no colours (also: NO_COLOR=1)")
+	f.StringVar(&theme, "theme", "auto", "colours for the terminal's background: light, dark or auto (ask the terminal)")
 	source.register(cmd)
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/tui"
@@ -200,4 +201,16 @@ func runCollector(t *testing.T, dsn string) *collector.Collector {
 	go func() { done <- col.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return col
+}
+
+// TestTopTheme: --theme takes light, dark or auto and refuses anything else
+// before it connects.
+func TestTopTheme(t *testing.T) {
+	r := pgleader(t, nil, "top", "--once", "--theme", "solarized", "--dsn", unreachable)
+	if r.code != cli.ExitBadInput || !strings.Contains(r.stderr, `--theme must be light, dark or auto (got "solarized")`) {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := pgleader(t, nil, "top", "--help"); !strings.Contains(r.stdout, "--theme string") {
+		t.Fatalf("--help does not list --theme:\n%s", r.stdout)
+	}
 }
