@@ -40,9 +40,12 @@ How a term ended (release_reason):
   shutdown           the leader stopped cleanly (SIGTERM, context cancelled)
   handed_over        an operator handed the scope to a chosen node (pgleader
                      handover): shown as "handed_over → NODE" (handed_to)
-  lost_connection    its session died; the successor found its guard still alive
+  lost_connection    its session ended while its process lived on: the successor
+                     found its guard alive, or its sessions ended only after a
+                     heartbeat timeout of silence (a failed link it gave up on)
   heartbeat_timeout  it was silent for its whole session lease (frozen, cut off)
-  crashed            its session and process were gone (kill -9, host crash)
+  crashed            its sessions and process ended at once, within a heartbeat
+                     of its last (kill -9, OOM, host crash)
   database_failover  its sessions ended with the database: the server restarted
                      or a standby was promoted since its last heartbeat
   evicted            an operator or the collector terminated it

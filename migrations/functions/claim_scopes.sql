@@ -130,8 +130,12 @@ BEGIN
     -- when the server restarted since its last heartbeat or the timeline
     -- changed (its holder's sessions ended with the database); else
     -- heartbeat_timeout when it was silent for its whole session lease (frozen,
-    -- cut off); else crashed when its guard is gone too (the process died);
-    -- else lost_connection (its process lives on: only its session ended).
+    -- cut off); else crashed when its guard is gone too within a heartbeat
+    -- interval and timeout of its last heartbeat (the process died: a crash
+    -- ends every session at once, mid-cycle); else lost_connection: its guard
+    -- lives on (only its session ended), or its sessions ended only after a
+    -- whole heartbeat timeout of silence (a node that lost its link gives up
+    -- its sessions then, and a process rarely dies exactly so).
     RETURN QUERY
     WITH calc AS MATERIALIZED (
       SELECT s.scope, greatest(s.epoch, v_floor) AS bump_from, s.epoch AS stored_epoch, s.holder AS old_holder, s.holder_guard_key AS old_guard,
@@ -149,7 +153,10 @@ BEGIN
                   WHEN s.epoch < v_floor OR pg_postmaster_start_time() > s.last_heartbeat THEN 'database_failover'
                   WHEN s.last_heartbeat < clock_timestamp() - make_interval(secs => coalesce(s.session_lease_ms, 0) / 1000.0)
                     THEN 'heartbeat_timeout'
-                  WHEN NOT coalesce(s.holder_guard_key = ANY (v_held), false) THEN 'crashed'
+                  WHEN NOT coalesce(s.holder_guard_key = ANY (v_held), false)
+                   AND s.last_heartbeat >= clock_timestamp()
+                         - make_interval(secs => (coalesce(s.heartbeat_interval_ms, 0) + coalesce(s.heartbeat_timeout_ms, 0)) / 1000.0)
+                    THEN 'crashed'
                   ELSE 'lost_connection' END AS reason,
              s.handover_to = p_node AS handed, s.last_holder AS handed_from,
              s.retired_at IS NOT NULL AS was_retired,
