@@ -193,7 +193,13 @@ func eventLine(e collector.Event) (string, tone) {
 	case collector.EventElected:
 		kind = "★ elected"
 		what = e.Node + " leads " + e.Scope + " at epoch " + collector.EpochLabel(e.Epoch)
-		if e.PrevHolder != "" {
+		// The predecessor once: the audit row's detail ("after node-1 (epoch 1)")
+		// names it with its epoch; without it, the holder the state remembers.
+		switch {
+		case strings.HasPrefix(e.Detail, "after "):
+			what += " (" + e.Detail + ")"
+			whole = true
+		case e.PrevHolder != "":
 			what += " (was " + e.PrevHolder + ")"
 		}
 	case collector.EventReleased:

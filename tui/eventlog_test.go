@@ -68,3 +68,12 @@ func TestEventLogEllipsis(t *testing.T) {
 		t.Fatalf("rendered %q, want the cut line to end in an ellipsis", lines)
 	}
 }
+
+// TestElectedSaysThePredecessorOnce: an election names its predecessor once.
+func TestElectedSaysThePredecessorOnce(t *testing.T) {
+	line, _ := eventLine(collector.Event{At: t0, Kind: collector.EventElected, Scope: "billing", Node: "node-3", Epoch: 2,
+		PrevHolder: "node-1", Detail: "after node-1 (epoch 1)"})
+	if !strings.HasSuffix(line, "node-3 leads billing at epoch 2 (after node-1 (epoch 1))") || strings.Count(line, "node-1") != 1 {
+		t.Fatalf("line %q", line)
+	}
+}

@@ -331,6 +331,9 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 	}
 	for c := 0; c < cols; c++ {
 		mid := start.Add(step*time.Duration(c) + step/2)
+		if c == cols-1 {
+			mid = now // the last column is "now": the holder at this moment, not half a column ago
+		}
 		for j < len(terms) && termEnd(terms[j], now).Before(mid) {
 			j++
 		}

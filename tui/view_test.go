@@ -182,6 +182,22 @@ func TestTimeline(t *testing.T) {
 	if !strings.Contains(plain(legend), "█ node-b  ▒ node-c  ░ node-a  · none") {
 		t.Fatalf("legend %q", plain(legend))
 	}
+	// The last column is now: a takeover 1s ago shows the new leader there,
+	// although the old term covers most of that column.
+	s := healthySnapshot()
+	for i, tm := range s.Terms {
+		if tm.Scope == "billing" && tm.Open() {
+			s.Terms[i].AcquiredAt = t0.Add(-time.Second)
+			s.Terms[i].HeldFor = time.Second
+		}
+	}
+	now, _ := setup(t, s)
+	now.ensureRows()
+	lines, _ = now.timelineLines(now.look, 2+7+1+60, 3, []string{"billing", "reports"})
+	strip := []rune(strings.TrimSpace(strings.TrimPrefix(plain(lines[1]), "▸ billing ")))
+	if last := string(strip[len(strip)-1]); last != "░" {
+		t.Fatalf("billing strip %s: the last column shows %q, want node-a's ░ (it leads now)", string(strip), last)
+	}
 	// More holders than glyphs: the legend says how many it cannot tell apart.
 	big, _ := setup(t, bigSnapshot(10, 10))
 	_, legend = big.timelineLines(big.look, 80, 11, scopeKeys(big))
