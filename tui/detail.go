@@ -14,18 +14,31 @@ import (
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
+// detailName is a detail view's title: its kind and name, marked STALE while
+// the snapshot is.
+func (m *Model) detailName(kind, id string) string {
+	name := kind + " " + termsafe.String(id)
+	if m.stale() {
+		name += " · STALE"
+	}
+	return name
+}
+
+// detailMissing is a detail view whose subject left the snapshot: its title
+// and why.
+func (m *Model) detailMissing(st *styles, name, why string, w int) []string {
+	title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
+	return []string{title, "", st.render(toneWarn, fitLine("  "+why, w))}
+}
+
 // detailLines is the scope detail view: everything the snapshot says about one
 // scope, its heartbeat-age history and its terms.
 func (m *Model) detailLines(w, h int) []string {
 	st := m.bodyStyles()
 	sc, ok := m.snap.Scope(m.detail)
-	name := "SCOPE " + termsafe.String(m.detail)
-	if m.stale() {
-		name += " · STALE"
-	}
+	name := m.detailName("SCOPE", m.detail)
 	if !ok {
-		title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
-		return []string{title, "", st.render(toneWarn, fitLine("  scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w))}
+		return m.detailMissing(st, name, "scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w)
 	}
 	label, vt := sc.Verdict.Label(), verdictTone(sc.Verdict)
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }

@@ -17,13 +17,9 @@ import (
 func (m *Model) nodeDetailLines(w, h int) []string {
 	st := m.bodyStyles()
 	n, ok := m.snap.Node(m.nodeDetail)
-	name := "NODE " + termsafe.String(m.nodeDetail)
-	if m.stale() {
-		name += " · STALE"
-	}
+	name := m.detailName("NODE", m.nodeDetail)
 	if !ok {
-		title := m.paneTitle(st, m.focus, name, m.keys.Back.Help().Key+" back", w)
-		return []string{title, "", st.render(toneWarn, fitLine("  node "+termsafe.String(m.nodeDetail)+" is not in the latest snapshot (its row was deleted)", w))}
+		return m.detailMissing(st, name, "node "+termsafe.String(m.nodeDetail)+" is not in the latest snapshot (its row was deleted)", w)
 	}
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
 
