@@ -161,7 +161,12 @@ func (m *Model) detailLines(w, h int) []string {
 	tt.cursor = -1 // no selection here
 	lines = append(lines, tt.render(st, w, max(1, len(rows)), false)...)
 
-	// Scroll the body, keep the title.
+	return m.detailScrolled(st, name, lines, w, h)
+}
+
+// detailScrolled is a detail view's frame: its title, with where the body is
+// scrolled to, over the body's visible lines.
+func (m *Model) detailScrolled(st *styles, name string, lines []string, w, h int) []string {
 	view := h - 1
 	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
 	hint := m.keys.Back.Help().Key + " back"

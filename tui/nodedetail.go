@@ -94,15 +94,7 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 		lines = append(lines, st.render(toneMuted, hintLine("    → ", a, w)))
 	}
 
-	// Scroll the body, keep the title.
-	view := h - 1
-	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
-	hint := m.keys.Back.Help().Key + " back"
-	if len(lines) > view {
-		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
-	}
-	title := m.paneTitle(st, m.focus, name, hint, w)
-	return append([]string{title}, lines[m.detailScroll:]...)
+	return m.detailScrolled(st, name, lines, w, h)
 }
 
 // nodeScopeLines lists the scopes the node campaigns for, one a line, with
