@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,9 +67,11 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 	                  heartbeat_interval_ms, trust_window_ms, session_lease_ms)
 	                VALUES ('follower-node', 'h', 2, 'test', '{s}', 'lock', $1, $2, 100, 60000, 90000)`,
 		follower.PgConn().PID(), beacon)
+	// (A snapshot read between forgeHolder's registration and its claim shows
+	// leader-node as the follower: wait for this one.)
 	s := waitSnap(t, c, "a live follower", func(s *Snapshot) bool {
 		sc, ok := s.Scope("s")
-		return ok && len(sc.Followers) == 1
+		return ok && sc.Leader == "leader-node" && slices.Equal(sc.Followers, []string{"follower-node"})
 	})
 	if n, _ := s.Node("follower-node"); n.State != NodeLive || n.SessionAlive == nil || !*n.SessionAlive {
 		t.Fatalf("follower %+v, want live with its session alive", n)
@@ -107,7 +110,7 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 	waitSnap(t, c, "the follower back", func(s *Snapshot) bool {
 		_, raised := alert(s, AlertNoFollower, "s")
 		sc, _ := s.Scope("s")
-		return !raised && len(sc.Followers) == 1
+		return !raised && slices.Equal(sc.Followers, []string{"follower-node"})
 	})
 }
 
