@@ -24,6 +24,7 @@ import (
 // declares it under the same name and signature: the linkname below lets that
 // package (and no other, by convention) call it without an exported name here.
 //
+//lint:ignore U1000 called from package electiontest through go:linkname
 //go:linkname newManual
 func newManual(cfg Config) (*Elector, manual.Driver, error) {
 	cfg.DSN, cfg.ConnConfig, cfg.Standalone = "", nil, false

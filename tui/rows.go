@@ -472,12 +472,3 @@ func sortTermsByStart(ts []collector.Term) {
 		return ts[i].Epoch < ts[j].Epoch
 	})
 }
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
