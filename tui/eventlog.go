@@ -55,9 +55,8 @@ func newEventLog() eventLog {
 // a re-index.
 func (l *eventLog) add(evs ...collector.Event) {
 	reorder := false
-	for _, e := range evs {
-		line, t := eventLine(e)
-		entry := logEntry{ev: e, line: line, lower: strings.ToLower(line), tone: t}
+	for _, entry := range grouped(evs) {
+		e := entry.ev
 		i := len(l.entries)
 		for i > 0 && len(l.entries)-i < maxReorder && l.entries[i-1].ev.At.After(e.At) {
 			i--
@@ -181,14 +180,46 @@ func (l *eventLog) hint(k keyMap) string {
 
 // eventLine renders one event as a log line and says what it means.
 func eventLine(e collector.Event) (string, tone) {
+	kind, what, whole, t := eventParts(e)
 	var b strings.Builder
-	b.WriteString("  ")
-	b.WriteString(fmtStamp(e.At))
-	b.WriteString("  ")
-	kind := string(e.Kind)
-	t := toneNone
-	var what string
-	whole := false // what already says the detail and the reason
+	b.WriteString(linePrefix(e.At, kind))
+	if what == "" {
+		parts := make([]string, 0, 3)
+		for _, s := range []string{e.Scope, e.Node} {
+			if s != "" {
+				parts = append(parts, s)
+			}
+		}
+		what = strings.Join(parts, " ")
+	}
+	b.WriteString(what)
+	for _, s := range []string{e.Detail, e.Reason} {
+		if s != "" && !whole {
+			if what != "" {
+				b.WriteString(": ")
+			}
+			b.WriteString(s)
+			what = s
+		}
+	}
+	if strings.HasPrefix(e.Reason, "error:") {
+		t = toneBad
+	}
+	// Names, details and reasons come from the database and the nodes.
+	return termsafe.String(b.String()), t
+}
+
+// linePrefix is the start of every log line: the time and the kind's label.
+func linePrefix(at time.Time, kind string) string {
+	return "  " + fmtStamp(at) + "  " + padRight(kind, 16) + " "
+}
+
+// eventParts says an event in words: its kind's label, what happened (empty:
+// its scope and node), whether that already says the detail and the reason,
+// and its tone.
+func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
+	kind = string(e.Kind)
+	t = toneNone
 	switch e.Kind {
 	case collector.EventElected:
 		kind = "★ elected"
@@ -307,32 +338,97 @@ func eventLine(e collector.Event) (string, tone) {
 		kind = "» demo"
 		t = toneWarn
 	}
-	b.WriteString(padRight(kind, 16))
-	b.WriteString(" ")
-	if what == "" {
-		parts := make([]string, 0, 3)
-		for _, s := range []string{e.Scope, e.Node} {
-			if s != "" {
-				parts = append(parts, s)
-			}
+	return kind, what, whole, t
+}
+
+// groupMin is how many per-scope events of one kind and one node, arriving
+// together, make a flood that the log shows as one line.
+const groupMin = 5
+
+// groupable are the per-scope events a node's failover brings by the hundred.
+var groupable = map[collector.EventKind]bool{collector.EventElected: true, collector.EventTermClosed: true,
+	collector.EventReleased: true, collector.EventHeartbeatLate: true}
+
+// grouped turns evs into log entries: one per event, but a flood — groupMin
+// or more groupable events of one kind and one node arriving together, as a
+// node's failover brings one per scope — is one line at its first event's
+// place, naming how many scopes and which. The line's text holds every scope's
+// name, so / finds a scope inside a group.
+func grouped(evs []collector.Event) []logEntry {
+	type key struct {
+		kind collector.EventKind
+		node string
+	}
+	count := map[key]int{}
+	for _, e := range evs {
+		if groupable[e.Kind] {
+			count[key{e.Kind, e.Node}]++
 		}
-		what = strings.Join(parts, " ")
 	}
-	b.WriteString(what)
-	for _, s := range []string{e.Detail, e.Reason} {
-		if s != "" && !whole {
-			if what != "" {
-				b.WriteString(": ")
-			}
-			b.WriteString(s)
-			what = s
+	members := map[key][]collector.Event{}
+	for _, e := range evs {
+		if k := (key{e.Kind, e.Node}); groupable[e.Kind] && count[k] >= groupMin {
+			members[k] = append(members[k], e)
 		}
 	}
-	if strings.HasPrefix(e.Reason, "error:") {
-		t = toneBad
+	out := make([]logEntry, 0, len(evs))
+	done := map[key]bool{}
+	for _, e := range evs {
+		k := key{e.Kind, e.Node}
+		if g := members[k]; len(g) > 0 {
+			if !done[k] {
+				done[k] = true
+				line, t := groupLine(g)
+				out = append(out, logEntry{ev: g[0], line: line, lower: strings.ToLower(line), tone: t})
+			}
+			continue
+		}
+		line, t := eventLine(e)
+		out = append(out, logEntry{ev: e, line: line, lower: strings.ToLower(line), tone: t})
 	}
-	// Names, details and reasons come from the database and the nodes.
-	return termsafe.String(b.String()), t
+	return out
+}
+
+// groupLine is the one line of a flood: its first event's kind, the node, how
+// many scopes and their names (a reason they all share is said once).
+func groupLine(g []collector.Event) (string, tone) {
+	first := g[0]
+	kind, _, _, t := eventParts(first)
+	head := linePrefix(first.At, kind)
+	names := make([]string, 0, len(g))
+	seen := make(map[string]bool, len(g))
+	reason := first.Reason
+	for _, e := range g {
+		if !seen[e.Scope] {
+			seen[e.Scope] = true
+			names = append(names, e.Scope)
+		}
+		if e.Reason != reason {
+			reason = ""
+		}
+	}
+	n := strconv.Itoa(len(names))
+	var what string
+	switch first.Kind {
+	case collector.EventElected:
+		what = first.Node + " leads " + n + " scopes"
+	case collector.EventTermClosed:
+		what = n + " terms of " + first.Node + " ended"
+		if reason != "" {
+			what += " (" + string(reason) + ")"
+		}
+		what += ", closed by their successors"
+	case collector.EventReleased:
+		what = first.Node + " released " + n + " scopes"
+		if reason != "" {
+			what += " (" + string(reason) + ")"
+		}
+	case collector.EventHeartbeatLate:
+		what = "heartbeat late on " + n + " scopes led by " + first.Node
+	default:
+		what = first.Node + " on " + n + " scopes"
+	}
+	return termsafe.String(head + what + ": " + strings.Join(names, ", ")), t
 }
 
 // ring keeps the last n samples of a duration; a negative sample is a gap.

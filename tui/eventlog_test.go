@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,32 @@ func TestElectedSaysThePredecessorOnce(t *testing.T) {
 		PrevHolder: "node-1", Detail: "after node-1 (epoch 1)"})
 	if !strings.HasSuffix(line, "node-3 leads billing at epoch 2 (after node-1 (epoch 1))") || strings.Count(line, "node-1") != 1 {
 		t.Fatalf("line %q", line)
+	}
+}
+
+// TestEventLogGroupsFloods: a node's failover over many scopes is one line
+// naming the count and the scopes (/ still finds a scope in it); a few events
+// stay lines of their own.
+func TestEventLogGroupsFloods(t *testing.T) {
+	l := newEventLog()
+	var burst []collector.Event
+	for i := range 252 {
+		burst = append(burst, collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: fmt.Sprintf("scope-%04d", i),
+			Node: "node-2", Epoch: 3, Reason: "crashed", Detail: "closed by successor node-1"})
+	}
+	burst = append(burst, collector.Event{At: t0.Add(time.Millisecond), Kind: collector.EventNodeLeft, Node: "node-2", Reason: "down"})
+	for i := range 3 {
+		burst = append(burst, collector.Event{At: t0.Add(2 * time.Millisecond), Kind: collector.EventElected, Scope: fmt.Sprintf("scope-%04d", i), Node: "node-1", Epoch: 4})
+	}
+	l.add(burst...)
+	if len(l.entries) != 1+1+3 {
+		t.Fatalf("%d entries, want the group, the node that left and 3 elections", len(l.entries))
+	}
+	if line := l.entries[0].line; !strings.Contains(line, "252 terms of node-2 ended (crashed), closed by their successors: scope-0000, scope-0001") {
+		t.Fatalf("group line %q", line)
+	}
+	l.setFilter("scope-0251")
+	if len(l.shown) != 1 || l.shown[0] != 0 {
+		t.Fatalf("filter scope-0251 shows %v, want the group", l.shown)
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -255,7 +256,8 @@ func TestEventLogBounded(t *testing.T) {
 		if i%2 == 1 {
 			scope = "reports"
 		}
-		burst = append(burst, collector.Event{Seq: uint64(i), At: t0, Kind: collector.EventHeartbeatLate, Scope: scope, Node: "node-a"})
+		// One node per event: a flood of one node's events is one grouped line.
+		burst = append(burst, collector.Event{Seq: uint64(i), At: t0, Kind: collector.EventHeartbeatLate, Scope: scope, Node: fmt.Sprintf("node-%d", i)})
 	}
 	m.Update(eventsMsg{burst})
 	if n := len(m.events.entries); n < eventLogCap || n > eventLogCap+eventLogCap/4 {
