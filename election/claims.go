@@ -98,15 +98,15 @@ func (s *session) runClaims(scopes []*Scope, announce string) {
 		s.m.beforeClaim(s)
 	}
 	var got []claimResult
-	err := errSessionLost
 	var start, done int64
-	_ = s.leadDo(func() { // not run: the session is lost, err says so
+	var err error
+	if lerr := s.leadDo(func() {
 		start = monotime.Now()
-		if !s.isLost() {
-			got, err = s.m.claim(ctx, s, names, keys, scopes, ann)
-		}
+		got, err = s.m.claim(ctx, s, names, keys, scopes, ann)
 		done = monotime.Now()
-	})
+	}); lerr != nil {
+		err = lerr // not run: the session is lost
+	}
 	if err != nil {
 		if !errors.Is(err, errSessionLost) {
 			e.log.Warn("claim failed", "node", c.NodeID, "scopes", len(scopes), "err", err)

@@ -63,12 +63,7 @@ func (s *session) endFenced(scope string) {
 	defer cancel()
 	var ended, refused []string
 	var err error
-	ran := false // false: the session was lost, nothing was sent
-	_ = s.leadDo(func() {
-		if s.isLost() {
-			return
-		}
-		ran = true
+	lerr := s.leadDo(func() {
 		var rows pgx.Rows
 		rows, err = s.lead.Query(ctx, sqlEndFenced, e.cfg.NodeID, scope)
 		if err == nil {
@@ -88,7 +83,7 @@ func (s *session) endFenced(scope string) {
 			})
 		}
 	})
-	if !ran {
+	if lerr != nil { // the session was lost, nothing was sent
 		return
 	}
 	switch {

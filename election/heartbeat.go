@@ -49,11 +49,7 @@ func (s *session) lockHeartbeat() {
 	ok := rt.ok             // the led scopes the database still gives this node
 	resign := rt.resign     // led scopes an operator asked to give up (request_resign, request_handover)
 	handover := rt.handover // of those, the ones to hand to a chosen node (request_handover)
-	_ = s.leadDo(func() {
-		if s.isLost() {
-			return
-		}
-		rt.ran = true
+	rt.ran = s.leadDo(func() {
 		// The deadline starts once the session is ours: time spent queueing behind a
 		// claim or a release is not the round trip's. The guard's ping runs beside
 		// it, in guardLoop, which never waits for leadLoop.
@@ -87,7 +83,7 @@ func (s *session) lockHeartbeat() {
 		}
 		rt.err = err
 		rt.gErr = <-guardErr
-	})
+	}) == nil // not run: the session is lost
 	if !rt.ran {
 		return
 	}

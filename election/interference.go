@@ -45,12 +45,7 @@ func (s *session) nameBlockers(scopes []string) {
 	defer cancel()
 	var found []string
 	var err error
-	ran := false // false: the session was lost, nothing was sent
-	_ = s.leadDo(func() {
-		if s.isLost() {
-			return
-		}
-		ran = true
+	lerr := s.leadDo(func() {
 		var rows pgx.Rows
 		rows, err = s.lead.Query(ctx, sqlBlockers, scopes)
 		if err == nil {
@@ -73,7 +68,7 @@ func (s *session) nameBlockers(scopes []string) {
 			})
 		}
 	})
-	if !ran {
+	if lerr != nil { // the session was lost, nothing was sent
 		return
 	}
 	if err != nil {

@@ -2,35 +2,37 @@ package election
 
 import "sync"
 
-// leadReq is a request for leadLoop: run, then a signal on done.
+// leadReq is a request for leadLoop: run, then whether it ran on done.
 type leadReq struct {
 	run  func()
-	done chan struct{}
+	done chan bool
 }
 
 // leadReplies are the reply channels of leadDo (cap 1, empty when pooled): a
 // heartbeat costs no allocation for its reply.
-var leadReplies = sync.Pool{New: func() any { return make(chan struct{}, 1) }}
+var leadReplies = sync.Pool{New: func() any { return make(chan bool, 1) }}
 
 // leadDo runs fn on the leadership connection, in leadLoop, and returns once fn
 // has returned: requests run one at a time, in the order leadLoop takes them (the
-// order they were sent). A request leadLoop took is always run and answered,
-// also when the session is lost meanwhile (its statement fails: lose closed the
-// socket), so fn may write the caller's variables. When the session is lost
-// before leadLoop takes it, fn does not run and leadDo returns errSessionLost.
-// fn checks isLost itself where a lost session must run nothing (leadLoop may
-// take a request sent as the session is lost), and must never wait for
-// leadLoop (a leadDo, or close).
+// order they were sent). fn runs only while the session is not lost: when it is
+// lost before fn would start, fn does not run and leadDo returns errSessionLost.
+// A request that started is run to its end and answered, also when the session
+// is lost meanwhile (its statement fails: lose closed the socket), so fn may
+// write the caller's variables. fn must never wait for leadLoop (a leadDo, or
+// close).
 func (s *session) leadDo(fn func()) error {
-	done := leadReplies.Get().(chan struct{})
+	done := leadReplies.Get().(chan bool)
 	select {
 	case s.leadReqs <- leadReq{run: fn, done: done}:
 	case <-s.lost:
 		leadReplies.Put(done)
 		return errSessionLost
 	}
-	<-done
+	ran := <-done
 	leadReplies.Put(done)
+	if !ran {
+		return errSessionLost
+	}
 	return nil
 }
 
@@ -44,8 +46,13 @@ func (s *session) leadLoop() {
 	for {
 		select {
 		case req := <-s.leadReqs:
-			req.run()
-			req.done <- struct{}{}
+			// The one place that tells a lost session from a live one for every
+			// request: a request taken as the session is lost runs nothing.
+			ran := !s.isLost()
+			if ran {
+				req.run()
+			}
+			req.done <- ran
 		case <-s.lost:
 			return
 		}

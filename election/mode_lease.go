@@ -253,11 +253,7 @@ func (s *session) leaseHeartbeat() {
 	}
 	rt := s.hb.next()
 	ok, resign, handover := rt.ok, rt.resign, rt.handover
-	_ = s.leadDo(func() {
-		if s.isLost() {
-			return
-		}
-		rt.ran = true
+	rt.ran = s.leadDo(func() {
 		ctx, cancel := s.stmtCtx(e.cfg.HeartbeatTimeout)
 		defer cancel()
 		rt.start = monotime.Now()
@@ -282,7 +278,7 @@ func (s *session) leaseHeartbeat() {
 			})
 		}
 		rt.err = err
-	})
+	}) == nil // not run: the session is lost
 	if !rt.ran {
 		return
 	}

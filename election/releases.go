@@ -82,18 +82,17 @@ func (s *session) runReleases(reqs []releaseReq) {
 	ctx, cancel := s.stmtCtx(s.batchTimeout())
 	defer cancel()
 	var res []releaseResult
-	err := errSessionLost
-	_ = s.leadDo(func() { // not run: the session is lost, err says so
-		if s.isLost() {
-			return
-		}
+	var err error
+	if lerr := s.leadDo(func() {
 		res, err = s.releaseRows(ctx, s.lead, reqs)
 		if err != nil {
 			// A failed release may have left locks on a session we can no longer
 			// trust: drop it, which frees them now rather than after the lease.
 			go s.lose(ReasonLostConnection, fmt.Errorf("release batch: %w", err))
 		}
-	})
+	}); lerr != nil {
+		err = lerr // not run: the session is lost
+	}
 	for i, r := range reqs {
 		if err != nil {
 			r.reply <- releaseResult{err: err}
