@@ -18,9 +18,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/supervisor"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 2 && os.Args[1] == supervisor.GuardArg && os.Args[2] == "--" {
+		// The guard of pgleader run's child (supervisor/guard.go): nothing else
+		// may start in this process first.
+		os.Exit(supervisor.RunGuard(os.Args[3:]))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // app is the state the commands of one invocation share.
 type app struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,22 +21,24 @@ import (
 
 // nodeFlags are the flags of `pgleader node`.
 type nodeFlags struct {
-	scopes       []string
-	id           string
-	idSet        bool // --id given: an explicitly empty id is invalid, not the default
-	versionTag   string
-	interval     time.Duration
-	timeout      time.Duration
-	trust        time.Duration
-	lease        time.Duration
-	drain        time.Duration
-	priority     int
-	preferred    time.Duration
-	mode         string
-	leaderDSN    string
-	events       string
-	workInterval time.Duration
-	hooks        nodeHooks // zero unless a lab build's --test-* flags set them
+	scopes          []string
+	id              string
+	idSet           bool // --id given: an explicitly empty id is invalid, not the default
+	versionTag      string
+	interval        time.Duration
+	timeout         time.Duration
+	trust           time.Duration
+	lease           time.Duration
+	drain           time.Duration
+	priority        int
+	preferred       time.Duration
+	mode            string
+	leaderDSN       string
+	events          string
+	workInterval    time.Duration
+	eventHeartbeats bool // --events-heartbeats (default true)
+	listen          listenFlags
+	hooks           nodeHooks // zero unless a lab build's --test-* flags set them
 }
 
 // nodeHooks are the fault-test hooks of the node's workload. Only a lab build
@@ -63,7 +66,6 @@ func (f *nodeFlags) config(dsn string) election.Config {
 
 func (a *app) nodeCommand() *cobra.Command {
 	var f nodeFlags
-	def := election.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "node --scope NAME [--scope NAME …]",
 		Short: "Campaign for leadership of one or more scopes until stopped",
@@ -110,6 +112,14 @@ into pgleader.demo_actions every D.`,
 			return a.runNode(cmd.Context(), &f)
 		}),
 	}
+	f.register(cmd)
+	_ = cmd.MarkFlagRequired("scope")
+	return cmd
+}
+
+// register adds the flags of `pgleader node` to cmd (run has them all too).
+func (f *nodeFlags) register(cmd *cobra.Command) {
+	def := election.DefaultConfig()
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.scopes, "scope", nil, "scope `NAME` to campaign for; repeat for several (required; 1–200 bytes of printable UTF-8: no control or text-direction characters)")
 	fl.StringVar(&f.id, "id", "", "node `ID`, unique among live candidates (default <hostname>-<pid>-<6 random hex>)")
@@ -125,70 +135,115 @@ into pgleader.demo_actions every D.`,
 	fl.DurationVar(&f.preferred, "preferred", 0, "take back this node's scopes from a live leader of lower priority once up for `D` (--preferred alone: 30s; default 0: no failback)")
 	fl.Lookup("preferred").NoOptDefVal = "30s"
 	fl.StringVar(&f.events, "events", "", "append engine and workload events to `FILE`, one JSON object per line (default none)")
+	fl.BoolVar(&f.eventHeartbeats, "events-heartbeats", true, "write heartbeat_ok lines to the --events file (false: leave them out; a leader writes two a second, ~33 MB a day)")
+	f.listen.register(cmd)
 	fl.DurationVar(&f.workInterval, "work-interval", 0, "while leading, perform one fenced demo write every `D` (default 0: no workload)")
 	addHookFlags(cmd, &f.hooks)
-	_ = cmd.MarkFlagRequired("scope")
-	return cmd
 }
 
-// runNode checks everything it can before it starts, then runs the elector (and
-// the workload) until a signal, and drains.
-func (a *app) runNode(parent context.Context, f *nodeFlags) error {
-	t, err := a.resolve()
-	if err != nil {
-		return err
+// nodeSetup is what `pgleader node` and `pgleader run` share once the checks
+// have passed: the Elector (not started) and the events file.
+type nodeSetup struct {
+	t      cli.Target // --dsn: the workload's (and a supervised run's ledger's) database
+	lead   cli.Target // the leadership sessions' database (--leader-dsn, else --dsn)
+	cfg    election.Config
+	e      *election.Elector
+	events *eventlog.Writer
+}
+
+// checkNode validates the flags without touching the database or any file.
+func (a *app) checkNode(f *nodeFlags) (t, lead cli.Target, cfg election.Config, err error) {
+	if t, err = a.resolve(); err != nil {
+		return t, lead, cfg, err
 	}
-	lead := t // the leadership sessions' database
+	lead = t
 	if f.leaderDSN != "" {
 		if w := cli.PasswordWarning("--leader-dsn", f.leaderDSN); w != "" {
 			fmt.Fprintln(a.stderr, w)
 		}
 		if lead, err = cli.ResolveDSN(f.leaderDSN); err != nil {
-			return cli.BadInput("--leader-dsn: %v", err)
+			return t, lead, cfg, cli.BadInput("--leader-dsn: %v", err)
 		}
 	}
-	cfg := f.config(lead.DSN)
+	cfg = f.config(lead.DSN)
 	cfg.Logger = a.log
 	if f.idSet && f.id == "" {
-		return &election.ConfigError{Field: "NodeID", Rule: `must not be empty (--id ""): omit --id for the default <hostname>-<pid>-<random>`}
+		return t, lead, cfg, &election.ConfigError{Field: "NodeID", Rule: `must not be empty (--id ""): omit --id for the default <hostname>-<pid>-<random>`}
 	}
 	if f.workInterval < 0 {
-		return cli.BadInput("invalid --work-interval %v: must be positive, or 0 for no workload", f.workInterval)
+		return t, lead, cfg, cli.BadInput("invalid --work-interval %v: must be positive, or 0 for no workload", f.workInterval)
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
+	return t, lead, cfg, cfg.Validate()
+}
 
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	onSignal := context.AfterFunc(ctx, func() {
-		stop() // a second signal takes the default action: exit at once
-		a.log.Info("stopping: draining and handing over", "node", cfg.NodeID)
-	})
-	defer onSignal() // runs before stop: returning is not a signal
-
-	// The events file is created only once the checks have passed (bad input
-	// leaves nothing behind), and observes the Elector before it starts, so that
-	// no event is missing from it. The checks wait out a database in the middle of
-	// a failover, and report anything else at once (exit 2; ErrTooManyScopes
-	// names the settings); Start repeats them, cheaply, before it campaigns.
+// setupNode waits for the database, creates the Elector and opens the events
+// file (created only now: bad input leaves nothing behind). It returns nil, nil
+// when ctx ended first.
+func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, cfg election.Config) (*nodeSetup, error) {
+	// The checks wait out a database in the middle of a failover, and report
+	// anything else at once (exit 2; ErrTooManyScopes names the settings); Start
+	// repeats them, cheaply, before it campaigns.
 	if err := election.AwaitDatabase(ctx, lead.Config, len(cfg.Scopes), a.log); err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped before starting
+			return nil, nil // stopped before starting
 		}
-		return err
+		return nil, err
 	}
 	e, err := election.New(cfg)
 	if err != nil {
+		return nil, err
+	}
+	ns := &nodeSetup{t: t, lead: lead, cfg: cfg, e: e}
+	if f.events != "" {
+		if ns.events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
+			return nil, cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
+		}
+		if !f.eventHeartbeats {
+			ns.events.OmitHeartbeats()
+		}
+		e.ObserveSync(ns.events) // the file records an event before the engine acts on it
+	}
+	return ns, nil
+}
+
+// signalContext is ctx ended by SIGTERM or SIGINT; a second signal takes the
+// default action (exit at once).
+func (a *app) signalContext(parent context.Context, node string) (context.Context, func()) {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	onSignal := context.AfterFunc(ctx, func() {
+		stop()
+		a.log.Info("stopping: draining and handing over", "node", node)
+	})
+	return ctx, func() { onSignal(); stop() } // onSignal first: returning is not a signal
+}
+
+// runNode checks everything it can before it starts, then runs the elector (and
+// the workload) until a signal, and drains.
+func (a *app) runNode(parent context.Context, f *nodeFlags) error {
+	t, lead, cfg, err := a.checkNode(f)
+	if err != nil {
 		return err
 	}
-	var events *eventlog.Writer
-	if f.events != "" {
-		if events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
-			return cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
-		}
-		e.ObserveSync(events) // the file records an event before the engine acts on it
+	ln, err := f.listen.open()
+	if err != nil {
+		return err
 	}
+	ctx, stop := a.signalContext(parent, cfg.NodeID)
+	defer stop()
+	ns, err := a.setupNode(ctx, f, t, lead, cfg)
+	if ns == nil || err != nil {
+		closeListener(ln)
+		return err
+	}
+	e, events := ns.e, ns.events
+	stopHUP := a.reopenOnSIGHUP(events)
+	defer stopHUP()
+	// The API outlives ctx until the Elector has drained: a load balancer sees
+	// the gate close (503), not a refused connection, during the drain.
+	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
+	waitAPI := a.serveAPI(apiCtx, ln, &f.listen, e, nil)
+	defer waitAPI()
+	defer stopAPI()
 
 	// The workload outlives ctx until the elector has drained, so writes in flight
 	// at shutdown complete instead of being cancelled.
@@ -218,6 +273,45 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	stopWork()
 	workErr := <-workDone
 	return errors.Join(runErr, workErr, closeEvents(events))
+}
+
+func closeListener(ln net.Listener) {
+	if ln != nil {
+		_ = ln.Close()
+	}
+}
+
+// reopenOnSIGHUP reopens the events file on each SIGHUP (logrotate), until the
+// returned function is called. Without an events file SIGHUP is logged and
+// ignored: it never stops a node without its drain.
+func (a *app) reopenOnSIGHUP(w *eventlog.Writer) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-hup:
+				if w == nil {
+					a.log.Info("SIGHUP: no --events file to reopen; ignored")
+					continue
+				}
+				if err := w.Reopen(); err != nil {
+					a.log.Warn("SIGHUP: could not reopen the events file; still writing the old one", "err", err)
+				} else {
+					a.log.Info("SIGHUP: events file reopened")
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		<-finished
+	}
 }
 
 func closeEvents(w *eventlog.Writer) error {

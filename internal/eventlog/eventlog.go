@@ -60,6 +60,8 @@ type Record struct {
 	LatencyNS        int64  `json:"latency_ns,omitempty"`
 	Holder           string `json:"holder,omitempty"`
 	RequestID        string `json:"request_id,omitempty"`
+	PID              int    `json:"pid,omitempty"`       // child_started, child_exited: the child's pid (and process group)
+	ExitCode         *int   `json:"exit_code,omitempty"` // child_exited: exit status, or 128+signal
 
 	// Source names the file a record was read from (set by Tail, not written): it
 	// tells two processes running under the same node id apart.
@@ -69,6 +71,11 @@ type Record struct {
 // Writer appends event lines to a file. It implements election.Observer.
 type Writer struct {
 	node string
+	path string
+
+	// heartbeats false leaves heartbeat_ok lines out (--events-heartbeats=false):
+	// a leader writes two a second, about 33 MB a day.
+	heartbeats bool
 
 	mu  sync.Mutex
 	f   *os.File
@@ -82,12 +89,63 @@ func Open(path, node string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open events file: %w", err)
 	}
-	return &Writer{node: node, f: f}, nil
+	return &Writer{node: node, path: path, f: f, heartbeats: true}, nil
+}
+
+// OmitHeartbeats leaves heartbeat_ok lines out of the file from now on.
+func (w *Writer) OmitHeartbeats() {
+	w.mu.Lock()
+	w.heartbeats = false
+	w.mu.Unlock()
+}
+
+// Reopen closes the file and opens its path again, creating it if needed: after
+// logrotate moved it away (SIGHUP), lines go to a new file at the same path. On
+// failure the old file stays in use and the error is returned.
+func (w *Writer) Reopen() error {
+	f, err := os.OpenFile(w.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("reopen events file: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return f.Close()
+	}
+	old := w.f
+	w.f = f
+	return old.Close()
+}
+
+// Child writes what a supervisor (pgleader run) did with its child: event is
+// child_started or child_exited; code and cause are the exit's; mono is when it
+// happened (CLOCK_MONOTONIC ns), which may be before the line is written (a
+// frozen supervisor records its child's death by the guard when it thaws).
+func (w *Writer) Child(event, scope string, epoch int64, pid, code int, cause string, mono int64) {
+	r := Record{
+		MonoNS: mono,
+		Time:   time.Now().Add(time.Duration(mono - monotime.Now())).UTC().Format(time.RFC3339Nano),
+		Node:   w.node, Scope: scope, Event: event, Epoch: epoch, PID: pid,
+	}
+	if event != "child_started" {
+		r.ExitCode, r.Reason = &code, cause
+	}
+	w.write(r)
 }
 
 // Observe writes an engine event's lines. It is called synchronously from the
 // engine's goroutines and costs one write(2).
-func (w *Writer) Observe(ev election.Event) { w.write(FromEvent(ev)...) }
+func (w *Writer) Observe(ev election.Event) {
+	if ev.Kind == election.EventHeartbeatOK {
+		w.mu.Lock()
+		omit := !w.heartbeats
+		w.mu.Unlock()
+		if omit {
+			return
+		}
+	}
+	w.write(FromEvent(ev)...)
+}
 
 // FromEvent converts an engine event to its lines: one, or for a heartbeat one per
 // term of the round trip (a failed heartbeat of a node that led nothing: one line

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/election/electionapi"
+)
+
+// listenFlags are the local API's flags, on node and run.
+type listenFlags struct {
+	addr        string
+	allowRemote bool
+	allowResign bool
+}
+
+func (l *listenFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&l.addr, "listen", "", "serve the local leadership API on `ADDR`: 127.0.0.1:PORT or unix:PATH (GET /v1/leader/{scope}: 200 while this node leads; docs/any-language.md) (default off)")
+	fl.BoolVar(&l.allowRemote, "listen-allow-remote", false, "allow a --listen address that is not loopback (anyone who reaches it learns who leads)")
+	fl.BoolVar(&l.allowResign, "listen-allow-resign", false, "enable POST /v1/resign/{scope} on the local API")
+}
+
+// open opens the listener before anything campaigns: a bad address is bad input.
+func (l *listenFlags) open() (net.Listener, error) {
+	if l.addr == "" {
+		if l.allowRemote || l.allowResign {
+			return nil, cli.BadInput("--listen-allow-remote and --listen-allow-resign need --listen ADDR")
+		}
+		return nil, nil
+	}
+	ln, err := electionapi.Listen(l.addr, l.allowRemote)
+	if err != nil {
+		return nil, cli.BadInput("cannot use --listen %s: %v", l.addr, err)
+	}
+	return ln, nil
+}
+
+// serveAPI serves the API on ln (if any) until ctx ends; the returned function
+// waits for the server to stop.
+func (a *app) serveAPI(ctx context.Context, ln net.Listener, l *listenFlags, e *election.Elector, extra func() any) func() {
+	if ln == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h := electionapi.Handler(e, electionapi.Options{AllowResign: l.allowResign, Extra: extra, Log: a.log})
+		if err := electionapi.Serve(ctx, ln, h); err != nil {
+			a.log.Warn("local API stopped", "addr", l.addr, "err", err)
+		}
+	}()
+	a.log.Info("local API listening", "addr", l.addr)
+	return func() { <-done }
+}

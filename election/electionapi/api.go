@@ -1,0 +1,345 @@
+// Package electionapi serves a node's leadership over local HTTP, for programs
+// in any language and for load balancers: `pgleader node --listen` and
+// `pgleader run --listen`, or any Go service that embeds an Elector.
+//
+// Endpoints (JSON bodies; times in milliseconds):
+//
+//	GET  /v1/leader/{scope}   200 while this node's gate for the scope is open,
+//	                          503 otherwise (404: not a scope of this node);
+//	                          the body names the leader either way. For
+//	                          HAProxy's option httpchk and readiness probes.
+//	GET  /v1/scopes           every scope: role, epoch, leader, trust remaining
+//	GET  /v1/transitions      a stream: one "state" event per scope, then every
+//	                          transition (elected, draining, ended,
+//	                          leader_observed) as Server-Sent Events, or as
+//	                          newline-delimited JSON with ?format=ndjson
+//	POST /v1/resign/{scope}   resign the scope (403 unless Options.AllowResign)
+//
+// trust_remaining_ms is computed when the request is served, from the gate's
+// own deadline: a client that acts outside the database may bound its action
+// by it (less its own clock's error and the time since the answer).
+//
+// The API tells; it does not fence. A client that writes to the database fences
+// each write with SELECT pgleader.fence(scope, epoch) in its own transaction.
+package electionapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pgleader/pgleader/election"
+)
+
+// Options configure the Handler.
+type Options struct {
+	// AllowResign enables POST /v1/resign/{scope}. Off by default: anyone who can
+	// reach the address could end the term.
+	AllowResign bool
+	// Extra, if set, adds its result under "supervisor" in /v1/scopes and
+	// /v1/leader/{scope} (pgleader run: the child's command, pid and state).
+	Extra func() any
+	// Log receives one line per resign request and per failed stream write.
+	Log *slog.Logger
+}
+
+// ScopeState is one scope as this node sees it, at the moment of the request.
+type ScopeState struct {
+	Scope string `json:"scope"`
+	Node  string `json:"node"` // this node
+	// Role: leader (gate open), pending (holds the term, gate closed), follower.
+	Role    election.Role `json:"role"`
+	Leading bool          `json:"leading"` // Role == leader: the gate is open now
+	// Leader and Epoch: the leader as this node last saw it ("" before any).
+	Leader string `json:"leader"`
+	Epoch  int64  `json:"epoch"`
+	// TrustRemainingMS: how long the gate stays open without a further
+	// heartbeat, at the moment of the answer; 0 unless Leading.
+	TrustRemainingMS float64 `json:"trust_remaining_ms"`
+	Supervisor       any     `json:"supervisor,omitempty"`
+}
+
+// State returns the scope's state now.
+func State(e *election.Elector, sc *election.Scope) ScopeState {
+	st := ScopeState{Scope: sc.Name(), Node: e.NodeID(), Role: sc.Role()}
+	st.Leader, st.Epoch = sc.Leader()
+	if st.Role == election.RoleLeader {
+		st.Leading = true
+		st.TrustRemainingMS = float64(sc.TrustRemaining().Microseconds()) / 1000
+	}
+	return st
+}
+
+// Handler returns the API of e.
+func Handler(e *election.Elector, opt Options) http.Handler {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{e: e, opt: opt}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/leader/{scope}", h.leader)
+	mux.HandleFunc("GET /v1/scopes", h.scopes)
+	mux.HandleFunc("GET /v1/transitions", h.transitions)
+	mux.HandleFunc("POST /v1/resign/{scope}", h.resign)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path +
+			"; try GET /v1/leader/{scope}, GET /v1/scopes, GET /v1/transitions, POST /v1/resign/{scope}"})
+	})
+	return mux
+}
+
+type handler struct {
+	e   *election.Elector
+	opt Options
+}
+
+func (h *handler) scope(w http.ResponseWriter, r *http.Request) *election.Scope {
+	name := r.PathValue("scope")
+	sc := h.e.Scope(name)
+	if sc == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("node %s does not campaign for scope %q", h.e.NodeID(), name)})
+	}
+	return sc
+}
+
+func (h *handler) state(sc *election.Scope) ScopeState {
+	st := State(h.e, sc)
+	if h.opt.Extra != nil {
+		st.Supervisor = h.opt.Extra()
+	}
+	return st
+}
+
+func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
+	sc := h.scope(w, r)
+	if sc == nil {
+		return
+	}
+	st := h.state(sc)
+	code := http.StatusServiceUnavailable
+	if st.Leading {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, st)
+}
+
+func (h *handler) scopes(w http.ResponseWriter, _ *http.Request) {
+	out := struct {
+		Node       string       `json:"node"`
+		Scopes     []ScopeState `json:"scopes"`
+		Supervisor any          `json:"supervisor,omitempty"`
+	}{Node: h.e.NodeID(), Scopes: []ScopeState{}}
+	for _, sc := range h.e.Scopes() {
+		out.Scopes = append(out.Scopes, State(h.e, sc))
+	}
+	if h.opt.Extra != nil {
+		out.Supervisor = h.opt.Extra()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) resign(w http.ResponseWriter, r *http.Request) {
+	if !h.opt.AllowResign {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "resigning through the API is off; start the node with --listen-allow-resign"})
+		return
+	}
+	sc := h.scope(w, r)
+	if sc == nil {
+		return
+	}
+	h.opt.Log.Info("resign requested through the local API", "scope", sc.Name(), "remote", r.RemoteAddr)
+	err := sc.Resign(r.Context())
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, h.state(sc))
+	case errors.Is(err, election.ErrNotLeader):
+		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("node %s does not lead %q", h.e.NodeID(), sc.Name())})
+	default:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
+}
+
+// Event is one line of /v1/transitions.
+type Event struct {
+	Event  string    `json:"event"` // state, elected, draining, ended, leader_observed
+	Scope  string    `json:"scope"`
+	Epoch  int64     `json:"epoch"`
+	Leader string    `json:"leader"`
+	Reason string    `json:"reason,omitempty"` // ended: why the term ended
+	Lost   bool      `json:"lost,omitempty"`   // ended suddenly (not resigned, shut down or handed over)
+	At     time.Time `json:"at"`
+	// Role and TrustRemainingMS: for state events.
+	Role             election.Role `json:"role,omitempty"`
+	TrustRemainingMS float64       `json:"trust_remaining_ms,omitempty"`
+	Missed           int           `json:"missed,omitempty"` // transitions dropped before this one (a slow reader)
+}
+
+// released reasons end a term on request; every other reason is a loss.
+func released(r election.Reason) bool {
+	return r == election.ReasonResigned || r == election.ReasonShutdown || r == election.ReasonHandedOver
+}
+
+func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "streaming unsupported"})
+		return
+	}
+	ndjson := r.URL.Query().Get("format") == "ndjson" || strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
+	// Subscribe first, then send the current state: no transition falls between.
+	ch, cancel := h.e.Subscribe()
+	defer cancel()
+	if ndjson {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	} else {
+		w.Header().Set("Content-Type", "text/event-stream")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	send := func(ev Event) error {
+		b, _ := json.Marshal(ev)
+		var err error
+		if ndjson {
+			_, err = fmt.Fprintf(w, "%s\n", b)
+		} else {
+			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Event, b)
+		}
+		fl.Flush()
+		return err
+	}
+	for _, sc := range h.e.Scopes() {
+		st := State(h.e, sc)
+		if send(Event{Event: "state", Scope: st.Scope, Epoch: st.Epoch, Leader: st.Leader, At: time.Now(),
+			Role: st.Role, TrustRemainingMS: st.TrustRemainingMS}) != nil {
+			return
+		}
+	}
+	draining := make(chan Event, 16)
+	ctx := r.Context()
+	keepalive := time.NewTicker(15 * time.Second)
+	defer keepalive.Stop()
+	for {
+		var ev Event
+		select {
+		case <-ctx.Done():
+			return
+		case <-keepalive.C:
+			if !ndjson {
+				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+					return
+				}
+				fl.Flush()
+			}
+			continue
+		case ev = <-draining:
+		case t, ok := <-ch:
+			if !ok {
+				return // the Elector stopped
+			}
+			ev = Event{Event: t.Kind.String(), Scope: t.Scope, Epoch: t.Epoch, Leader: t.Holder, At: t.At, Missed: t.Missed}
+			switch t.Kind {
+			case election.Revoked:
+				ev.Event, ev.Reason, ev.Lost = "ended", string(t.Reason), !released(t.Reason)
+			case election.Elected:
+				// Draining is a moment within the term: watch the token for it.
+				go func(tok election.Token) {
+					select {
+					case <-tok.Draining():
+						select {
+						case draining <- Event{Event: "draining", Scope: tok.Scope, Epoch: tok.Epoch, Leader: tok.Holder, At: time.Now()}:
+						case <-ctx.Done():
+						}
+					case <-tok.Context().Done():
+					case <-ctx.Done():
+					}
+				}(t.Token)
+			}
+		}
+		if send(ev) != nil {
+			h.opt.Log.Debug("transitions stream closed by the client", "remote", r.RemoteAddr)
+			return
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(v)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// ErrRemote reports a --listen address that is not loopback.
+var ErrRemote = errors.New("not a loopback address")
+
+// Listen opens ADDR: "unix:PATH" (a Unix socket, mode 0660, replacing a stale
+// socket file but never a live one or any other file) or HOST:PORT, which must
+// be a loopback address unless allowRemote.
+func Listen(addr string, allowRemote bool) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return nil, errors.New("empty socket path: use unix:/run/pgleader/NAME.sock")
+		}
+		if fi, err := os.Lstat(path); err == nil {
+			if fi.Mode()&os.ModeSocket == 0 {
+				return nil, fmt.Errorf("%s exists and is not a socket: choose another path", path)
+			}
+			if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("another process listens on %s: stop it or choose another path", path)
+			}
+			_ = os.Remove(path) // a stale socket of a process that died
+		}
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, err
+		}
+		_ = os.Chmod(path, 0o660)
+		return ln, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%q: want HOST:PORT (e.g. 127.0.0.1:8008) or unix:PATH", addr)
+	}
+	if !allowRemote {
+		ip, err := netip.ParseAddr(host)
+		if host == "localhost" {
+			err, ip = nil, netip.MustParseAddr("127.0.0.1")
+		}
+		if err != nil || !ip.IsLoopback() {
+			return nil, fmt.Errorf("%s is %w: the API can resign and tells who leads; listen on 127.0.0.1 or unix:PATH, or pass --listen-allow-remote", net.JoinHostPort(host, port), ErrRemote)
+		}
+		host = ip.String()
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, port))
+}
+
+// Serve serves h on ln until ctx ends, then closes the listener and every
+// stream within a second.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	<-done
+	return err
+}

@@ -1,0 +1,36 @@
+-- run_begin: under the scope's fence, whether a run of the key's period already
+-- completed (exit code 0), and if not, record this term's run as started.
+-- p_key NULL: the key is the current period, aligned to the Unix epoch in UTC by
+-- the database's clock (one clock for every host): for 24h, midnight UTC.
+CREATE OR REPLACE FUNCTION pgleader.run_begin(p_scope text, p_epoch bigint, p_period interval, p_key text DEFAULT NULL::text,
+                                              OUT run_key text, OUT completed_at timestamptz, OUT completed_by text, OUT completed_epoch bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  v_len    double precision := extract(epoch FROM p_period);
+  v_start  timestamptz;
+  v_holder text;
+BEGIN
+  PERFORM pgleader.fence(p_scope, p_epoch);
+  IF p_key IS NULL THEN
+    IF v_len IS NULL OR v_len < 1 THEN
+      RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: run period %s must be at least 1 second', p_period);
+    END IF;
+    v_start := to_timestamp(floor(extract(epoch FROM statement_timestamp()) / v_len) * v_len);
+    run_key := to_char(v_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '/' || p_period::text;
+  ELSE
+    run_key := p_key;
+  END IF;
+  SELECT r.ended_at, r.holder, r.epoch INTO completed_at, completed_by, completed_epoch
+    FROM pgleader.runs r WHERE r.scope = p_scope AND r.run_key = run_begin.run_key AND r.exit_code = 0
+   ORDER BY r.ended_at LIMIT 1;
+  IF FOUND THEN
+    RETURN;
+  END IF;
+  SELECT s.holder INTO v_holder FROM pgleader.leader_state s WHERE s.scope = p_scope;
+  INSERT INTO pgleader.runs (scope, run_key, epoch, holder) VALUES (p_scope, run_key, p_epoch, v_holder)
+  ON CONFLICT (scope, run_key, epoch) DO UPDATE SET started_at = clock_timestamp(), ended_at = NULL, exit_code = NULL;
+END $function$;
