@@ -2,8 +2,7 @@
 -- completed (exit code 0), and if not, record this term's run as started.
 -- p_key NULL: the key is the current period, aligned to the Unix epoch in UTC by
 -- the database's clock (one clock for every host): for 24h, midnight UTC.
-CREATE OR REPLACE FUNCTION pgleader.run_begin(p_scope text, p_epoch bigint, p_period interval, p_key text DEFAULT NULL::text,
-                                              OUT run_key text, OUT completed_at timestamptz, OUT completed_by text, OUT completed_epoch bigint)
+CREATE OR REPLACE FUNCTION pgleader.run_begin(p_scope text, p_epoch bigint, p_period interval, p_key text DEFAULT NULL::text, OUT run_key text, OUT completed_at timestamp with time zone, OUT completed_by text, OUT completed_epoch bigint)
  RETURNS record
  LANGUAGE plpgsql
  SECURITY DEFINER
