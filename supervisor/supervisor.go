@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -176,7 +177,7 @@ func New(e *election.Elector, cfg Config) (*Supervisor, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	if e.Scope(cfg.Scope) == nil {
+	if !slices.ContainsFunc(e.Scopes(), func(sc *election.Scope) bool { return sc.Name() == cfg.Scope }) {
 		return nil, fmt.Errorf("the elector does not campaign for scope %q", cfg.Scope)
 	}
 	d := e.Config().DrainTimeout
@@ -482,6 +483,11 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 			s.setState("stopping", pid, tok.Epoch)
 		case <-draining:
 			draining = nil
+			if how == "killed" {
+				// A loss closes Draining as well as the gate: whichever this
+				// loop sees first, the group is killed, never only asked.
+				continue
+			}
 			how, stopped = "drained", time.Now()
 			_ = s.guard.term()
 			drainTimer = time.After(s.cfg.DrainTimeout)

@@ -103,11 +103,13 @@ type handler struct {
 
 func (h *handler) scope(w http.ResponseWriter, r *http.Request) *election.Scope {
 	name := r.PathValue("scope")
-	sc := h.e.Scope(name)
-	if sc == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("node %s does not campaign for scope %q", h.e.NodeID(), name)})
+	for _, sc := range h.e.Scopes() {
+		if sc.Name() == name {
+			return sc
+		}
 	}
-	return sc
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("node %s does not campaign for scope %q", h.e.NodeID(), name)})
+	return nil
 }
 
 func (h *handler) state(sc *election.Scope) ScopeState {

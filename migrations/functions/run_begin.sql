@@ -11,6 +11,7 @@ AS $function$
 DECLARE
   v_len    double precision := extract(epoch FROM p_period);
   v_start  timestamptz;
+  v_key    text;
   v_holder text;
 BEGIN
   PERFORM pgleader.fence(p_scope, p_epoch);
@@ -19,17 +20,21 @@ BEGIN
       RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: run period %s must be at least 1 second', p_period);
     END IF;
     v_start := to_timestamp(floor(extract(epoch FROM statement_timestamp()) / v_len) * v_len);
-    run_key := to_char(v_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '/' || p_period::text;
+    v_key := to_char(v_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '/' || p_period::text;
   ELSE
-    run_key := p_key;
+    v_key := p_key;
   END IF;
+  run_key := v_key;
   SELECT r.ended_at, r.holder, r.epoch INTO completed_at, completed_by, completed_epoch
-    FROM pgleader.runs r WHERE r.scope = p_scope AND r.run_key = run_begin.run_key AND r.exit_code = 0
+    FROM pgleader.runs r WHERE r.scope = p_scope AND r.run_key = v_key AND r.exit_code = 0
    ORDER BY r.ended_at LIMIT 1;
   IF FOUND THEN
     RETURN;
   END IF;
   SELECT s.holder INTO v_holder FROM pgleader.leader_state s WHERE s.scope = p_scope;
-  INSERT INTO pgleader.runs (scope, run_key, epoch, holder) VALUES (p_scope, run_key, p_epoch, v_holder)
-  ON CONFLICT (scope, run_key, epoch) DO UPDATE SET started_at = clock_timestamp(), ended_at = NULL, exit_code = NULL;
+  -- OUT parameters share the columns' names: the conflict target names the
+  -- unique constraint instead.
+  INSERT INTO pgleader.runs AS r (scope, run_key, epoch, holder) VALUES (p_scope, v_key, p_epoch, v_holder)
+  ON CONFLICT ON CONSTRAINT runs_scope_run_key_epoch_key
+  DO UPDATE SET started_at = clock_timestamp(), ended_at = NULL, exit_code = NULL;
 END $function$;

@@ -1,0 +1,193 @@
+package electionapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/election/electionapi"
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func fast(dsn, node string, scopes ...string) election.Config {
+	return election.Config{DSN: dsn, NodeID: node, Scopes: scopes,
+		HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
+		TrustWindow: 300 * time.Millisecond, SessionLease: 500 * time.Millisecond}
+}
+
+func start(t *testing.T, cfg election.Config) (*election.Elector, func()) {
+	t.Helper()
+	e, err := election.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e, func() { cancel(); _ = e.Wait() }
+}
+
+func get(t *testing.T, url string) (int, electionapi.ScopeState) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st electionapi.ScopeState
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return resp.StatusCode, st
+}
+
+func TestHandler(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	a, stopA := start(t, fast(dsn, "api-a", "api-s"))
+	defer stopA()
+	if _, err := a.Scope("api-s").Await(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, stopB := start(t, fast(dsn, "api-b", "api-s"))
+	defer stopB()
+	srvA := httptest.NewServer(electionapi.Handler(a, electionapi.Options{AllowResign: true}))
+	defer srvA.Close()
+	srvB := httptest.NewServer(electionapi.Handler(b, electionapi.Options{}))
+	defer srvB.Close()
+
+	t.Run("LeaderIs200FollowerIs503", func(t *testing.T) {
+		code, st := get(t, srvA.URL+"/v1/leader/api-s")
+		if code != 200 || !st.Leading || st.Leader != "api-a" || st.Epoch == 0 || st.TrustRemainingMS <= 0 || st.TrustRemainingMS > 300 {
+			t.Fatalf("leader: %d %+v; want 200, leading, epoch > 0, 0 < trust ≤ 300ms", code, st)
+		}
+		pgtest.WaitFor(t, "the follower to see the leader", 5*time.Second, func() bool {
+			_, st := get(t, srvB.URL+"/v1/leader/api-s")
+			return st.Leader == "api-a"
+		})
+		code, st = get(t, srvB.URL+"/v1/leader/api-s")
+		if code != 503 || st.Leading || st.Role != election.RoleFollower || st.TrustRemainingMS != 0 {
+			t.Fatalf("follower: %d %+v; want 503, follower, no trust", code, st)
+		}
+	})
+
+	t.Run("UnknownScopeIs404", func(t *testing.T) {
+		if code, _ := get(t, srvA.URL+"/v1/leader/nope"); code != 404 {
+			t.Fatalf("unknown scope: %d, want 404", code)
+		}
+	})
+
+	t.Run("ResignOnlyWhenAllowed", func(t *testing.T) {
+		resp, err := http.Post(srvB.URL+"/v1/resign/api-s", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Fatalf("resign without AllowResign: %d, want 403", resp.StatusCode)
+		}
+	})
+
+	t.Run("TransitionsStream", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srvB.URL+"/v1/transitions?format=ndjson", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		lines := bufio.NewScanner(resp.Body)
+		next := func() electionapi.Event {
+			if !lines.Scan() {
+				t.Fatalf("stream ended: %v", lines.Err())
+			}
+			var ev electionapi.Event
+			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+				t.Fatalf("line %q: %v", lines.Text(), err)
+			}
+			return ev
+		}
+		if ev := next(); ev.Event != "state" || ev.Leader != "api-a" || ev.Role != election.RoleFollower {
+			t.Fatalf("first event %+v, want b's state: follower of api-a", ev)
+		}
+		// a resigns through its API: b is elected and says so on the stream.
+		resp2, err := http.Post(srvA.URL+"/v1/resign/api-s", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp2.Body.Close()
+		if resp2.StatusCode != 200 {
+			t.Fatalf("resign: %d, want 200", resp2.StatusCode)
+		}
+		for {
+			ev := next()
+			if ev.Event == "elected" {
+				if ev.Leader != "api-b" || ev.Scope != "api-s" {
+					t.Fatalf("elected event %+v", ev)
+				}
+				break
+			}
+		}
+		if code, st := get(t, srvB.URL+"/v1/leader/api-s"); code != 200 || st.Leader != "api-b" {
+			t.Fatalf("after the resign, b: %d %+v; want 200, leader api-b", code, st)
+		}
+	})
+}
+
+func TestListen(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:0", "example.invalid:0"} {
+		if ln, err := electionapi.Listen(addr, false); err == nil {
+			ln.Close()
+			t.Errorf("Listen(%q) accepted a non-loopback address", addr)
+		} else if !errors.Is(err, electionapi.ErrRemote) {
+			t.Errorf("Listen(%q) = %v, want ErrRemote", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0"} {
+		ln, err := electionapi.Listen(addr, false)
+		if err != nil {
+			if strings.Contains(addr, "::1") {
+				continue // no IPv6 loopback here
+			}
+			t.Fatalf("Listen(%q): %v", addr, err)
+		}
+		ln.Close()
+	}
+
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "api.sock")
+	ln, err := electionapi.Listen("unix:"+sock, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := electionapi.Listen("unix:"+sock, false); err == nil || !strings.Contains(err.Error(), "another process listens") {
+		t.Fatalf("second Listen on a live socket: %v, want refused", err)
+	}
+	// A stale socket (its listener gone without unlinking it) is replaced.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	ln, err = electionapi.Listen("unix:"+sock, false)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	ln.Close()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("keep me"), 0o600)
+	if _, err := electionapi.Listen("unix:"+file, false); err == nil {
+		t.Fatal("Listen replaced a regular file")
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep me" {
+		t.Fatal("the regular file was changed")
+	}
+}
