@@ -23,7 +23,7 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Measure pgleader on this machine",
 	}
 	cmd.AddCommand(a.benchFailoverCommand(), a.benchScaleCommand(), a.benchCollectorCommand(), a.benchDashboardCommand(),
-		a.benchDemoCommand(), a.benchHolderCommand())
+		a.benchDemoCommand(), a.benchHolderCommand(), a.benchRunCommand())
 	return cmd
 }
 

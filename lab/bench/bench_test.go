@@ -248,3 +248,27 @@ func TestScale(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSupervised checks that the figures of `pgleader bench run` exist and fit
+// together, and that no child outlived its killed supervisor (that one is a
+// correctness check, not a timing).
+func TestRunSupervised(t *testing.T) {
+	dsn := setup(t)
+	rep, err := bench.RunSupervised(context.Background(), bench.RunOptions{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Orphans != 0 {
+		t.Fatalf("%d children outlived their killed supervisor", rep.Orphans)
+	}
+	for _, s := range []bench.Stat{rep.NodeFailover, rep.RunFailover, rep.RunGate, rep.GateToGone} {
+		if s.N != 2 || s.MinMS <= 0 {
+			t.Errorf("%s: n=%d min %.3f ms; want 2 positive samples", s.Name, s.N, s.MinMS)
+		}
+	}
+	for i := range rep.RunFailover.Samples {
+		if rep.RunFailover.Samples[i] < rep.RunGate.Samples[i] {
+			t.Errorf("sample %d: the child started (%.2f ms) before the gate opened (%.2f ms)", i, rep.RunFailover.Samples[i], rep.RunGate.Samples[i])
+		}
+	}
+}

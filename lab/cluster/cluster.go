@@ -41,6 +41,10 @@ type Options struct {
 	// second; a long-running caller that needs no full history (the interactive
 	// demo) would otherwise grow without bound.
 	ForgetHeartbeats bool
+	// Supervise, when set, starts every node as `pgleader run … -- Supervise…`
+	// instead of `pgleader node`: the node runs that command while it leads
+	// (one scope only).
+	Supervise []string
 }
 
 // Cluster is a set of node processes and the merged stream of their events.
@@ -122,12 +126,19 @@ func (c *Cluster) startLocked(bin, id, key string, extra []string) (*Node, error
 		return nil, err
 	}
 	defer logf.Close()
-	args := []string{"node", "--dsn", c.opts.DSN, "--id", id, "--events", events}
+	verb := "node"
+	if len(c.opts.Supervise) > 0 {
+		verb = "run"
+	}
+	args := []string{verb, "--dsn", c.opts.DSN, "--id", id, "--events", events}
 	for _, s := range c.opts.Scopes {
 		args = append(args, "--scope", s)
 	}
 	args = append(args, c.opts.NodeArgs...)
 	args = append(args, extra...)
+	if len(c.opts.Supervise) > 0 {
+		args = append(append(args, "--"), c.opts.Supervise...)
+	}
 	cmd := exec.Command(bin, args...)
 	if c.opts.Wrap != nil {
 		if prefix := c.opts.Wrap(id); len(prefix) > 0 {
