@@ -215,7 +215,9 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", "pgleader leadership "+node); err != nil {
 		return 0, err
 	}
-	closed, err := c.WaitFor(wctx, func(r eventlog.Record) bool { return r.Scope == scope && r.Event == "gate_closed" && r.Epoch == st.Epoch })
+	closed, err := c.WaitFor(wctx, func(r eventlog.Record) bool {
+		return r.Scope == scope && r.Event == "gate_closed" && r.Epoch == st.Epoch
+	})
 	if err != nil {
 		return 0, err
 	}
