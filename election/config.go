@@ -119,6 +119,17 @@ type Config struct {
 	// before their contexts are cancelled and the lock is released. Default 5s.
 	DrainTimeout time.Duration
 
+	// HoldGuardOnLoss: when the leadership session is lost while this process
+	// lives (terminated, cut off, a failed heartbeat), keep the guard session, and
+	// so keep every successor's gate closed, until the Lead and Do calls of the
+	// lost terms have returned, for at most this long. Their contexts are
+	// cancelled at once either way; this makes the successor wait for the work to
+	// have stopped, not only to have been told: pgleader run sets it so that a
+	// successor's child never overlaps this node's. It adds the work's reaction
+	// time to such a failover (a crash or a frozen process is not delayed: their
+	// guard goes with them). Default 0: the guard goes with the session.
+	HoldGuardOnLoss time.Duration
+
 	// FencedTxIdleTimeout bounds how long a transaction fenced with Fence (or
 	// FencedTx) may sit idle: Fence sets idle_in_transaction_session_timeout to it
 	// for the rest of the transaction. The trade-off: a fenced transaction holds the
@@ -288,6 +299,8 @@ func (c *Config) Validate() error {
 		return bad("SessionLease", "session lease (%v) must be a whole number of milliseconds (idle_session_timeout)", L)
 	case c.DrainTimeout < 0:
 		return bad("DrainTimeout", "must not be negative")
+	case c.HoldGuardOnLoss < 0:
+		return bad("HoldGuardOnLoss", "must not be negative")
 	case c.FencedTxIdleTimeout > 0 && c.FencedTxIdleTimeout%time.Millisecond != 0:
 		return bad("FencedTxIdleTimeout", "fenced transaction idle timeout (%v) must be a whole number of milliseconds (idle_in_transaction_session_timeout)", c.FencedTxIdleTimeout)
 	}

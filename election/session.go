@@ -59,6 +59,7 @@ type session struct {
 
 	loops      sync.WaitGroup // leadLoop, guardLoop, listenLoop
 	lostOnce   sync.Once
+	guardHeld  chan struct{} // set in lose when the guard is held for lost work; closed when released
 	lost       chan struct{}
 	lostReason Reason
 	ctx        context.Context // cancelled when the session is lost
@@ -223,8 +224,12 @@ func (s *session) lose(reason Reason, cause error) {
 		s.terms = map[*term]struct{}{}
 		watches := append([]*sockWatch(nil), s.watches...)
 		s.termsMu.Unlock()
+		var busy []<-chan struct{}
 		for _, t := range terms {
 			t.end(reason, false)
+			if ch := t.busy(); ch != nil {
+				busy = append(busy, ch)
+			}
 		}
 		for _, w := range watches {
 			w.stop()
@@ -234,10 +239,31 @@ func (s *session) lose(reason Reason, cause error) {
 		// answered. pgx.Conn.Close is called later by the owner (close), once the
 		// loops have returned. lose never waits for leadLoop: it is called from
 		// within requests too.
-		if s.guard != nil {
-			_ = s.guard.PgConn().Conn().Close()
-		}
 		_ = s.lead.PgConn().Conn().Close()
+		if s.guard != nil {
+			if hold := s.e.cfg.HoldGuardOnLoss; hold > 0 && len(busy) > 0 && reason != ReasonClosed {
+				// The successor's gate waits for this guard: keep it until the
+				// lost terms' work has returned (HoldGuardOnLoss).
+				s.guardHeld = make(chan struct{})
+				go func() {
+					defer close(s.guardHeld)
+					timer := time.NewTimer(hold)
+					defer timer.Stop()
+					for _, ch := range busy {
+						select {
+						case <-ch:
+						case <-timer.C:
+							s.e.log.Warn("work of a lost term still running: releasing the guard anyway", "node", s.e.cfg.NodeID, "hold", hold)
+							_ = s.guard.PgConn().Conn().Close()
+							return
+						}
+					}
+					_ = s.guard.PgConn().Conn().Close()
+				}()
+			} else {
+				_ = s.guard.PgConn().Conn().Close()
+			}
+		}
 		level := slog.LevelWarn
 		if reason == ReasonClosed {
 			level = slog.LevelInfo
@@ -259,6 +285,9 @@ func (s *session) close() {
 	s.termsMu.Unlock()
 	s.lead.Close(context.Background())
 	if s.guard != nil {
+		if s.guardHeld != nil {
+			<-s.guardHeld // bounded by HoldGuardOnLoss
+		}
 		s.guard.Close(context.Background())
 	}
 }

@@ -33,7 +33,7 @@ type term struct {
 	period    *period
 	draining  atomic.Bool // set under mu; read without it by Require
 	inflight  int
-	idle      chan struct{} // closed when inflight drops to 0 while draining
+	idle      chan struct{} // closed when inflight drops to 0 (made by drain and busy)
 	ended     bool
 	reason    Reason
 	clean     bool
@@ -217,6 +217,20 @@ func (t *term) leave() {
 		close(t.idle)
 		t.idle = nil
 	}
+}
+
+// busy returns a channel closed when the term's in-flight Do and Lead calls have
+// all returned, or nil when none is in flight.
+func (t *term) busy() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.inflight == 0 {
+		return nil
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	return t.idle
 }
 
 // drain refuses new work and waits up to d for in-flight Do calls, or until the

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
@@ -76,6 +77,7 @@ type guard struct {
 	reports io.Writer
 	pid     int // the running child's pid (and process group), 0 if none
 	cause   string
+	env     []string // the running child's environment
 }
 
 func (g *guard) report(format string, a ...any) {
@@ -100,7 +102,7 @@ func (g *guard) loop(cmds io.Reader) int {
 		select {
 		case line, ok := <-lines:
 			if !ok { // the supervisor is gone
-				g.killAll("supervisor_gone")
+				g.supervisorGone()
 				return 0
 			}
 			g.command(line, deadline)
@@ -151,9 +153,43 @@ func (g *guard) start(envJSON string) {
 		return
 	}
 	g.pid = cmd.Process.Pid
-	g.cause = ""
+	g.cause, g.env = "", env
 	_ = cmd.Process.Release() // reaped by wait4 below, with every adopted descendant
 	g.report("started %d", g.pid)
+}
+
+// supervisorGone kills the child's group, reaps the child (for at most a
+// second) and, when the child's environment names an events file, records its
+// exit there: nobody else is left to.
+func (g *guard) supervisorGone() {
+	if g.pid == 0 {
+		killDescendants()
+		return
+	}
+	pid := g.pid
+	g.killAll("supervisor_gone")
+	var ws syscall.WaitStatus
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if p, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); p == pid || err != nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mono := monotime.Now()
+	env := map[string]string{}
+	for _, kv := range g.env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	if path := env["PGLEADER_EVENTS"]; path != "" {
+		epoch, _ := strconv.ParseInt(env["PGLEADER_EPOCH"], 10, 64)
+		if w, err := eventlog.Open(path, env["PGLEADER_NODE_ID"]); err == nil {
+			w.Child("child_exited", env["PGLEADER_SCOPE"], epoch, pid, 128+int(syscall.SIGKILL), "supervisor_gone", mono)
+			_ = w.Close()
+		}
+	}
 }
 
 // killAll kills the child's process group and every other descendant, at once.

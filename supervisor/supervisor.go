@@ -36,6 +36,12 @@ const (
 // within it, so the successor's command never overlaps this one.
 const DrainMargin = time.Second
 
+// LossHold is the Elector's Config.HoldGuardOnLoss under a supervisor: after a
+// lost session, the node keeps its guard, and so every successor's gate
+// closed, until the killed child's group is reaped (milliseconds; a child stuck
+// in the kernel at most this long).
+const LossHold = 500 * time.Millisecond
+
 // Restart backoff: doubles from the first to the last, reset once a child has
 // run for backoffReset.
 const (
@@ -76,6 +82,10 @@ type Config struct {
 	RunKey  string
 	// Listen is the local API's address, passed to the child as PGLEADER_LISTEN.
 	Listen string
+	// Events is the node's events file, passed to the child as PGLEADER_EVENTS
+	// (a child may append lines of its own: one write(2) per line, O_APPEND).
+	// The guard records there a child it killed because the supervisor died.
+	Events string
 	// Recorder, if set, records the child's starts and exits (the events file).
 	Recorder Recorder
 	Log      *slog.Logger
@@ -413,6 +423,9 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 		"PGLEADER_HOLDER="+tok.Holder)
 	if s.cfg.Listen != "" {
 		env = append(env, "PGLEADER_LISTEN="+s.cfg.Listen)
+	}
+	if s.cfg.Events != "" {
+		env = append(env, "PGLEADER_EVENTS="+s.cfg.Events)
 	}
 	if key != "" {
 		env = append(env, "PGLEADER_RUN_KEY="+key)

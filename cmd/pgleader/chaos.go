@@ -14,13 +14,14 @@ import (
 
 func (a *app) chaosCommand() *cobra.Command {
 	var (
-		seed      int64
-		duration  time.Duration
-		scenarios []string
-		jsonPath  string
-		nodeArgs  string
-		keep      bool
-		mode      string
+		seed       int64
+		duration   time.Duration
+		scenarios  []string
+		jsonPath   string
+		nodeArgs   string
+		keep       bool
+		mode       string
+		supervised bool
 	)
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -49,6 +50,12 @@ that chaos starts in front of the database; the scenarios that have no meaning
 there (terminating a leadership session, squatting a lock, a standby failover
 behind one bouncer) are skipped, saying why.
 
+--supervised runs every node as pgleader run with a child doing the fenced writes
+(lab-writer, in a lab build): the scenarios kill9, sigterm, resign, handover,
+stop-long, terminate and the PostgreSQL restarts and failover, checked as above
+plus: every child's exit recorded, no two nodes' children running at once, no child
+alive after the run.
+
 pause-write drives the node's fault-test hooks, which only a lab build has
 (go build -tags pgleader_lab; make chaos builds bin/pgleader-lab): this binary
 skips it otherwise, saying so.`,
@@ -74,7 +81,7 @@ skips it otherwise, saying so.`,
 			return a.withHarness(cmd, "chaos", keep, func(ctx context.Context, h *harness) error {
 				fmt.Fprintf(a.stderr, "chaos: seed %d, %v per scenario\n", seed, duration)
 				rs, runErr := chaos.Run(ctx, chaos.Options{Bin: h.bin, DSN: h.dsn, Server: h.srv, Dir: h.dir, Seed: seed,
-					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Mode: mode, NoTestHooks: !labBuild, Progress: a.stderr})
+					Duration: duration, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Mode: mode, NoTestHooks: !labBuild, Supervised: supervised, Progress: a.stderr})
 				fmt.Fprintln(a.stdout)
 				chaos.WriteTable(a.stdout, rs)
 				if err := writeJSON(jsonPath, map[string]any{"seed": seed, "duration": duration.String(), "results": rs}); err != nil {
@@ -112,5 +119,6 @@ skips it otherwise, saying so.`,
 	f.StringVar(&nodeArgs, "node-args", "", "extra flags for every node (after the chaos timing)")
 	f.BoolVar(&keep, "keep", false, "keep the nodes' events files and logs")
 	f.StringVar(&mode, "mode", "lock", "`MODE` of every node: lock, or lease (through a PgBouncer in transaction mode that chaos starts)")
+	f.BoolVar(&supervised, "supervised", false, "run every node as pgleader run with a child doing the fenced writes (lab build; the process and database scenarios)")
 	return cmd
 }

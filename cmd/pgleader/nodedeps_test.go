@@ -16,7 +16,8 @@ import (
 // it calls (app, runE, resolve, buildVersion, the root that registers it). Demo,
 // chaos and bench live in the same binary but in files of their own, which this
 // list must never grow to include.
-var nodeFiles = []string{"node.go", "node_nolab.go", "main.go", "root.go", "target.go", "version.go"}
+var nodeFiles = []string{"node.go", "node_nolab.go", "main.go", "root.go", "target.go", "version.go",
+	"run.go", "listen.go", "isleader.go", "labcmds_nolab.go"}
 
 // labFree are the import path prefixes the node's code path must not reach: the
 // lab (harnesses, fault injection, test servers) and the fault proxy.

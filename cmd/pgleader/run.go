@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,6 +87,17 @@ run may be retried. Exit codes: COMMAND's; 0 when not run; 2 bad input; 1 other.
 	return cmd
 }
 
+// absPath is path made absolute ("" stays ""): the child may change directory.
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 // runRun checks everything (the command included) before it campaigns, then
 // supervises COMMAND until a signal or the policy ends it.
 func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
@@ -107,7 +119,7 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 		Scope: cfg.Scopes[0], Command: args, Guard: []string{self, supervisor.GuardArg},
 		Restart: supervisor.Restart(f.restart), DrainTimeout: cfg.DrainTimeout,
 		Once: f.once, Wait: f.wait, OncePer: f.oncePer, RunKey: f.onceKey,
-		Listen: f.node.listen.addr, Log: a.log,
+		Listen: f.node.listen.addr, Events: absPath(f.node.events), Log: a.log,
 	}
 	if f.oncePer > 0 || f.onceKey != "" {
 		scfg.Ledger = &supervisor.Ledger{} // its pool is opened below, after the checks
@@ -118,6 +130,9 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 	// The term outlives the command's drain by DrainMargin: SIGKILL at
 	// --drain-timeout, release only after the group is gone.
 	cfg.DrainTimeout += supervisor.DrainMargin
+	// A lost session keeps its guard (so every successor's gate closed) until
+	// the child's group is reaped: the next leader's child never overlaps it.
+	cfg.HoldGuardOnLoss = supervisor.LossHold
 	ln, err := f.node.listen.open()
 	if err != nil {
 		return err

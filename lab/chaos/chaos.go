@@ -61,7 +61,12 @@ type Options struct {
 	// flags: the scenarios that need them are skipped, saying why. A lab build
 	// (-tags pgleader_lab: cluster.Build, make chaos) has them.
 	NoTestHooks bool
-	Progress    io.Writer
+	// Supervised runs every node as `pgleader run` (one scope) with a child that
+	// does the fenced writes (`pgleader lab-writer`, a lab build), in the
+	// scenarios of supervisedScenarios; it adds the supervisor's checks: no two
+	// nodes' children running at once, and none alive after the run.
+	Supervised bool
+	Progress   io.Writer
 
 	nodeDSN string // lease mode: the bouncer's DSN (set by Run)
 }
@@ -197,6 +202,14 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		r.Skipped = "not in lease mode: " + sc.notLease
 		return r
 	}
+	if o.Supervised && !slices.Contains(supervisedScenarios, sc.name) {
+		r.Skipped = "not run supervised (the writer child connects to PostgreSQL directly, so network faults on the node's path would not reach it; and the hooks are the node workload's)"
+		return r
+	}
+	if o.Supervised && o.NoTestHooks {
+		r.Skipped = "a supervised run needs a lab build (its child is pgleader lab-writer)"
+		return r
+	}
 	if sc.viaProxy {
 		if _, err := upstream(o.DSN); err != nil {
 			r.Skipped = err.Error()
@@ -221,6 +234,10 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	began := time.Now()
 	prefix := fmt.Sprintf("chaos-%s-%d", sc.name, o.Seed)
 	scopes := []string{prefix + "-a", prefix + "-b"}
+	if o.Supervised {
+		prefix = fmt.Sprintf("chaos-run-%s-%d", sc.name, o.Seed)
+		scopes = []string{prefix + "-a"} // pgleader run: one scope, one child
+	}
 	dir := filepath.Join(o.Dir, sc.name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		r.Err = err.Error()
@@ -233,6 +250,10 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	}
 	copts := cluster.Options{Bin: o.Bin, DSN: nodeDSN, Dir: dir, Scopes: scopes,
 		NodeArgs: append(nodeArgs, o.NodeArgs...)}
+	if o.Supervised {
+		copts.NodeArgs = withoutFlag(copts.NodeArgs, "--work-interval")
+		copts.Supervise = []string{o.Bin, "lab-writer", "--dsn", dsn, "--interval", "20ms", "--log-level", "warn"}
+	}
 	if sc.netns {
 		copts.Wrap = func(id string) []string { return namespaces[id].Exec() }
 	}
@@ -314,6 +335,13 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	}
 	r.Report = checker.Check(h, sc.expect)
 	r.Extra = sc.extraChecks(h)
+	if o.Supervised {
+		// The guards of the nodes killed at teardown record their children's
+		// exits after the last read: wait for them, then read again.
+		time.Sleep(200 * time.Millisecond)
+		_, _ = c.Poll()
+		r.Extra = append(r.Extra, childChecks(c.Events())...)
+	}
 	// S5: no overlap of gates in any scenario, the pause between gate check and
 	// write included (there the stale write lands outside every gate, and the
 	// fence refuses it: StaleAccepted is H3's business).

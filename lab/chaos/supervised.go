@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgleader/pgleader/internal/eventlog"
+)
+
+// supervisedScenarios run with Options.Supervised: the process and database
+// faults of issue 28 (kill -9, SIGTERM, resign, handover, SIGSTOP, terminate,
+// PostgreSQL restart and failover).
+var supervisedScenarios = []string{"kill9", "sigterm", "resign", "handover", "stop-long", "terminate",
+	"pg-immediate", "pg-fast", "pg-failover-sync"}
+
+// withoutFlag drops flag and its value from args.
+func withoutFlag(args []string, flag string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == flag {
+			i++
+			continue
+		}
+		if strings.HasPrefix(args[i], flag+"=") {
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// childSpan is one child's life as its node's events file records it.
+type childSpan struct {
+	node       string
+	epoch      int64
+	pid        int
+	start, end int64 // mono ns; end 0: no exit recorded
+	cause      string
+	source     string
+}
+
+// childChecks holds a supervised run to the supervisor's promises: every child's
+// exit is recorded (by its supervisor, or by the guard when the supervisor
+// died), no two nodes' children of a scope ran at once, and no child is alive
+// after the run.
+func childChecks(events []eventlog.Record) []string {
+	// The nodes were just SIGKILLed: their guards kill the children (and record
+	// it) within milliseconds. Give them a second before calling one an orphan.
+	deadline := time.Now().Add(time.Second)
+	for _, r := range events {
+		if r.Event == "child_started" {
+			for alive(r.PID) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	var spans []*childSpan
+	open := map[string]*childSpan{} // source + pid
+	for _, r := range events {
+		key := r.Source + "/" + strconv.Itoa(r.PID)
+		switch r.Event {
+		case "child_started":
+			sp := &childSpan{node: r.Node, epoch: r.Epoch, pid: r.PID, start: r.MonoNS, source: r.Source}
+			spans = append(spans, sp)
+			open[key] = sp
+		case "child_exited":
+			if sp := open[key]; sp != nil {
+				sp.end, sp.cause = r.MonoNS, r.Reason
+				delete(open, key)
+			}
+		}
+	}
+	var out []string
+	if len(spans) == 0 {
+		return []string{"supervised run: no child ever started (vacuous)"}
+	}
+	for _, sp := range spans {
+		if sp.end == 0 {
+			out = append(out, fmt.Sprintf("child %d of %s (epoch %d) has no recorded exit", sp.pid, sp.node, sp.epoch))
+		}
+		if alive(sp.pid) {
+			out = append(out, fmt.Sprintf("child %d of %s (epoch %d) is alive after the run: an orphan", sp.pid, sp.node, sp.epoch))
+		}
+	}
+	slices.SortFunc(spans, func(a, b *childSpan) int { return int(a.start - b.start) })
+	for i, a := range spans {
+		for _, b := range spans[i+1:] {
+			if a.node == b.node || a.end == 0 {
+				continue
+			}
+			if b.start < a.end {
+				out = append(out, fmt.Sprintf("children ran at once for %.2f ms: %s's (epoch %d, pid %d, ended %s) and %s's (epoch %d, pid %d)",
+					float64(a.end-b.start)/1e6, a.node, a.epoch, a.pid, a.cause, b.node, b.epoch, b.pid))
+			}
+		}
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
+}
