@@ -43,8 +43,9 @@ import (
 // (0 disarms), "term" (SIGTERM to the group), "kill" (SIGKILL to the group).
 // Reports, one line each on fd 4: "started <pid>", "failed <message>",
 // "exited <code> <cause> <mono ns>" where code is the exit status or 128+signal,
-// cause is exit, signal, deadline, kill or supervisor_gone, and mono ns is when
-// the guard reaped the child (CLOCK_MONOTONIC), its group killed.
+// cause is exit, signal, deadline, kill or supervisor_gone, and mono ns
+// (CLOCK_MONOTONIC) is when the guard sent SIGKILL to the group, or, for a child
+// that ended otherwise, when the guard reaped it.
 
 // GuardArg is the hidden argument that makes the pgleader binary run as a guard
 // (`pgleader <GuardArg> -- COMMAND ARGS…`).
@@ -78,6 +79,7 @@ type guard struct {
 	pid     int // the running child's pid (and process group), 0 if none
 	cause   string
 	env     []string // the running child's environment
+	killed  int64    // mono ns when the child's group was first sent SIGKILL (0: not yet)
 }
 
 func (g *guard) report(format string, a ...any) {
@@ -153,7 +155,7 @@ func (g *guard) start(envJSON string) {
 		return
 	}
 	g.pid = cmd.Process.Pid
-	g.cause, g.env = "", env
+	g.cause, g.env, g.killed = "", env, 0
 	_ = cmd.Process.Release() // reaped by wait4 below, with every adopted descendant
 	g.report("started %d", g.pid)
 }
@@ -176,7 +178,7 @@ func (g *guard) supervisorGone() {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	mono := monotime.Now()
+	mono := g.endedAt()
 	env := map[string]string{}
 	for _, kv := range g.env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -198,9 +200,22 @@ func (g *guard) killAll(cause string) {
 		if g.cause == "" {
 			g.cause = cause
 		}
+		if g.killed == 0 {
+			g.killed = monotime.Now()
+		}
 		_ = syscall.Kill(-g.pid, syscall.SIGKILL)
 	}
 	killDescendants()
+}
+
+// endedAt is when the child stopped executing: when SIGKILL was sent to its
+// group, if it was (a killed process runs no instruction after the signal is
+// delivered, microseconds later; reaping it may take milliseconds more), else now.
+func (g *guard) endedAt() int64 {
+	if g.killed != 0 {
+		return g.killed
+	}
+	return monotime.Now()
 }
 
 // reap collects every exited descendant; when the child itself has exited, it
@@ -228,7 +243,7 @@ func (g *guard) reap() {
 		_ = syscall.Kill(-g.pid, syscall.SIGKILL) // the rest of its group
 		killDescendants()
 		g.pid = 0
-		g.report("exited %d %s %d", code, cause, monotime.Now())
+		g.report("exited %d %s %d", code, cause, g.endedAt())
 	}
 }
 

@@ -456,6 +456,7 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 	s.cfg.Log.Info("command started", "scope", tok.Scope, "epoch", tok.Epoch, "pid", pid)
 
 	var stopped time.Time
+	var killedAt int64 // mono ns of this loop's own SIGKILL to the group
 	how := ""
 	draining, done := tok.Draining(), ctx.Done()
 	var drainTimer <-chan time.Time
@@ -475,7 +476,11 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 			s.mu.Unlock()
 			s.setState("waiting", 0, tok.Epoch)
 			_ = s.guard.deadline(0)
-			s.record(EventChildExited, tok, pid, code, cause, r.mono)
+			mono := r.mono
+			if killedAt != 0 && (mono == 0 || killedAt < mono) {
+				mono = killedAt // SIGKILLed here first, without the guard's round trip
+			}
+			s.record(EventChildExited, tok, pid, code, cause, mono)
 			attrs := []any{"scope", tok.Scope, "epoch", tok.Epoch, "pid", pid, "exit_code", code, "cause", cause}
 			if !stopped.IsZero() {
 				attrs = append(attrs, "stopped_in", time.Since(stopped).Round(time.Microsecond))
@@ -485,6 +490,9 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 		case <-done:
 			// The gate closed (or the drain time is over): not one more moment.
 			done = nil
+			if killedAt == 0 {
+				killedAt = monotime.Now()
+			}
 			killGroup(pid)
 			_ = s.guard.kill()
 			if how == "" || how == "drained" {
@@ -509,6 +517,9 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 		case <-drainTimer:
 			drainTimer = nil
 			s.cfg.Log.Warn("drain timeout: SIGKILL to the command's group", "scope", tok.Scope, "pid", pid)
+			if killedAt == 0 {
+				killedAt = monotime.Now()
+			}
 			killGroup(pid)
 			_ = s.guard.kill()
 		}

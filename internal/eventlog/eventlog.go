@@ -119,8 +119,9 @@ func (w *Writer) Reopen() error {
 
 // Child writes what a supervisor (pgleader run) did with its child: event is
 // child_started or child_exited; code and cause are the exit's; mono is when it
-// happened (CLOCK_MONOTONIC ns), which may be before the line is written (a
-// frozen supervisor records its child's death by the guard when it thaws).
+// happened (CLOCK_MONOTONIC ns; for a child killed with SIGKILL, when the signal
+// was sent), which may be before the line is written (a frozen supervisor records
+// its child's death by the guard when it thaws).
 func (w *Writer) Child(event, scope string, epoch int64, pid, code int, cause string, mono int64) {
 	r := Record{
 		MonoNS: mono,

@@ -88,8 +88,10 @@ type Result struct {
 	// SquattersNamed is, for the squat scenario, how many single collector reads
 	// named the squatter with the interference alert (two per fault: waiting, then
 	// holding; a read that did not fails the run).
-	SquattersNamed int    `json:"squatters_named,omitempty"`
-	Err            string `json:"error,omitempty"` // the run itself failed
+	SquattersNamed int `json:"squatters_named,omitempty"`
+	// Children, for a supervised run: the figures of the children's lives.
+	Children *ChildFigures `json:"children,omitempty"`
+	Err      string        `json:"error,omitempty"` // the run itself failed
 }
 
 // OK reports a scenario that ran and passed every check, or was skipped.
@@ -203,7 +205,7 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		return r
 	}
 	if o.Supervised && !slices.Contains(supervisedScenarios, sc.name) {
-		r.Skipped = "not run supervised (the writer child connects to PostgreSQL directly, so network faults on the node's path would not reach it; and the hooks are the node workload's)"
+		r.Skipped = "not run supervised: its faults act on the node's own network path or workload, which a child does not share"
 		return r
 	}
 	if o.Supervised && o.NoTestHooks {
@@ -340,7 +342,8 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 		// exits after the last read: wait for them, then read again.
 		time.Sleep(200 * time.Millisecond)
 		_, _ = c.Poll()
-		r.Extra = append(r.Extra, childChecks(c.Events())...)
+		v, figs := childChecks(c.Events())
+		r.Extra, r.Children = append(r.Extra, v...), figs
 	}
 	// S5: no overlap of gates in any scenario, the pause between gate check and
 	// write included (there the stale write lands outside every gate, and the

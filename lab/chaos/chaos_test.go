@@ -113,6 +113,36 @@ func TestLeaseProfile(t *testing.T) {
 		"terminate": "not in lease mode: no leadership session to terminate (a lease outlives any backend)"})
 }
 
+// TestSupervisedProfile is the supervised chaos profile of `make test`: every node
+// is `pgleader run` with a child doing the fenced writes; H1–H5, zero gate
+// overlap, and the children's checks (exits recorded, no two at once, no orphan).
+func TestSupervisedProfile(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "chaosrun"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("chaosrun")
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	rs, err := chaos.Run(ctx, chaos.Options{Bin: binary, DSN: dsn, Server: srv, Dir: t.TempDir(), Seed: 1, Supervised: true,
+		Duration:  4 * time.Second,
+		Scenarios: []string{"kill9", "sigterm", "stop-long", "terminate", "handover", "pg-immediate"},
+		Progress:  &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProfile(t, rs, &progress, 6, nil)
+	for _, r := range rs {
+		if r.Children == nil || r.Children.Started < 2 {
+			t.Errorf("%s: children %+v; want at least two started (a takeover)", r.Scenario, r.Children)
+		}
+	}
+}
+
 // checkProfile checks a chaos profile's results: n of them, each passed with
 // zero overlap after applying faults, or skipped for the reason skip names.
 func checkProfile(t *testing.T, rs []chaos.Result, progress *strings.Builder, n int, skip map[string]string) {

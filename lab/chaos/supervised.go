@@ -44,11 +44,26 @@ type childSpan struct {
 	source     string
 }
 
+// ChildFigures describe the children of a supervised run.
+type ChildFigures struct {
+	Started int `json:"started"`
+	// AfterDeathOverlapMS: where a supervisor was killed and a successor's
+	// child started before the dead supervisor's guard had killed its child, by
+	// how much (the guard's reaction against the successor's failover).
+	AfterDeathOverlapMS []float64 `json:"after_death_overlap_ms,omitempty"`
+}
+
+// deathOverlapBound is how long a dead supervisor's child may overlap a
+// successor's: the guard's target for gate closed → group killed.
+const deathOverlapBound = 50 * time.Millisecond
+
 // childChecks holds a supervised run to the supervisor's promises: every child's
 // exit is recorded (by its supervisor, or by the guard when the supervisor
-// died), no two nodes' children of a scope ran at once, and no child is alive
-// after the run.
-func childChecks(events []eventlog.Record) []string {
+// died); no two nodes' children of a scope ran at once while both supervisors
+// lived (a stop drains before the release, a loss holds the guard until the
+// child is gone); a dead supervisor's child was killed within deathOverlapBound
+// of a successor's child starting; and no child is alive after the run.
+func childChecks(events []eventlog.Record) ([]string, *ChildFigures) {
 	// The nodes were just SIGKILLed: their guards kill the children (and record
 	// it) within milliseconds. Give them a second before calling one an orphan.
 	deadline := time.Now().Add(time.Second)
@@ -76,8 +91,9 @@ func childChecks(events []eventlog.Record) []string {
 		}
 	}
 	var out []string
+	figs := &ChildFigures{Started: len(spans)}
 	if len(spans) == 0 {
-		return []string{"supervised run: no child ever started (vacuous)"}
+		return []string{"supervised run: no child ever started (vacuous)"}, figs
 	}
 	for _, sp := range spans {
 		if sp.end == 0 {
@@ -93,13 +109,20 @@ func childChecks(events []eventlog.Record) []string {
 			if a.node == b.node || a.end == 0 {
 				continue
 			}
-			if b.start < a.end {
+			if b.start >= a.end {
+				continue
+			}
+			ov := time.Duration(a.end - b.start)
+			if a.cause == "supervisor_gone" {
+				figs.AfterDeathOverlapMS = append(figs.AfterDeathOverlapMS, float64(ov.Microseconds())/1000)
+			}
+			if a.cause != "supervisor_gone" || ov > deathOverlapBound {
 				out = append(out, fmt.Sprintf("children ran at once for %.2f ms: %s's (epoch %d, pid %d, ended %s) and %s's (epoch %d, pid %d)",
 					float64(a.end-b.start)/1e6, a.node, a.epoch, a.pid, a.cause, b.node, b.epoch, b.pid))
 			}
 		}
 	}
-	return out
+	return out, figs
 }
 
 func alive(pid int) bool {
