@@ -20,3 +20,9 @@ CREATE TABLE IF NOT EXISTS pgleader.runs (
     UNIQUE (scope, run_key, epoch)
 );
 CREATE INDEX IF NOT EXISTS runs_scope_key_idx ON pgleader.runs (scope, run_key) WHERE exit_code = 0;
+
+-- What a node supervises (pgleader run): the command's name (never its
+-- arguments), the child's pid and state, restarts. NULL for a plain node.
+-- Written by node_supervisor (functions/node_supervisor.sql) from the node's own
+-- login; read by status, top and the exporter.
+ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS supervisor jsonb;

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -88,6 +89,10 @@ type Config struct {
 	Events string
 	// Recorder, if set, records the child's starts and exits (the events file).
 	Recorder Recorder
+	// Report, if set, is called with the new Status at every change (the child
+	// started, exited, restarted; a drain). It must not block: pgleader run hands
+	// the latest to a goroutine that records it in pgleader.nodes.supervisor.
+	Report func(Status)
 	Log      *slog.Logger
 }
 
@@ -156,7 +161,7 @@ func (c *Config) Check() error {
 
 // Status is the supervisor's state, for the local API and status.
 type Status struct {
-	Command  string `json:"command"`
+	Command  string `json:"command"` // the command's base name (never its arguments: they may hold secrets)
 	State    string `json:"state"` // waiting, running, draining, backoff, done
 	PID      int    `json:"pid,omitempty"`
 	Epoch    int64  `json:"epoch,omitempty"`
@@ -198,7 +203,7 @@ func New(e *election.Elector, cfg Config) (*Supervisor, error) {
 		return nil, fmt.Errorf("the elector's drain timeout (%v) must exceed the command's (%v) by %v: the term is released when it ends, and the command's group must be gone by then", d, cfg.DrainTimeout, DrainMargin)
 	}
 	s := &Supervisor{cfg: cfg, e: e, exits: make(chan report, 4)}
-	s.status = Status{Command: cfg.Command[0], State: "waiting"}
+	s.status = Status{Command: filepath.Base(cfg.Command[0]), State: "waiting"}
 	return s, nil
 }
 
@@ -213,7 +218,11 @@ func (s *Supervisor) Status() Status {
 func (s *Supervisor) setState(state string, pid int, epoch int64) {
 	s.mu.Lock()
 	s.status.State, s.status.PID, s.status.Epoch = state, pid, epoch
+	st := s.status
 	s.mu.Unlock()
+	if s.cfg.Report != nil {
+		s.cfg.Report(st)
+	}
 }
 
 // Run starts the guard and the Elector, runs the command under the policy until

@@ -426,3 +426,58 @@ func TestRun(t *testing.T) {
 		}
 	})
 }
+
+// TestReportTo: the supervisor's state reaches pgleader.nodes.supervisor, from
+// the node's own login only.
+func TestReportTo(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	ctx := context.Background()
+	e := newElector(t, fast(dsn, "report-node", "report-scope"))
+	rctx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); _ = e.Wait() }()
+	if err := e.Start(rctx); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	pgtest.WaitFor(t, "the node registered", 10*time.Second, func() bool {
+		var n int
+		_ = pool.QueryRow(ctx, "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'report-node' AND stopped_at IS NULL").Scan(&n)
+		return n == 1
+	})
+	report, stop := ReportTo(pool, "report-node", slog.New(slog.DiscardHandler))
+	report(Status{Command: "worker", State: "running", PID: 4242, Restarts: 1})
+	stop()
+	var doc string
+	if err := pool.QueryRow(ctx, "SELECT coalesce(supervisor::text, '') FROM pgleader.nodes WHERE node_id = 'report-node'").Scan(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(doc, `"pid": 4242`) || !strings.Contains(doc, `"command": "worker"`) {
+		t.Fatalf("nodes.supervisor = %q, want the reported state", doc)
+	}
+
+	// Another login, even one that may campaign, cannot write this node's row.
+	if _, err := pool.Exec(ctx, `CREATE ROLE report_other LOGIN; GRANT pgleader_node TO report_other`); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := pgx.ParseConfig(dsn)
+	cfg.User = "report_other"
+	other, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	var ok bool
+	if err := other.QueryRow(ctx, `SELECT pgleader.node_supervisor('report-node', '{"command":"forged"}')`).Scan(&ok); err != nil || ok {
+		t.Fatalf("another login's write: %v, %v; want false, nil", ok, err)
+	}
+	if err := other.QueryRow(ctx, `SELECT pgleader.node_supervisor('report-node', '[1,2]')`).Scan(&ok); err == nil {
+		t.Fatal("a non-object document was accepted")
+	}
+	if err := pool.QueryRow(ctx, "SELECT supervisor::text FROM pgleader.nodes WHERE node_id = 'report-node'").Scan(&doc); err != nil || strings.Contains(doc, "forged") {
+		t.Fatalf("nodes.supervisor = %q (%v): another login changed it", doc, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/supervisor"
 	"github.com/pgleader/pgleader/workload"
 )
@@ -149,15 +150,20 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 	}
 	stopHUP := a.reopenOnSIGHUP(ns.events)
 	defer stopHUP()
+	// One connection for the run ledger and the supervisor's state in
+	// pgleader.nodes (never the leadership session's).
+	pool, err := workload.NewPool(t.Config, cfg.NodeID, 1, cfg.SessionLease, f.node.leaderDSN != "" || cfg.Mode == election.ModeLease)
+	if err != nil {
+		closeListener(ln)
+		return errors.Join(err, closeEvents(ns.events))
+	}
+	defer pool.Close()
 	if scfg.Ledger != nil {
-		pool, err := workload.NewPool(t.Config, cfg.NodeID, 1, cfg.SessionLease, f.node.leaderDSN != "")
-		if err != nil {
-			closeListener(ln)
-			return errors.Join(err, closeEvents(ns.events))
-		}
-		defer pool.Close()
 		scfg.Ledger.Pool = pool
 	}
+	report, stopReport := supervisor.ReportTo(pool, cfg.NodeID, a.log)
+	defer stopReport()
+	scfg.Report = report
 	sup, err := supervisor.New(ns.e, scfg)
 	if err != nil {
 		closeListener(ln)
