@@ -93,7 +93,7 @@ type Config struct {
 	// started, exited, restarted; a drain). It must not block: pgleader run hands
 	// the latest to a goroutine that records it in pgleader.nodes.supervisor.
 	Report func(Status)
-	Log      *slog.Logger
+	Log    *slog.Logger
 }
 
 // Recorder records what the supervisor does to the child.
@@ -162,7 +162,7 @@ func (c *Config) Check() error {
 // Status is the supervisor's state, for the local API and status.
 type Status struct {
 	Command  string `json:"command"` // the command's base name (never its arguments: they may hold secrets)
-	State    string `json:"state"` // waiting, running, draining, backoff, done
+	State    string `json:"state"`   // waiting, running, draining, backoff, done
 	PID      int    `json:"pid,omitempty"`
 	Epoch    int64  `json:"epoch,omitempty"`
 	Restarts int    `json:"restarts"`
