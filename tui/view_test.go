@@ -289,7 +289,7 @@ func TestNodeDetail(t *testing.T) {
 		t.Fatalf("enter on node-b: node detail %q, scope detail %q", m.nodeDetail, m.detail)
 	}
 	s := screen(m)
-	for _, want := range []string{"NODE node-b", "✖ down", "billing  follows", "reports  follows",
+	for _, want := range []string{"NODE node-b", "✖ down", "billing  not following", "reports  not following",
 		"heartbeat every 0.5s · trust window 1.5s · session lease 2.0s", "os pid 31002 on host-b", "0.4.0",
 		"1: not live", "stale_node"} {
 		if !strings.Contains(s, want) {
