@@ -16,7 +16,10 @@
 // and a footer with the status line and the key help. Below 100×32 the layout
 // is compact: the terms pane takes the nodes pane's place while it has the
 // focus (tab). Enter on a scope or a node opens its detail view; ? lists
-// every key.
+// every key. On the event log a cursor selects a line (it follows the
+// newest until moved, like the log's tail); Enter shows that line whole,
+// wrapped, with the event's fields, and on a flood's one line ("heartbeat
+// late on 252 scopes") lists its member events; Esc goes back.
 //
 // At scale (hundreds or thousands of scopes) nothing lists every scope: the
 // header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the

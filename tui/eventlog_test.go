@@ -64,7 +64,7 @@ func TestEventLogEllipsis(t *testing.T) {
 	l := newEventLog()
 	l.add(collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: "billing", Node: "node-2", Epoch: 3,
 		Reason: "crashed", Detail: "closed by successor node-1"})
-	lines := l.render(newStyles(nil, false), 40, 3) // no colour
+	lines := l.render(newStyles(nil, false), 40, 3, false) // no colour
 	if !strings.Contains(lines[len(lines)-1]+lines[0], "…") {
 		t.Fatalf("rendered %q, want the cut line to end in an ellipsis", lines)
 	}

@@ -54,6 +54,8 @@ func (m *Model) render() string {
 			body = m.detailLines(w, bodyH)
 		case m.nodeDetail != "":
 			body = m.nodeDetailLines(w, bodyH)
+		case m.eventDetail != nil:
+			body = m.eventDetailLines(w, bodyH)
 		default:
 			body = m.mainLines(w, bodyH)
 		}
@@ -161,6 +163,8 @@ func (m *Model) footerKeys() []key.Binding {
 		return m.keys.filterHelp()
 	case m.helpOpen:
 		return m.keys.searchHelp()
+	case m.eventDetail != nil:
+		return m.keys.eventDetailHelp()
 	case m.detail != "" || m.nodeDetail != "":
 		return m.keys.detailHelp()
 	}
@@ -304,7 +308,7 @@ func (m *Model) paneLines(st *styles, p pane, w, h int) []string {
 		title = "TERMS · last " + fmtAxis(timelineWindow) + "  " + legend
 		hint = m.terms.followHint(m.keys.Top.Help().Key)
 	case paneEvents:
-		body = m.events.render(st, w, h-1)
+		body = m.events.render(st, w, h-1, m.focus == p)
 		title = "EVENTS"
 		hint = m.events.hint(m.keys)
 	}
