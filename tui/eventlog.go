@@ -398,7 +398,8 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 }
 
 // groupMin is how many per-scope events of one kind and one node, arriving
-// together, make a flood that the log shows as one line.
+// together, each for another scope, make a flood that the log shows as one
+// line.
 const groupMin = 5
 
 // groupable are the per-scope events a node's failover brings by the hundred.
@@ -406,24 +407,33 @@ var groupable = map[collector.EventKind]bool{collector.EventElected: true, colle
 	collector.EventReleased: true, collector.EventHeartbeatLate: true}
 
 // grouped turns evs into log entries: one per event, but a flood — groupMin
-// or more groupable events of one kind and one node arriving together, as a
-// node's failover brings one per scope — is one line at its first event's
-// place, naming how many scopes and which. The line's text holds every scope's
-// name, so / finds a scope inside a group.
+// or more groupable events of one kind and one node arriving together, each
+// for another scope, as a node's failover brings one per scope — is one line
+// at its first event's place, naming how many scopes and which. Events of
+// one kind and node that repeat a scope (a backlog of one scope's history,
+// delivered at once after a pause) are no flood: a line counting scopes would
+// miscount them. The line's text holds every scope's name, so / finds a scope
+// inside a group.
 func grouped(evs []collector.Event) []logEntry {
 	type key struct {
 		kind collector.EventKind
 		node string
 	}
 	count := map[key]int{}
+	scopes := map[key]map[string]bool{}
 	for _, e := range evs {
 		if groupable[e.Kind] {
-			count[key{e.Kind, e.Node}]++
+			k := key{e.Kind, e.Node}
+			count[k]++
+			if scopes[k] == nil {
+				scopes[k] = map[string]bool{}
+			}
+			scopes[k][e.Scope] = true
 		}
 	}
 	members := map[key][]collector.Event{}
 	for _, e := range evs {
-		if k := (key{e.Kind, e.Node}); groupable[e.Kind] && count[k] >= groupMin {
+		if k := (key{e.Kind, e.Node}); groupable[e.Kind] && count[k] >= groupMin && len(scopes[k]) == count[k] {
 			members[k] = append(members[k], e)
 		}
 	}
