@@ -157,11 +157,22 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
 	sqlSchemaVersion = `SELECT CASE WHEN pg_catalog.to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
 	                        ELSE pgleader.schema_version() END`
 
+	// The nodes; %s: login_role, or NULL where the view has no such column
+	// (sqlNodesLoginRole).
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
-       failback_after_ms, session_alive
+       failback_after_ms, session_alive, %s
   FROM pgleader.watch_nodes_v1 ORDER BY node_id`
+
+	// Whether watch_nodes_v1 has login_role: a repeatable view, it gains the
+	// column when a build that has it migrates, without a new schema version,
+	// so the collector asks the catalog (per connection) rather than the
+	// version.
+	sqlNodesLoginRole = `
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
+                  AND a.attname = 'login_role' AND NOT a.attisdropped)`
 
 	// $1: how many.
 	sqlTerms = `
@@ -214,10 +225,26 @@ type readCursor struct {
 	missing []int64 // and these
 }
 
+// readShape is what a read must know of its connection: whether a pooler
+// is between (the read then sets its settings in its own transaction), and
+// whether watch_nodes_v1 has login_role.
+type readShape struct {
+	pooled    bool
+	loginRole bool
+}
+
+// nodesSQL is sqlNodes for the shape's view.
+func (s readShape) nodesSQL() string {
+	if s.loginRole {
+		return fmt.Sprintf(sqlNodes, "login_role")
+	}
+	return fmt.Sprintf(sqlNodes, "NULL::text")
+}
+
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
 // COMMIT). On an error the connection may be unusable; the caller closes it.
-// Through a pooler (pooled) the read sets its settings in its own transaction.
-func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, pooled bool) (*dbRead, error) {
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shape readShape) (*dbRead, error) {
+	pooled := shape.pooled
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
@@ -228,7 +255,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, pool
 	b.Queue(sqlScopes, cfg.FlapWindow.Seconds())
 	b.Queue(sqlInterference)
 	b.Queue(sqlMeta)
-	b.Queue(sqlNodes)
+	b.Queue(shape.nodesSQL())
 	b.Queue(sqlTerms, cfg.RecentTerms)
 	switch {
 	case cur.skip:
@@ -410,11 +437,13 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		backend            *int32
 		ival, trust, lease *int32
 		failback           *int32
+		role               *string
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role); err != nil {
 		return n, err
 	}
+	n.LoginRole = str(role)
 	n.FailbackAfter = ms(failback)
 	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)
 	n.Timing = Timing{HeartbeatInterval: ms(ival), TrustWindow: ms(trust), SessionLease: ms(lease)}
