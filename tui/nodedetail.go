@@ -76,6 +76,11 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	}
 	lines = append(lines, kv("process", proc))
 	lines = append(lines, kv("backend", backendText(st, n)))
+	role := st.render(toneMuted, "— (not recorded)")
+	if n.LoginRole != "" {
+		role = termsafe.String(n.LoginRole) + st.render(toneMuted, " (the database role it registered under)")
+	}
+	lines = append(lines, kv("login role", role))
 	lines = append(lines, kv("version", termsafe.String(n.Version)))
 
 	var alerts []collector.Alert

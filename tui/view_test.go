@@ -292,7 +292,7 @@ func TestNodeDetail(t *testing.T) {
 	s := screen(m)
 	for _, want := range []string{"NODE node-b", "✖ down", "billing  not following", "reports  not following",
 		"heartbeat every 0.5s · trust window 1.5s · session lease 2.0s", "os pid 31002 on host-b", "0.4.0",
-		"1: not live", "stale_node"} {
+		"1: not live", "stale_node", "login role  svc_node_b (the database role it registered under)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("node detail lacks %q:\n%s", want, s)
 		}
