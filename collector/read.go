@@ -42,7 +42,10 @@ type dbRead struct {
 	Scopes     []scopeRow
 	Nodes      []Node
 	Terms      []Term
-	Audit      []auditRow
+	// WindowTerms are the terms that ended within Config.TermsWindow, per
+	// scope (sqlWindowTerms).
+	WindowTerms []Term
+	Audit       []auditRow
 	// Interference: sessions on scope locks that are not candidates (nil before
 	// schema version 7).
 	Interference []interferenceRow
@@ -180,6 +183,25 @@ SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at,
        handover_gap_us, handed_to
   FROM pgleader.watch_terms_v1 ORDER BY id DESC LIMIT $1`
 
+	// The terms of each scope that ended within the last $1 seconds: of the
+	// terms that began in that window, the newest $2, and the one before it,
+	// which ended in the window if it ended after it began (a scope's terms
+	// follow one another). Both through terms_scope_acquired_idx; retired
+	// scopes are out of the views.
+	sqlWindowTerms = `
+SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
+       t.handover_gap_us, t.handed_to
+  FROM pgleader.leader_state s
+ CROSS JOIN LATERAL (
+       (SELECT w.* FROM pgleader.watch_terms_v1 w
+         WHERE w.scope = s.scope AND w.acquired_at > now() - make_interval(secs => $1)
+         ORDER BY w.acquired_at DESC LIMIT $2)
+       UNION ALL
+       (SELECT w.* FROM pgleader.watch_terms_v1 w
+         WHERE w.scope = s.scope AND w.acquired_at <= now() - make_interval(secs => $1)
+         ORDER BY w.acquired_at DESC LIMIT 1)) t
+ WHERE s.retired_at IS NULL AND t.released_at > now() - make_interval(secs => $1)`
+
 	// Later reads: every row after the last one seen, plus ids an earlier read
 	// found missing (a transaction still in flight then). $1 last id, $2 missing
 	// ids, $3 limit.
@@ -211,6 +233,11 @@ SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.ep
          THEN (SELECT t.holder FROM pgleader.terms t
                 WHERE t.scope = a.scope AND t.epoch = (a.detail->>'prev_epoch')::bigint) END`
 )
+
+// maxWindowTerms bounds the terms a snapshot carries per scope beyond
+// RecentTerms (Config.TermsWindow): a scope that changed leaders more often
+// in the window shows its newest.
+const maxWindowTerms = 100
 
 // readSchema is the oldest schema version with the read contract this
 // collector uses (pgleader.watch_scopes_v1, watch_nodes_v1, watch_terms_v1).
@@ -257,6 +284,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shap
 	b.Queue(sqlMeta)
 	b.Queue(shape.nodesSQL())
 	b.Queue(sqlTerms, cfg.RecentTerms)
+	b.Queue(sqlWindowTerms, cfg.TermsWindow.Seconds(), maxWindowTerms)
 	switch {
 	case cur.skip:
 	case cur.first:
@@ -334,6 +362,10 @@ func scanRead(br pgx.BatchResults, r *dbRead, pooled bool) error {
 	rows, _ = br.Query()
 	if r.Terms, err = pgx.CollectRows(rows, scanTerm); err != nil {
 		return fmt.Errorf("read terms: %w", err)
+	}
+	rows, _ = br.Query()
+	if r.WindowTerms, err = pgx.CollectRows(rows, scanTerm); err != nil {
+		return fmt.Errorf("read the terms of the window: %w", err)
 	}
 	if !r.Cursor.skip {
 		rows, _ = br.Query()

@@ -530,8 +530,8 @@ type Snapshot struct {
 	DBTime time.Time `json:"db_time"` // the database's now() of the read
 	Scopes []Scope   `json:"scopes"`  // sorted by name
 	Nodes  []Node    `json:"nodes"`   // sorted by id
-	// Terms are the most recent terms over all scopes, newest first
-	// (Config.RecentTerms of them).
+	// Terms are the most recent terms over all scopes (Config.RecentTerms of
+	// them) and every term that ended within Config.TermsWindow, newest first.
 	Terms  []Term    `json:"terms"`
 	Alerts []Alert   `json:"alerts"` // sorted: critical first, then kind, scope, node
 	Locks  LockStats `json:"locks"`
