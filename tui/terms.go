@@ -10,7 +10,9 @@ import (
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
-// timelineWindow is how far back the terms timeline reaches.
+// timelineWindow is how far back the terms timeline reaches: no further than
+// the collector's TermsWindow (by default), within which a snapshot carries
+// every scope's terms.
 const timelineWindow = 5 * time.Minute
 
 // holderGlyphs tell holders apart without colour; the legend names them.
