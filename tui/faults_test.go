@@ -373,7 +373,8 @@ var faultChecks = map[string]map[string][]faultCheck{
 		"during": {
 			// Nothing can be read: the last good data stays, marked stale, and
 			// the footer says why.
-			paneHas("FOOTER", "✖ DISCONNECTED", "showing the last good data", "failed to connect", "10.0.0.5:5432"),
+			paneHas("FOOTER", "✖ DISCONNECTED", "showing the last good data",
+				"the database system is shutting down (SQLSTATE 57P03)"),
 			paneHas("SCOPES", "STALE"),
 			scopeCellIs("billing", "LEADER", "node-1"),
 		},

@@ -128,7 +128,7 @@ func (m *Model) footerLines(w int) []string {
 			status += st.render(toneMuted, " · ") + st.render(m.statusT, m.status)
 		}
 		if h.LastError != "" {
-			errLine = st.errorText.Render(fitLine("  "+termsafe.String(h.LastError), w))
+			errLine = st.errorText.Render(fitLine("  "+keepTail(termsafe.String(h.LastError), w-2), w))
 		}
 	case m.status != "":
 		status = st.render(m.statusT, m.status)
