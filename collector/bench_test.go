@@ -71,7 +71,7 @@ func BenchmarkPoll(b *testing.B) {
 		cur := c.st.cursor(planPoll, false)
 		c.stateMu.Unlock()
 		for b.Loop() {
-			if _, err := read(ctx, conn, &c.cfg, cur, false); err != nil {
+			if _, err := read(ctx, conn, &c.cfg, cur, readShape{loginRole: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -41,12 +41,15 @@ type Collector struct {
 	lastErr    string
 	lastErrAt  time.Time
 
-	listening     atomic.Bool
-	pooled        atomic.Bool // a connection pooler is between the collector and PostgreSQL (conn.go)
-	notifications atomic.Uint64
-	notifyPending atomic.Bool   // a notification arrived since the last read started
-	coalesced     atomic.Uint64 // notifications that arrived while one was pending
-	reconnects    atomic.Uint64
+	listening atomic.Bool
+	pooled    atomic.Bool // a connection pooler is between the collector and PostgreSQL (conn.go)
+	// nodesLoginRole: watch_nodes_v1 has login_role, as the last reader
+	// connection found it (connectReader); reads on it select the column.
+	nodesLoginRole atomic.Bool
+	notifications  atomic.Uint64
+	notifyPending  atomic.Bool   // a notification arrived since the last read started
+	coalesced      atomic.Uint64 // notifications that arrived while one was pending
+	reconnects     atomic.Uint64
 
 	// The source of changes between polls (source.go).
 	feed          atomic.Int32  // feedKind, decided by Run

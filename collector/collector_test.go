@@ -16,7 +16,7 @@ func TestConfig(t *testing.T) {
 	if d.PollInterval != DefaultPollInterval || d.NoLeaderAfter != DefaultNoLeaderAfter || d.StaleMargin != DefaultStaleMargin ||
 		d.SplitBrainGrace != DefaultSplitBrainGrace || d.StaleNodeAfter != DefaultStaleNodeAfter || d.FlapWindow != DefaultFlapWindow ||
 		d.FlapMax != DefaultFlapMax || d.FenceAlertFor != DefaultFenceAlertFor || d.LockPressure != DefaultLockPressure ||
-		d.CollectorDownAfter != DefaultCollectorDownAfter || d.RecentTerms != DefaultRecentTerms || d.EvictAfter != DefaultEvictAfter ||
+		d.CollectorDownAfter != DefaultCollectorDownAfter || d.RecentTerms != DefaultRecentTerms || d.EvictAfter != DefaultEvictAfter || d.TermsWindow != DefaultTermsWindow ||
 		d.EvictStale || d.Logger == nil {
 		t.Fatalf("DefaultConfig() = %+v", d)
 	}
@@ -36,6 +36,7 @@ func TestConfig(t *testing.T) {
 		{"NegativePressure", func(c *Config) { c.LockPressure = -0.1 }, "LockPressure"},
 		{"TooManyTerms", func(c *Config) { c.RecentTerms = MaxRecentTerms + 1 }, "RecentTerms"},
 		{"NegativeEvictAfter", func(c *Config) { c.EvictAfter = -time.Second }, "EvictAfter"},
+		{"NegativeTermsWindow", func(c *Config) { c.TermsWindow = -time.Second }, "TermsWindow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base

@@ -25,6 +25,7 @@ const (
 	DefaultLockPressure       = 0.5
 	DefaultCollectorDownAfter = 5 * time.Second
 	DefaultRecentTerms        = 50
+	DefaultTermsWindow        = 5 * time.Minute
 	DefaultEvictAfter         = 10 * time.Second
 )
 
@@ -127,6 +128,14 @@ type Config struct {
 	// snapshot. At most MaxRecentTerms.
 	RecentTerms int
 
+	// TermsWindow: each snapshot also carries, per scope, the terms that ended
+	// within the last TermsWindow (up to maxWindowTerms a scope), however many
+	// scopes changed leaders: a view of that window — the dashboard's timeline
+	// shows 5 minutes — then has every term of every scope, where the
+	// RecentTerms newest of all scopes would leave most of a mass failover's
+	// closed terms out. Open terms are in Scope.OpenTerm.
+	TermsWindow time.Duration
+
 	// EvictStale makes the collector terminate the leadership backend of a stale
 	// holder (a zombie keeping the lock without heartbeats) once its
 	// AlertStaleLeader has lasted EvictAfter: one Evict per term, audited. Off by
@@ -188,6 +197,7 @@ func (c *Config) applyDefaults() {
 	def(&c.FenceAlertFor, DefaultFenceAlertFor)
 	def(&c.CollectorDownAfter, DefaultCollectorDownAfter)
 	def(&c.EvictAfter, DefaultEvictAfter)
+	def(&c.TermsWindow, DefaultTermsWindow)
 	if c.FlapMax == 0 {
 		c.FlapMax = DefaultFlapMax
 	}
@@ -232,6 +242,7 @@ func (c *Config) Validate() error {
 		{"SplitBrainGrace", c.SplitBrainGrace}, {"StaleNodeAfter", c.StaleNodeAfter},
 		{"FlapWindow", c.FlapWindow}, {"FenceAlertFor", c.FenceAlertFor},
 		{"CollectorDownAfter", c.CollectorDownAfter}, {"EvictAfter", c.EvictAfter},
+		{"TermsWindow", c.TermsWindow},
 	} {
 		if err := positive(f.name, f.d); err != nil {
 			return err

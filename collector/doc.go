@@ -66,7 +66,9 @@
 // batch (one round trip): the scopes (every leader_state row, plus every scope a
 // not-stopped node is a candidate for), their locks, their newest term and the
 // index-only counts behind flapping and epoch checks; now(); the nodes; the last
-// RecentTerms terms; the audit rows after the last one seen. All rows come from
+// RecentTerms terms and, per scope, those that ended within TermsWindow (so a
+// mass failover's closed terms are all there); the audit rows after the last
+// one seen. All rows come from
 // one MVCC snapshot, and every age (heartbeat, last seen, tenure) is measured
 // against that transaction's now(), so clock skew between hosts does not matter.
 // The lock table is the exception: pg_locks is not transactional. It is read by the

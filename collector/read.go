@@ -42,7 +42,10 @@ type dbRead struct {
 	Scopes     []scopeRow
 	Nodes      []Node
 	Terms      []Term
-	Audit      []auditRow
+	// WindowTerms are the terms that ended within Config.TermsWindow, per
+	// scope (sqlWindowTerms).
+	WindowTerms []Term
+	Audit       []auditRow
 	// Interference: sessions on scope locks that are not candidates (nil before
 	// schema version 7).
 	Interference []interferenceRow
@@ -157,17 +160,47 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
 	sqlSchemaVersion = `SELECT CASE WHEN pg_catalog.to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
 	                        ELSE pgleader.schema_version() END`
 
+	// The nodes; %s: login_role, or NULL where the view has no such column
+	// (sqlNodesLoginRole).
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
-       failback_after_ms, session_alive
+       failback_after_ms, session_alive, %s
   FROM pgleader.watch_nodes_v1 ORDER BY node_id`
+
+	// Whether watch_nodes_v1 has login_role: a repeatable view, it gains the
+	// column when a build that has it migrates, without a new schema version,
+	// so the collector asks the catalog (per connection) rather than the
+	// version.
+	sqlNodesLoginRole = `
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
+                  AND a.attname = 'login_role' AND NOT a.attisdropped)`
 
 	// $1: how many.
 	sqlTerms = `
 SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason,
        handover_gap_us, handed_to
   FROM pgleader.watch_terms_v1 ORDER BY id DESC LIMIT $1`
+
+	// The terms of each scope that ended within the last $1 seconds: of the
+	// terms that began in that window, the newest $2, and the one before it,
+	// which ended in the window if it ended after it began (a scope's terms
+	// follow one another). Both through terms_scope_acquired_idx; retired
+	// scopes are out of the views.
+	sqlWindowTerms = `
+SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
+       t.handover_gap_us, t.handed_to
+  FROM pgleader.leader_state s
+ CROSS JOIN LATERAL (
+       (SELECT w.* FROM pgleader.watch_terms_v1 w
+         WHERE w.scope = s.scope AND w.acquired_at > now() - make_interval(secs => $1)
+         ORDER BY w.acquired_at DESC LIMIT $2)
+       UNION ALL
+       (SELECT w.* FROM pgleader.watch_terms_v1 w
+         WHERE w.scope = s.scope AND w.acquired_at <= now() - make_interval(secs => $1)
+         ORDER BY w.acquired_at DESC LIMIT 1)) t
+ WHERE s.retired_at IS NULL AND t.released_at > now() - make_interval(secs => $1)`
 
 	// Later reads: every row after the last one seen, plus ids an earlier read
 	// found missing (a transaction still in flight then). $1 last id, $2 missing
@@ -201,6 +234,11 @@ SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.ep
                 WHERE t.scope = a.scope AND t.epoch = (a.detail->>'prev_epoch')::bigint) END`
 )
 
+// maxWindowTerms bounds the terms a snapshot carries per scope beyond
+// RecentTerms (Config.TermsWindow): a scope that changed leaders more often
+// in the window shows its newest.
+const maxWindowTerms = 100
+
 // readSchema is the oldest schema version with the read contract this
 // collector uses (pgleader.watch_scopes_v1, watch_nodes_v1, watch_terms_v1).
 const readSchema = 13
@@ -214,10 +252,26 @@ type readCursor struct {
 	missing []int64 // and these
 }
 
+// readShape is what a read must know of its connection: whether a pooler
+// is between (the read then sets its settings in its own transaction), and
+// whether watch_nodes_v1 has login_role.
+type readShape struct {
+	pooled    bool
+	loginRole bool
+}
+
+// nodesSQL is sqlNodes for the shape's view.
+func (s readShape) nodesSQL() string {
+	if s.loginRole {
+		return fmt.Sprintf(sqlNodes, "login_role")
+	}
+	return fmt.Sprintf(sqlNodes, "NULL::text")
+}
+
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
 // COMMIT). On an error the connection may be unusable; the caller closes it.
-// Through a pooler (pooled) the read sets its settings in its own transaction.
-func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, pooled bool) (*dbRead, error) {
+func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shape readShape) (*dbRead, error) {
+	pooled := shape.pooled
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
@@ -228,8 +282,9 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, pool
 	b.Queue(sqlScopes, cfg.FlapWindow.Seconds())
 	b.Queue(sqlInterference)
 	b.Queue(sqlMeta)
-	b.Queue(sqlNodes)
+	b.Queue(shape.nodesSQL())
 	b.Queue(sqlTerms, cfg.RecentTerms)
+	b.Queue(sqlWindowTerms, cfg.TermsWindow.Seconds(), maxWindowTerms)
 	switch {
 	case cur.skip:
 	case cur.first:
@@ -307,6 +362,10 @@ func scanRead(br pgx.BatchResults, r *dbRead, pooled bool) error {
 	rows, _ = br.Query()
 	if r.Terms, err = pgx.CollectRows(rows, scanTerm); err != nil {
 		return fmt.Errorf("read terms: %w", err)
+	}
+	rows, _ = br.Query()
+	if r.WindowTerms, err = pgx.CollectRows(rows, scanTerm); err != nil {
+		return fmt.Errorf("read the terms of the window: %w", err)
 	}
 	if !r.Cursor.skip {
 		rows, _ = br.Query()
@@ -410,11 +469,13 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		backend            *int32
 		ival, trust, lease *int32
 		failback           *int32
+		role               *string
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role); err != nil {
 		return n, err
 	}
+	n.LoginRole = str(role)
 	n.FailbackAfter = ms(failback)
 	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)
 	n.Timing = Timing{HeartbeatInterval: ms(ival), TrustWindow: ms(trust), SessionLease: ms(lease)}

@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,7 +117,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 		}
 	}
 
-	terms := r.Terms
+	terms := withWindow(r.Terms, r.WindowTerms)
 	for i := range terms {
 		terms[i].HeldFor = heldFor(terms[i], r.Now)
 	}
@@ -349,6 +351,27 @@ func isIdle(row scopeRow, sc *Scope, ro roster) bool {
 		}
 	}
 	return true
+}
+
+// withWindow is the snapshot's terms: the recent ones (newest first, by id)
+// and those of the window that are not among them, in the same order.
+func withWindow(recent, window []Term) []Term {
+	if len(window) == 0 {
+		return recent
+	}
+	seen := make(map[int64]bool, len(recent))
+	for _, t := range recent {
+		seen[t.ID] = true
+	}
+	out := recent
+	for _, t := range window {
+		if !seen[t.ID] {
+			seen[t.ID] = true
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Term) int { return cmp.Compare(b.ID, a.ID) })
+	return out
 }
 
 func heldFor(t Term, dbNow time.Time) time.Duration {

@@ -409,6 +409,11 @@ type Node struct {
 	// --preferred): it takes its scopes back from a live leader of lower priority
 	// once it has been up this long. 0: no failback.
 	FailbackAfter time.Duration `json:"failback_after,omitzero"`
+	// LoginRole is the role the node registered under (its session_user;
+	// watch_nodes_v1.login_role): "" when unknown (a row written by hand, or a
+	// schema whose view lacks the column). Not in JSON: status -o json keeps
+	// its shape.
+	LoginRole string `json:"-"`
 }
 
 // Eligible reports whether the node may be handed a scope it campaigns for: it is
@@ -525,8 +530,8 @@ type Snapshot struct {
 	DBTime time.Time `json:"db_time"` // the database's now() of the read
 	Scopes []Scope   `json:"scopes"`  // sorted by name
 	Nodes  []Node    `json:"nodes"`   // sorted by id
-	// Terms are the most recent terms over all scopes, newest first
-	// (Config.RecentTerms of them).
+	// Terms are the most recent terms over all scopes (Config.RecentTerms of
+	// them) and every term that ended within Config.TermsWindow, newest first.
 	Terms  []Term    `json:"terms"`
 	Alerts []Alert   `json:"alerts"` // sorted: critical first, then kind, scope, node
 	Locks  LockStats `json:"locks"`

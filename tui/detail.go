@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -239,7 +240,7 @@ func timingText(t collector.Timing) string {
 func (m *Model) detailKey(msg tea.KeyPressMsg) {
 	switch {
 	case key.Matches(msg, m.keys.Back, m.keys.Erase, m.keys.Enter):
-		m.detail, m.nodeDetail, m.detailScroll = "", "", 0
+		m.detail, m.nodeDetail, m.eventDetail, m.detailScroll = "", "", nil, 0
 	case key.Matches(msg, m.keys.Up):
 		m.detailScroll = max(0, m.detailScroll-1)
 	case key.Matches(msg, m.keys.Down):
@@ -250,15 +251,26 @@ func (m *Model) detailKey(msg tea.KeyPressMsg) {
 		m.detailScroll += m.pageSize()
 	case key.Matches(msg, m.keys.Top):
 		m.detailScroll = 0
+	case key.Matches(msg, m.keys.Bottom):
+		m.detailScroll = math.MaxInt32 // the render clamps it to the last page
 	}
 }
 
+// inDetail reports whether a detail view is open (scope, node or event).
+func (m *Model) inDetail() bool { return m.detail != "" || m.nodeDetail != "" || m.eventDetail != nil }
+
 // openDetail opens the detail of the row under the focused pane's cursor: a
-// node's on the nodes pane, else its scope's.
+// node's on the nodes pane, the event line's on the event log, else its
+// scope's.
 func (m *Model) openDetail() {
 	m.ensureRows()
 	var scope string
 	switch m.focus {
+	case paneEvents:
+		if e, ok := m.events.selected(); ok {
+			m.eventDetail, m.detailScroll = &e, 0
+		}
+		return
 	case paneScopes:
 		scope = m.scopes.selected()
 	case paneTerms:

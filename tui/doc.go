@@ -13,10 +13,15 @@
 // Layout, top to bottom: a header with one verdict per scope (glyph + word, so
 // it reads without colour), the alert banner, then the panes — scopes, nodes,
 // terms (a timeline strip per scope and the recent terms) and the event log —
-// and a footer with the status line and the key help. Below 100×32 the layout
-// is compact: the terms pane takes the nodes pane's place while it has the
-// focus (tab). Enter on a scope or a node opens its detail view; ? lists
-// every key.
+// and a footer with the status line and the key help. The scopes and nodes
+// panes get their rows, the terms pane its timeline and a few recent terms;
+// the rows left go to the event log, and only what it cannot fill to the
+// rest of the terms. Below 100×32 the layout is compact: the terms pane
+// takes the nodes pane's place while it has the focus (tab). Enter on a scope or a node opens its detail view; ? lists
+// every key. On the event log a cursor selects a line (it follows the
+// newest until moved, like the log's tail); Enter shows that line whole,
+// wrapped, with the event's fields, and on a flood's one line ("heartbeat
+// late on 252 scopes") lists its member events; Esc goes back.
 //
 // At scale (hundreds or thousands of scopes) nothing lists every scope: the
 // header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the

@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
@@ -19,22 +17,32 @@ const eventLogCap = 1000
 
 // logEntry is one event and its rendered line (rendered once, on arrival).
 type logEntry struct {
+	id    uint64 // the log's own count: the cursor follows an entry by it
 	ev    collector.Event
 	line  string
 	lower string // line in lower case, for the filter
 	tone  tone
+	// members are the events of a flood shown as this one line (grouped),
+	// in arrival order, and summary says what they are without naming every
+	// scope; nil and "" for a single event.
+	members []collector.Event
+	summary string
 }
 
-// eventLog is the scrollable event log: newest at the bottom, following the
-// tail unless the operator scrolled up.
+// eventLog is the scrollable event log: newest at the bottom. Its cursor
+// (shown while the pane has the focus) selects the line Enter opens; it
+// follows the tail — the newest line — unless the operator moved it up.
 type eventLog struct {
 	entries []logEntry
 	shown   []int // indexes of entries passing the filter
 	filter  string
-	vp      viewport.Model
-	follow  bool
-	dirty   bool // shown lines must be handed to the viewport again
-	look    *styles
+	nextID  uint64
+	// cursor indexes shown; cursorID is its entry's id, so that a reorder, a
+	// trim or a filter change keeps it on its event. offset is the first
+	// line on screen, height the lines the last render showed (a page).
+	cursor, offset, height int
+	cursorID               uint64
+	follow                 bool
 }
 
 // maxReorder bounds how far back an event that arrives late is put in its
@@ -42,9 +50,7 @@ type eventLog struct {
 const maxReorder = 512
 
 func newEventLog() eventLog {
-	vp := viewport.New()
-	vp.MouseWheelEnabled = false
-	return eventLog{vp: vp, follow: true, dirty: true}
+	return eventLog{follow: true}
 }
 
 // add puts events in the log in time order (events of different sources —
@@ -56,6 +62,8 @@ func newEventLog() eventLog {
 func (l *eventLog) add(evs ...collector.Event) {
 	reorder := false
 	for _, entry := range grouped(evs) {
+		l.nextID++
+		entry.id = l.nextID
 		e := entry.ev
 		i := len(l.entries)
 		for i > 0 && len(l.entries)-i < maxReorder && l.entries[i-1].ev.At.After(e.At) {
@@ -79,7 +87,7 @@ func (l *eventLog) add(evs ...collector.Event) {
 		l.entries = append(l.entries[:0], l.entries[drop:]...)
 		l.reindex()
 	}
-	l.dirty = true
+	l.settle()
 }
 
 func (l *eventLog) setFilter(f string) {
@@ -88,6 +96,7 @@ func (l *eventLog) setFilter(f string) {
 	}
 	l.filter = f
 	l.reindex()
+	l.settle()
 }
 
 func (l *eventLog) matches(i int) bool {
@@ -106,56 +115,77 @@ func (l *eventLog) reindex() {
 			l.shown = append(l.shown, i)
 		}
 	}
-	l.dirty = true
 }
 
+// settle puts the cursor back on its entry after the lines changed: on the
+// newest while following, else on the entry it was on (or, when that one
+// was trimmed or filtered out, at the same place).
+func (l *eventLog) settle() {
+	n := len(l.shown)
+	switch {
+	case n == 0:
+		l.cursor = 0
+	case l.follow:
+		l.cursor = n - 1
+	case l.cursor < n && l.entries[l.shown[l.cursor]].id == l.cursorID:
+	default:
+		for i, idx := range l.shown {
+			if l.entries[idx].id == l.cursorID {
+				l.cursor = i
+				break
+			}
+		}
+		l.cursor = max(0, min(l.cursor, n-1))
+	}
+	if n > 0 {
+		l.cursorID = l.entries[l.shown[l.cursor]].id
+	}
+}
+
+// selected returns the entry under the cursor.
+func (l *eventLog) selected() (logEntry, bool) {
+	l.settle()
+	if len(l.shown) == 0 {
+		return logEntry{}, false
+	}
+	return l.entries[l.shown[l.cursor]], true
+}
+
+// scroll moves the cursor; it follows the tail again on the newest line.
 func (l *eventLog) scroll(msg tea.KeyPressMsg, k keyMap) {
+	l.settle()
+	page := max(1, l.height)
 	switch {
 	case key.Matches(msg, k.Up):
-		l.vp.ScrollUp(1)
+		l.cursor--
 	case key.Matches(msg, k.Down):
-		l.vp.ScrollDown(1)
+		l.cursor++
 	case key.Matches(msg, k.PageUp):
-		l.vp.PageUp()
+		l.cursor -= page
+		l.offset -= page
 	case key.Matches(msg, k.PageDown):
-		l.vp.PageDown()
+		l.cursor += page
+		l.offset += page
 	case key.Matches(msg, k.Top):
-		l.vp.GotoTop()
+		l.cursor = 0
 	case key.Matches(msg, k.Bottom):
-		l.vp.GotoBottom()
+		l.cursor = len(l.shown) - 1
 	}
-	l.follow = l.vp.AtBottom()
+	l.cursor = max(0, min(l.cursor, len(l.shown)-1))
+	l.follow = l.cursor >= len(l.shown)-1
+	if len(l.shown) > 0 {
+		l.cursorID = l.entries[l.shown[l.cursor]].id
+	}
 }
 
-// render returns height lines of the log, width wide.
-func (l *eventLog) render(st *styles, width, height int) []string {
+// render returns height lines of the log, width wide: the window that holds
+// the cursor, the cursor's line marked while focused.
+func (l *eventLog) render(st *styles, width, height int, focused bool) []string {
 	if height <= 0 {
 		return nil
 	}
-	resized := l.vp.Width() != width || l.vp.Height() != height
-	if resized {
-		l.vp.SetWidth(width)
-		l.vp.SetHeight(height)
-	}
-	if l.dirty || l.look != st || resized {
-		l.look = st
-		lines := make([]string, len(l.shown))
-		for i, idx := range l.shown {
-			lines[i] = truncate(l.entries[idx].line, width) // a cut line ends in an ellipsis
-		}
-		l.vp.SetContentLines(lines)
-		shown := l.shown
-		l.vp.StyleLineFunc = func(i int) lipgloss.Style {
-			if i < len(shown) {
-				return st.tones[l.entries[shown[i]].tone]
-			}
-			return lipgloss.NewStyle()
-		}
-		l.dirty = false
-	}
-	if l.follow {
-		l.vp.GotoBottom()
-	}
+	l.settle()
+	l.height = height
 	if len(l.shown) == 0 {
 		out := []string{st.render(toneMuted, fitLine("  no events yet", width))}
 		for len(out) < height {
@@ -163,7 +193,33 @@ func (l *eventLog) render(st *styles, width, height int) []string {
 		}
 		return out
 	}
-	return strings.Split(l.vp.View(), "\n")
+	if l.follow {
+		l.offset = len(l.shown) - height
+	}
+	if l.cursor < l.offset {
+		l.offset = l.cursor
+	}
+	if l.cursor >= l.offset+height {
+		l.offset = l.cursor - height + 1
+	}
+	l.offset = max(0, min(l.offset, len(l.shown)-height))
+	out := make([]string, 0, height)
+	for i := l.offset; i < len(l.shown) && len(out) < height; i++ {
+		e := l.entries[l.shown[i]]
+		line := e.line
+		if i == l.cursor && focused {
+			// Every line starts with two blanks (linePrefix): the marker
+			// takes them, as a table's cursor row.
+			line = "▸ " + strings.TrimPrefix(line, "  ")
+			out = append(out, st.cursor.Render(fitLine(line, width)))
+			continue
+		}
+		out = append(out, st.render(e.tone, fitLine(line, width))) // a cut line ends in an ellipsis
+	}
+	for len(out) < height {
+		out = append(out, "")
+	}
+	return out
 }
 
 // hint is the events pane's title hint: how many, and whether it follows.
@@ -342,7 +398,8 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 }
 
 // groupMin is how many per-scope events of one kind and one node, arriving
-// together, make a flood that the log shows as one line.
+// together, each for another scope, make a flood that the log shows as one
+// line.
 const groupMin = 5
 
 // groupable are the per-scope events a node's failover brings by the hundred.
@@ -350,24 +407,33 @@ var groupable = map[collector.EventKind]bool{collector.EventElected: true, colle
 	collector.EventReleased: true, collector.EventHeartbeatLate: true}
 
 // grouped turns evs into log entries: one per event, but a flood — groupMin
-// or more groupable events of one kind and one node arriving together, as a
-// node's failover brings one per scope — is one line at its first event's
-// place, naming how many scopes and which. The line's text holds every scope's
-// name, so / finds a scope inside a group.
+// or more groupable events of one kind and one node arriving together, each
+// for another scope, as a node's failover brings one per scope — is one line
+// at its first event's place, naming how many scopes and which. Events of
+// one kind and node that repeat a scope (a backlog of one scope's history,
+// delivered at once after a pause) are no flood: a line counting scopes would
+// miscount them. The line's text holds every scope's name, so / finds a scope
+// inside a group.
 func grouped(evs []collector.Event) []logEntry {
 	type key struct {
 		kind collector.EventKind
 		node string
 	}
 	count := map[key]int{}
+	scopes := map[key]map[string]bool{}
 	for _, e := range evs {
 		if groupable[e.Kind] {
-			count[key{e.Kind, e.Node}]++
+			k := key{e.Kind, e.Node}
+			count[k]++
+			if scopes[k] == nil {
+				scopes[k] = map[string]bool{}
+			}
+			scopes[k][e.Scope] = true
 		}
 	}
 	members := map[key][]collector.Event{}
 	for _, e := range evs {
-		if k := (key{e.Kind, e.Node}); groupable[e.Kind] && count[k] >= groupMin {
+		if k := (key{e.Kind, e.Node}); groupable[e.Kind] && count[k] >= groupMin && len(scopes[k]) == count[k] {
 			members[k] = append(members[k], e)
 		}
 	}
@@ -378,8 +444,8 @@ func grouped(evs []collector.Event) []logEntry {
 		if g := members[k]; len(g) > 0 {
 			if !done[k] {
 				done[k] = true
-				line, t := groupLine(g)
-				out = append(out, logEntry{ev: g[0], line: line, lower: strings.ToLower(line), tone: t})
+				line, summary, t := groupLine(g)
+				out = append(out, logEntry{ev: g[0], line: line, lower: strings.ToLower(line), tone: t, members: g, summary: summary})
 			}
 			continue
 		}
@@ -390,8 +456,9 @@ func grouped(evs []collector.Event) []logEntry {
 }
 
 // groupLine is the one line of a flood: its first event's kind, the node, how
-// many scopes and their names (a reason they all share is said once).
-func groupLine(g []collector.Event) (string, tone) {
+// many scopes and their names (a reason they all share is said once); and
+// the same without the names.
+func groupLine(g []collector.Event) (line, summary string, t tone) {
 	first := g[0]
 	kind, _, _, t := eventParts(first)
 	head := linePrefix(first.At, kind)
@@ -428,7 +495,7 @@ func groupLine(g []collector.Event) (string, tone) {
 	default:
 		what = first.Node + " on " + n + " scopes"
 	}
-	return termsafe.String(head + what + ": " + strings.Join(names, ", ")), t
+	return termsafe.String(head + what + ": " + strings.Join(names, ", ")), termsafe.String(head + what), t
 }
 
 // ring keeps the last n samples of a duration; a negative sample is a gap.

@@ -64,7 +64,7 @@ func TestEventLogEllipsis(t *testing.T) {
 	l := newEventLog()
 	l.add(collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: "billing", Node: "node-2", Epoch: 3,
 		Reason: "crashed", Detail: "closed by successor node-1"})
-	lines := l.render(newStyles(nil, false), 40, 3) // no colour
+	lines := l.render(newStyles(nil, false), 40, 3, false) // no colour
 	if !strings.Contains(lines[len(lines)-1]+lines[0], "…") {
 		t.Fatalf("rendered %q, want the cut line to end in an ellipsis", lines)
 	}
@@ -103,5 +103,18 @@ func TestEventLogGroupsFloods(t *testing.T) {
 	l.setFilter("scope-0251")
 	if len(l.shown) != 1 || l.shown[0] != 0 {
 		t.Fatalf("filter scope-0251 shows %v, want the group", l.shown)
+	}
+
+	// One scope's history delivered at once (after a pause): no flood, each
+	// its own line.
+	l = newEventLog()
+	var backlog []collector.Event
+	for i := range 6 {
+		backlog = append(backlog, collector.Event{At: t0.Add(time.Duration(i) * 10 * time.Second), Kind: collector.EventTermClosed,
+			Scope: "billing", Node: "node-2", Epoch: int64(3 + i), Reason: "crashed"})
+	}
+	l.add(backlog...)
+	if len(l.entries) != 6 || strings.Contains(l.entries[0].line, "terms of") {
+		t.Fatalf("%d entries (first %q), want 6 lines of their own", len(l.entries), l.entries[0].line)
 	}
 }

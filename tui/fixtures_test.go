@@ -184,7 +184,8 @@ func node(id, host string, pid int, leads []string, scopes ...string) collector.
 		ID: id, Hostname: host, OSPID: pid, Version: "0.4.0",
 		StartedAt: t0.Add(-2 * time.Hour), LastSeen: t0.Add(-300 * time.Millisecond),
 		LastSeenAge: 300 * time.Millisecond, Scopes: scopes, Leads: leads, Timing: timing, Live: true, State: collector.NodeLive,
-		Priority: 1, // the default
+		Priority:  1, // the default
+		LoginRole: "svc_" + strings.ReplaceAll(id, "-", "_"),
 	}
 }
 

@@ -36,6 +36,21 @@ func plainASCII(s string) bool {
 // truncate cuts s to at most w columns, marking the cut with "…". Plain ASCII
 // is cut by bytes: ansi.Truncate measures the whole string, and a cell may
 // hold a long list (a node's roles at a thousand scopes).
+// keepTail cuts s to w columns from the left, an ellipsis first: a wrapped
+// Go error says its cause last ("failed to connect to …: server error:
+// FATAL: the database system is shutting down"), and the cause is what the
+// reader needs.
+func keepTail(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	n := textWidth(s)
+	if n <= w {
+		return s
+	}
+	return ellipsis + ansi.TruncateLeft(s, n-w+1, "")
+}
+
 func truncate(s string, w int) string {
 	if w <= 0 {
 		return ""

@@ -42,6 +42,8 @@ func TestGolden(t *testing.T) {
 				o.Faults = &fakeFaults{keys: demoFaults}
 			}},
 		{name: "db_failover", snaps: []*collector.Snapshot{dbFailoverSnapshot()}, keys: []string{"tab", "tab"}, sizes: [][2]int{{100, 30}, {160, 48}}},
+		{name: "event_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"shift+tab", "k", "enter"}},
+		{name: "events_focused", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"shift+tab", "k"}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
 	}
 	for _, tc := range cases {

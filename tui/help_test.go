@@ -32,6 +32,7 @@ func TestHelpNeverCut(t *testing.T) {
 		{"Main", func(*Model) {}, "R resign"},
 		{"Detail", func(m *Model) { keys(m, "enter") }, "esc back"},
 		{"NodeDetail", func(m *Model) { keys(m, "tab", "enter") }, "esc back"},
+		{"EventDetail", func(m *Model) { m.Update(eventsMsg{sampleEvents()}); keys(m, "shift+tab", "enter") }, "esc back"},
 		{"Help", func(m *Model) { keys(m, "?") }, "esc close"},
 		{"Filter", func(m *Model) { keys(m, "/") }, "enter keep"},
 	}

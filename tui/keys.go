@@ -51,7 +51,7 @@ func newKeyMap(actions bool) keyMap {
 		Bottom:   bind("last row / follow events", "end"),
 		NextPane: bind("next pane", "tab"),
 		PrevPane: bind("previous pane", "shift+tab"),
-		Enter:    bind("detail of the scope or node", "enter"),
+		Enter:    bind("detail (scope, node, event)", "enter"),
 		Back:     bind("back / clear filter", "esc"),
 
 		Filter:   bind("filter: scope/node substring", "/"),
@@ -194,6 +194,13 @@ func (k keyMap) detailHelp() []key.Binding {
 	short = append(short, k.actionsBrief()...)
 	short = append(short, k.faultsBrief()...)
 	return append(short, brief("help", k.Help), brief("quit", k.Quit))
+}
+
+// eventDetailHelp is the footer in the event detail view: how to leave and
+// scroll it (the actions act on the selected scope, not on the event: not
+// offered here).
+func (k keyMap) eventDetailHelp() []key.Binding {
+	return []key.Binding{brief("back", k.Back), k.scrollBrief(true), brief("help", k.Help), brief("quit", k.Quit)}
 }
 
 // searchHelp is the footer on the help screen, where letters type the search.

@@ -349,6 +349,7 @@ var keyModes = []struct {
 	{"MainSecondRow", func(m *Model) { hit(m, m.keys.Down) }, false},
 	{"Events", func(m *Model) { hit(m, m.keys.PrevPane); m.render(); hit(m, m.keys.PageUp) }, false}, // scrolled up
 	{"Detail", func(m *Model) { hit(m, m.keys.Enter); hit(m, m.keys.Down) }, false},                  // scrolled down
+	{"EventDetail", func(m *Model) { hit(m, m.keys.PrevPane); hit(m, m.keys.Up); hit(m, m.keys.Enter) }, false},
 	// scrolled down, not by a key: a Down rebound to a text key types here
 	{"Help", func(m *Model) { hit(m, m.keys.Help); m.helpScroll = 1 }, true},
 	{"HelpSearch", func(m *Model) { hit(m, m.keys.Help); typed(m, "ab") }, true},
@@ -379,9 +380,9 @@ func inMode(t *testing.T, mode int, keyMap func(*keyMap)) *Model {
 func keyState(m *Model, cmd tea.Cmd) string {
 	m.render() // a render clamps the scroll positions
 	return fmt.Sprint(m.focus, m.filter, m.filtering, m.problems, m.scopeSort, m.nodeSort,
-		m.helpOpen, m.helpQuery, m.helpScroll, m.detail, m.detailScroll, m.paused, m.interval,
+		m.helpOpen, m.helpQuery, m.helpScroll, m.detail, m.eventDetail != nil, m.detailScroll, m.paused, m.interval,
 		m.confirm != nil, m.scopes.cursor, m.nodes.cursor, m.terms.cursor,
-		m.events.vp.YOffset(), m.events.follow, m.status, cmd != nil)
+		m.events.offset, m.events.cursor, m.events.follow, m.status, cmd != nil)
 }
 
 // TestNoHiddenKeys presses every key a terminal commonly sends in each mode

@@ -74,9 +74,10 @@ type Model struct {
 	helpQuery  string
 	helpScroll int
 
-	detail       string // scope shown in the scope detail view ("" = none)
-	nodeDetail   string // node shown in the node detail view ("" = none)
-	detailScroll int    // either detail view's
+	detail       string    // scope shown in the scope detail view ("" = none)
+	nodeDetail   string    // node shown in the node detail view ("" = none)
+	eventDetail  *logEntry // event line shown in the event detail view (nil = none)
+	detailScroll int       // any detail view's
 
 	confirm *confirmation
 	status  string
@@ -279,7 +280,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.ask(actionResign)
 	case key.Matches(msg, m.keys.Handover):
 		return m.ask(actionHandover)
-	case m.detail != "" || m.nodeDetail != "":
+	case m.inDetail():
 		m.detailKey(msg)
 	case key.Matches(msg, m.keys.Filter):
 		m.filtering = true

@@ -76,6 +76,11 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	}
 	lines = append(lines, kv("process", proc))
 	lines = append(lines, kv("backend", backendText(st, n)))
+	role := st.render(toneMuted, "— (not recorded)")
+	if n.LoginRole != "" {
+		role = termsafe.String(n.LoginRole) + st.render(toneMuted, " (the database role it registered under)")
+	}
+	lines = append(lines, kv("login role", role))
 	lines = append(lines, kv("version", termsafe.String(n.Version)))
 
 	var alerts []collector.Alert
@@ -98,7 +103,8 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 }
 
 // nodeScopeLines lists the scopes the node campaigns for, one a line, with
-// its role in each ("leads", "follows") and the scope's verdict.
+// its role in each ("leads", "follows", "not following") and the scope's
+// verdict.
 func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string) string) []string {
 	scopes := slices.Clone(n.Scopes)
 	for _, s := range n.Leads {
@@ -114,13 +120,19 @@ func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string
 	for _, s := range scopes {
 		width = max(width, textWidth(termsafe.String(s)))
 	}
+	// Only a live node follows: a late or down one is no scope's follower
+	// (collector.Scope.Followers).
+	follows, roleW := "follows", 7
+	if !n.Live {
+		follows, roleW = "not following", 13
+	}
 	out := make([]string, 0, len(scopes))
 	for i, s := range scopes {
-		role := "follows"
+		role := follows
 		if n.Role(s) == collector.RoleLeader {
 			role = "leads"
 		}
-		text := padRight(termsafe.String(s), width) + "  " + padRight(role, 7)
+		text := padRight(termsafe.String(s), width) + "  " + padRight(role, roleW)
 		if sc, ok := m.snap.Scope(s); ok {
 			text += "  " + st.render(verdictTone(sc.Verdict), sc.Verdict.Label())
 			if role == "leads" {

@@ -27,7 +27,7 @@ const (
 var scopeColumns = []column{
 	scName:      {title: "SCOPE", min: 8, max: 28},
 	scVerdict:   {title: "VERDICT", min: 11},
-	scLeader:    {title: "LEADER", min: 8, max: 24},
+	scLeader:    {title: "LEADER", min: 8, max: 32},
 	scEpoch:     {title: "EPOCH", min: 5, right: true},
 	scTenure:    {title: "TENURE", min: 6, right: true, drop: 2},
 	scHeartbeat: {title: "HB AGE", min: 6, right: true},
@@ -155,7 +155,7 @@ func scopeCells(sc *collector.Scope) []cell {
 		// led last and for how long there has been none.
 		text := "✖ was " + sc.Leader
 		if sc.LeaderlessFor > 0 {
-			text += ", none for " + human.Cell(sc.LeaderlessFor)
+			text += ", none for " + gapText(sc.LeaderlessFor)
 		}
 		c[scLeader] = cell{text: text, tone: toneBad}
 	case sc.Leader != "":
@@ -341,13 +341,22 @@ func (m *Model) rankedFollowers(ids []string) []follower {
 }
 
 // rolesText is a node's roles, leaderships first: "billing:L reports:F".
-// When that list is wider than the ROLES column it gives way to a count and
-// the scopes led, "leads 100 of 1000: scope-0000 scope-0010 …", built only as
-// far as the column shows: a node of a thousand scopes costs what one of ten
-// does.
+// Only a live node follows (collector.Scope.Followers counts no other): a
+// late or down one shows what it still leads and "follows none"
+// ("billing:L · follows none"). When the list is wider than the ROLES column
+// it gives way to a count and the scopes led, "leads 100 of 1000: scope-0000
+// scope-0010 …", built only as far as the column shows: a node of a
+// thousand scopes costs what one of ten does.
 func rolesText(n *collector.Node) string {
 	if n.State == collector.NodeStopped || (len(n.Scopes) == 0 && len(n.Leads) == 0) {
 		return "—"
+	}
+	if !n.Live {
+		led := "follows none"
+		if len(n.Leads) > 0 {
+			led = rolesText(&collector.Node{Leads: n.Leads, Live: true}) + " · " + led
+		}
+		return led
 	}
 	limit := nodeColumns[ndRoles].max
 	var b strings.Builder

@@ -10,7 +10,9 @@ import (
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
-// timelineWindow is how far back the terms timeline reaches.
+// timelineWindow is how far back the terms timeline reaches: no further than
+// the collector's TermsWindow (by default), within which a snapshot carries
+// every scope's terms.
 const timelineWindow = 5 * time.Minute
 
 // holderGlyphs tell holders apart without colour; the legend names them.
@@ -130,14 +132,26 @@ func (m *Model) dbFailovers(start, now time.Time) []time.Time {
 // table sit side by side instead of stacked.
 const sideBySideWidth = 140
 
-// termsWant is how many lines the terms pane could use (title included).
-func (m *Model) termsWant(w int) int {
+// termsTableRows is how many recent terms the terms pane wants to show
+// before the event log has every line it could fill: a failover's story is
+// in the log, and the table's older rows are a scroll (or a filter) away.
+const termsTableRows = 5
+
+// termsWant is how many lines the terms pane wants (title included) — the
+// timeline and up to termsTableRows terms — and how many more it could use
+// for the rest of the terms, once the other panes have what they want.
+func (m *Model) termsWant(w int) (want, more int) {
 	strip := max(1, len(m.scopes.rows))
-	table := 1 + max(1, len(m.terms.rows))
+	rows := max(1, len(m.terms.rows))
+	shown := min(rows, termsTableRows)
 	if w >= sideBySideWidth {
-		return 1 + max(1+strip, table)
+		// Side by side: the table beside the timeline, as tall as it (3 terms
+		// at least); rows the timeline does not use are blank on its side.
+		shown = min(rows, max(strip, 3))
+		want = 1 + max(1+strip, 1+shown)
+		return want, 1 + max(1+strip, 1+rows) - want
 	}
-	return 1 + 1 + strip + table
+	return 1 + 1 + strip + 1 + shown, rows - shown
 }
 
 // termsPane renders the timeline and the recent terms in h lines and returns

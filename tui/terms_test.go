@@ -196,3 +196,13 @@ func dbFailoverSnapshot() *collector.Snapshot {
 	s.Timeline, s.EpochFloor = 2, 1<<40
 	return s
 }
+
+// TestTimelineWithinTermsWindow: the collector carries every term that ended
+// within its TermsWindow (by default); a timeline reaching further back would
+// draw the older scopes' terms as no leader where they fell out of the
+// snapshot.
+func TestTimelineWithinTermsWindow(t *testing.T) {
+	if timelineWindow > collector.DefaultTermsWindow {
+		t.Fatalf("the timeline shows %v, the collector carries the terms of %v", timelineWindow, collector.DefaultTermsWindow)
+	}
+}

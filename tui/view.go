@@ -54,6 +54,8 @@ func (m *Model) render() string {
 			body = m.detailLines(w, bodyH)
 		case m.nodeDetail != "":
 			body = m.nodeDetailLines(w, bodyH)
+		case m.eventDetail != nil:
+			body = m.eventDetailLines(w, bodyH)
 		default:
 			body = m.mainLines(w, bodyH)
 		}
@@ -126,7 +128,7 @@ func (m *Model) footerLines(w int) []string {
 			status += st.render(toneMuted, " · ") + st.render(m.statusT, m.status)
 		}
 		if h.LastError != "" {
-			errLine = st.errorText.Render(fitLine("  "+termsafe.String(h.LastError), w))
+			errLine = st.errorText.Render(fitLine("  "+keepTail(termsafe.String(h.LastError), w-2), w))
 		}
 	case m.status != "":
 		status = st.render(m.statusT, m.status)
@@ -161,6 +163,8 @@ func (m *Model) footerKeys() []key.Binding {
 		return m.keys.filterHelp()
 	case m.helpOpen:
 		return m.keys.searchHelp()
+	case m.eventDetail != nil:
+		return m.keys.eventDetailHelp()
 	case m.detail != "" || m.nodeDetail != "":
 		return m.keys.detailHelp()
 	}
@@ -210,12 +214,15 @@ func (m *Model) compact() bool {
 	return m.width < fullWidth || m.height < fullHeight
 }
 
-// slot is a pane's claim on the body's height.
-type slot struct{ min, want, weight int }
+// slot is a pane's claim on the body's height: at least min, want when
+// there is room, and more beyond it that it could use but needs less than
+// the other panes need their want.
+type slot struct{ min, want, more, weight int }
 
 // allocate splits total lines between slots: each gets its minimum, then lines
 // go one by one to the slot furthest below its weight share until each has
-// what it wants; the last slot takes what is left.
+// what it wants; then each slot in order gets its more; the last slot takes
+// what is left.
 func allocate(total int, slots []slot) []int {
 	out := make([]int, len(slots))
 	rem := total
@@ -239,6 +246,13 @@ func allocate(total int, slots []slot) []int {
 		}
 		out[best]++
 		rem--
+	}
+	for i, s := range slots {
+		if out[i] >= s.want {
+			n := min(rem, s.more)
+			out[i] += n
+			rem -= n
+		}
 	}
 	if rem > 0 && len(out) > 0 {
 		out[len(out)-1] += rem
@@ -268,7 +282,8 @@ func (m *Model) mainLines(w, h int) []string {
 			n := max(1, len(m.nodes.rows))
 			slots[i] = slot{min: 2 + min(n, 2), want: 2 + n, weight: 2}
 		case paneTerms:
-			slots[i] = slot{min: 5, want: m.termsWant(w), weight: 2}
+			want, more := m.termsWant(w)
+			slots[i] = slot{min: 5, want: want, more: more, weight: 2}
 		case paneEvents:
 			n := max(3, len(m.events.shown))
 			slots[i] = slot{min: 3, want: 1 + n, weight: 2}
@@ -304,7 +319,7 @@ func (m *Model) paneLines(st *styles, p pane, w, h int) []string {
 		title = "TERMS · last " + fmtAxis(timelineWindow) + "  " + legend
 		hint = m.terms.followHint(m.keys.Top.Help().Key)
 	case paneEvents:
-		body = m.events.render(st, w, h-1)
+		body = m.events.render(st, w, h-1, m.focus == p)
 		title = "EVENTS"
 		hint = m.events.hint(m.keys)
 	}

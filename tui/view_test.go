@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pgleader/pgleader/collector"
 )
@@ -289,9 +290,9 @@ func TestNodeDetail(t *testing.T) {
 		t.Fatalf("enter on node-b: node detail %q, scope detail %q", m.nodeDetail, m.detail)
 	}
 	s := screen(m)
-	for _, want := range []string{"NODE node-b", "✖ down", "billing  follows", "reports  follows",
+	for _, want := range []string{"NODE node-b", "✖ down", "billing  not following", "reports  not following",
 		"heartbeat every 0.5s · trust window 1.5s · session lease 2.0s", "os pid 31002 on host-b", "0.4.0",
-		"1: not live", "stale_node"} {
+		"1: not live", "stale_node", "login role  svc_node_b (the database role it registered under)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("node detail lacks %q:\n%s", want, s)
 		}
@@ -312,5 +313,107 @@ func TestNodeDetail(t *testing.T) {
 	m.Update(snapshotMsg{next})
 	if s := screen(m); !strings.Contains(s, "node-a is not in the latest snapshot") {
 		t.Errorf("a vanished node:\n%s", s)
+	}
+}
+
+// realisticSnapshot is a cluster after an hour of a demo: the 50 recent
+// terms the collector sends (billing failed over 60 times), and the log of
+// those failovers, a term closed and an election each (send them one
+// failover at a time, as the collector does: realisticEvents).
+func realisticSnapshot() (*collector.Snapshot, []collector.Event) {
+	s := failovers(60)
+	s.Terms = s.Terms[:50]
+	var evs []collector.Event
+	for i := len(s.Terms) - 1; i >= 0; i-- {
+		t := s.Terms[i]
+		if t.Open() {
+			continue
+		}
+		evs = append(evs,
+			collector.Event{At: t.ReleasedAt, Kind: collector.EventTermClosed, Scope: t.Scope, Node: t.Holder, Epoch: t.Epoch,
+				Reason: string(t.EndedBy), Detail: "closed by successor node-x"},
+			collector.Event{At: t.ReleasedAt.Add(20 * time.Millisecond), Kind: collector.EventElected, Scope: t.Scope, Node: "node-x",
+				Epoch: t.Epoch + 1, Detail: fmt.Sprintf("after %s (epoch %d)", t.Holder, t.Epoch)})
+	}
+	return s, evs
+}
+
+// realisticEvents sends evs two by two, a failover at a time.
+func realisticEvents(m *Model, evs []collector.Event) {
+	for i := 0; i < len(evs); i += 2 {
+		m.Update(eventsMsg{evs[i:min(i+2, len(evs))]})
+	}
+}
+
+// TestLayoutSpareRows: on a big terminal the rows the scopes, nodes and the
+// terms' timeline do not need go to the event log, not to blank space: with
+// a realistic history, at most two rows show nothing on their left half
+// (a blank row, or the timeline's side of the terms pane beside a taller
+// table).
+func TestLayoutSpareRows(t *testing.T) {
+	s, evs := realisticSnapshot()
+	for _, sz := range [][2]int{{120, 40}, {200, 50}} {
+		t.Run(itoa(sz[0])+"x"+itoa(sz[1]), func(t *testing.T) {
+			m, _ := setup(t, s)
+			realisticEvents(m, evs)
+			m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			f := newFrame(m)
+			blank := 0
+			for _, l := range f.lines {
+				if strings.TrimSpace(ansi.Cut(l, 0, sz[0]/2)) == "" {
+					blank++
+				}
+			}
+			if blank > 2 {
+				t.Errorf("%d rows show nothing on their left half:\n%s", blank, f.text)
+			}
+			// And the log got them: it shows more lines than the terms table.
+			events := len(f.panes["EVENTS"]) - 1
+			if events < 10 {
+				t.Errorf("the event log shows %d lines:\n%s", events, f.text)
+			}
+		})
+	}
+}
+
+// TestCompactPanesReachable: at 80×24 every pane can be brought on screen
+// with tab, with its title marked and its rows, and scrolled to its last row.
+func TestCompactPanesReachable(t *testing.T) {
+	s, evs := realisticSnapshot()
+	m, _ := setup(t, s)
+	realisticEvents(m, evs)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	names := map[pane]string{paneScopes: "SCOPES", paneNodes: "NODES", paneTerms: "TERMS", paneEvents: "EVENTS"}
+	for p := paneScopes; p < paneCount; p++ {
+		if m.focus != p {
+			t.Fatalf("tab reached %s, want %s", m.focus, p)
+		}
+		keys(m, "end")
+		f := newFrame(m)
+		lines, ok := f.panes[names[p]]
+		if !ok || !strings.HasPrefix(lines[0], "▸ "+names[p]) {
+			t.Fatalf("%s is not on screen with the focus:\n%s", names[p], f.text)
+		}
+		var last string
+		switch p {
+		case paneScopes:
+			last = "reports"
+		case paneNodes:
+			last = "node-c"
+		case paneTerms:
+			last = collector.EpochLabel(s.Terms[len(s.Terms)-1].Epoch) + "  " + s.Terms[len(s.Terms)-1].Scope
+		case paneEvents:
+			last = "node-x leads billing at epoch 102"
+		}
+		found := false
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, "▸ ") && strings.Contains(l, last) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: end does not bring its last row (%q) on screen under the cursor:\n%s", names[p], last, f.text)
+		}
+		keys(m, "tab")
 	}
 }

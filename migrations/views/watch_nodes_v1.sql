@@ -5,7 +5,9 @@
 -- lease_token is not here: it is a secret. session_alive: whether a lock-mode
 -- node's leadership session still holds its beacon lock (the server releases
 -- it the moment the session ends, however it ended); NULL for a lease-mode or
--- stopped node, which has no beacon to ask.
+-- stopped node, which has no beacon to ask. login_role: the session_user the
+-- node registered under (register_node, lease_register), the role a scope
+-- binding and an operator's GRANT concern; NULL for a row written otherwise.
 CREATE OR REPLACE VIEW pgleader.watch_nodes_v1 AS
 SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.stopped_at,
        n.backend_pid, n.scopes, n.leads, n.heartbeat_interval_ms, n.trust_window_ms,
@@ -15,5 +17,6 @@ SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.
                   WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.mode = 'ExclusiveLock'
                     AND l.pid = n.backend_pid AND ((l.classid::bigint << 32) | l.objid::bigint) = n.beacon_key
                     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database()))
-       END AS session_alive
+       END AS session_alive,
+       n.login_role
   FROM pgleader.nodes n;
