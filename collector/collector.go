@@ -46,6 +46,9 @@ type Collector struct {
 	// nodesLoginRole: watch_nodes_v1 has login_role, as the last reader
 	// connection found it (connectReader); reads on it select the column.
 	nodesLoginRole atomic.Bool
+	// nodesSupervisor: watch_nodes_v1 has supervisor (schema 15), as the last
+	// reader connection found.
+	nodesSupervisor atomic.Bool
 	notifications  atomic.Uint64
 	notifyPending  atomic.Bool   // a notification arrived since the last read started
 	coalesced      atomic.Uint64 // notifications that arrived while one was pending

@@ -160,22 +160,24 @@ SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.appli
 	sqlSchemaVersion = `SELECT CASE WHEN pg_catalog.to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
 	                        ELSE pgleader.schema_version() END`
 
-	// The nodes; %s: login_role, or NULL where the view has no such column
-	// (sqlNodesLoginRole).
+	// The nodes; the %s: login_role and supervisor, or NULL where the view has
+	// no such column (sqlNodesColumns).
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
-       failback_after_ms, session_alive, %s
+       failback_after_ms, session_alive, %s, %s
   FROM pgleader.watch_nodes_v1 ORDER BY node_id`
 
-	// Whether watch_nodes_v1 has login_role: a repeatable view, it gains the
-	// column when a build that has it migrates, without a new schema version,
-	// so the collector asks the catalog (per connection) rather than the
-	// version.
-	sqlNodesLoginRole = `
+	// Whether watch_nodes_v1 has login_role, and supervisor: a repeatable view,
+	// it gains columns when a build that has them migrates, so the collector
+	// asks the catalog (per connection) rather than the version.
+	sqlNodesColumns = `
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
                 WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
-                  AND a.attname = 'login_role' AND NOT a.attisdropped)`
+                  AND a.attname = 'login_role' AND NOT a.attisdropped),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
+                  AND a.attname = 'supervisor' AND NOT a.attisdropped)`
 
 	// $1: how many.
 	sqlTerms = `
@@ -256,16 +258,21 @@ type readCursor struct {
 // is between (the read then sets its settings in its own transaction), and
 // whether watch_nodes_v1 has login_role.
 type readShape struct {
-	pooled    bool
-	loginRole bool
+	pooled     bool
+	loginRole  bool
+	supervisor bool
 }
 
 // nodesSQL is sqlNodes for the shape's view.
 func (s readShape) nodesSQL() string {
+	role, sup := "NULL::text", "NULL::text"
 	if s.loginRole {
-		return fmt.Sprintf(sqlNodes, "login_role")
+		role = "login_role"
 	}
-	return fmt.Sprintf(sqlNodes, "NULL::text")
+	if s.supervisor {
+		sup = "supervisor::text"
+	}
+	return fmt.Sprintf(sqlNodes, role, sup)
 }
 
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
@@ -470,12 +477,19 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		ival, trust, lease *int32
 		failback           *int32
 		role               *string
+		supervisor         *string
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role, &supervisor); err != nil {
 		return n, err
 	}
 	n.LoginRole = str(role)
+	if supervisor != nil {
+		var sv Supervised
+		if json.Unmarshal([]byte(*supervisor), &sv) == nil && sv.Command != "" {
+			n.Supervisor = &sv
+		}
+	}
 	n.FailbackAfter = ms(failback)
 	n.StoppedAt, n.BackendPID = tm(stopped), num(backend)
 	n.Timing = Timing{HeartbeatInterval: ms(ival), TrustWindow: ms(trust), SessionLease: ms(lease)}

@@ -414,6 +414,20 @@ type Node struct {
 	// schema whose view lacks the column). Not in JSON: status -o json keeps
 	// its shape.
 	LoginRole string `json:"-"`
+	// Supervisor: what the node supervises when it is `pgleader run` (nil for a
+	// plain node, or before schema 15).
+	Supervisor *Supervised `json:"supervisor,omitempty"`
+}
+
+// Supervised is what a `pgleader run` node supervises, as it last recorded it
+// (pgleader.nodes.supervisor).
+type Supervised struct {
+	Command  string `json:"command"`         // the command's base name
+	State    string `json:"state"`           // waiting, running, draining, stopping, backoff
+	PID      int    `json:"pid,omitempty"`   // the child's pid (and process group) while one runs
+	Epoch    int64  `json:"epoch,omitempty"` // the term it runs under
+	Restarts int    `json:"restarts"`
+	LastExit *int   `json:"last_exit,omitempty"`
 }
 
 // Eligible reports whether the node may be handed a scope it campaigns for: it is

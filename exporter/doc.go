@@ -37,6 +37,8 @@
 //	pgleader_node_stale{node}                         gauge   1 while the stale_node check fires
 //	pgleader_node_priority{node}                      gauge   candidate priority (a free scope goes to the highest; 0 never leads)
 //	pgleader_node_failback_after_seconds{node}        gauge   a preferred node's failback delay (--preferred); 0: no failback
+//	pgleader_node_child_up{node,command}              gauge   pgleader run: 1 while its command runs (absent for a plain node)
+//	pgleader_node_child_restarts{node,command}        gauge   pgleader run: restarts of its command under --restart
 //	pgleader_advisory_locks                           gauge   granted advisory locks in the database
 //	pgleader_advisory_lock_waiters                    gauge   advisory lock requests not granted
 //	pgleader_lock_table_capacity                      gauge   shared lock table size (absent when unknown)

@@ -41,7 +41,8 @@ func ledCluster() *collector.Snapshot {
 		},
 		Nodes: []collector.Node{
 			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true, Priority: 2, FailbackAfter: 30 * time.Second},
-			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1},
+			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1,
+				Supervisor: &collector.Supervised{Command: "worker", State: "running", PID: 4242, Restarts: 1}},
 		},
 		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Capacity: 6400},
 		FenceRejected: map[string]uint64{"billing": 2},
@@ -95,6 +96,8 @@ pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_child_up{command="worker",node="node-b"} 1
+pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
@@ -170,6 +173,8 @@ pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_child_up{command="worker",node="node-b"} 1
+pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 0
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
@@ -256,6 +261,8 @@ pgleader_node_priority{node="node-c"} 0
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
 pgleader_node_failback_after_seconds{node="node-c"} 0
+pgleader_node_child_up{command="worker",node="node-b"} 1
+pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400

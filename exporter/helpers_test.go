@@ -56,6 +56,8 @@ func synthetic(scopes, nodes int) *collector.Snapshot {
 			Timing: timing, Live: true, Priority: 1 + i%2,
 		})
 	}
+	// One node is pgleader run, supervising a command.
+	s.Nodes[0].Supervisor = &collector.Supervised{Command: "worker", State: "running", PID: 5000, Restarts: 0}
 	for i := range scopes {
 		name := fmt.Sprintf("scope-%03d", i)
 		leader, f1, f2 := &s.Nodes[i%nodes], &s.Nodes[(i+1)%nodes], &s.Nodes[(i+2)%nodes]
@@ -123,6 +125,8 @@ var metricInfo = map[string][2]string{
 	"pgleader_collector_slot_lag_bytes":                 {"gauge", "WAL the server keeps for the collector's permanent replication slot: pg_current_wal_lsn() - confirmed_flush_lsn; absent without a permanent slot."},
 	"pgleader_collector_last_change_age_seconds":        {"gauge", "Age at the scrape of the last transaction the collector's logical replication source received (heartbeats included); absent without the logical source."},
 	"pgleader_collector_decode_errors_total":            {"counter", "Logical replication messages the collector could not decode."},
+	"pgleader_node_child_up":                            {"gauge", "For a pgleader run node: 1 while its supervised command runs, else 0 (absent for a plain node)."},
+	"pgleader_node_child_restarts":                      {"gauge", "For a pgleader run node: how many times its command was restarted under --restart since the node started."},
 	"pgleader_exporter_scrape_duration_seconds":         {"gauge", "Time the exporter took to build this scrape's metrics."},
 	"pgleader_exporter_scrape_success":                  {"gauge", "1 when the exporter had a collector snapshot to render, else 0."},
 }

@@ -82,6 +82,9 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	}
 	lines = append(lines, kv("login role", role))
 	lines = append(lines, kv("version", termsafe.String(n.Version)))
+	if sv := n.Supervisor; sv != nil {
+		lines = append(lines, kv("supervises", supervisedLine(sv)+st.render(toneMuted, " (pgleader run)")))
+	}
 
 	var alerts []collector.Alert
 	for _, a := range m.snap.Alerts {
@@ -194,4 +197,20 @@ func backendText(st *styles, n collector.Node) string {
 		s += " · " + st.render(toneBad, "session gone (its beacon lock is free)")
 	}
 	return s
+}
+
+// supervisedLine describes a pgleader run node's command and child.
+func supervisedLine(sv *collector.Supervised) string {
+	t := termsafe.String(sv.Command) + " · " + termsafe.String(sv.State)
+	if sv.PID > 0 {
+		t += " · pid " + strconv.Itoa(sv.PID)
+	}
+	if sv.Epoch > 0 {
+		t += " · epoch " + collector.EpochLabel(sv.Epoch)
+	}
+	t += " · " + strconv.Itoa(sv.Restarts) + " restarts"
+	if sv.LastExit != nil {
+		t += " · last exit " + strconv.Itoa(*sv.LastExit)
+	}
+	return t
 }

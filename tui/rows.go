@@ -286,6 +286,9 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 	}
 	c[ndSeen] = seen
 	c[ndVersion] = cell{text: n.Version}
+	if n.Supervisor != nil {
+		c[ndVersion] = cell{text: n.Version + " ▸" + n.Supervisor.Command} // a pgleader run node: its command
+	}
 	return c
 }
 

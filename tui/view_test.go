@@ -281,6 +281,28 @@ func TestEventLogBounded(t *testing.T) {
 	}
 }
 
+// TestNodeDetailSupervised: a pgleader run node's detail says what it
+// supervises, and its row in the nodes table names the command.
+func TestNodeDetailSupervised(t *testing.T) {
+	snap := troubleSnapshot()
+	exit := 3
+	for i := range snap.Nodes {
+		if snap.Nodes[i].ID == "node-b" {
+			snap.Nodes[i].Supervisor = &collector.Supervised{Command: "billing-worker", State: "running", PID: 4242, Epoch: 7, Restarts: 2, LastExit: &exit}
+		}
+	}
+	m, _ := setup(t, snap)
+	if s := screen(m); !strings.Contains(s, "0.4.0 ▸billing-") {
+		t.Errorf("the nodes table does not name node-b's command:\n%s", s)
+	}
+	keys(m, "tab", "j", "enter")
+	s := screen(m)
+	want := "supervises  billing-worker · running · pid 4242 · epoch 7 · 2 restarts · last exit 3 (pgleader run)"
+	if !strings.Contains(s, want) {
+		t.Errorf("node detail lacks %q:\n%s", want, s)
+	}
+}
+
 // TestNodeDetail: Enter on the nodes pane opens the node's detail, with its
 // scopes and role in each, its state and timing; Esc closes it.
 func TestNodeDetail(t *testing.T) {

@@ -330,6 +330,8 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	rows, stopped := 0, 0
+	// A RUNS column only when some node supervises a command (pgleader run).
+	runs := slices.ContainsFunc(nodes, func(n collector.Node) bool { return n.Supervisor != nil && n.StoppedAt.IsZero() })
 	for _, n := range nodes {
 		if chosen && !slices.ContainsFunc(n.Scopes, func(s string) bool { return names[s] }) {
 			continue
@@ -340,7 +342,11 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 		}
 		if rows == 0 {
 			fmt.Fprintln(w)
-			fmt.Fprintln(tw, "NODE\tHOST\tSTATE\tPRIORITY\tLEADS")
+			if runs {
+				fmt.Fprintln(tw, "NODE\tHOST\tSTATE\tPRIORITY\tLEADS\tRUNS")
+			} else {
+				fmt.Fprintln(tw, "NODE\tHOST\tSTATE\tPRIORITY\tLEADS")
+			}
 		}
 		rows++
 		state := n.State.Label()
@@ -363,7 +369,11 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 		if more := len(leads) - nodeLeadsNamed; more > 0 {
 			led += fmt.Sprintf(" +%d more", more)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.String(n.ID), orDash(termsafe.String(n.Hostname)), state, prio, orDash(led))
+		if runs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(n.ID), orDash(termsafe.String(n.Hostname)), state, prio, orDash(led), supervisedText(n.Supervisor))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.String(n.ID), orDash(termsafe.String(n.Hostname)), state, prio, orDash(led))
+		}
 	}
 	_ = tw.Flush()
 	if stopped > 0 {
@@ -458,4 +468,23 @@ func orEmpty[T any](xs []T) []T {
 		return []T{}
 	}
 	return xs
+}
+
+// supervisedText is a pgleader run node's command and child, for status: "worker:
+// running pid 4242, 2 restarts" ("—" for a plain node).
+func supervisedText(sv *collector.Supervised) string {
+	if sv == nil {
+		return "—"
+	}
+	t := termsafe.String(sv.Command) + ": " + termsafe.String(sv.State)
+	if sv.PID > 0 {
+		t += " pid " + strconv.Itoa(sv.PID)
+	}
+	if sv.Restarts > 0 {
+		t += ", " + plural(sv.Restarts, "restart")
+	}
+	if sv.LastExit != nil && sv.PID == 0 {
+		t += ", last exit " + strconv.Itoa(*sv.LastExit)
+	}
+	return t
 }

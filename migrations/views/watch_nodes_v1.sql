@@ -8,6 +8,9 @@
 -- stopped node, which has no beacon to ask. login_role: the session_user the
 -- node registered under (register_node, lease_register), the role a scope
 -- binding and an operator's GRANT concern; NULL for a row written otherwise.
+-- supervisor: what a `pgleader run` node supervises (schema 15,
+-- node_supervisor): {command, state, pid, epoch, restarts, last_exit}; NULL for
+-- a plain node.
 CREATE OR REPLACE VIEW pgleader.watch_nodes_v1 AS
 SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.stopped_at,
        n.backend_pid, n.scopes, n.leads, n.heartbeat_interval_ms, n.trust_window_ms,
@@ -18,5 +21,6 @@ SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.
                     AND l.pid = n.backend_pid AND ((l.classid::bigint << 32) | l.objid::bigint) = n.beacon_key
                     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database()))
        END AS session_alive,
-       n.login_role
+       n.login_role,
+       n.supervisor
   FROM pgleader.nodes n;
