@@ -242,6 +242,8 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	if err := s.e.Start(runCtx); err != nil {
 		return 1, errors.Join(err, g.close())
 	}
+	// Registered now: replace what an earlier process of this node id recorded.
+	s.setState("waiting", 0, 0)
 	// The gate's deadline, renewed by every heartbeat, goes to the guard: a
 	// frozen supervisor cannot renew it, and the guard kills the group then.
 	s.e.Observe(election.ObserverFunc(func(ev election.Event) {
