@@ -30,6 +30,8 @@ BEGIN
     RETURN;
   END IF;
   SELECT s.holder INTO v_holder FROM pgleader.leader_state s WHERE s.scope = p_scope;
-  INSERT INTO pgleader.runs (scope, run_key, epoch, holder) VALUES (p_scope, run_key, p_epoch, v_holder)
-  ON CONFLICT (scope, run_key, epoch) DO UPDATE SET started_at = clock_timestamp(), ended_at = NULL, exit_code = NULL;
+  -- The conflict target names the constraint: a column list would say run_key,
+  -- which is also this function's OUT parameter (42702, ambiguous).
+  INSERT INTO pgleader.runs (scope, run_key, epoch, holder) VALUES (p_scope, run_begin.run_key, p_epoch, v_holder)
+  ON CONFLICT ON CONSTRAINT runs_scope_run_key_epoch_key DO UPDATE SET started_at = clock_timestamp(), ended_at = NULL, exit_code = NULL;
 END $function$;
