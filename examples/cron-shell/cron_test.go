@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,6 +154,37 @@ func TestNightly(t *testing.T) {
 		}
 		if n := h.count(t, "SELECT count(*) FROM pgleader.runs WHERE scope = $1 AND exit_code = 0", scope); n != 1 {
 			t.Errorf("%d completed runs, want 1", n)
+		}
+	})
+
+	// host1's pgleader run dies (kill -9) while its job runs: its guard kills
+	// the job, which wrote nothing; the day is not done, and host2 runs it.
+	t.Run("HostDiesMidRun", func(t *testing.T) {
+		const scope = "nightly-report-crashed"
+		hold := filepath.Join(t.TempDir(), "hold")
+		if err := os.WriteFile(hold, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		host1 := h.cron(t, "host1", scope, "NIGHTLY_HOLD="+hold)
+		var guards, jobs []int
+		pgtest.WaitFor(t, "host1's job to start under its guard", 20*time.Second, func() bool {
+			guards, jobs = pgrun.Children(host1.Pid()), nil
+			for _, g := range guards {
+				jobs = append(jobs, pgrun.Children(g)...)
+			}
+			return len(jobs) > 0
+		})
+		host1.Kill9(t)
+		pgtest.WaitFor(t, "host1's guard and job to exit", 10*time.Second, func() bool {
+			return !slices.ContainsFunc(append(guards, jobs...), func(pid int) bool { return !pgrun.Gone(pid) })
+		})
+		h.exits(t, h.cron(t, "host2", scope, "NIGHTLY_HOLD="+hold+"-not-there"), 0, "nightly-report: written by host2")
+
+		if got := h.reports(t, scope); len(got) != 1 || !strings.HasPrefix(got[0], "host2/") {
+			t.Errorf("reports %v, want exactly one, by host2", got)
+		}
+		if got := h.runs(t, scope); strings.Join(got, " ") != "host1:none host2:0" {
+			t.Errorf("pgleader.runs %v, want host1's unfinished run, then host2's completed one", got)
 		}
 	})
 
