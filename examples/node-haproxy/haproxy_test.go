@@ -143,18 +143,26 @@ func TestHAProxyFollowsTheLeader(t *testing.T) {
 	}
 	// One connection per request: HAProxy balances each on its own.
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	whoami := func() string {
+	// whoami asks through HAProxy: the replica that answered, and what its
+	// front learnt from its own pgleader API.
+	type answer struct {
+		Replica string
+		Leading bool
+		Epoch   int64
+	}
+	ask := func() answer {
 		resp, err := client.Get("http://" + bind + "/whoami")
 		if err != nil {
-			return "error: " + err.Error()
+			return answer{Replica: "error: " + err.Error()}
 		}
 		defer resp.Body.Close()
-		var w struct{ Replica string }
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&w) != nil {
-			return "status: " + resp.Status // 503: HAProxy has no server up
+		var a answer
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&a) != nil {
+			return answer{Replica: "status: " + resp.Status} // 503: HAProxy has no server up
 		}
-		return w.Replica
+		return a
 	}
+	whoami := func() string { return ask().Replica }
 
 	var first *replica
 	var l1 pgrun.Leader
@@ -168,6 +176,9 @@ func TestHAProxyFollowsTheLeader(t *testing.T) {
 		}
 		return streak >= 20
 	})
+	if a := ask(); a.Replica != first.name || !a.Leading || a.Epoch != l1.Epoch {
+		t.Fatalf("through HAProxy: %+v; want %s, leading under epoch %d", a, first.name, l1.Epoch)
+	}
 
 	// Submissions arrive on every replica's front, round robin, all along.
 	stopSubmit := make(chan struct{})
