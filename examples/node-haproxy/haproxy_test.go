@@ -324,8 +324,8 @@ func TestHAProxyFollowsTheLeader(t *testing.T) {
 	if n := count("SELECT count(DISTINCT accepted_by) FROM submissions"); n != 3 {
 		t.Errorf("submissions accepted by %d replicas, want all 3", n)
 	}
-	if n := count("SELECT count(*) FROM executions WHERE epoch = $1 AND at >= $2", l1.Epoch, elected); n != 0 {
-		t.Errorf("%d executions under the killed leader's epoch %d after its successor's election", n, l1.Epoch)
+	if n := count("SELECT count(*) FROM executions WHERE epoch = $1 AND at >= $2", l1.Epoch, executed); n != 0 {
+		t.Errorf("%d executions under the killed leader's epoch %d after its successor's first", n, l1.Epoch)
 	}
 	if n := count("SELECT count(*) FROM executions WHERE epoch = $1", l2.Epoch); n == 0 {
 		t.Errorf("the successor executed nothing")

@@ -42,6 +42,10 @@ func Need(t *testing.T, install string, programs ...string) []string {
 	paths := make([]string, len(programs))
 	for i, p := range programs {
 		path, err := exec.LookPath(p)
+		if err != nil && !strings.Contains(p, "/") {
+			// A daemon such as haproxy lives in /usr/sbin, which a PATH may lack.
+			path, err = exec.LookPath(filepath.Join("/usr/sbin", p))
+		}
 		if err != nil {
 			Missing(t, fmt.Sprintf("%s not found (%v); %s", p, err, install))
 		}
