@@ -225,8 +225,8 @@ func TestHAProxyFollowsTheLeader(t *testing.T) {
 
 	// kill -9 the leader's pgleader run (its guard kills its executor; its
 	// front stays up, as on a host whose supervisor crashed).
+	killed := time.Now() // figures count from the signal
 	first.run.Kill9(t)
-	killed := time.Now()
 
 	// Probe through HAProxy until the successor has answered every request for
 	// a second in a row; (b) is the first answer of that streak.

@@ -101,8 +101,8 @@ func TestTakeoverFencesTheOldEpoch(t *testing.T) {
 		t.Fatalf("worker %d is not a child of a child (the guard) of pgleader run %d: children %v", workerPID, first.run.Pid(), guards)
 	}
 
+	killed := time.Now() // figures count from the signal
 	first.run.Kill9(t)
-	killed := time.Now()
 
 	// The successor's worker writes under a new epoch.
 	var next *node
