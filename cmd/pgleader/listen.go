@@ -42,14 +42,14 @@ func (l *listenFlags) open() (net.Listener, error) {
 
 // serveAPI serves the API on ln (if any) until ctx ends; the returned function
 // waits for the server to stop.
-func (a *app) serveAPI(ctx context.Context, ln net.Listener, l *listenFlags, e *election.Elector, extra func() any) func() {
+func (a *app) serveAPI(ctx context.Context, ln net.Listener, l *listenFlags, e *election.Elector, extra func() any, ready func(string) bool) func() {
 	if ln == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h := electionapi.Handler(e, electionapi.Options{AllowResign: l.allowResign, Extra: extra, Log: a.log})
+		h := electionapi.Handler(e, electionapi.Options{AllowResign: l.allowResign, Extra: extra, Ready: ready, Log: a.log})
 		if err := electionapi.Serve(ctx, ln, h); err != nil {
 			a.log.Warn("local API stopped", "addr", l.addr, "err", err)
 		}

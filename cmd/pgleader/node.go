@@ -241,7 +241,7 @@ func (a *app) runNode(parent context.Context, f *nodeFlags) error {
 	// The API outlives ctx until the Elector has drained: a load balancer sees
 	// the gate close (503), not a refused connection, during the drain.
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
-	waitAPI := a.serveAPI(apiCtx, ln, &f.listen, e, nil)
+	waitAPI := a.serveAPI(apiCtx, ln, &f.listen, e, nil, nil)
 	defer waitAPI()
 	defer stopAPI()
 

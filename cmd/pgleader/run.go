@@ -170,7 +170,8 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 		return errors.Join(cli.BadInput("%v", err), closeEvents(ns.events))
 	}
 	apiCtx, stopAPI := context.WithCancel(context.WithoutCancel(ctx))
-	waitAPI := a.serveAPI(apiCtx, ln, &f.node.listen, ns.e, func() any { return sup.Status() })
+	waitAPI := a.serveAPI(apiCtx, ln, &f.node.listen, ns.e, func() any { return sup.Status() },
+		func(string) bool { st := sup.Status(); return st.State == "running" && st.PID > 0 })
 	defer waitAPI()
 	defer stopAPI()
 

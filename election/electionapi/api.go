@@ -8,6 +8,11 @@
 //	                          503 otherwise (404: not a scope of this node);
 //	                          the body names the leader either way. For
 //	                          HAProxy's option httpchk and readiness probes.
+//	GET  /v1/ready/{scope}    200 while this node leads the scope AND its work is
+//	                          up (Options.Ready: under pgleader run, the child
+//	                          runs), 503 otherwise: for a load balancer that
+//	                          must not route to a leader whose command is
+//	                          crash-looping
 //	GET  /v1/scopes           every scope: role, epoch, leader, trust remaining
 //	GET  /v1/transitions      a stream: one "state" event per scope, then every
 //	                          transition (elected, draining, ended,
@@ -47,6 +52,10 @@ type Options struct {
 	// Extra, if set, adds its result under "supervisor" in /v1/scopes and
 	// /v1/leader/{scope} (pgleader run: the child's command, pid and state).
 	Extra func() any
+	// Ready, if set, says whether the node's work for a scope is up (pgleader
+	// run: its child runs); /v1/ready/{scope} answers 200 only while the node
+	// leads and Ready says so. Nil: /v1/ready is /v1/leader.
+	Ready func(scope string) bool
 	// Log receives one line per resign request and per failed stream write.
 	Log *slog.Logger
 }
@@ -86,12 +95,13 @@ func Handler(e *election.Elector, opt Options) http.Handler {
 	h := &handler{e: e, opt: opt}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/leader/{scope}", h.leader)
+	mux.HandleFunc("GET /v1/ready/{scope}", h.ready)
 	mux.HandleFunc("GET /v1/scopes", h.scopes)
 	mux.HandleFunc("GET /v1/transitions", h.transitions)
 	mux.HandleFunc("POST /v1/resign/{scope}", h.resign)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path +
-			"; try GET /v1/leader/{scope}, GET /v1/scopes, GET /v1/transitions, POST /v1/resign/{scope}"})
+			"; try GET /v1/leader/{scope}, GET /v1/ready/{scope}, GET /v1/scopes, GET /v1/transitions, POST /v1/resign/{scope}"})
 	})
 	return mux
 }
@@ -128,6 +138,19 @@ func (h *handler) leader(w http.ResponseWriter, r *http.Request) {
 	st := h.state(sc)
 	code := http.StatusServiceUnavailable
 	if st.Leading {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, st)
+}
+
+func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
+	sc := h.scope(w, r)
+	if sc == nil {
+		return
+	}
+	st := h.state(sc)
+	code := http.StatusServiceUnavailable
+	if st.Leading && (h.opt.Ready == nil || h.opt.Ready(sc.Name())) {
 		code = http.StatusOK
 	}
 	writeJSON(w, code, st)

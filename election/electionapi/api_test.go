@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +62,8 @@ func TestHandler(t *testing.T) {
 	}
 	b, stopB := start(t, fast(dsn, "api-b", "api-s"))
 	defer stopB()
-	srvA := httptest.NewServer(electionapi.Handler(a, electionapi.Options{AllowResign: true}))
+	var workUp atomic.Bool
+	srvA := httptest.NewServer(electionapi.Handler(a, electionapi.Options{AllowResign: true, Ready: func(string) bool { return workUp.Load() }}))
 	defer srvA.Close()
 	srvB := httptest.NewServer(electionapi.Handler(b, electionapi.Options{}))
 	defer srvB.Close()
@@ -78,6 +80,19 @@ func TestHandler(t *testing.T) {
 		code, st = get(t, srvB.URL+"/v1/leader/api-s")
 		if code != 503 || st.Leading || st.Role != election.RoleFollower || st.TrustRemainingMS != 0 {
 			t.Fatalf("follower: %d %+v; want 503, follower, no trust", code, st)
+		}
+	})
+
+	t.Run("ReadyNeedsTheWorkUp", func(t *testing.T) {
+		if code, _ := get(t, srvA.URL+"/v1/ready/api-s"); code != 503 {
+			t.Fatalf("leader whose work is down: /v1/ready %d, want 503", code)
+		}
+		workUp.Store(true)
+		if code, _ := get(t, srvA.URL+"/v1/ready/api-s"); code != 200 {
+			t.Fatalf("leader whose work is up: /v1/ready %d, want 200", code)
+		}
+		if code, _ := get(t, srvB.URL+"/v1/ready/api-s"); code != 503 {
+			t.Fatalf("follower: /v1/ready %d, want 503", code)
 		}
 	})
 
