@@ -175,12 +175,6 @@ func (c *faultCluster) silent(id string, lastSeen time.Time, sessionGone bool) {
 	n.SessionAlive = &alive
 }
 
-// restarted: the node's process started again at at (new os pid, new backend).
-func (c *faultCluster) restarted(id string, at time.Time, ospid, backend int) {
-	n := c.node(id)
-	n.StartedAt, n.OSPID, n.BackendPID = at, ospid, backend
-}
-
 func (c *faultCluster) alert(a collector.Alert) {
 	a.Runbook = "docs/runbooks.md#" + string(a.Kind)
 	c.s.Alerts = append(c.s.Alerts, a)
