@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/lab/child"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
@@ -47,15 +48,6 @@ func newElector(t *testing.T, cfg election.Config) *election.Elector {
 	return e
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
-}
 
 // readPids reads the pids a test child wrote, one per line.
 func readPids(t *testing.T, path string) []int {
@@ -125,7 +117,7 @@ func TestGuard(t *testing.T) {
 		t.Helper()
 		pgtest.WaitFor(t, "every process of the child gone", 5*time.Second, func() bool {
 			for _, p := range ps {
-				if alive(p) {
+				if child.Alive(p) {
 					return false
 				}
 			}
@@ -319,10 +311,10 @@ func TestRun(t *testing.T) {
 		// and although the child ignores SIGTERM.
 		deadline := time.Now().Add(300 * time.Millisecond)
 		for _, p := range ps {
-			for alive(p) && time.Now().Before(deadline) {
+			for child.Alive(p) && time.Now().Before(deadline) {
 				time.Sleep(2 * time.Millisecond)
 			}
-			if alive(p) {
+			if child.Alive(p) {
 				t.Fatalf("pid %d still alive %v after the leadership session ended", p, 300*time.Millisecond)
 			}
 		}

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/lab/child"
 	"github.com/pgleader/pgleader/lab/cluster"
 )
 
@@ -175,19 +172,19 @@ func crashSample(ctx context.Context, c *cluster.Cluster, reg Options, scope str
 	if !supervised {
 		return ms(gate.MonoNS - killed), ms(gate.MonoNS - killed), false, nil
 	}
-	child, err := wait(started("b"))
+	succ, err := wait(started("b"))
 	if err != nil {
 		return 0, 0, false, err
 	}
 	orphan := false
 	if childPID > 0 {
 		deadline := time.Now().Add(time.Second)
-		for processAlive(childPID) && time.Now().Before(deadline) {
+		for child.Alive(childPID) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		orphan = processAlive(childPID)
+		orphan = child.Alive(childPID)
 	}
-	return ms(child.MonoNS - killed), ms(gate.MonoNS - killed), orphan, nil
+	return ms(succ.MonoNS - killed), ms(gate.MonoNS - killed), orphan, nil
 }
 
 // gateSample terminates the leadership session of a supervising leader and
@@ -227,19 +224,8 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 	if err != nil {
 		return 0, err
 	}
-	if processAlive(st.PID) {
+	if child.Alive(st.PID) {
 		return 0, fmt.Errorf("child %d still alive after child_exited", st.PID)
 	}
 	return ms(exited.MonoNS - closed.MonoNS), nil
-}
-
-// processAlive reports whether pid is a live, not zombie, process.
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
 }

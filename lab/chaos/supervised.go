@@ -2,14 +2,13 @@ package chaos
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/lab/child"
 )
 
 // supervisedScenarios run with Options.Supervised: the process and database
@@ -69,7 +68,7 @@ func childChecks(events []eventlog.Record) ([]string, *ChildFigures) {
 	deadline := time.Now().Add(time.Second)
 	for _, r := range events {
 		if r.Event == "child_started" {
-			for alive(r.PID) && time.Now().Before(deadline) {
+			for child.Alive(r.PID) && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
@@ -99,7 +98,7 @@ func childChecks(events []eventlog.Record) ([]string, *ChildFigures) {
 		if sp.end == 0 {
 			out = append(out, fmt.Sprintf("child %d of %s (epoch %d) has no recorded exit", sp.pid, sp.node, sp.epoch))
 		}
-		if alive(sp.pid) {
+		if child.Alive(sp.pid) {
 			out = append(out, fmt.Sprintf("child %d of %s (epoch %d) is alive after the run: an orphan", sp.pid, sp.node, sp.epoch))
 		}
 	}
@@ -123,14 +122,4 @@ func childChecks(events []eventlog.Record) ([]string, *ChildFigures) {
 		}
 	}
 	return out, figs
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
 }

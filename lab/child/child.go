@@ -15,8 +15,12 @@
 package child
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 )
 
 // Start starts cmd (with whatever SysProcAttr it has, Pdeathsig included) and
@@ -40,4 +44,16 @@ func Start(cmd *exec.Cmd) (<-chan error, error) {
 		return nil, err
 	}
 	return exited, nil
+}
+
+// Alive reports whether pid is a live process: it exists and is not a zombie
+// (a killed process that nobody reaped yet runs nothing).
+func Alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold anything
+	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
 }
