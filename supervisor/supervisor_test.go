@@ -48,7 +48,6 @@ func newElector(t *testing.T, cfg election.Config) *election.Elector {
 	return e
 }
 
-
 // readPids reads the pids a test child wrote, one per line.
 func readPids(t *testing.T, path string) []int {
 	t.Helper()
