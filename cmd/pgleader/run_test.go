@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+// TestNodeSIGHUP: SIGHUP reopens the events file (logrotate moved it away) and
+// never stops the node; --events-heartbeats=false leaves heartbeat_ok out.
+func TestNodeSIGHUP(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.jsonl")
+	var stderr syncBuffer
+	cmd := exec.Command(binary, "node", "--dsn", dsn, "--scope", "hup", "--id", "hup-1",
+		"--events", events, "--events-heartbeats=false", "--heartbeat-interval", "100ms", "--heartbeat-timeout", "100ms",
+		"--trust-window", "300ms", "--session-lease", "500ms")
+	cmd.Env = cleanEnv()
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("node stderr:\n%s", stderr.String())
+		}
+	})
+	waitEvents(t, events, exited, "gate_open", func(ls []map[string]any) bool { return has(ls, "gate_open", "") })
+
+	rotated := events + ".1"
+	if err := os.Rename(events, rotated); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.WaitFor(t, "the reopen logged", 10*time.Second, func() bool {
+		return strings.Contains(stderr.String(), "events file reopened")
+	})
+	// A resign after the reopen goes to the new file, at the old path.
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, events, exited, "resigned in the new file", func(ls []map[string]any) bool { return has(ls, "resigned", "") })
+	select {
+	case err := <-exited:
+		t.Fatalf("the node exited after SIGHUP: %v", err)
+	default:
+	}
+	for _, f := range []string{rotated, events} {
+		for i, l := range readEvents(t, f) {
+			if l["event"] == "heartbeat_ok" {
+				t.Fatalf("%s line %d is a heartbeat_ok, with --events-heartbeats=false", filepath.Base(f), i+1)
+			}
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("node after SIGTERM: %v", err)
+	}
+}
+
+// TestRunBadInputBeforeCampaigning: pgleader run refuses what it cannot run
+// before it touches the database: one line, exit 2, and no node registered.
+func TestRunBadInputBeforeCampaigning(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scope", "x"}, "no command"},
+		{[]string{"--scope", "x", "--", "/nonexistent/job"}, "cannot run"},
+		{[]string{"--scope", "x", "--scope", "y", "--", "true"}, "exactly one --scope"},
+		{[]string{"--scope", "x", "--restart", "sometimes", "--", "true"}, "invalid restart policy"},
+		{[]string{"--scope", "x", "--wait", "1s", "--", "true"}, "--wait applies to --once"},
+		{[]string{"--scope", "x", "--listen", "0.0.0.0:1", "--", "true"}, "not a loopback address"},
+		{[]string{"--scope", "x", "--once-per", "10ms", "--", "true"}, "at least 1s"},
+	} {
+		cmd := exec.Command(binary, append([]string{"run", "--dsn", dsn, "--id", "bad-input"}, tc.args...)...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v: %v, want exit 2", tc.args, err)
+		}
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tc.want) {
+			t.Errorf("%v: %q, want one line containing %q", tc.args, out, tc.want)
+		}
+	}
+	conn := connect(t, dsn)
+	var n int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'bad-input'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d nodes registered as bad-input (%v): bad input must not campaign", n, err)
+	}
+}
+
+// TestRunSignalWhileWaiting: SIGTERM to a pgleader run that waits for
+// leadership (another node leads) exits 0 at once, its command never started.
+func TestRunSignalWhileWaiting(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	dir := t.TempDir()
+	holder := exec.Command(binary, "node", "--dsn", dsn, "--scope", "wait", "--id", "holder", "--events", filepath.Join(dir, "holder.jsonl"))
+	holder.Env = cleanEnv()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() { held <- holder.Wait() }()
+	t.Cleanup(func() { _ = holder.Process.Kill(); <-held })
+	waitEvents(t, filepath.Join(dir, "holder.jsonl"), held, "the holder leading", func(ls []map[string]any) bool { return has(ls, "gate_open", "") })
+
+	marker := filepath.Join(dir, "ran")
+	for _, extra := range [][]string{nil, {"--once", "--wait", "1m"}} {
+		args := append([]string{"run", "--dsn", dsn, "--scope", "wait", "--id", "waiter"}, extra...)
+		cmd := exec.Command(binary, append(args, "--", "touch", marker)...)
+		cmd.Env = cleanEnv()
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		pgtest.WaitFor(t, "the waiter following", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "leader observed") })
+		sent := time.Now()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("%v: exit after SIGTERM while waiting: %v\n%s", extra, err, stderr.String())
+			}
+			t.Logf("%v: exited %v after SIGTERM", extra, time.Since(sent).Round(time.Millisecond))
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%v: still running 5s after SIGTERM while waiting", extra)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%v: the command ran although another node led", extra)
+		}
+	}
+}
