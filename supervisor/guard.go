@@ -42,10 +42,11 @@ import (
 // Commands, one line each on fd 3: "start <json env list>", "deadline <mono ns>"
 // (0 disarms), "term" (SIGTERM to the group), "kill" (SIGKILL to the group).
 // Reports, one line each on fd 4: "started <pid>", "failed <message>",
-// "exited <code> <cause> <mono ns>" where code is the exit status or 128+signal,
-// cause is exit, signal, deadline, kill or supervisor_gone, and mono ns
+// "exited <code> <cause> <mono ns> <reaped ns>" where code is the exit status or
+// 128+signal, cause is exit, signal, deadline, kill or supervisor_gone, mono ns
 // (CLOCK_MONOTONIC) is when the guard sent SIGKILL to the group, or, for a child
-// that ended otherwise, when the guard reaped it.
+// that ended otherwise, when the guard reaped it, and reaped ns is when it
+// reaped it (the group killed).
 
 // GuardArg is the hidden argument that makes the pgleader binary run as a guard
 // (`pgleader <GuardArg> -- COMMAND ARGS…`).
@@ -178,7 +179,7 @@ func (g *guard) supervisorGone() {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	mono := g.endedAt()
+	mono, reaped := g.endedAt(), monotime.Now()
 	env := map[string]string{}
 	for _, kv := range g.env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -188,7 +189,7 @@ func (g *guard) supervisorGone() {
 	if path := env["PGLEADER_EVENTS"]; path != "" {
 		epoch, _ := strconv.ParseInt(env["PGLEADER_EPOCH"], 10, 64)
 		if w, err := eventlog.Open(path, env["PGLEADER_NODE_ID"]); err == nil {
-			w.Child("child_exited", env["PGLEADER_SCOPE"], epoch, pid, 128+int(syscall.SIGKILL), "supervisor_gone", mono)
+			w.Child("child_exited", env["PGLEADER_SCOPE"], epoch, pid, 128+int(syscall.SIGKILL), "supervisor_gone", mono, reaped)
 			_ = w.Close()
 		}
 	}
@@ -243,7 +244,7 @@ func (g *guard) reap() {
 		_ = syscall.Kill(-g.pid, syscall.SIGKILL) // the rest of its group
 		killDescendants()
 		g.pid = 0
-		g.report("exited %d %s %d", code, cause, g.endedAt())
+		g.report("exited %d %s %d %d", code, cause, g.endedAt(), monotime.Now())
 	}
 }
 

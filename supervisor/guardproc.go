@@ -96,12 +96,13 @@ func (g *guardProc) close() error {
 
 // report is one parsed line of the guard's reports.
 type report struct {
-	kind  string // started, failed, exited; "" when the guard is gone
-	pid   int
-	code  int
-	cause string
-	mono  int64 // exited: when the guard reaped the child
-	msg   string
+	kind   string // started, failed, exited; "" when the guard is gone
+	pid    int
+	code   int
+	cause  string
+	mono   int64 // exited: when the child stopped executing (SIGKILL sent, or reaped)
+	reaped int64 // exited: when the guard reaped it
+	msg    string
 }
 
 func parseReport(line string) report {
@@ -118,6 +119,9 @@ func parseReport(line string) report {
 			r.code, _ = strconv.Atoi(f[0])
 			r.cause = f[1]
 			r.mono, _ = strconv.ParseInt(f[2], 10, 64)
+			if len(f) >= 4 {
+				r.reaped, _ = strconv.ParseInt(f[3], 10, 64)
+			}
 		}
 	}
 	return r

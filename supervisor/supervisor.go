@@ -100,7 +100,8 @@ type Config struct {
 type Recorder interface {
 	// Child records a child's start or exit; mono is when it happened
 	// (CLOCK_MONOTONIC ns; for an exit, when the guard reaped the child).
-	Child(event, scope string, epoch int64, pid, code int, cause string, mono int64)
+	// reaped, for an exit, is when the guard reaped it (0: unknown).
+	Child(event, scope string, epoch int64, pid, code int, cause string, mono, reaped int64)
 }
 
 // Child events.
@@ -463,7 +464,7 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 	}
 	pid := r.pid
 	s.setState("running", pid, tok.Epoch)
-	s.record(EventChildStarted, tok, pid, 0, "", monotime.Now())
+	s.record(EventChildStarted, tok, pid, 0, "", monotime.Now(), 0)
 	s.cfg.Log.Info("command started", "scope", tok.Scope, "epoch", tok.Epoch, "pid", pid)
 
 	var stopped time.Time
@@ -491,7 +492,7 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 			if killedAt != 0 && (mono == 0 || killedAt < mono) {
 				mono = killedAt // SIGKILLed here first, without the guard's round trip
 			}
-			s.record(EventChildExited, tok, pid, code, cause, mono)
+			s.record(EventChildExited, tok, pid, code, cause, mono, r.reaped)
 			attrs := []any{"scope", tok.Scope, "epoch", tok.Epoch, "pid", pid, "exit_code", code, "cause", cause}
 			if !stopped.IsZero() {
 				attrs = append(attrs, "stopped_in", time.Since(stopped).Round(time.Microsecond))
@@ -537,11 +538,11 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 	}
 }
 
-func (s *Supervisor) record(event string, tok election.Token, pid, code int, cause string, mono int64) {
+func (s *Supervisor) record(event string, tok election.Token, pid, code int, cause string, mono, reaped int64) {
 	if s.cfg.Recorder != nil {
 		if mono == 0 {
 			mono = monotime.Now()
 		}
-		s.cfg.Recorder.Child(event, tok.Scope, tok.Epoch, pid, code, cause, mono)
+		s.cfg.Recorder.Child(event, tok.Scope, tok.Epoch, pid, code, cause, mono, reaped)
 	}
 }

@@ -203,7 +203,7 @@ type recorder struct {
 	causes []string
 }
 
-func (r *recorder) Child(event, _ string, _ int64, _, _ int, cause string, _ int64) {
+func (r *recorder) Child(event, _ string, _ int64, _, _ int, cause string, _, _ int64) {
 	if event == EventChildExited {
 		r.mu.Lock()
 		r.causes = append(r.causes, cause)

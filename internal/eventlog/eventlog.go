@@ -60,8 +60,9 @@ type Record struct {
 	LatencyNS        int64  `json:"latency_ns,omitempty"`
 	Holder           string `json:"holder,omitempty"`
 	RequestID        string `json:"request_id,omitempty"`
-	PID              int    `json:"pid,omitempty"`       // child_started, child_exited: the child's pid (and process group)
-	ExitCode         *int   `json:"exit_code,omitempty"` // child_exited: exit status, or 128+signal
+	PID              int    `json:"pid,omitempty"`            // child_started, child_exited: the child's pid (and process group)
+	ExitCode         *int   `json:"exit_code,omitempty"`      // child_exited: exit status, or 128+signal
+	ReapedMonoNS     int64  `json:"reaped_mono_ns,omitempty"` // child_exited: when the guard reaped it (its group killed)
 
 	// Source names the file a record was read from (set by Tail, not written): it
 	// tells two processes running under the same node id apart.
@@ -118,18 +119,19 @@ func (w *Writer) Reopen() error {
 }
 
 // Child writes what a supervisor (pgleader run) did with its child: event is
-// child_started or child_exited; code and cause are the exit's; mono is when it
+// child_started or child_exited; code, cause and reaped (when the guard reaped
+// the child, 0 if unknown) are the exit's; mono is when it
 // happened (CLOCK_MONOTONIC ns; for a child killed with SIGKILL, when the signal
 // was sent), which may be before the line is written (a frozen supervisor records
 // its child's death by the guard when it thaws).
-func (w *Writer) Child(event, scope string, epoch int64, pid, code int, cause string, mono int64) {
+func (w *Writer) Child(event, scope string, epoch int64, pid, code int, cause string, mono, reaped int64) {
 	r := Record{
 		MonoNS: mono,
 		Time:   time.Now().Add(time.Duration(mono - monotime.Now())).UTC().Format(time.RFC3339Nano),
 		Node:   w.node, Scope: scope, Event: event, Epoch: epoch, PID: pid,
 	}
 	if event != "child_started" {
-		r.ExitCode, r.Reason = &code, cause
+		r.ExitCode, r.Reason, r.ReapedMonoNS = &code, cause, reaped
 	}
 	w.write(r)
 }

@@ -38,8 +38,9 @@ type RunReport struct {
 	// Exec: fork, exec and wait of /bin/true from this process: the physical
 	// cost of starting a trivial child.
 	Exec Stat `json:"exec"`
-	// GateToGone: the leader's leadership session terminated → its gate closed
-	// → the child's group reaped by the guard (gate_closed → child_exited).
+	// GateToGone: the leader's leadership session terminated: its gate_closed →
+	// the child reaped by the guard, its group killed (child_exited's
+	// reaped_mono_ns).
 	GateToGone Stat `json:"gate_to_gone"`
 	// Orphans: children of a killed supervisor found alive 1 s after the kill
 	// (must be 0).
@@ -188,7 +189,7 @@ func crashSample(ctx context.Context, c *cluster.Cluster, reg Options, scope str
 }
 
 // gateSample terminates the leadership session of a supervising leader and
-// returns its gate_closed → child_exited (the guard's reap).
+// returns its gate_closed → the child reaped by the guard (its group gone).
 func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64, error) {
 	scope := fmt.Sprintf("bench-gate-%d-%d", i, time.Now().UnixNano())
 	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: o.Dir, Scopes: []string{scope}, NodeArgs: o.NodeArgs,
@@ -212,13 +213,20 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", "pgleader leadership "+node); err != nil {
 		return 0, err
 	}
-	closed, err := c.WaitFor(wctx, func(r eventlog.Record) bool {
+	// Records read by one wait stay in Events: look there before waiting for new ones.
+	find := func(m func(eventlog.Record) bool) (eventlog.Record, error) {
+		if r, ok := last(c.Events(), m); ok {
+			return r, nil
+		}
+		return c.WaitFor(wctx, m)
+	}
+	closed, err := find(func(r eventlog.Record) bool {
 		return r.Scope == scope && r.Event == "gate_closed" && r.Epoch == st.Epoch
 	})
 	if err != nil {
 		return 0, err
 	}
-	exited, err := c.WaitFor(wctx, func(r eventlog.Record) bool {
+	exited, err := find(func(r eventlog.Record) bool {
 		return r.Scope == scope && r.Event == "child_exited" && r.Epoch == st.Epoch
 	})
 	if err != nil {
@@ -227,5 +235,8 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 	if child.Alive(st.PID) {
 		return 0, fmt.Errorf("child %d still alive after child_exited", st.PID)
 	}
-	return ms(exited.MonoNS - closed.MonoNS), nil
+	if exited.ReapedMonoNS == 0 {
+		return 0, fmt.Errorf("child_exited of %d carries no reaped_mono_ns", st.PID)
+	}
+	return ms(exited.ReapedMonoNS - closed.MonoNS), nil
 }
