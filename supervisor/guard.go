@@ -165,21 +165,13 @@ func (g *guard) start(envJSON string) {
 // second) and, when the child's environment names an events file, records its
 // exit there: nobody else is left to.
 func (g *guard) supervisorGone() {
-	if g.pid == 0 {
-		killDescendants()
-		return
-	}
 	pid := g.pid
 	g.killAll("supervisor_gone")
-	var ws syscall.WaitStatus
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		if p, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); p == pid || err != nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	reaped := drain(pid)
+	if pid == 0 {
+		return
 	}
-	mono, reaped := g.endedAt(), monotime.Now()
+	mono := g.endedAt()
 	env := map[string]string{}
 	for _, kv := range g.env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -193,6 +185,36 @@ func (g *guard) supervisorGone() {
 			_ = w.Close()
 		}
 	}
+}
+
+// drain kills and reaps every descendant until none is left (for at most a
+// second): as a child subreaper the guard adopts, one by one as their parents
+// die, whatever the child started, even in a session of its own. It returns
+// when pid (if not 0) was reaped.
+func drain(pid int) (reaped int64) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		var ws syscall.WaitStatus
+		p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err != nil: // ECHILD: no child left
+			if reaped == 0 {
+				reaped = monotime.Now()
+			}
+			return reaped
+		case p > 0:
+			if p == pid {
+				reaped = monotime.Now()
+			}
+			continue
+		}
+		killDescendants()
+		time.Sleep(time.Millisecond)
+	}
+	if reaped == 0 {
+		reaped = monotime.Now()
+	}
+	return reaped
 }
 
 // killAll kills the child's process group and every other descendant, at once.

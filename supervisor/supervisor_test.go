@@ -439,7 +439,11 @@ func TestReportTo(t *testing.T) {
 		_ = pool.QueryRow(ctx, "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'report-node' AND stopped_at IS NULL").Scan(&n)
 		return n == 1
 	})
-	report, stop := ReportTo(pool, "report-node", slog.New(slog.DiscardHandler))
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, stop := ReportTo(cfg, "report-node", slog.New(slog.DiscardHandler))
 	report(Status{Command: "worker", State: "running", PID: 4242, Restarts: 1})
 	stop()
 	var doc string
@@ -454,9 +458,9 @@ func TestReportTo(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE ROLE report_other LOGIN; GRANT pgleader_node TO report_other`); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := pgx.ParseConfig(dsn)
-	cfg.User = "report_other"
-	other, err := pgx.ConnectConfig(ctx, cfg)
+	ocfg := cfg.Copy()
+	ocfg.User = "report_other"
+	other, err := pgx.ConnectConfig(ctx, ocfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,18 +150,18 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 	}
 	stopHUP := a.reopenOnSIGHUP(ns.events)
 	defer stopHUP()
-	// One connection for the run ledger and the supervisor's state in
-	// pgleader.nodes (never the leadership session's).
-	pool, err := workload.NewPool(t.Config, cfg.NodeID, 1, cfg.SessionLease, f.node.leaderDSN != "" || cfg.Mode == election.ModeLease)
-	if err != nil {
-		closeListener(ln)
-		return errors.Join(err, closeEvents(ns.events))
-	}
-	defer pool.Close()
 	if scfg.Ledger != nil {
+		// The run ledger's connection (never the leadership session's). It
+		// connects lazily, and only --once-per and --once-key use it.
+		pool, err := workload.NewPool(t.Config, cfg.NodeID, 1, cfg.SessionLease, f.node.leaderDSN != "" || cfg.Mode == election.ModeLease)
+		if err != nil {
+			closeListener(ln)
+			return errors.Join(err, closeEvents(ns.events))
+		}
+		defer pool.Close()
 		scfg.Ledger.Pool = pool
 	}
-	report, stopReport := supervisor.ReportTo(pool, cfg.NodeID, a.log)
+	report, stopReport := supervisor.ReportTo(t.Config, cfg.NodeID, a.log)
 	defer stopReport()
 	scfg.Report = report
 	sup, err := supervisor.New(ns.e, scfg)
