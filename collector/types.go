@@ -419,6 +419,12 @@ type Node struct {
 	Supervisor *Supervised `json:"supervisor,omitempty"`
 }
 
+// TermRun is a run of a scheduled command recorded in a term (pgleader.runs).
+type TermRun struct {
+	Key      string `json:"key"`                 // the period ("2026-11-27T00:00:00Z/24:00:00") or the caller's key
+	ExitCode *int   `json:"exit_code,omitempty"` // nil: the run never ended (its host died, or the term ended first)
+}
+
 // Supervised is what a `pgleader run` node supervises, as it last recorded it
 // (pgleader.nodes.supervisor).
 type Supervised struct {
@@ -471,6 +477,9 @@ type Term struct {
 	// HandedTo is the node a handover gave the scope to, when the term ended as
 	// handed_over.
 	HandedTo string `json:"handed_to,omitempty"`
+	// Run is the run `pgleader run --once-per` or `--once-key` recorded in this
+	// term (pgleader.runs; pgleader history reads it), nil for none.
+	Run *TermRun `json:"run,omitempty"`
 	// HandoverGap is this term's start minus the predecessor's last sign of
 	// leadership: its release, or, for a term that ended otherwise, its last
 	// heartbeat. An upper bound of the time without a leader: for a crash it

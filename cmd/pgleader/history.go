@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,13 +98,26 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since 
 	defer conn.Close(context.WithoutCancel(ctx))
 	var out []collector.Term
 	err = pgsession.InTx(ctx, conn, func(tx pgx.Tx) error {
+		// The runs of pgleader run --once-per (schema 15), where the table exists.
+		var runs bool
+		if err := tx.QueryRow(ctx, "SELECT pg_catalog.to_regclass('pgleader.runs') IS NOT NULL").Scan(&runs); err != nil {
+			return err
+		}
+		run := `NULL::text, NULL::int`
+		join := ``
+		if runs {
+			run = `r.run_key, r.exit_code`
+			join = `LEFT JOIN LATERAL (SELECT r.run_key, r.exit_code FROM pgleader.runs r
+			                            WHERE r.scope = t.scope AND r.epoch = t.epoch
+			                            ORDER BY r.started_at DESC LIMIT 1) r ON true`
+		}
 		out, err = scanTerms(tx.Query(ctx, `
 		SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
 		       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
 		       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
 		       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8,
-		       coalesce(t.handed_to, '')
-		  FROM pgleader.terms t
+		       coalesce(t.handed_to, ''), `+run+`
+		  FROM pgleader.terms t `+join+`
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
 		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
 		 ORDER BY t.acquired_at DESC, t.id DESC
@@ -127,10 +141,19 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 			t            collector.Term
 			released     *time.Time
 			gap, heldFor float64
+			runKey       *string
+			runExit      *int32
 		)
 		if err := rows.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &t.Hostname, &t.HolderPID,
-			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo); err != nil {
+			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo, &runKey, &runExit); err != nil {
 			return nil, err
+		}
+		if runKey != nil {
+			t.Run = &collector.TermRun{Key: *runKey}
+			if runExit != nil {
+				code := int(*runExit)
+				t.Run.ExitCode = &code
+			}
 		}
 		if released != nil {
 			t.ReleasedAt = *released
@@ -151,15 +174,23 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 	case cli.FormatJSON:
 		return cli.WriteJSON(w, orEmpty(terms))
 	case cli.FormatTSV:
-		// handed_to was added last: the columns before it keep their places.
-		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to")
+		// Columns are only added at the end: the ones before keep their places.
+		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit")
 		for _, t := range terms {
 			ended := string(t.EndedBy)
 			if t.Open() {
 				ended = "open"
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
-				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds(), safe(t.HandedTo))
+			runKey, runExit := "", ""
+			if t.Run != nil {
+				runKey, runExit = t.Run.Key, "unfinished"
+				if t.Run.ExitCode != nil {
+					runExit = strconv.Itoa(*t.Run.ExitCode)
+				}
+			}
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
+				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds(), safe(t.HandedTo),
+				safe(runKey), runExit)
 		}
 		return nil
 	}
@@ -173,6 +204,17 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 		ended, held := safe(string(t.EndedBy)), human.Duration(t.HeldFor)
 		if t.HandedTo != "" {
 			ended += " → " + safe(t.HandedTo)
+		}
+		if r := t.Run; r != nil {
+			// pgleader run --once-per: the term says whether its run completed.
+			switch {
+			case r.ExitCode == nil:
+				ended += " · run unfinished"
+			case *r.ExitCode == 0:
+				ended += " · run completed"
+			default:
+				ended += " · run failed (exit " + strconv.Itoa(*r.ExitCode) + ")"
+			}
 		}
 		if t.Open() {
 			ended, held = "(leading)", held+" so far"

@@ -146,7 +146,8 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	terms := []collector.Term{
 		{Scope: evil("billing"), Epoch: 2, Holder: evil("n2"), Hostname: evil("host"), AcquiredAt: t0, HeldFor: time.Minute},
 		{Scope: evil("billing"), Epoch: 1, Holder: evil("n1"), Hostname: evil("host"), AcquiredAt: t0.Add(-time.Hour),
-			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HandedTo: evil("n2"), HeldFor: time.Hour},
+			ReleasedAt: t0, EndedBy: election.Reason(evil("crashed")), HandedTo: evil("n2"), HeldFor: time.Hour,
+			Run: &collector.TermRun{Key: evil("2026-03-01")}}, // --once-key is the caller's text
 	}
 	render := func(t *testing.T, format string) string {
 		t.Helper()
@@ -166,7 +167,7 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	t.Run("TSV", func(t *testing.T) {
 		out := render(t, cli.FormatTSV)
 		assertInert(t, "history tsv", out, true)
-		assertTSV(t, "history tsv", out, 1+len(terms), 9)
+		assertTSV(t, "history tsv", out, 1+len(terms), 11)
 	})
 	t.Run("JSON", func(t *testing.T) {
 		out := render(t, cli.FormatJSON)
@@ -270,7 +271,7 @@ func TestHostileRowsEndToEnd(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 2 {
 		t.Errorf("history: %d lines, want 2:\n%s", n, out)
 	}
-	assertTSV(t, "history -o tsv", run("history", "-o", "tsv"), 2, 9)
+	assertTSV(t, "history -o tsv", run("history", "-o", "tsv"), 2, 11)
 	assertInert(t, "history -o tsv", run("history", "-o", "tsv"), true)
 	assertNoRawControl(t, run("history", "-o", "json"))
 	out = run("top", "--once", "--width", "200")

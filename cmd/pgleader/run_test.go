@@ -155,3 +155,29 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryShowsRuns: a term in which pgleader run --once-key ran its command
+// says in history whether the run completed, and with which exit code.
+func TestHistoryShowsRuns(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	for key, command := range map[string]string{"day-1": "true", "day-2": "false"} {
+		cmd := exec.Command(binary, "run", "--dsn", dsn, "--scope", "hist-run", "--once-key", key, "--", command)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if command == "true" && err != nil || command == "false" && (!errors.As(err, &ee) || ee.ExitCode() != 1) {
+			t.Fatalf("run -- %s: %v\n%s", command, err, out)
+		}
+	}
+	cmd := exec.Command(binary, "history", "--dsn", dsn, "--scope", "hist-run")
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("history: %v\n%s", err, out)
+	}
+	for _, want := range []string{"shutdown · run completed", "shutdown · run failed (exit 1)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("history lacks %q:\n%s", want, out)
+		}
+	}
+}
