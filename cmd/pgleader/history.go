@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
