@@ -54,10 +54,11 @@ with backoff; exit 0 ends as never) or always.
 
 --once runs COMMAND at most once, if this node wins within --wait (0: only the
 first claim round, like flock -n); when another node leads, run exits 0
-without running it. --once-per PERIOD (implies --once) records each run in the
-database: a run that completed (exit 0) in the current period (aligned to UTC
+without running it. Each run is recorded in pgleader.runs (pgleader history says
+whether it completed). --once-per PERIOD (implies --once) makes runs of every
+host one: a run that completed (exit 0) in the current period (aligned to UTC
 midnight for 24h, by the database's clock) is not run again by any host; a failed
-run may be retried. Exit codes: COMMAND's; 0 when not run; 2 bad input; 1 other.`,
+run may be retried. --once-key KEY does the same for an explicit key. Exit codes: COMMAND's; 0 when not run; 2 bad input; 1 other.`,
 		Example: `  pgleader run --scope billing --listen 127.0.0.1:8008 -- ./billing-worker
   pgleader run --scope nightly-report --once-per 24h --wait 0 -- ./report.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -122,8 +123,13 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 		Once: f.once, Wait: f.wait, OncePer: f.oncePer, RunKey: f.onceKey,
 		Listen: f.node.listen.addr, Events: absPath(f.node.events), Log: a.log,
 	}
-	if f.oncePer > 0 || f.onceKey != "" {
+	if f.once {
+		// Every --once run is recorded (history says how it ended); a key of
+		// its own unless a period or a key makes runs of several hosts one.
 		scfg.Ledger = &supervisor.Ledger{} // its pool is opened below, after the checks
+		if f.oncePer == 0 && f.onceKey == "" {
+			scfg.RunKey = "once/" + cfg.NodeID + "/" + time.Now().UTC().Format(time.RFC3339Nano)
+		}
 	}
 	if err := scfg.Check(); err != nil {
 		return cli.BadInput("%v", err)
@@ -152,7 +158,7 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 	defer stopHUP()
 	if scfg.Ledger != nil {
 		// The run ledger's connection (never the leadership session's). It
-		// connects lazily, and only --once-per and --once-key use it.
+		// connects lazily, and only --once uses it.
 		pool, err := workload.NewPool(t.Config, cfg.NodeID, 1, cfg.SessionLease, f.node.leaderDSN != "" || cfg.Mode == election.ModeLease)
 		if err != nil {
 			closeListener(ln)

@@ -156,12 +156,13 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestHistoryShowsRuns: a term in which pgleader run --once-key ran its command
+// TestHistoryShowsRuns: a term in which pgleader run --once ran its command
 // says in history whether the run completed, and with which exit code.
 func TestHistoryShowsRuns(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	for key, command := range map[string]string{"day-1": "true", "day-2": "false"} {
-		cmd := exec.Command(binary, "run", "--dsn", dsn, "--scope", "hist-run", "--once-key", key, "--", command)
+	// A keyed run and a plain --once run: both recorded.
+	for flag, command := range map[string]string{"--once-key=day-1": "true", "--once": "false"} {
+		cmd := exec.Command(binary, "run", "--dsn", dsn, "--scope", "hist-run", flag, "--", command)
 		cmd.Env = cleanEnv()
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
