@@ -164,3 +164,11 @@ func TestEventLogFloodAcrossDeliveries(t *testing.T) {
 		})
 	}
 }
+
+// A subscriber that lost events says so in the log, with the count.
+func TestEventLogSaysEventsWereLost(t *testing.T) {
+	line, tn := eventLine(collector.Event{At: t0, Kind: collector.EventDropped, Detail: "122 events after this point were not delivered to this subscriber"})
+	if !strings.Contains(line, "‼ events lost") || !strings.Contains(line, "122 events") || tn != toneBad {
+		t.Fatalf("line %q, tone %v", line, tn)
+	}
+}
