@@ -14,11 +14,15 @@ const (
 	// server-side functions, so a few seconds are plenty.
 	missingWait = 10 * time.Second
 	// maxMissing bounds the ids remembered as missing.
-	maxMissing = 1000
+	maxMissing = 2 * maxGap
 	// maxGap: a row more than this above the highest id admitted marks only the
-	// maxGap ids below it as missing. Transactions in flight at any moment hold
-	// far fewer audit ids.
-	maxGap = 100
+	// maxGap ids below it as missing; the rows of lower ids that commit later
+	// are not looked for. A claim batch writes two rows per scope for up to 250
+	// scopes in one transaction, and after a leader dies every candidate runs
+	// one at once, their ids interleaved: a mass failover holds a thousand ids
+	// in flight and more. maxGap is there for a jump of the sequence (setval, a
+	// restore), whose ids every read would otherwise look for.
+	maxGap = 4096
 )
 
 // auditPlan is how the next read takes pgleader.audit; the collector chooses it

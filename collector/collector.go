@@ -109,11 +109,15 @@ func (c *Collector) Snapshot() *Snapshot { return c.hub.current.Load() }
 func (c *Collector) Updates() (<-chan *Snapshot, func()) { return c.hub.subscribeUpdates() }
 
 // Subscribe returns the ordered event stream (Event.Seq increases by one per
-// event of the collector). Delivery never blocks the collector: when the
-// subscriber's buffer (DefaultEventBuffer if buffer ≤ 0) is full, events are
-// dropped for it and counted in Health.DroppedEvents, so a gap in Seq means
-// events were missed. cancel unsubscribes and closes the channel; the channel is
-// also closed when Run returns.
+// event of the collector). Delivery never blocks the collector: events wait in a
+// queue of the subscription until the channel (buffer DefaultEventBuffer if
+// buffer ≤ 0) has room, so a burst — two events per scope of a mass failover,
+// at once — reaches a subscriber that reads on. Only a subscriber that stopped
+// reading while 65536 events queued up for it loses events: they are counted in
+// Health.DroppedEvents, and the next event it gets is an EventDropped saying
+// how many it missed. cancel unsubscribes and closes the channel; the channel is
+// also closed when Run returns, after what is still queued goes into it as far
+// as it fits without waiting (the rest is counted as dropped).
 func (c *Collector) Subscribe(buffer int) (<-chan Event, func()) {
 	return c.hub.subscribeEvents(buffer)
 }

@@ -632,6 +632,10 @@ const (
 	// history in the database was rewritten. The collector follows the new rows
 	// from here (Detail: the newest id before and after).
 	EventAuditReset EventKind = "audit_reset"
+	// EventDropped: this subscriber missed events before this one (Detail: how
+	// many); it stopped reading while maxBacklog events queued up for it. It is
+	// the subscriber's own, not the collector's: it has no Seq.
+	EventDropped EventKind = "events_dropped"
 )
 
 // Event is one entry of the collector's ordered event stream.

@@ -62,6 +62,10 @@ func newEventLog() eventLog {
 func (l *eventLog) add(evs ...collector.Event) {
 	reorder := false
 	for _, entry := range grouped(evs) {
+		if l.joinFlood(entry) {
+			reorder = true // a line changed: match the filter again
+			continue
+		}
 		l.nextID++
 		entry.id = l.nextID
 		e := entry.ev
@@ -88,6 +92,83 @@ func (l *eventLog) add(evs ...collector.Event) {
 		l.reindex()
 	}
 	l.settle()
+}
+
+// floodGap is how far apart the events of one flood may arrive. A flood comes
+// in several deliveries: a claim batch (up to 250 scopes, two events each) is
+// more than the collector's channel holds at once, and a failover of more
+// scopes is several batches, milliseconds apart.
+const floodGap = time.Second
+
+// joinFlood puts a groupable entry (one event, or a flood of one delivery) on
+// the line of the flood it continues: the recent line of the same kind and
+// node, within floodGap, none of whose scopes it repeats. Lines of single
+// events that, with it, make groupMin become one line at the first one's
+// place. It reports whether entry was taken in; the line then counts every
+// event of the flood.
+func (l *eventLog) joinFlood(entry logEntry) bool {
+	if !groupable[entry.ev.Kind] {
+		return false
+	}
+	add := entry.members
+	if add == nil {
+		add = []collector.Event{entry.ev}
+	}
+	scopes := make(map[string]bool, len(add))
+	for _, e := range add {
+		scopes[e.Scope] = true
+	}
+	near := func(at time.Time) bool {
+		d := add[0].At.Sub(at)
+		return d < floodGap && d > -floodGap
+	}
+	// Scan back for the flood's line, or its single lines.
+	group, singles := -1, []int(nil)
+	for i := len(l.entries) - 1; i >= 0 && len(l.entries)-i <= maxReorder; i-- {
+		t := l.entries[i]
+		if t.ev.Kind != entry.ev.Kind || t.ev.Node != entry.ev.Node {
+			continue
+		}
+		ms := t.members
+		if ms == nil {
+			ms = []collector.Event{t.ev}
+		}
+		if !near(ms[len(ms)-1].At) || slices.ContainsFunc(ms, func(e collector.Event) bool { return scopes[e.Scope] }) {
+			break // another flood, or the same scope again: not this one
+		}
+		for _, e := range ms {
+			scopes[e.Scope] = true
+		}
+		if t.members != nil {
+			group = i
+			break
+		}
+		singles = append(singles, i) // newest first
+	}
+	if group < 0 && (len(singles) == 0 || len(singles)+len(add) < groupMin) {
+		return false
+	}
+	at := group
+	if at < 0 {
+		at = singles[len(singles)-1]
+	}
+	var members []collector.Event
+	if group >= 0 {
+		members = append(members, l.entries[group].members...)
+	}
+	for _, i := range slices.Backward(singles) {
+		members = append(members, l.entries[i].ev)
+	}
+	members = append(members, add...)
+	line, summary, t := groupLine(members)
+	l.entries[at] = logEntry{id: l.entries[at].id, ev: members[0], line: line, lower: strings.ToLower(line), tone: t,
+		members: members, summary: summary}
+	for _, i := range singles { // newest first: the indexes below stay valid
+		if i != at {
+			l.entries = slices.Delete(l.entries, i, i+1)
+		}
+	}
+	return true
 }
 
 func (l *eventLog) setFilter(f string) {
@@ -383,6 +464,9 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 	case collector.EventEvictFailed:
 		kind = "✖ evict failed"
 		what = e.Node + " on " + e.Scope
+		t = toneBad
+	case collector.EventDropped:
+		kind = "‼ events lost"
 		t = toneBad
 	case eventAction:
 		kind = "» action"

@@ -118,3 +118,57 @@ func TestEventLogGroupsFloods(t *testing.T) {
 		t.Fatalf("%d entries (first %q), want 6 lines of their own", len(l.entries), l.entries[0].line)
 	}
 }
+
+// A failover of 260 scopes arrives in several deliveries: the collector's
+// channel holds 256 events and a claim batch brings two per scope (closed term,
+// election), interleaved, so the dashboard reads the flood in pieces, cut
+// anywhere. Each flood is still one line, counting all of its scopes.
+func TestEventLogFloodAcrossDeliveries(t *testing.T) {
+	var burst []collector.Event
+	at := t0
+	add := func(node, heir string, from, n int) {
+		for i := from; i < from+n; i++ {
+			at = at.Add(100 * time.Microsecond)
+			scope := fmt.Sprintf("scope-%04d", i)
+			burst = append(burst,
+				collector.Event{At: at, Kind: collector.EventTermClosed, Scope: scope, Node: node, Epoch: 1, Reason: "crashed", Detail: "closed by successor " + heir},
+				collector.Event{At: at, Kind: collector.EventElected, Scope: scope, Node: heir, Epoch: 2})
+		}
+	}
+	add("node-2", "node-3", 0, 10)
+	add("node-2", "node-1", 10, 250)
+	for _, cuts := range [][]int{{len(burst)}, {1, 257}, {3, 4, 256, 300}, {255, 256, 511}, {2, 4, 6, 8, 10}} {
+		t.Run(fmt.Sprint(cuts), func(t *testing.T) {
+			l := newEventLog()
+			prev := 0
+			for _, c := range append(cuts, len(burst)) {
+				l.add(burst[prev:c]...)
+				prev = c
+			}
+			var lines []string
+			for _, e := range l.entries {
+				lines = append(lines, e.summary)
+			}
+			want := []string{"260 terms of node-2 ended (crashed), closed by their successors", "node-3 leads 10 scopes", "node-1 leads 250 scopes"}
+			if len(lines) != len(want) {
+				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
+			}
+			for i, w := range want {
+				if !strings.HasSuffix(lines[i], w) {
+					t.Errorf("line %d %q, want it to say %q", i, lines[i], w)
+				}
+			}
+			if n := len(l.entries[0].members); n != 260 {
+				t.Errorf("the closed terms' line holds %d events, want 260", n)
+			}
+		})
+	}
+}
+
+// A subscriber that lost events says so in the log, with the count.
+func TestEventLogSaysEventsWereLost(t *testing.T) {
+	line, tn := eventLine(collector.Event{At: t0, Kind: collector.EventDropped, Detail: "122 events after this point were not delivered to this subscriber"})
+	if !strings.Contains(line, "‼ events lost") || !strings.Contains(line, "122 events") || tn != toneBad {
+		t.Fatalf("line %q, tone %v", line, tn)
+	}
+}
