@@ -171,19 +171,28 @@ func (g *guard) supervisorGone() {
 	if pid == 0 {
 		return
 	}
-	mono := g.endedAt()
+	g.recordExit(pid, 128+int(syscall.SIGKILL), "supervisor_gone", g.endedAt(), reaped)
+}
+
+// recordExit appends the child's child_exited line to the events file its
+// environment names (PGLEADER_EVENTS), for the exits the supervisor may never
+// record: it died (supervisor_gone), or it is frozen (deadline) and may be
+// killed before it thaws. The supervisor records every other exit.
+func (g *guard) recordExit(pid, code int, cause string, mono, reaped int64) {
 	env := map[string]string{}
 	for _, kv := range g.env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env[k] = v
 		}
 	}
-	if path := env["PGLEADER_EVENTS"]; path != "" {
-		epoch, _ := strconv.ParseInt(env["PGLEADER_EPOCH"], 10, 64)
-		if w, err := eventlog.Open(path, env["PGLEADER_NODE_ID"]); err == nil {
-			w.Child("child_exited", env["PGLEADER_SCOPE"], epoch, pid, 128+int(syscall.SIGKILL), "supervisor_gone", mono, reaped)
-			_ = w.Close()
-		}
+	path := env["PGLEADER_EVENTS"]
+	if path == "" {
+		return
+	}
+	epoch, _ := strconv.ParseInt(env["PGLEADER_EPOCH"], 10, 64)
+	if w, err := eventlog.Open(path, env["PGLEADER_NODE_ID"]); err == nil {
+		w.Child("child_exited", env["PGLEADER_SCOPE"], epoch, pid, code, cause, mono, reaped)
+		_ = w.Close()
 	}
 }
 
@@ -265,8 +274,12 @@ func (g *guard) reap() {
 		}
 		_ = syscall.Kill(-g.pid, syscall.SIGKILL) // the rest of its group
 		killDescendants()
+		mono, reaped := g.endedAt(), monotime.Now()
+		if cause == "deadline" {
+			g.recordExit(g.pid, code, cause, mono, reaped)
+		}
 		g.pid = 0
-		g.report("exited %d %s %d %d", code, cause, g.endedAt(), monotime.Now())
+		g.report("exited %d %s %d %d", code, cause, mono, reaped)
 	}
 }
 

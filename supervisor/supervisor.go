@@ -492,7 +492,9 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 			if killedAt != 0 && (mono == 0 || killedAt < mono) {
 				mono = killedAt // SIGKILLed here first, without the guard's round trip
 			}
-			s.record(EventChildExited, tok, pid, code, cause, mono, r.reaped)
+			if cause != "deadline" { // the guard recorded that one: this process was frozen
+				s.record(EventChildExited, tok, pid, code, cause, mono, r.reaped)
+			}
 			attrs := []any{"scope", tok.Scope, "epoch", tok.Epoch, "pid", pid, "exit_code", code, "cause", cause}
 			if !stopped.IsZero() {
 				attrs = append(attrs, "stopped_in", time.Since(stopped).Round(time.Microsecond))
