@@ -131,20 +131,12 @@ func crashSample(ctx context.Context, c *cluster.Cluster, reg Options, scope str
 	started := func(node string) func(eventlog.Record) bool {
 		return func(r eventlog.Record) bool { return r.Node == node && r.Scope == scope && r.Event == "child_started" }
 	}
-	wait := func(m func(eventlog.Record) bool) (eventlog.Record, error) {
-		wctx, cancel := context.WithTimeout(ctx, reg.Timeout)
-		defer cancel()
-		if r, ok := last(c.Events(), m); ok {
-			return r, nil
-		}
-		return c.WaitFor(wctx, m)
-	}
-	if _, err := wait(opened("a")); err != nil {
+	if _, err := reg.find(ctx, c, opened("a")); err != nil {
 		return 0, 0, false, err
 	}
 	var childPID int
 	if supervised {
-		r, err := wait(started("a"))
+		r, err := reg.find(ctx, c, started("a"))
 		if err != nil {
 			return 0, 0, false, err
 		}
@@ -157,7 +149,7 @@ func crashSample(ctx context.Context, c *cluster.Cluster, reg Options, scope str
 	if err := reg.registered(ctx, "b", b.PID()); err != nil {
 		return 0, 0, false, err
 	}
-	if _, err := wait(func(r eventlog.Record) bool {
+	if _, err := reg.find(ctx, c, func(r eventlog.Record) bool {
 		return r.Node == "b" && r.Scope == scope && r.Event == "leader_observed"
 	}); err != nil {
 		return 0, 0, false, err
@@ -166,14 +158,14 @@ func crashSample(ctx context.Context, c *cluster.Cluster, reg Options, scope str
 	if err != nil {
 		return 0, 0, false, err
 	}
-	gate, err := wait(opened("b"))
+	gate, err := reg.find(ctx, c, opened("b"))
 	if err != nil {
 		return 0, 0, false, err
 	}
 	if !supervised {
 		return ms(gate.MonoNS - killed), ms(gate.MonoNS - killed), false, nil
 	}
-	succ, err := wait(started("b"))
+	succ, err := reg.find(ctx, c, started("b"))
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -199,9 +191,7 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 	if _, err := c.Start(node); err != nil {
 		return 0, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, reg.Timeout)
-	defer cancel()
-	st, err := c.WaitFor(wctx, func(r eventlog.Record) bool { return r.Scope == scope && r.Event == "child_started" })
+	st, err := reg.find(ctx, c, func(r eventlog.Record) bool { return r.Scope == scope && r.Event == "child_started" })
 	if err != nil {
 		return 0, err
 	}
@@ -213,20 +203,13 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", "pgleader leadership "+node); err != nil {
 		return 0, err
 	}
-	// Records read by one wait stay in Events: look there before waiting for new ones.
-	find := func(m func(eventlog.Record) bool) (eventlog.Record, error) {
-		if r, ok := last(c.Events(), m); ok {
-			return r, nil
-		}
-		return c.WaitFor(wctx, m)
-	}
-	closed, err := find(func(r eventlog.Record) bool {
+	closed, err := reg.find(ctx, c, func(r eventlog.Record) bool {
 		return r.Scope == scope && r.Event == "gate_closed" && r.Epoch == st.Epoch
 	})
 	if err != nil {
 		return 0, err
 	}
-	exited, err := find(func(r eventlog.Record) bool {
+	exited, err := reg.find(ctx, c, func(r eventlog.Record) bool {
 		return r.Scope == scope && r.Event == "child_exited" && r.Epoch == st.Epoch
 	})
 	if err != nil {
