@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -297,24 +296,13 @@ func TestMigrate(t *testing.T) {
 func TestNode(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
-	var stderr syncBuffer
-	cmd := exec.Command(binary, "node", "--dsn", dsn, "--scope", "a", "--id", "n1",
+	p := startBinary(t, "node", "--dsn", dsn, "--scope", "a", "--id", "n1",
 		"--events", events, "--work-interval", "50ms", "--log-level", "debug")
-	cmd.Env = cleanEnv()
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	cmd, exited := p.cmd, p.exited
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
 		if t.Failed() {
 			b, _ := os.ReadFile(events)
-			t.Logf("node stderr:\n%s\nevents:\n%s", stderr.String(), b)
+			t.Logf("events:\n%s", b)
 		}
 	})
 

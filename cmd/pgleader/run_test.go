@@ -19,26 +19,10 @@ func TestNodeSIGHUP(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	dir := t.TempDir()
 	events := filepath.Join(dir, "events.jsonl")
-	var stderr syncBuffer
-	cmd := exec.Command(binary, "node", "--dsn", dsn, "--scope", "hup", "--id", "hup-1",
+	p := startBinary(t, "node", "--dsn", dsn, "--scope", "hup", "--id", "hup-1",
 		"--events", events, "--events-heartbeats=false", "--heartbeat-interval", "100ms", "--heartbeat-timeout", "100ms",
 		"--trust-window", "300ms", "--session-lease", "500ms")
-	cmd.Env = cleanEnv()
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("node stderr:\n%s", stderr.String())
-		}
-	})
+	cmd, exited, stderr := p.cmd, p.exited, p.stderr
 	waitEvents(t, events, exited, "gate_open", func(ls []map[string]any) bool { return has(ls, "gate_open", "") })
 
 	rotated := events + ".1"
@@ -115,28 +99,14 @@ func TestRunBadInputBeforeCampaigning(t *testing.T) {
 func TestRunSignalWhileWaiting(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	dir := t.TempDir()
-	holder := exec.Command(binary, "node", "--dsn", dsn, "--scope", "wait", "--id", "holder", "--events", filepath.Join(dir, "holder.jsonl"))
-	holder.Env = cleanEnv()
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan error, 1)
-	go func() { held <- holder.Wait() }()
-	t.Cleanup(func() { _ = holder.Process.Kill(); <-held })
-	waitEvents(t, filepath.Join(dir, "holder.jsonl"), held, "the holder leading", func(ls []map[string]any) bool { return has(ls, "gate_open", "") })
+	holder := startBinary(t, "node", "--dsn", dsn, "--scope", "wait", "--id", "holder", "--events", filepath.Join(dir, "holder.jsonl"))
+	waitEvents(t, filepath.Join(dir, "holder.jsonl"), holder.exited, "the holder leading", func(ls []map[string]any) bool { return has(ls, "gate_open", "") })
 
 	marker := filepath.Join(dir, "ran")
 	for _, extra := range [][]string{nil, {"--once", "--wait", "1m"}} {
 		args := append([]string{"run", "--dsn", dsn, "--scope", "wait", "--id", "waiter"}, extra...)
-		cmd := exec.Command(binary, append(args, "--", "touch", marker)...)
-		cmd.Env = cleanEnv()
-		var stderr syncBuffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		p := startBinary(t, append(args, "--", "touch", marker)...)
+		cmd, exited, stderr := p.cmd, p.exited, p.stderr
 		pgtest.WaitFor(t, "the waiter following", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "leader observed") })
 		sent := time.Now()
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -147,7 +117,6 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 			}
 			t.Logf("%v: exited %v after SIGTERM", extra, time.Since(sent).Round(time.Millisecond))
 		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
 			t.Fatalf("%v: still running 5s after SIGTERM while waiting", extra)
 		}
 		if _, err := os.Stat(marker); err == nil {
@@ -181,4 +150,38 @@ func TestHistoryShowsRuns(t *testing.T) {
 			t.Errorf("history lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// process is a pgleader process a test started (startBinary).
+type process struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan error    // its exit, once
+	done   chan struct{} // closed when it has exited
+}
+
+// startBinary starts the pgleader binary with args and a clean environment; the
+// test's cleanup kills it if it still runs, and logs its stderr if the test
+// failed.
+func startBinary(t *testing.T, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(binary, args...), stderr: &syncBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
+	p.cmd.Env = cleanEnv()
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", args[0], p.stderr.String())
+		}
+	})
+	return p
 }
