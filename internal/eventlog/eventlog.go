@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgleader/pgleader/election"
@@ -74,9 +75,9 @@ type Writer struct {
 	node string
 	path string
 
-	// heartbeats false leaves heartbeat_ok lines out (--events-heartbeats=false):
+	// omitHeartbeats leaves heartbeat_ok lines out (--events-heartbeats=false):
 	// a leader writes two a second, about 33 MB a day.
-	heartbeats bool
+	omitHeartbeats atomic.Bool
 
 	mu  sync.Mutex
 	f   *os.File
@@ -90,15 +91,11 @@ func Open(path, node string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open events file: %w", err)
 	}
-	return &Writer{node: node, path: path, f: f, heartbeats: true}, nil
+	return &Writer{node: node, path: path, f: f}, nil
 }
 
 // OmitHeartbeats leaves heartbeat_ok lines out of the file from now on.
-func (w *Writer) OmitHeartbeats() {
-	w.mu.Lock()
-	w.heartbeats = false
-	w.mu.Unlock()
-}
+func (w *Writer) OmitHeartbeats() { w.omitHeartbeats.Store(true) }
 
 // Reopen closes the file and opens its path again, creating it if needed: after
 // logrotate moved it away (SIGHUP), lines go to a new file at the same path. On
@@ -139,13 +136,8 @@ func (w *Writer) Child(event, scope string, epoch int64, pid, code int, cause st
 // Observe writes an engine event's lines. It is called synchronously from the
 // engine's goroutines and costs one write(2).
 func (w *Writer) Observe(ev election.Event) {
-	if ev.Kind == election.EventHeartbeatOK {
-		w.mu.Lock()
-		omit := !w.heartbeats
-		w.mu.Unlock()
-		if omit {
-			return
-		}
+	if ev.Kind == election.EventHeartbeatOK && w.omitHeartbeats.Load() {
+		return
 	}
 	w.write(FromEvent(ev)...)
 }
