@@ -17,9 +17,10 @@ import (
 // from the target ending its cooldown early.
 const handoverCooldown = 5 * time.Second
 
-func coolingConfig(dsn, id string) election.Config {
+func coolingConfig(dsn, id string, mode election.Mode) election.Config {
 	cfg := fastConfig(dsn, id, "s")
 	cfg.ResignCooldown = handoverCooldown
+	cfg.Mode = mode
 	return cfg
 }
 
@@ -43,11 +44,18 @@ func requestHandover(t testing.TB, dsn, to string) error {
 // it back to a, which cools down after its handover: the request is accepted and
 // a leads promptly, far within its cooldown (an explicit, reserved handover has
 // no free-for-all for the cooldown to keep a out of). A request without a target
-// still never picks the cooling node.
+// still never picks the cooling node. In lock mode a learns of the reservation
+// from the release's notification, in lease mode from its next heartbeat.
 func TestHandoverBackToCoolingNode(t *testing.T) {
+	for _, mode := range []election.Mode{election.ModeLock, election.ModeLease} {
+		t.Run(string(mode), func(t *testing.T) { testHandoverBackToCoolingNode(t, mode) })
+	}
+}
+
+func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
-	cfgA, cfgB := coolingConfig(dsn, "a"), coolingConfig(dsn, "b")
+	cfgA, cfgB := coolingConfig(dsn, "a", mode), coolingConfig(dsn, "b", mode)
 	cfgA.Observer, cfgB.Observer = rec, rec
 	a := startNode(t, cfgA)
 	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.leads("s") })
@@ -76,13 +84,13 @@ func TestHandoverBackToCoolingNode(t *testing.T) {
 
 // TestResignKeepsCooldown: a plain resign still keeps the resigner out for its
 // cooldown. a resigns (b takes over), then b resigns at once: the scope stays
-// free rather than going back to a before a's cooldown has passed, and a early
+// free rather than going back to a before a's cooldown has passed, and an early
 // wake-up does not come from b's release (it reserves the scope for nobody).
 func TestResignKeepsCooldown(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	a := startNode(t, coolingConfig(dsn, "a"))
+	a := startNode(t, coolingConfig(dsn, "a", election.ModeLock))
 	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.leads("s") })
-	cfgB := coolingConfig(dsn, "b")
+	cfgB := coolingConfig(dsn, "b", election.ModeLock)
 	cfgB.ResignCooldown = 0
 	b := startNode(t, cfgB)
 	pgtest.WaitFor(t, "b registered", 5*time.Second, func() bool {
