@@ -167,6 +167,8 @@ func (m *Model) footerKeys() []key.Binding {
 		return m.keys.eventDetailHelp()
 	case m.detail != "" || m.nodeDetail != "":
 		return m.keys.detailHelp()
+	case m.replay != nil:
+		return m.keys.replayKeysHelp()
 	}
 	return m.keys.ShortHelp()
 }
