@@ -190,7 +190,9 @@ func TestKeysDefinedOnce(t *testing.T) {
 		{name: "Decline", b: func(k *keyMap) *key.Binding { return &k.Decline },
 			hint: func(m *Model) { hit(m, m.keys.Resign) }, want: "[y/f5]"},
 		{name: "ReplayPrev", b: func(k *keyMap) *key.Binding { return &k.ReplayPrev },
-			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return strings.Contains(m.status, "replay is not available") }},
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool {
+				return strings.Contains(m.status, "replay is not available")
+			}},
 		{name: "ReplayNext", b: func(k *keyMap) *key.Binding { return &k.ReplayNext },
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return strings.Contains(m.status, "nothing after now") }},
 		{name: "Live", b: func(k *keyMap) *key.Binding { return &k.Live },
