@@ -384,6 +384,10 @@ func (m *Model) overlay(lines []string, box string, w int) []string {
 
 // healthText is the quiet status line: how the collector is doing.
 func (m *Model) healthText() string {
+	if r := m.snap.Replay; r != nil {
+		return "rebuilt from terms, audit and nodes · n/a: not recorded · history read " +
+			fmtClock(r.From.Local()) + "–" + fmtClock(r.To.Local())
+	}
 	h := m.snap.Health
 	parts := []string{fmt.Sprintf("seq %d", m.snap.Seq)}
 	if h.PollDuration > 0 {
