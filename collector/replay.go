@@ -3,6 +3,7 @@ package collector
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -124,16 +125,17 @@ type History struct {
 	// none), to read the next window from.
 	Before, After time.Time
 
-	scopes  []replayScope
+	scopes  []HistoryScope
 	terms   map[string][]Term // per scope, by acquired_at: two before From, the window, one after To
 	audit   []auditRow        // [From, To], by time
 	retired map[string]bool   // retired at From, by the audit rows before it
-	nodes   []replayNode
+	nodes   []HistoryNode
 	seq     atomic.Uint64
 }
 
-// replayScope is a leader_state row as a replay needs it.
-type replayScope struct {
+// HistoryScope is a leader_state row as a replay needs it: the scope's
+// current record, and First, its first term's start.
+type HistoryScope struct {
 	Name          string
 	LockKey       int64
 	Mode          string
@@ -145,10 +147,53 @@ type replayScope struct {
 	First         time.Time // its first term's start (zero: never led)
 }
 
-// replayNode is a pgleader.nodes row with the start of its current lifetime.
-type replayNode struct {
+// HistoryNode is a pgleader.nodes row with the start of its current
+// lifetime (Node.StartedAt is its first registration ever).
+type HistoryNode struct {
 	Node
 	Registered time.Time // registered_at (the current lifetime), else started_at
+}
+
+// HistoryAudit is a pgleader.audit row.
+type HistoryAudit struct {
+	ID         int64
+	At         time.Time
+	Scope      string
+	Node       string
+	Epoch      int64
+	Kind       string
+	Detail     json.RawMessage
+	PrevHolder string // elected rows: the previous epoch's holder
+}
+
+// HistoryRows are the rows ReadHistory reads, for a History built from rows
+// read otherwise (NewHistory): tests, tools that keep a copy.
+type HistoryRows struct {
+	From, To, DBNow, Earliest, Before, After time.Time
+	Scopes                                   []HistoryScope
+	Terms                                    []Term // those of the window, plus the two before it and the one after it per scope
+	Audit                                    []HistoryAudit
+	// Retired: the scopes retired at From, by the last scope_retired or
+	// scope_revived row before it (true: retired).
+	Retired map[string]bool
+	Nodes   []HistoryNode
+}
+
+// NewHistory builds a History from rows.
+func NewHistory(r HistoryRows) *History {
+	h := &History{From: r.From, To: r.To, DBNow: r.DBNow, Earliest: r.Earliest, Before: r.Before, After: r.After,
+		scopes: slices.Clone(r.Scopes), nodes: slices.Clone(r.Nodes), terms: map[string][]Term{}, retired: map[string]bool{}}
+	for k, v := range r.Retired {
+		h.retired[k] = v
+	}
+	h.setTerms(r.Terms)
+	for _, a := range r.Audit {
+		row := auditRow{ID: a.ID, At: a.At, Scope: a.Scope, Node: a.Node, Epoch: a.Epoch, Kind: a.Kind, PrevHolder: a.PrevHolder}
+		_ = json.Unmarshal(a.Detail, &row.Detail) // as a read does: a malformed detail keeps zero values
+		h.audit = append(h.audit, row)
+	}
+	slices.SortStableFunc(h.audit, func(a, b auditRow) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.ID, b.ID)) })
+	return h
 }
 
 // transitionKinds are the audit kinds that change what a replay shows, or
@@ -248,9 +293,9 @@ func ReadHistory(ctx context.Context, conn *pgx.Conn, at time.Time, window time.
 	}
 
 	rows, _ := tx.Query(ctx, sqlReplayScopes)
-	h.scopes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (replayScope, error) {
+	h.scopes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (HistoryScope, error) {
 		var (
-			s                        replayScope
+			s                        HistoryScope
 			hb, retired, first       *time.Time
 			ival, tout, trust, lease *int32
 		)
@@ -281,9 +326,9 @@ func ReadHistory(ctx context.Context, conn *pgx.Conn, at time.Time, window time.
 		return nil, fmt.Errorf("replay: read retirements: %w", err)
 	}
 	rows, _ = tx.Query(ctx, sqlReplayNodes)
-	h.nodes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (replayNode, error) {
+	h.nodes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (HistoryNode, error) {
 		var (
-			n                  replayNode
+			n                  HistoryNode
 			reg, stopped       *time.Time
 			ival, trust, lease *int32
 		)
@@ -328,7 +373,7 @@ func (h *History) Contains(at time.Time) bool { return !at.Before(h.From) && !at
 // successor's start minus its handover gap), or for the open current term
 // leader_state's last heartbeat. Zero when unknown (an open term that is not
 // leader_state's).
-func (h *History) lastSign(sc *replayScope, ts []Term, i int) time.Time {
+func (h *History) lastSign(sc *HistoryScope, ts []Term, i int) time.Time {
 	t := ts[i]
 	switch {
 	case t.Open():
@@ -350,7 +395,7 @@ func (h *History) lastSign(sc *replayScope, ts []Term, i int) time.Time {
 // trustWindow is the window after a holder's last heartbeat within which it
 // still counted as leading: the scope's registered trust window (today's),
 // else the default.
-func trustWindow(sc *replayScope) time.Duration {
+func trustWindow(sc *HistoryScope) time.Duration {
 	if sc.Timing.TrustWindow > 0 {
 		return sc.Timing.TrustWindow
 	}
@@ -366,7 +411,7 @@ type termAt struct {
 	lastSign time.Time // cur's last sign of leadership (zero: unknown)
 }
 
-func (h *History) termAt(sc *replayScope, at time.Time) termAt {
+func (h *History) termAt(sc *HistoryScope, at time.Time) termAt {
 	ts := h.terms[sc.Name]
 	i := -1
 	for j := range ts {
@@ -389,7 +434,7 @@ func (h *History) termAt(sc *replayScope, at time.Time) termAt {
 }
 
 // retiredAt reports whether the scope was retired at the instant.
-func (h *History) retiredAt(sc *replayScope, at time.Time) bool {
+func (h *History) retiredAt(sc *HistoryScope, at time.Time) bool {
 	state, known := h.retired[sc.Name]
 	for _, a := range h.audit {
 		if a.At.After(at) {
@@ -459,7 +504,7 @@ func (h *History) At(at time.Time) *Snapshot {
 }
 
 // scopeAt is one scope at the instant.
-func (h *History) scopeAt(sc *replayScope, st termAt, at time.Time, nodes []Node, live map[string]bool) Scope {
+func (h *History) scopeAt(sc *HistoryScope, st termAt, at time.Time, nodes []Node, live map[string]bool) Scope {
 	s := Scope{Name: sc.Name, LockKey: sc.LockKey, Mode: sc.Mode, Timing: sc.Timing, Followers: []string{}}
 	cur := st.cur
 	s.Epoch = cur.Epoch

@@ -35,7 +35,7 @@ func replayFixture(t *testing.T) (*History, func(string) time.Time) {
 	timing := Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
 	h := &History{From: at("09:20:00"), To: at("10:20:00"), DBNow: at("10:20:00"), Earliest: at("10:00:00"),
 		terms: map[string][]Term{}, retired: map[string]bool{}}
-	h.scopes = []replayScope{
+	h.scopes = []HistoryScope{
 		{Name: "r", LockKey: 2, Mode: "lock", Epoch: 1, Timing: timing, RetiredAt: at("10:08:00"), First: at("10:01:00")},
 		{Name: "s", LockKey: 1, Mode: "lock", Epoch: 2, Timing: timing, First: at("10:00:00")},
 	}
@@ -56,7 +56,7 @@ func replayFixture(t *testing.T) (*History, func(string) time.Time) {
 		{ID: 6, At: at("10:08:00"), Scope: "r", Epoch: 1, Kind: "scope_retired", Detail: auditDetail{By: "ops"}},
 		{ID: 7, At: at("10:10:00"), Scope: "s", Node: "n2", Epoch: 2, Kind: "released", Detail: auditDetail{Reason: "shutdown"}},
 	}
-	h.nodes = []replayNode{
+	h.nodes = []HistoryNode{
 		{Node: Node{ID: "n1", Hostname: "h1", StartedAt: at("09:59:00"), LastSeen: at("10:19:59.900"), Scopes: []string{"s"},
 			Timing: timing, Priority: 1, Mode: "lock"}, Registered: at("10:06:00")},
 		{Node: Node{ID: "n2", Hostname: "h2", StartedAt: at("09:59:00"), LastSeen: at("10:10:00"), StoppedAt: at("10:10:00"),

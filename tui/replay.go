@@ -167,7 +167,7 @@ func (m *Model) stepReplay(dir int) tea.Cmd {
 		return nil
 	}
 	r.loading = true
-	m.setStatus("reading the history around "+fmtStamp(target.Local())+"…", toneNone)
+	m.setStatus("reading the history around "+fmtStamp(target)+"…", toneNone)
 	return m.readHistory(target, 0)
 }
 
@@ -205,9 +205,9 @@ func (m *Model) receiveReplay(msg replayMsg) {
 // "⏮ REPLAY 03:12:04.250 — 14m ago · heartbeat ages, locks and sessions
 // n/a", the date shown when it is not today's.
 func replayBanner(info *collector.ReplayInfo, now time.Time, w int) string {
-	at := info.At.Local()
+	at := info.At
 	stamp := at.Format("15:04:05.000")
-	if y, mo, d := now.Local().Date(); at.Year() != y || at.Month() != mo || at.Day() != d {
+	if y, mo, d := now.Date(); at.Year() != y || at.Month() != mo || at.Day() != d {
 		stamp = at.Format("2006-01-02 15:04:05.000")
 	}
 	line := "⏮ REPLAY " + stamp + " — " + human.Cell(now.Sub(info.At)) + " ago"
@@ -227,12 +227,12 @@ func (m *Model) replayHeader(w int) []string {
 	banner := st.replay.Render(fitLine(replayBanner(info, m.opts.Now(), w), w))
 	var steps []string
 	if !info.Prev.IsZero() {
-		steps = append(steps, m.keys.ReplayPrev.Help().Key+" "+fmtStamp(info.Prev.Local()))
+		steps = append(steps, m.keys.ReplayPrev.Help().Key+" "+fmtStamp(info.Prev))
 	} else {
 		steps = append(steps, m.keys.ReplayPrev.Help().Key+" —")
 	}
 	if !info.Next.IsZero() {
-		steps = append(steps, m.keys.ReplayNext.Help().Key+" "+fmtStamp(info.Next.Local()))
+		steps = append(steps, m.keys.ReplayNext.Help().Key+" "+fmtStamp(info.Next))
 	} else {
 		steps = append(steps, m.keys.ReplayNext.Help().Key+" —")
 	}
@@ -248,8 +248,13 @@ func (m *Model) replayHeader(w int) []string {
 	return lines
 }
 
-// replayKeysHelp is the footer while replaying.
-func (k keyMap) replayKeysHelp() []key.Binding {
+// replayKeysHelp is the footer while replaying (in a detail view: how to
+// leave it first). No action is offered: none runs on a past moment.
+func (k keyMap) replayKeysHelp(detail bool) []key.Binding {
+	if detail {
+		return []key.Binding{brief("back", k.Back), k.scrollBrief(true), brief("prev", k.ReplayPrev), brief("next", k.ReplayNext),
+			brief("live", k.Live), brief("help", k.Help), brief("quit", k.Quit)}
+	}
 	return []key.Binding{brief("prev", k.ReplayPrev), brief("next", k.ReplayNext), brief("live", k.Live),
 		brief("help", k.Help), brief("quit", k.Quit), brief("pane", k.NextPane), brief("detail", k.Enter),
 		brief("filter", k.Filter), brief("problems", k.Problems), brief("sort", k.Sort, k.Reverse)}

@@ -46,7 +46,7 @@ func parseAt(flag, s string, now time.Time) (time.Time, error) {
 		}
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+		return t.Local(), nil // shown as the database's times are: in the local zone
 	}
 	for _, layout := range []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04"} {
 		// Parsing accepts a fraction after the seconds even where the layout has none.
