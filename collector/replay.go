@@ -394,8 +394,12 @@ func (h *History) lastSign(sc *HistoryScope, ts []Term, i int) time.Time {
 
 // trustWindow is the window after a holder's last heartbeat within which it
 // still counted as leading: the scope's registered trust window (today's),
-// else the default.
+// else the default; in lease mode its lease, which is what ends a lease
+// holder's leadership (Scope.HasLeader).
 func trustWindow(sc *HistoryScope) time.Duration {
+	if sc.Mode == "lease" && sc.Timing.SessionLease > 0 {
+		return sc.Timing.SessionLease
+	}
 	if sc.Timing.TrustWindow > 0 {
 		return sc.Timing.TrustWindow
 	}
