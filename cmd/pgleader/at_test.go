@@ -120,3 +120,22 @@ func TestStatusAt(t *testing.T) {
 		}
 	}
 }
+
+func TestParseWindow(t *testing.T) {
+	now := time.Date(2026, 11, 27, 3, 30, 0, 0, time.UTC)
+	w, err := parseWindow("1h", "2026-11-27T03:20:00Z", now)
+	if err != nil || w.since != time.Hour || !w.until.Equal(now.Add(-10*time.Minute)) {
+		t.Errorf("1h to 03:20: %+v, %v", w, err)
+	}
+	if w, err = parseWindow("2026-11-27T03:00:00Z", "", now); err != nil || !w.from.Equal(now.Add(-30*time.Minute)) || w.since != 0 {
+		t.Errorf("since a TIME: %+v, %v", w, err)
+	}
+	if w, err = parseWindow("-1h", "", now); err != nil || w.since != time.Hour {
+		t.Errorf("since -1h: %+v, %v", w, err)
+	}
+	for _, bad := range [][2]string{{"soon", ""}, {"", "soon"}, {"2026-11-27T03:20:00Z", "2026-11-27T03:10:00Z"}} {
+		if _, err := parseWindow(bad[0], bad[1], now); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("parseWindow(%q, %q): %v; want a one-line error", bad[0], bad[1], err)
+		}
+	}
+}

@@ -108,10 +108,7 @@ func parseWindow(since, until string, now time.Time) (termsWindow, error) {
 	var w termsWindow
 	if since != "" {
 		if d, err := time.ParseDuration(since); err == nil {
-			if d < 0 {
-				return w, cli.BadInput("--since must be a positive duration such as 30m or 24h (got %v)", d)
-			}
-			w.since = d
+			w.since = d.Abs() // 1h, or -1h as a TIME: the same instant
 		} else if w.from, err = parseAt("since", since, now); err != nil {
 			return w, cli.BadInput("--since %q: neither a duration such as 30m nor a TIME (%s)", since, atForms)
 		}
