@@ -86,7 +86,7 @@ func (r topReplayer) History(ctx context.Context, at time.Time) (*collector.Hist
 // replayLine is status's first line for a replayed moment: it cannot be
 // mistaken for live.
 func replayLine(info *collector.ReplayInfo) string {
-	at := info.At.Local().Format("2006-01-02 15:04:05.000 MST")
+	at := info.At.Format("2006-01-02 15:04:05.000 MST") // local: parseAt and pgx give local times
 	return fmt.Sprintf("REPLAY %s — %s ago; heartbeat ages, locks and sessions cannot be rebuilt (n/a)",
 		at, human.Duration(info.DBNow.Sub(info.At)))
 }
