@@ -150,3 +150,24 @@ type fakeReplayer struct{ h *collector.History }
 func (f fakeReplayer) History(context.Context, time.Time) (*collector.History, error) {
 	return f.h, nil
 }
+
+func TestReplayReadsTheNextWindow(t *testing.T) {
+	// A window that ends at t0-10m with a transition recorded after it: the
+	// step past the edge reads the window around that transition.
+	later := t0.Add(-5 * time.Minute)
+	first := collector.NewHistory(collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0.Add(-10 * time.Minute),
+		DBNow: t0, Earliest: t0.Add(-time.Hour), After: later})
+	m, _ := setup(t, healthySnapshot(), func(o *Options) {
+		o.ReplayFrom, o.ReplayAt = first, t0.Add(-20*time.Minute)
+		o.Replay = fakeReplayer{replayHistory()}
+	})
+	cmd := keys(m, "]")
+	if cmd == nil || !m.replay.loading {
+		t.Fatalf("] past the window: no read (status %q)", m.status)
+	}
+	keys(m, "]") // ignored while reading
+	m.Update(cmd())
+	if m.replay.loading || !m.snap.Replay.At.Equal(later) || !m.replay.hist.Contains(later) {
+		t.Fatalf("after the read: at %v, loading %v", m.snap.Replay.At, m.replay.loading)
+	}
+}
