@@ -116,6 +116,7 @@ type ReplayInfo struct {
 // Transitions serve stepping through it. A History is not modified after
 // ReadHistory (At only counts its snapshots) and may be shared.
 type History struct {
+	// From and To bound the window read (To at most DBNow).
 	From, To time.Time
 	// DBNow is the database's now() of the read.
 	DBNow time.Time
@@ -169,14 +170,20 @@ type HistoryAudit struct {
 // HistoryRows are the rows ReadHistory reads, for a History built from rows
 // read otherwise (NewHistory): tests, tools that keep a copy.
 type HistoryRows struct {
+	// The window and its surroundings, as in History.
 	From, To, DBNow, Earliest, Before, After time.Time
-	Scopes                                   []HistoryScope
-	Terms                                    []Term // those of the window, plus the two before it and the one after it per scope
-	Audit                                    []HistoryAudit
+	// Scopes are every leader_state row.
+	Scopes []HistoryScope
+	// Terms are those that began in the window, plus per scope the two before
+	// it and the first after it.
+	Terms []Term
+	// Audit are the rows of the window (transitionKinds; any order).
+	Audit []HistoryAudit
 	// Retired: the scopes retired at From, by the last scope_retired or
 	// scope_revived row before it (true: retired).
 	Retired map[string]bool
-	Nodes   []HistoryNode
+	// Nodes are every pgleader.nodes row.
+	Nodes []HistoryNode
 }
 
 // NewHistory builds a History from rows.

@@ -195,3 +195,43 @@ func TestReplayHistoryAt(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayLastSign: how long a term's holder counts as leading.
+func TestReplayLastSign(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	timing := Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 4 * time.Second}
+	build := func(mode string, terms ...Term) *History {
+		return NewHistory(HistoryRows{From: t0.Add(-time.Hour), To: t0.Add(time.Hour), DBNow: t0.Add(time.Hour), Earliest: t0,
+			Scopes: []HistoryScope{{Name: "s", Mode: mode, Epoch: 2, Holder: "b", Timing: timing, First: t0, LastHeartbeat: t0.Add(10 * time.Second)}},
+			Terms:  terms})
+	}
+	t.Run("ReleasedByItsHolder", func(t *testing.T) {
+		// A holder that released with heartbeat_timeout itself: the successor
+		// claims later, so the release is its last sign.
+		h := build("lock",
+			Term{ID: 1, Scope: "s", Epoch: 1, Holder: "a", AcquiredAt: t0, ReleasedAt: t0.Add(time.Minute), EndedBy: protocol.ReasonHeartbeatTimeout},
+			Term{ID: 2, Scope: "s", Epoch: 2, Holder: "b", AcquiredAt: t0.Add(time.Minute + time.Second), HandoverGap: time.Second})
+		if sc := scope(t, h.At(t0.Add(time.Minute+500*time.Millisecond)), "s"); sc.Leader != "" || sc.LeaderlessFor != 500*time.Millisecond {
+			t.Errorf("between a's release and b's claim: %+v", sc)
+		}
+	})
+	t.Run("CurrentTermSilent", func(t *testing.T) {
+		// The open term of leader_state, its holder silent since t0+10s.
+		h := build("lock", Term{ID: 2, Scope: "s", Epoch: 2, Holder: "b", AcquiredAt: t0})
+		if sc := scope(t, h.At(t0.Add(11*time.Second)), "s"); !sc.LeaderLive {
+			t.Errorf("1 s after the last heartbeat: %+v", sc)
+		}
+		if sc := scope(t, h.At(t0.Add(12*time.Second)), "s"); sc.LeaderLive || sc.HeartbeatAge != 2*time.Second {
+			t.Errorf("2 s after the last heartbeat (W 1.5 s): %+v", sc)
+		}
+	})
+	t.Run("LeaseUntilItsLease", func(t *testing.T) {
+		h := build("lease", Term{ID: 2, Scope: "s", Epoch: 2, Holder: "b", AcquiredAt: t0})
+		if sc := scope(t, h.At(t0.Add(13*time.Second)), "s"); !sc.LeaderLive || !sc.HasLeader() {
+			t.Errorf("lease mode, 3 s after the last renewal (lease 4 s): %+v", sc)
+		}
+		if sc := scope(t, h.At(t0.Add(15*time.Second)), "s"); sc.LeaderLive || sc.HasLeader() {
+			t.Errorf("lease mode, 5 s after the last renewal: %+v", sc)
+		}
+	})
+}
