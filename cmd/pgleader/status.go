@@ -7,9 +7,11 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -29,6 +32,7 @@ func (a *app) statusCommand() *cobra.Command {
 		watch    bool
 		interval time.Duration
 		source   sourceFlags
+		targets  targetFlags
 		at       string
 	)
 	cmd := &cobra.Command{
@@ -61,15 +65,26 @@ Exit codes, for scripts and health checks:
   5  every scope is led, but some are DEGRADED (alerts: a late heartbeat, a
      fence rejection, no live follower, …)
 
+Over named targets (--target, --all-targets) each database is read in
+parallel: -o table prints a section per database, -o tsv adds a leading target
+column, -o json is {"verdict": …, "targets": [{"target": NAME, "status": {the
+single database's object}} or {"target": NAME, "error": "…"}]}. A database that
+cannot be read is reported (and on stderr) and makes the exit code 1, unless a
+split brain elsewhere makes it 4.
+
 With --watch it redraws every --interval until Ctrl-C (exit code of the last frame),
 and on every change the collector learns of in between. With --watch:
 
 ` + sourceHelp + `
 
+` + targetsHelp + `
+
 ` + replayHelp + ` The table opens with a REPLAY line; -o json gains a
 replay object (at, db_now, the window read, prev/next transitions, unknown,
-notes); -o tsv prints the REPLAY line on stderr. The exit code is the moment's.`,
+notes); -o tsv prints the REPLAY line on stderr. The exit code is the moment's.
+--at replays one database: --dsn, or one --target.`,
 		Example: `  pgleader status
+  pgleader status --all-targets
   pgleader status --scope billing -o json
   pgleader status --watch --interval 1s
   pgleader status -o tsv | cut -f1,3
@@ -93,9 +108,40 @@ notes); -o tsv prints the REPLAY line on stderr. The exit code is the moment's.`
 				if err != nil {
 					return err
 				}
+				if targets.named() || targets.config != "" {
+					ts, err := a.targets(&targets)
+					if err != nil {
+						return err
+					}
+					if len(ts) != 1 {
+						return cli.BadInput("--at replays one database: give one --target (got %d)", len(ts))
+					}
+					ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+					defer stop()
+					if err := election.CheckDatabase(ctx, ts[0].Target.Config); err != nil {
+						return err
+					}
+					return a.statusAt(ctx, ts[0].Target, when, scopes, output)
+				}
 				return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
 					return a.statusAt(ctx, t, when, scopes, output)
 				})
+			}
+			if targets.named() {
+				if watch {
+					return cli.BadInput("--watch redraws one database: give one --target, or watch a fleet with pgleader top --all-targets")
+				}
+				ts, err := a.targets(&targets)
+				if err != nil {
+					return err
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return a.statusTargets(ctx, ts, scopes, output, source)
+			}
+			if targets.config != "" {
+				_, err := a.targets(&targets) // says what --config alone lacks
+				return err
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
 				// The report lists every alert; the collector's log would repeat each
@@ -124,6 +170,7 @@ notes); -o tsv prints the REPLAY line on stderr. The exit code is the moment's.`
 	f.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
 	f.StringVar(&at, "at", "", "show the past moment `TIME` rebuilt from history (RFC 3339, local 2006-01-02 15:04:05[.000], or -15m; see above)")
 	source.register(cmd)
+	targets.register(cmd)
 	return cmd
 }
 

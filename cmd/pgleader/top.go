@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -26,6 +27,7 @@ func (a *app) topCommand() *cobra.Command {
 		noColor      bool
 		theme        string
 		source       sourceFlags
+		targets      targetFlags
 		at           string
 	)
 	cmd := &cobra.Command{
@@ -64,6 +66,8 @@ terminal for its background and uses its own 16 colours until it answers.
 
 ` + sourceHelp + `
 
+` + targetsHelp + `
+
 ` + replayHelp + ` The dashboard opens in replay mode under a REPLAY
 banner; [ and ] step to the previous and next transition (reading further
 history past the hour read on either side), L goes live; no action and no
@@ -97,7 +101,7 @@ what is not rebuilt).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			t, err := a.checkedTarget(ctx)
+			t, err := a.topTarget(ctx, &targets)
 			if err != nil {
 				return err
 			}
@@ -164,11 +168,28 @@ what is not rebuilt).`,
 	f.StringVar(&theme, "theme", "auto", "colours for the terminal's background: light, dark or auto (ask the terminal)")
 	f.StringVar(&at, "at", "", "open at the past moment `TIME`, rebuilt from history (RFC 3339, local 2006-01-02 15:04:05[.000], or -15m; see above)")
 	source.register(cmd)
+	targets.register(cmd)
 	return cmd
 }
 
 // onceReplayEvents is how many events top --at --once prints.
 const onceReplayEvents = 50
+
+// topTarget is the database of a dashboard over one database: --dsn's, or the
+// one --target names, checked.
+func (a *app) topTarget(ctx context.Context, f *targetFlags) (cli.Target, error) {
+	if !f.named() && f.config == "" {
+		return a.checkedTarget(ctx)
+	}
+	ts, err := a.targets(f)
+	if err != nil {
+		return cli.Target{}, err
+	}
+	if len(ts) > 1 {
+		return cli.Target{}, cli.BadInput("top shows one database in this build: give one --target")
+	}
+	return ts[0].Target, cli.ForTarget(ts[0].Name, election.CheckDatabase(ctx, ts[0].Config))
+}
 
 // topHandoverTimeout is how long a handover asked from the dashboard waits for
 // its target to lead before the request is withdrawn: well within the
