@@ -570,6 +570,9 @@ type Snapshot struct {
 	// they are not in Scopes.
 	Retired int    `json:"retired"`
 	Health  Health `json:"health"`
+	// Replay is set on a snapshot rebuilt from history (Replay, History.At):
+	// the instant it shows and what it cannot know. nil for a live read.
+	Replay *ReplayInfo `json:"replay,omitempty"`
 }
 
 // Scope returns the named scope.

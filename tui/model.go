@@ -82,6 +82,8 @@ type Model struct {
 	confirm *confirmation
 	status  string
 	statusT tone
+
+	replay *replayState // replay mode (replay.go); nil: live
 }
 
 // New builds the dashboard over feed. It reads feed.Snapshot() once, so a
@@ -120,6 +122,9 @@ func New(feed Feed, opts Options) *Model {
 	}
 	if s := feed.Snapshot(); s != nil {
 		m.apply(s)
+	}
+	if opts.ReplayFrom != nil {
+		m.enterReplay(opts.ReplayFrom, opts.ReplayAt)
 	}
 	return m
 }
@@ -175,7 +180,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case snapshotMsg:
 		if msg.snap != nil {
-			if m.paused {
+			if m.paused || m.replay != nil {
 				m.pending = msg.snap
 			} else {
 				m.apply(msg.snap)
@@ -190,6 +195,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.receiveEvents(msg.events)
 		return m, m.waitEvents()
 	case eventsEndMsg:
+		return m, nil
+	case replayMsg:
+		m.receiveReplay(msg)
 		return m, nil
 	case tickMsg:
 		return m, m.tick()
@@ -250,6 +258,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.quit()
 		}
 		return nil
+	}
+	if cmd, done := m.replayKey(msg); done {
+		return cmd
 	}
 	for _, f := range m.keys.Faults {
 		if key.Matches(msg, f) {
