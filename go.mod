@@ -12,6 +12,8 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require github.com/grafana/grafana-foundation-sdk/go v0.0.22
+
 require (
 	charm.land/bubbles/v2 v2.2.1
 	charm.land/bubbletea/v2 v2.0.9
