@@ -250,6 +250,7 @@ func Build() (sdk.Dashboard, error) {
 			"Every alert the collector raises now, by database, kind, severity, scope and node: the alerts of pgleader status and pgleader top. Each kind is a section of "+runbooks+" (the anchor is the kind, e.g. #no_leader).",
 			24, 7,
 			query{expr: `max by (database, alert, severity, scope, node) (pgleader_alert{` + sel + `})`, instant: true, table: true}).
+			Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"})).
 			Transformations([]sdk.DataTransformerConfig{{Id: "organize", Options: map[string]any{
 				"excludeByName": map[string]any{"Time": true, "Value": true},
 				"indexByName":   map[string]any{"database": 0, "alert": 1, "severity": 2, "scope": 3, "node": 4},

@@ -4,6 +4,8 @@ package dashboard_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	sdk "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
@@ -46,6 +50,38 @@ func TestDashboardJSONUpToDate(t *testing.T) {
 		line := 1 + bytes.Count(want[:commonPrefix(got, want)], []byte("\n"))
 		t.Fatalf("exporter/%s differs from what exporter/dashboard builds (first difference on line %d): "+
 			"run `go generate ./exporter/...` and commit the file", dashboard.File, line)
+	}
+}
+
+// TestDashboardJSONDecodes: the committed file decodes strictly as Grafana's
+// dashboard model (the SDK's schema: no unknown field, every panel and query of
+// a known kind), validates, and encodes back to the same bytes.
+func TestDashboardJSONDecodes(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins.RegisterDefaultPlugins()
+	// UnmarshalJSONStrict checks every field (it returns its error list as an
+	// error even when empty: a nil cog.BuildErrors in a non-nil interface), but
+	// leaves the panels out of what it decodes; json.Unmarshal decodes them.
+	if err := new(sdk.Dashboard).UnmarshalJSONStrict(raw); err != nil && !(errors.As(err, new(cog.BuildErrors)) && err.Error() == "") {
+		t.Fatalf("exporter/%s: %v", dashboard.File, err)
+	}
+	var d sdk.Dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("exporter/%s: %v", dashboard.File, err)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatalf("exporter/%s: %v", dashboard.File, err)
+	}
+	again, err := dashboard.JSON(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, raw) {
+		t.Errorf("exporter/%s does not survive a decode and encode: the SDK reads something else than was written", dashboard.File)
 	}
 }
 

@@ -501,6 +501,11 @@ func TestDashboardQueriesLive(t *testing.T) {
 
 	// Every panel query, for the database served, eventually shows what it must.
 	tgs := targets(t)
+	for key := range faults {
+		if !slices.ContainsFunc(tgs, func(tg target) bool { return tg.String() == key }) {
+			t.Fatalf("faults names %s, which is no panel query of the dashboard", key)
+		}
+	}
 	pending := map[string]string{}
 	eventually(t, "every panel query to show its data", 30*time.Second, func() string {
 		clear(pending)
