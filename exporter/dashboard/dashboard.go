@@ -174,6 +174,10 @@ func Build() (sdk.Dashboard, error) {
 			Sort(sdk.VariableSortAlphabeticalAsc).
 			Multi(true).
 			IncludeAll(true).
+			// All selected until the viewer picks: Grafana's $__all.
+			Current(sdk.VariableOption{Selected: cog.ToPtr(true),
+				Text:  sdk.StringOrArrayOfString{ArrayOfString: []string{"All"}},
+				Value: sdk.StringOrArrayOfString{ArrayOfString: []string{"$__all"}}}).
 			AllValue(".*"))
 
 	// Overview: one stat per question on-call asks first.

@@ -141,6 +141,9 @@ func TestDashboardVariables(t *testing.T) {
 	if db.Multi == nil || !*db.Multi || db.IncludeAll == nil || !*db.IncludeAll {
 		t.Errorf("database variable: multi %v, include all %v; want both", db.Multi, db.IncludeAll)
 	}
+	if db.Current == nil || !slices.Equal(db.Current.Value.ArrayOfString, []string{"$__all"}) {
+		t.Errorf("database variable: current %+v, want All ($__all)", db.Current)
+	}
 	if db.Datasource == nil || db.Datasource.Uid == nil || *db.Datasource.Uid != "${datasource}" {
 		t.Errorf("database variable's data source %+v, want ${datasource}", db.Datasource)
 	}

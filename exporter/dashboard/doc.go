@@ -4,8 +4,9 @@
 // The dashboard is committed as JSON (Grafana's dashboard model) in
 // exporter/pgleader-dashboard.json, written by `go generate ./exporter/...`
 // from Build; TestDashboardJSONUpToDate fails when the two drift apart. Import
-// the file in Grafana (Dashboards → New → Import) and pick a Prometheus data
-// source.
+// the file in Grafana (Dashboards → New → Import), then pick the Prometheus
+// that scrapes the exporter in its Data source selector (it starts on the
+// default Prometheus data source).
 //
 // Variables: datasource (a Prometheus data source) and database, the value of
 // the database label every pgleader_* series carries (one exporter may serve
