@@ -431,30 +431,37 @@ func TestDashboardQueriesLive(t *testing.T) {
 
 	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
 
-	// A leader of billing, seen by the collector.
+	// A leader of billing, seen by the collector, with its gate open (it opens
+	// a moment after the grant): its token is the one the failover makes stale.
 	var leader string
 	var oldEpoch int64
-	pgtest.WaitFor(t, "a leader of billing", 20*time.Second, func() bool {
+	var stale election.Token
+	pgtest.WaitFor(t, "a leader of billing with an open gate", 20*time.Second, func() bool {
 		s := col.Snapshot()
 		if s == nil {
 			return false
 		}
 		for _, sc := range s.Scopes {
-			if sc.Name == "billing" && sc.HasLeader() {
-				leader, oldEpoch = sc.Leader, sc.Epoch
+			if sc.Name == "billing" && sc.HasLeader() && nodes[sc.Leader] != nil {
+				tok, err := nodes[sc.Leader].Scope("billing").Require(ctx)
+				if err != nil || tok.Epoch != sc.Epoch {
+					return false
+				}
+				leader, oldEpoch, stale = sc.Leader, sc.Epoch, tok
 				return true
 			}
 		}
 		return false
 	})
-	stale, err := nodes[leader].Scope("billing").Require(ctx)
-	if err != nil {
-		t.Fatalf("%s leads billing (collector) but Require: %v", leader, err)
-	}
-	// The node supervising a command, as pgleader run records it (same login).
-	if _, err := admin.Exec(ctx, `SELECT pgleader.node_supervisor('node-c', '{"command":"worker","state":"running","pid":4242,"restarts":0}')`); err != nil {
-		t.Fatal(err)
-	}
+	// node-c supervises a command, as pgleader run records it (same login),
+	// once it registered.
+	pgtest.WaitFor(t, "node-c registered", 20*time.Second, func() bool {
+		var ok bool
+		if err := admin.QueryRow(ctx, `SELECT pgleader.node_supervisor('node-c', '{"command":"worker","state":"running","pid":4242,"restarts":0}')`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
 	// A few scrapes of the healthy cluster.
 	waitProm(t, prom, `pgleader_scope_leader{database="app",scope="billing"}`, 3)
 
@@ -528,6 +535,44 @@ func TestDashboardQueriesLive(t *testing.T) {
 		}
 		return b.String()
 	})
+
+	// The faults by name: the leader timeline shows billing led by the old
+	// leader, then by another node; the alerts table names the zombie's fenced
+	// write and the squatter.
+	labelSets := func(panel string) []map[string]string {
+		t.Helper()
+		for _, tg := range tgs {
+			if tg.panel == panel {
+				got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+				if err != nil {
+					t.Fatalf("%s: %v", tg, err)
+				}
+				var out []map[string]string
+				for _, s := range got {
+					out = append(out, s.labels)
+				}
+				return out
+			}
+		}
+		t.Fatalf("no panel %q", panel)
+		return nil
+	}
+	var billingLeaders []string
+	for _, l := range labelSets("Leader per scope") {
+		if l["scope"] == "billing" {
+			billingLeaders = append(billingLeaders, l["node"])
+		}
+	}
+	if len(billingLeaders) < 2 || !slices.Contains(billingLeaders, leader) {
+		t.Errorf("Leader per scope shows billing led by %v; want %s and its successor", billingLeaders, leader)
+	}
+	alerts := map[string]string{}
+	for _, l := range labelSets("Active alerts") {
+		alerts[l["alert"]] = l["scope"] + "/" + l["node"]
+	}
+	if alerts["fence_rejected"] != "billing/"+stale.Holder || alerts["interference"] != "reports/" {
+		t.Errorf("Active alerts: %v; want fence_rejected on billing by %s and interference on reports", alerts, stale.Holder)
+	}
 
 	// The database whose collector cannot connect: collector_up 0 in
 	// Prometheus, and the dashboard's collector panels show it DOWN, alone and
