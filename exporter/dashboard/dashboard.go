@@ -138,7 +138,13 @@ func timeseriesPanel(id uint32, title, description, unit string, w uint32, qs ..
 		Unit(unit).
 		Min(0).
 		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(true).
-			DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom))
+			DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom)).
+		Tooltip(tooltip())
+}
+
+// tooltip lists every series at the cursor, highest first.
+func tooltip() *common.VizTooltipOptionsBuilder {
+	return common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending)
 }
 
 func timelinePanel(id uint32, title, description string, w, h uint32, mappings []sdk.ValueMapping, qs ...query) *statetimeline.PanelBuilder {
@@ -146,7 +152,8 @@ func timelinePanel(id uint32, title, description string, w, h uint32, mappings [
 		Mappings(mappings).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).
-		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false)).
+		Tooltip(tooltip())
 }
 
 // Build returns pgleader's dashboard.
