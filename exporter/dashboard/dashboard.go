@@ -40,6 +40,10 @@ const DatabaseVariable = "database"
 // Prometheus data source.
 const DatasourceVariable = "datasource"
 
+// LeadershipChangesAnnotation is the name of the annotation that marks the
+// minutes in which a scope changed hands.
+const LeadershipChangesAnnotation = "Leadership changes"
+
 // runbooks is where the descriptions point: the same base as the rules'
 // runbook_url annotations.
 const runbooks = "https://github.com/pgleader/pgleader/blob/main/docs/runbooks.md"
@@ -168,6 +172,24 @@ func Build() (sdk.Dashboard, error) {
 		Time("now-1h", "now").
 		Timezone(common.TimeZoneBrowser).
 		Refresh("30s").
+		Annotation(sdk.NewAnnotationQueryBuilder().
+			Name("Annotations & Alerts").
+			Type("dashboard").
+			BuiltIn(1).
+			Datasource(common.DataSourceRef{Type: cog.ToPtr("grafana"), Uid: cog.ToPtr("-- Grafana --")}).
+			Hide(true).
+			IconColor("rgba(0, 211, 255, 1)")).
+		// A mark on every graph where a scope changed hands, so that a jump in
+		// another panel can be read against the failover that caused it.
+		Annotation(sdk.NewAnnotationQueryBuilder().
+			Name(LeadershipChangesAnnotation).
+			Datasource(datasource).
+			Expr(`sum by (database, scope) (changes(pgleader_scope_epoch{` + sel + `}[1m])) > 0`).
+			Step("1m").
+			TitleFormat("Leadership change").
+			TextFormat("{{database}} {{scope}}: a new term").
+			TagKeys("database,scope").
+			IconColor("orange")).
 		WithVariable(sdk.NewDatasourceVariableBuilder(DatasourceVariable).
 			Label("Data source").
 			Type("prometheus")).

@@ -250,6 +250,26 @@ func TestDashboardPanels(t *testing.T) {
 	}
 }
 
+// TestDashboardAnnotations: Grafana's built-in annotation, and the leadership
+// changes on ${datasource}, selecting $database.
+func TestDashboardAnnotations(t *testing.T) {
+	t.Parallel()
+	d := build(t)
+	var names []string
+	for _, a := range d.Annotations.List {
+		names = append(names, a.Name)
+		if a.BuiltIn != nil && *a.BuiltIn == 1 {
+			continue
+		}
+		if a.Datasource == nil || deref(a.Datasource.Uid) != "${datasource}" || !strings.Contains(deref(a.Expr), `database=~"$database"`) {
+			t.Errorf("annotation %q: data source %+v, expr %q; want ${datasource} and $database", a.Name, a.Datasource, deref(a.Expr))
+		}
+	}
+	if !slices.Contains(names, dashboard.LeadershipChangesAnnotation) {
+		t.Errorf("annotations %v lack %q", names, dashboard.LeadershipChangesAnnotation)
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""

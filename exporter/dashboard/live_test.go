@@ -196,7 +196,7 @@ func (p *promServer) query(instant bool, expr string) ([]sample, error) {
 	return out, nil
 }
 
-// target is one query of one panel of the built dashboard.
+// target is one query of one panel (or annotation) of the built dashboard.
 type target struct {
 	panel, refID, expr string
 	instant            bool
@@ -207,7 +207,13 @@ func (tg target) String() string { return fmt.Sprintf("%s/%s", tg.panel, tg.refI
 func targets(t *testing.T) []target {
 	t.Helper()
 	var out []target
-	for _, p := range panels(build(t)) {
+	d := build(t)
+	for _, a := range d.Annotations.List {
+		if a.Expr != nil {
+			out = append(out, target{panel: "annotation " + a.Name, refID: "expr", expr: *a.Expr})
+		}
+	}
+	for _, p := range panels(d) {
 		for _, tg := range p.Targets {
 			q, ok := promQuery(tg)
 			if !ok {
@@ -260,6 +266,7 @@ var faults = map[string]expectation{
 	"Heartbeat age vs trust window/B":         positive,
 	"Collector now/A":                         positive,
 	"Collector up over time/A":                positive,
+	"annotation Leadership changes/expr":      positive,
 }
 
 func check(samples []sample, want expectation) string {
@@ -626,7 +633,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d panel queries checked; %s since the test began", len(tgs), time.Since(began).Round(time.Millisecond))
+	t.Logf("%d panel and annotation queries checked; %s since the test began", len(tgs), time.Since(began).Round(time.Millisecond))
 }
 
 // eventually polls cond every 250ms (each poll runs every query of the
