@@ -34,6 +34,10 @@ type latencyFigures struct {
 	P50MS float64 `json:"p50_ms"`
 	P99MS float64 `json:"p99_ms"`
 	MaxMS float64 `json:"max_ms"`
+	// The exporter-over-a-fleet figures only: memory held and series served.
+	HeapMiB float64 `json:"heap_mib,omitempty"`
+	RSSMiB  float64 `json:"rss_mib,omitempty"`
+	Series  int     `json:"series,omitempty"`
 }
 
 func figures(name string, ds []time.Duration) latencyFigures {
@@ -105,15 +109,25 @@ func runReport[T any, R interface {
 }
 
 func (a *app) benchCollectorCommand() *cobra.Command {
-	return a.latencyCommand("collector",
-		"Measure commit → collector event latency and the cost of a full read (100 scopes, 300 nodes)",
+	var fleet fleetSize
+	cmd := a.latencyCommand("collector",
+		"Measure commit → collector event latency, a full read, and the exporter over a fleet (10 databases × 1,000 scopes)",
 		`collector makes -n leadership changes by SQL and times each from the moment its
 commit returned to the moment the collector's event stream delivered it (LISTEN
 leader_change → re-read), then times full reads over 100 forged scopes and 300
 forged nodes; then the same changes on the logical replication source (pgoutput
 from a temporary slot). Targets: event p99 ≤ 100 ms (notify), ≤ 20 ms (logical);
-full read < 50 ms.`,
-		`  pgleader bench collector -n 200 --json docs/bench-collector.json`, 200,
+full read < 50 ms.
+
+Then the exporter over a fleet: --databases databases on the same server (created,
+migrated and forged with SQL: --scopes led scopes over --nodes nodes each,
+heartbeats kept fresh, dropped afterwards), a collector per database and one
+exporter over them, scraped 20 times over loopback — first over one database of
+the fleet, then over all of them, in the same run: scrape time, series, the
+collectors' full reads and the memory held, with the fleet's ratios to one
+database's. Target: scrape < 1 s. --databases 0 skips it.`,
+		`  pgleader bench collector -n 200 --json docs/bench-collector.json
+  pgleader bench collector -n 20 --databases 3 --scopes 200`, 200,
 		func(ctx context.Context, h *harness, n int, logf func(string, ...any)) ([]latencyFigures, error) {
 			var out []latencyFigures
 			for _, src := range []collector.SourceMode{collector.SourceModeNotify, collector.SourceModeLogical} {
@@ -129,8 +143,63 @@ full read < 50 ms.`,
 					out = append(out, full)
 				}
 			}
+			if fleet.databases == 0 {
+				return out, nil
+			}
+			res, err := a.fleetScrape(ctx, h, fleet, logf)
+			if err != nil {
+				return out, err
+			}
+			for _, f := range []bench.ScrapeFigures{res.One, res.Fleet} {
+				fig := figures(fmt.Sprintf("exporter scrape (%d × %d scopes)", f.Databases, res.Scopes), f.Scrape)
+				fig.HeapMiB, fig.RSSMiB, fig.Series = f.HeapMiB, f.RSSMiB, f.Series
+				out = append(out, fig)
+			}
 			return out, nil
 		})
+	fleet.register(cmd)
+	cmd.PreRunE = func(*cobra.Command, []string) error { return fleet.check() }
+	return cmd
+}
+
+// fleetSize is the size of a forged fleet: --databases × (--scopes, --nodes).
+type fleetSize struct{ databases, scopes, nodes int }
+
+func (s *fleetSize) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&s.databases, "databases", 10, "databases of the forged fleet (0: no fleet run)")
+	f.IntVar(&s.scopes, "scopes", 1000, "led scopes per database of the fleet")
+	f.IntVar(&s.nodes, "nodes", 5, "nodes per database of the fleet")
+}
+
+func (s fleetSize) check() error {
+	switch {
+	case s.databases < 0 || s.databases > 50:
+		return cli.BadInput("--databases must be between 0 and 50 (got %d)", s.databases)
+	case s.scopes < 1 || s.scopes > 5000:
+		return cli.BadInput("--scopes must be between 1 and 5000 (got %d)", s.scopes)
+	case s.nodes < 1 || s.nodes > 100:
+		return cli.BadInput("--nodes must be between 1 and 100 (got %d)", s.nodes)
+	}
+	return nil
+}
+
+// fleetScrape forges the fleet on the harness's server, measures the exporter
+// over it (bench.FleetScrape), prints its table and drops the fleet.
+func (a *app) fleetScrape(ctx context.Context, h *harness, s fleetSize, logf func(string, ...any)) (bench.FleetScrapeResult, error) {
+	f, err := bench.ForgeFleet(ctx, bench.FleetOptions{DSN: h.dsn, Databases: s.databases, Scopes: s.scopes, Nodes: s.nodes, Logf: logf})
+	if err != nil {
+		return bench.FleetScrapeResult{}, fmt.Errorf("forge the fleet: %w", err)
+	}
+	defer f.Close()
+	res, err := bench.FleetScrape(ctx, f, s.scopes, s.nodes, 20, logf)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintln(a.stdout)
+	res.WriteTable(a.stdout)
+	fmt.Fprintln(a.stdout)
+	return res, nil
 }
 
 func (a *app) benchDashboardCommand() *cobra.Command {
