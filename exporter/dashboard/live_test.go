@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/collector/logical"
@@ -194,6 +194,25 @@ func (p *promServer) query(instant bool, expr string) ([]sample, error) {
 		out = append(out, sm)
 	}
 	return out, nil
+}
+
+// labelValues asks Prometheus for the values of label among the series of
+// metric: what Grafana's label_values(metric, label) runs.
+func labelValues(t *testing.T, p *promServer, label, metric string) []string {
+	t.Helper()
+	resp, err := http.Get(p.base + "/api/v1/label/" + label + "/values?" + url.Values{"match[]": {metric}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string   `json:"status"`
+		Data   []string `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+		t.Fatalf("label values of %s: %v, status %q", label, err, r.Status)
+	}
+	return r.Data
 }
 
 // target is one query of one panel (or annotation) of the built dashboard.
@@ -421,12 +440,15 @@ func TestDashboardQueriesLive(t *testing.T) {
 	}
 	runCollector(t, downCol)
 
-	// One exporter per database on one registry, each series labelled with its
-	// database: how `pgleader exporter` serves several targets.
-	reg := prometheus.NewPedanticRegistry()
-	prometheus.WrapRegistererWith(prometheus.Labels{"database": "app"}, reg).MustRegister(exporter.New(col, exporter.Options{}))
-	prometheus.WrapRegistererWith(prometheus.Labels{"database": "down"}, reg).MustRegister(exporter.New(downCol, exporter.Options{}))
-	srv := httptest.NewServer(exporter.Handler(reg, nil))
+	// The fleet exporter of `pgleader exporter --target app --target down`: each
+	// database's series labelled with its name, the process's own (go_*)
+	// without.
+	fleet, err := exporter.NewFleet([]exporter.Member{{Name: "app", Source: col}, {Name: "down", Source: downCol}},
+		exporter.Options{}, collectors.NewGoCollector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fleet.Handler(fleet.Ready(slog.New(slog.DiscardHandler))))
 	t.Cleanup(srv.Close)
 
 	nodes := map[string]*node{}
@@ -622,6 +644,11 @@ func TestDashboardQueriesLive(t *testing.T) {
 			parts = append(parts, fmt.Sprintf("%v: max %g", without(s.labels, "instance", "job"), slices.Max(s.values)))
 		}
 		t.Logf("%s: %d series: %s", tg, len(got), strings.Join(parts, "; "))
+	}
+	// The database variable's choices, as Grafana asks Prometheus for
+	// label_values(pgleader_collector_up, database): both databases.
+	if got := labelValues(t, prom, "database", "pgleader_collector_up"); !slices.Equal(got, []string{"app", "down"}) {
+		t.Errorf("label_values(pgleader_collector_up, database): %v, want [app down]", got)
 	}
 	// Every query also runs with All and with a multi-selection.
 	for _, tg := range tgs {
