@@ -49,6 +49,11 @@ const LeadershipChangesAnnotation = "Leadership changes"
 const runbooks = "https://github.com/pgleader/pgleader/blob/main/docs/runbooks.md"
 
 // sel is the selector every query carries.
+//
+// Two exporters may serve one database (for availability): a query takes the
+// max across them (max by database and the series' own labels) before it
+// counts, so that a figure is not doubled. The collector's own counters (read
+// errors, reconnects) are each exporter's and are summed.
 const sel = `database=~"$database"`
 
 var datasource = common.DataSourceRef{
@@ -184,7 +189,7 @@ func Build() (sdk.Dashboard, error) {
 		Annotation(sdk.NewAnnotationQueryBuilder().
 			Name(LeadershipChangesAnnotation).
 			Datasource(datasource).
-			Expr(`sum by (database, scope) (changes(pgleader_scope_epoch{` + sel + `}[1m])) > 0`).
+			Expr(`max by (database, scope) (changes(pgleader_scope_epoch{` + sel + `}[1m])) > 0`).
 			Step("1m").
 			TitleFormat("Leadership change").
 			TextFormat("{{database}} {{scope}}: a new term").
@@ -217,23 +222,23 @@ func Build() (sdk.Dashboard, error) {
 			"").Mappings(upDown).Thresholds(thresholds("red", "green"))).
 		WithPanel(statPanel(2, "Scopes without a leader",
 			"Scopes that have no leader and are not IDLE (IDLE: every candidate stopped cleanly, nobody is meant to lead). Above 0 their singleton work is not being done; the alert fires after 10s. Runbook: "+runbooks+"#no_leader",
-			query{expr: `sum by (database) ((1 - pgleader_scope_has_leader{` + sel + `}) * (1 - pgleader_scope_idle{` + sel + `}))`, legend: "{{database}}"},
+			query{expr: `sum by (database) (max by (database, scope) ((1 - pgleader_scope_has_leader{` + sel + `}) * (1 - pgleader_scope_idle{` + sel + `})))`, legend: "{{database}}"},
 			"red")).
 		WithPanel(statPanel(3, "Alerts firing",
 			"Alerts the collector raises now (the same as pgleader status and pgleader top): the Active alerts table below names them. Each kind has its section in "+runbooks,
-			query{expr: zeroWhenNone(`sum by (database) (pgleader_alert{` + sel + `})`), legend: "{{database}}"},
+			query{expr: zeroWhenNone(`count by (database) (max by (database, alert, scope, node) (pgleader_alert{` + sel + `}))`), legend: "{{database}}"},
 			"orange")).
 		WithPanel(statPanel(4, "Split brain / stale leaders",
 			"Scopes where the collector's split_brain or stale_leader check fires. split_brain: the lock holder and the recorded holder disagree, or the epoch went backwards; stale_leader (a zombie): the lock is held but its holder stopped heartbeating. Both page. Runbooks: "+runbooks+"#split_brain and "+runbooks+"#stale_leader",
-			query{expr: `sum by (database) (pgleader_scope_split_brain{` + sel + `}) + sum by (database) (pgleader_scope_stale_leader{` + sel + `})`, legend: "{{database}}"},
+			query{expr: `sum by (database) (max by (database, scope) (pgleader_scope_split_brain{` + sel + `})) + sum by (database) (max by (database, scope) (pgleader_scope_stale_leader{` + sel + `}))`, legend: "{{database}}"},
 			"red")).
 		WithPanel(statPanel(5, "Fenced writes rejected in range",
 			"Fenced writes the database refused over the dashboard's time range: a former leader acted after losing leadership and its epoch stopped it. Fencing worked; find the zombie (the Active alerts table names the node). Runbook: "+runbooks+"#fence_rejected",
-			query{expr: `sum by (database) (increase(pgleader_fence_rejected_total{` + sel + `}[$__range]))`, legend: "{{database}}"},
+			query{expr: `sum by (database) (max by (database, scope) (increase(pgleader_fence_rejected_total{` + sel + `}[$__range])))`, legend: "{{database}}"},
 			"orange")).
 		WithPanel(statPanel(6, "Foreign sessions on scope locks",
 			"Sessions that hold or wait on a scope's advisory lock without being its candidates (squatters). Above 0 leadership of those scopes is blocked or will pass to that session. pgleader status names the pid, role and client. Runbook: "+runbooks+"#interference",
-			query{expr: `sum by (database) (pgleader_scope_foreign_sessions{` + sel + `})`, legend: "{{database}}"},
+			query{expr: `sum by (database) (max by (database, scope) (pgleader_scope_foreign_sessions{` + sel + `}))`, legend: "{{database}}"},
 			"red"))
 
 	// Leadership: who leads, changes, how long failovers took, heartbeats.
@@ -245,7 +250,7 @@ func Build() (sdk.Dashboard, error) {
 		WithPanel(timeseriesPanel(8, "Leadership changes (failovers and handovers)",
 			"Epoch changes per scope: every grant raises the epoch by one, so each bar is a new term. A steady stream is flapping (more than 6 in 5 minutes alerts). Runbook: "+runbooks+"#flapping",
 			"short", 12,
-			query{expr: `sum by (database, scope) (changes(pgleader_scope_epoch{` + sel + `}[$__rate_interval]))`, legend: "{{database}} {{scope}}"}).
+			query{expr: `max by (database, scope) (changes(pgleader_scope_epoch{` + sel + `}[$__rate_interval]))`, legend: "{{database}} {{scope}}"}).
 			DrawStyle(common.GraphDrawStyleBars)).
 		WithPanel(timeseriesPanel(9, "Failover duration",
 			"Handover gap: how long the scope was without a leader before its current term began (the last failover's duration; above 5s alerts as slow_failover). Leaderless: how long a scope has had no leader right now (0 while led). Runbooks: "+runbooks+"#slow_failover and "+runbooks+"#no_leader",
@@ -273,7 +278,7 @@ func Build() (sdk.Dashboard, error) {
 		WithPanel(timeseriesPanel(13, "Fenced writes rejected",
 			"Fenced writes the database refused per scope: a former leader (a zombie) acted under an old epoch and the fence stopped it. Each one is a fault that fencing contained; repeated ones mean a process keeps acting after losing leadership. Runbook: "+runbooks+"#fence_rejected",
 			"short", 12,
-			query{expr: `sum by (database, scope) (increase(pgleader_fence_rejected_total{` + sel + `}[$__rate_interval]))`, legend: "{{database}} {{scope}}"}).
+			query{expr: `max by (database, scope) (increase(pgleader_fence_rejected_total{` + sel + `}[$__rate_interval]))`, legend: "{{database}} {{scope}}"}).
 			DrawStyle(common.GraphDrawStyleBars)).
 		WithPanel(timeseriesPanel(14, "Interference: foreign sessions on scope locks",
 			"Sessions holding or waiting on a scope's advisory lock that are not its candidates (a squatter, or someone testing with pg_advisory_lock in psql). While above 0 the scope cannot change hands normally; after 15s it alerts. pgleader status names the session. Runbook: "+runbooks+"#interference",

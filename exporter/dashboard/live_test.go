@@ -67,9 +67,9 @@ type promServer struct {
 	start time.Time
 }
 
-// startPrometheus starts the prometheus binary scraping target (host:port)
+// startPrometheus starts the prometheus binary scraping targets (host:port)
 // every second, waits until it is ready, and stops it when the test ends.
-func startPrometheus(t *testing.T, target string) *promServer {
+func startPrometheus(t *testing.T, targets ...string) *promServer {
 	t.Helper()
 	bin := prometheusBinary(t)
 	dir := t.TempDir()
@@ -80,8 +80,8 @@ func startPrometheus(t *testing.T, target string) *promServer {
 scrape_configs:
   - job_name: pgleader
     static_configs:
-      - targets: [%q]
-`, target)
+      - targets: [%s]
+`, strings.Join(quoted(targets), ", "))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -213,6 +213,14 @@ func labelValues(t *testing.T, p *promServer, label, metric string) []string {
 		t.Fatalf("label values of %s: %v, status %q", label, err, r.Status)
 	}
 	return r.Data
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
 }
 
 // target is one query of one panel (or annotation) of the built dashboard.
@@ -448,8 +456,12 @@ func TestDashboardQueriesLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(fleet.Handler(fleet.Ready(slog.New(slog.DiscardHandler))))
+	// Served twice, as two exporters of one database run for availability: the
+	// panels must not count a fault twice.
+	h := fleet.Handler(fleet.Ready(slog.New(slog.DiscardHandler)))
+	srv, twin := httptest.NewServer(h), httptest.NewServer(h)
 	t.Cleanup(srv.Close)
+	t.Cleanup(twin.Close)
 
 	nodes := map[string]*node{}
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
@@ -458,7 +470,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	// Released before the nodes stop (cleanups run last in, first out).
 	t.Cleanup(func() { squatter.Close(context.Background()) })
 
-	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"))
+	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"), strings.TrimPrefix(twin.URL, "http://"))
 
 	// A leader of billing, seen by the collector, with its gate open (it opens
 	// a moment after the grant): its token is the one the failover makes stale.
@@ -603,12 +615,33 @@ func TestDashboardQueriesLive(t *testing.T) {
 		t.Errorf("Active alerts: %v; want fence_rejected on billing by %s and interference on reports", alerts, stale.Holder)
 	}
 
+	// The stats count each fault once, though two exporters report it: one
+	// scope without a leader (reports), two alerts (fenced write, squatter),
+	// one foreign session, one fenced write rejected (increase() extrapolates
+	// a little).
+	for panel, want := range map[string][2]float64{
+		"Scopes without a leader":         {1, 1},
+		"Alerts firing":                   {2, 2},
+		"Foreign sessions on scope locks": {1, 1},
+		"Fenced writes rejected in range": {1, 1.9},
+	} {
+		for _, tg := range tgs {
+			if tg.panel != panel {
+				continue
+			}
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			if err != nil || len(got) != 1 || got[0].values[0] < want[0] || got[0].values[0] > want[1] {
+				t.Errorf("%s: %+v, %v; want one series in [%g, %g]", tg, got, err, want[0], want[1])
+			}
+		}
+	}
+
 	// The database whose collector cannot connect: collector_up 0 in
 	// Prometheus, and the dashboard's collector panels show it DOWN, alone and
 	// among all databases.
 	got, err := prom.query(true, `pgleader_collector_up{database="down"}`)
-	if err != nil || len(got) != 1 || got[0].values[0] != 0 {
-		t.Errorf(`pgleader_collector_up{database="down"}: %+v, %v; want one series at 0`, got, err)
+	if err != nil || len(got) != 2 || got[0].values[0] != 0 || got[1].values[0] != 0 {
+		t.Errorf(`pgleader_collector_up{database="down"}: %+v, %v; want a series at 0 per exporter`, got, err)
 	}
 	for _, tg := range tgs {
 		if tg.panel != "Collector now" && tg.panel != "Collector up over time" {
