@@ -49,6 +49,7 @@ var _ prometheus.Collector = (*Exporter)(nil)
 // concurrent scrapes.
 type Exporter struct {
 	descs      map[*prometheus.Desc]*prometheus.Desc // the package's → with ConstLabels; nil without
+	layouts    [][]labelSlot                         // per descSpec.idx: its labels in the text format's order
 	src        SnapshotSource
 	now        func() time.Time
 	staleAfter time.Duration
@@ -63,7 +64,7 @@ func New(src SnapshotSource, opts Options) *Exporter {
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = DefaultStaleAfter
 	}
-	e := &Exporter{src: src, now: opts.Now, staleAfter: opts.StaleAfter}
+	e := &Exporter{src: src, now: opts.Now, staleAfter: opts.StaleAfter, layouts: layouts(opts.ConstLabels)}
 	if len(opts.ConstLabels) > 0 {
 		e.descs = make(map[*prometheus.Desc]*prometheus.Desc, len(allDescs))
 		for _, d := range allDescs {
@@ -76,7 +77,7 @@ func New(src SnapshotSource, opts Options) *Exporter {
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	d := prometheus.NewDesc(name, help, labels, nil)
-	specs[d] = descSpec{name, help, labels}
+	specs[d] = &descSpec{name: name, help: help, labels: labels, idx: len(specs)}
 	return d
 }
 
@@ -85,11 +86,12 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 type descSpec struct {
 	name, help string
 	labels     []string
+	idx        int // order of creation: an index for per-descriptor slices
 }
 
 // specs holds the spec of every descriptor of the package (written only while
 // the package's variables are initialised).
-var specs = map[*prometheus.Desc]descSpec{}
+var specs = map[*prometheus.Desc]*descSpec{}
 
 // The descriptors are fixed: the set of metric names and label names never depends
 // on the snapshot, only which series are present does.
@@ -181,6 +183,11 @@ func SourceValue(s collector.Source) float64 {
 // Collect renders the newest snapshot. With no snapshot it emits only
 // pgleader_collector_up 0 and the scrape metrics.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	e.emit(chanSink{e, ch})
+}
+
+// emit sends every series of the newest snapshot to ch.
+func (e *Exporter) emit(ch sink) {
 	began := time.Now()
 	snap := e.src.Snapshot()
 	ok := 0.0
@@ -197,7 +204,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 // flags are the alert gauges of one scope or node.
 type flags struct{ splitBrain, staleLeader, staleNode bool }
 
-func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Snapshot) {
+func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 	scopeFlags := map[string]*flags{}
 	nodeFlags := map[string]*flags{}
 	flag := func(m map[string]*flags, key string) *flags {
@@ -333,12 +340,28 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 	e.counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
 }
 
-func (e *Exporter) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(e.desc(d), prometheus.GaugeValue, v, labelValues(labels)...)
+func (e *Exporter) gauge(ch sink, d *prometheus.Desc, v float64, labels ...string) {
+	ch.add(d, prometheus.GaugeValue, v, labelValues(labels))
 }
 
-func (e *Exporter) counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(e.desc(d), prometheus.CounterValue, v, labelValues(labels)...)
+func (e *Exporter) counter(ch sink, d *prometheus.Desc, v float64, labels ...string) {
+	ch.add(d, prometheus.CounterValue, v, labelValues(labels))
+}
+
+// sink receives the series of a scrape: d is the package's descriptor (without
+// the Exporter's constant labels), values its variable labels' values, made safe.
+type sink interface {
+	add(d *prometheus.Desc, t prometheus.ValueType, v float64, values []string)
+}
+
+// chanSink is the sink of Collect: constant metrics for a registry.
+type chanSink struct {
+	e  *Exporter
+	ch chan<- prometheus.Metric
+}
+
+func (s chanSink) add(d *prometheus.Desc, t prometheus.ValueType, v float64, values []string) {
+	s.ch <- prometheus.MustNewConstMetric(s.e.desc(d), t, v, values...)
 }
 
 // desc is the Exporter's descriptor of the package's d: d itself, or d with
