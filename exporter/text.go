@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -34,6 +35,7 @@ type textSink struct {
 // textFamily is one metric family's samples.
 type textFamily struct {
 	typ  prometheus.ValueType
+	used bool // a series was added (a family made room for may get none)
 	body []byte
 	// seen holds the label parts of the samples that carry an escaped value:
 	// only an escape can make two series of a snapshot alike (scope names, node
@@ -43,15 +45,27 @@ type textFamily struct {
 	seen map[string]struct{}
 }
 
-func newTextSink() *textSink { return &textSink{fams: make([]*textFamily, len(specs))} }
+// newTextSink returns an empty sink; sizes (may be nil) are the families' sizes
+// at an earlier scrape, to make room for them at once (a fleet's page is
+// megabytes: growing it by doubling was a tenth of a scrape).
+func newTextSink(sizes []atomic.Int64) *textSink {
+	t := &textSink{fams: make([]*textFamily, len(specs))}
+	for i := range sizes {
+		if n := sizes[i].Load(); n > 0 {
+			t.fams[i] = &textFamily{body: make([]byte, 0, n+n/8)}
+		}
+	}
+	return t
+}
 
 func (t *textSink) add(d *prometheus.Desc, typ prometheus.ValueType, v float64, values []string) {
 	sp := specs[d]
 	f := t.fams[sp.idx]
 	if f == nil {
-		f = &textFamily{typ: typ}
+		f = &textFamily{}
 		t.fams[sp.idx] = f
 	}
+	f.typ, f.used = typ, true
 	l := append(t.line[:0], sp.name...)
 	start := len(l)
 	l = appendLabels(l, t.e.layouts[sp.idx], values)
@@ -169,8 +183,8 @@ func appendFloat(b []byte, v float64) []byte {
 
 // writeText writes the series of exporters, family by family in the package's
 // order, then the families of process (nil: none).
-func writeText(w io.Writer, exporters []*Exporter, process prometheus.Gatherer) error {
-	t := newTextSink()
+func writeText(w io.Writer, exporters []*Exporter, process prometheus.Gatherer, sizes []atomic.Int64) error {
+	t := newTextSink(sizes)
 	for _, e := range exporters {
 		t.e = e
 		e.emit(t)
@@ -179,8 +193,11 @@ func writeText(w io.Writer, exporters []*Exporter, process prometheus.Gatherer) 
 	for _, d := range allDescs {
 		sp := specs[d]
 		f := t.fams[sp.idx]
-		if f == nil {
+		if f == nil || !f.used {
 			continue
+		}
+		if sizes != nil {
+			sizes[sp.idx].Store(int64(len(f.body)))
 		}
 		b = append(b[:0], "# HELP "...)
 		b = append(b, sp.name...)
@@ -216,6 +233,7 @@ func writeText(w io.Writer, exporters []*Exporter, process prometheus.Gatherer) 
 // it (Prometheus does), at most 4 at a time (503 beyond, as promhttp).
 func textHandler(exporters []*Exporter, process prometheus.Gatherer) http.Handler {
 	inFlight := make(chan struct{}, 4)
+	sizes := make([]atomic.Int64, len(specs))
 	contentType := string(expfmt.NewFormat(expfmt.TypeTextPlain))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -233,6 +251,6 @@ func textHandler(exporters []*Exporter, process prometheus.Gatherer) http.Handle
 			defer gz.Close()
 			out = gz
 		}
-		_ = writeText(out, exporters, process)
+		_ = writeText(out, exporters, process, sizes)
 	})
 }
