@@ -82,6 +82,8 @@ type Model struct {
 	confirm *confirmation
 	status  string
 	statusT tone
+
+	fleet fleetView // several databases (fleet.go)
 }
 
 // New builds the dashboard over feed. It reads feed.Snapshot() once, so a
@@ -292,6 +294,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Problems):
 		m.problems = !m.problems
 		m.invalidate()
+	case key.Matches(msg, m.keys.Database):
+		m.cycleDatabase()
 	case key.Matches(msg, m.keys.NextPane):
 		m.focus = (m.focus + 1) % paneCount
 	case key.Matches(msg, m.keys.PrevPane):

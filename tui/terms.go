@@ -58,8 +58,8 @@ func (hm *holderMarks) update(termsByScope map[string][]collector.Term, start, n
 			if at.Before(start) {
 				at = start
 			}
-			if f, ok := first[t.Holder]; !ok || at.Before(f) {
-				first[t.Holder] = at
+			if f, ok := first[holderKey(t)]; !ok || at.Before(f) {
+				first[holderKey(t)] = at
 			}
 		}
 	}
@@ -220,7 +220,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 	}
 	labelW := 6
 	for _, s := range scopes {
-		labelW = max(labelW, textWidth(termsafe.String(s)))
+		labelW = max(labelW, textWidth(termsafe.String(keyLabel(s))))
 	}
 	labelW = min(labelW, 18)
 	cols := w - 2 - labelW - 1
@@ -248,7 +248,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 		} else {
 			b.WriteString("  ")
 		}
-		b.WriteString(padRight(termsafe.String(name), labelW))
+		b.WriteString(padRight(termsafe.String(keyLabel(name)), labelW))
 		b.WriteString(" ")
 		m.strip(&b, st, m.termsByScope[name], start, now, step, cols, shown)
 		out = append(out, b.String())
@@ -272,7 +272,7 @@ func (m *Model) timelineLegend(st *styles, shown map[string]bool, failover bool)
 	var legend []string
 	for i, h := range named {
 		if h != "" {
-			legend = append(legend, st.render(toneHolder0+tone(i), holderGlyphs[i])+" "+termsafe.String(h))
+			legend = append(legend, st.render(toneHolder0+tone(i), holderGlyphs[i])+" "+termsafe.String(keyLabel(h)))
 		}
 	}
 	if more > 0 {
@@ -333,7 +333,7 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 		if run < 0 {
 			b.WriteString(st.render(toneMuted, strings.Repeat(noLeaderGlyph, runLen)))
 		} else {
-			h := terms[run].Holder
+			h := holderKey(terms[run])
 			shown[h] = true
 			if i, ok := m.marks.mark(h); ok {
 				b.WriteString(st.render(toneHolder0+tone(i), strings.Repeat(holderGlyphs[i], runLen)))
@@ -363,6 +363,10 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 	}
 	flush()
 }
+
+// holderKey is the term's holder as the timeline tells holders apart: by
+// node id, and in a fleet by database too (keyOf).
+func holderKey(t collector.Term) string { return keyOf(t.Database, t.Holder) }
 
 func termEnd(t collector.Term, now time.Time) time.Time {
 	if t.Open() {

@@ -92,6 +92,9 @@ func (m *Model) bodyStyles() *styles {
 }
 
 func (m *Model) database() string {
+	if m.fleet.only != "" && m.isFleet() {
+		return m.fleetDatabaseLabel()
+	}
 	if m.snap != nil && m.snap.Health.Database != "" {
 		return termsafe.String(m.snap.Health.Database)
 	}
@@ -141,6 +144,9 @@ func (m *Model) footerLines(w int) []string {
 	}
 	if m.problems {
 		flags = append(flags, "problems only ("+m.keys.Problems.Help().Key+")")
+	}
+	if m.fleet.only != "" {
+		flags = append(flags, "database "+termsafe.String(m.fleet.only)+" ("+m.keys.Database.Help().Key+": next)")
 	}
 	if len(flags) > 0 {
 		right := st.render(toneWarn, strings.Join(flags, " · "))
