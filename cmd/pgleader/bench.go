@@ -34,6 +34,12 @@ type latencyFigures struct {
 	P50MS float64 `json:"p50_ms"`
 	P99MS float64 `json:"p99_ms"`
 	MaxMS float64 `json:"max_ms"`
+	// The fleet dashboard benchmark's: p99 as a share of the poll interval,
+	// p50 against the one-database figure of the same run, and memory.
+	OfInterval   float64 `json:"p99_of_interval,omitempty"`
+	VsOne        float64 `json:"p50_vs_one_database,omitempty"`
+	HeapInUseMiB float64 `json:"heap_inuse_mib,omitempty"`
+	RSSMiB       float64 `json:"rss_mib,omitempty"`
 }
 
 func figures(name string, ds []time.Duration) latencyFigures {
@@ -43,7 +49,17 @@ func figures(name string, ds []time.Duration) latencyFigures {
 
 func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 	for _, f := range fs {
-		fmt.Fprintf(a.stdout, "%-40s n=%-4d p50 %8.2f ms   p99 %8.2f ms   max %8.2f ms\n", f.Name, f.N, f.P50MS, f.P99MS, f.MaxMS)
+		fmt.Fprintf(a.stdout, "%-40s n=%-4d p50 %8.2f ms   p99 %8.2f ms   max %8.2f ms", f.Name, f.N, f.P50MS, f.P99MS, f.MaxMS)
+		if f.OfInterval > 0 {
+			fmt.Fprintf(a.stdout, "   p99 %.0f%% of the interval", 100*f.OfInterval)
+		}
+		if f.VsOne > 0 {
+			fmt.Fprintf(a.stdout, "   p50 %.1f× one database", f.VsOne)
+		}
+		if f.HeapInUseMiB > 0 {
+			fmt.Fprintf(a.stdout, "   heap in use %.0f MiB, RSS %.0f MiB", f.HeapInUseMiB, f.RSSMiB)
+		}
+		fmt.Fprintln(a.stdout)
 	}
 	return writeJSON(jsonPath, fs)
 }
@@ -134,19 +150,61 @@ full read < 50 ms.`,
 }
 
 func (a *app) benchDashboardCommand() *cobra.Command {
-	return a.latencyCommand("dashboard", "Measure commit → on screen: pgleader top in a real terminal (tmux)",
+	var fleet bench.FleetOptions
+	cmd := a.latencyCommand("dashboard", "Measure commit → on screen: pgleader top in a real terminal (tmux); --fleet: a full refresh over many databases",
 		`dashboard runs `+"`pgleader top`"+` in a detached tmux session (120×40) and makes -n
 leadership changes by SQL, timing each from the moment its commit returned until
 capture-pane shows the new leader in the scope's row (sampled every 2 ms). Target:
-p99 ≤ 250 ms. Needs tmux.`,
-		`  pgleader bench dashboard -n 50 --json docs/bench-dashboard.json`, 50,
+p99 ≤ 250 ms. Needs tmux.
+
+--fleet N measures instead a full refresh of top over a fleet: it creates N
+databases on the server (dropped afterwards), forges in each --fleet-scopes held
+scopes of --fleet-nodes candidate nodes (claimed through pgleader.claim_scopes,
+no node process), and times -n refreshes — every database read (and, for the
+fleet, merged), then a dashboard taking the snapshot and drawing a 120×40 frame —
+first over one database alone, then over all N, in the same run, with the heap in
+use after each. Target: the fleet's p99 within --fleet-interval.`,
+		`  pgleader bench dashboard -n 50 --json docs/bench-dashboard.json
+  pgleader bench dashboard --fleet 10 -n 30 --json docs/bench-dashboard-fleet.json`, 50,
 		func(ctx context.Context, h *harness, n int, logf func(string, ...any)) ([]latencyFigures, error) {
+			if fleet.Databases > 0 {
+				fleet.DSN, fleet.Refreshes = h.dsn, n
+				rep, err := bench.DashboardFleet(ctx, fleet, logf)
+				if err != nil {
+					return nil, err
+				}
+				return fleetFigures(rep), nil
+			}
 			res, err := bench.DashboardLatency(ctx, h.bin, h.dsn, n, logf)
 			if err != nil {
 				return nil, err
 			}
 			return []latencyFigures{figures("commit → on screen (pgleader top, tmux)", res.CommitToScreen)}, nil
 		})
+	f := cmd.Flags()
+	f.IntVar(&fleet.Databases, "fleet", 0, "measure a full refresh of top over `N` forged databases instead (beside one database, same run)")
+	f.IntVar(&fleet.Scopes, "fleet-scopes", 1000, "with --fleet: scopes per database")
+	f.IntVar(&fleet.Nodes, "fleet-nodes", 5, "with --fleet: nodes per database, candidates of every scope")
+	f.DurationVar(&fleet.Interval, "fleet-interval", time.Second, "with --fleet: the poll interval a refresh must fit in")
+	return cmd
+}
+
+// fleetFigures are the fleet dashboard benchmark's lines: each configuration's
+// full refresh, read and render, the fleet's beside the one database's.
+func fleetFigures(rep *bench.FleetReport) []latencyFigures {
+	var out []latencyFigures
+	oneP50 := bench.Quantile(rep.One.Total, .5)
+	for _, c := range []bench.RefreshFigures{rep.One, rep.Fleet} {
+		what := fmt.Sprintf("%d db × %d scopes", c.Databases, c.Scopes/max(c.Databases, 1))
+		total := figures("top refresh, "+what, c.Total)
+		total.OfInterval = float64(bench.Quantile(c.Total, .99)) / float64(rep.Interval)
+		if c.Databases > 1 && oneP50 > 0 {
+			total.VsOne = float64(bench.Quantile(c.Total, .5)) / float64(oneP50)
+		}
+		total.HeapInUseMiB, total.RSSMiB = c.HeapInUseMiB, c.RSSMiB
+		out = append(out, total, figures("  read (+ merge), "+what, c.Read), figures("  render, "+what, c.Render))
+	}
+	return out
 }
 
 func (a *app) benchFailoverCommand() *cobra.Command {
