@@ -16,8 +16,10 @@ import (
 var (
 	// ErrHandoverRefused: the database refused the handover before anything
 	// changed (the target is unknown, not running, not a candidate of the scope,
-	// of priority 0, the leader already, or cooling down; the scope is unknown
-	// or retired). The message says which.
+	// of priority 0, or the leader already; without a target, no candidate that
+	// does not cool down after resigning the scope; the scope is unknown or
+	// retired). The message says which. A named target that cools down is
+	// accepted: it ends its cooldown to take the scope.
 	ErrHandoverRefused = errors.New("collector: handover refused")
 	// ErrHandoverTimeout: the target did not lead the scope before the timeout;
 	// the request was withdrawn (the scope stays with whoever leads it, or goes

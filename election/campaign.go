@@ -145,7 +145,7 @@ func (s *Scope) campaign(ctx context.Context) {
 					s.setFollowing(false)
 					reason := s.lead(ctx, sess, o.r)
 					if reason == ReasonResigned || reason == ReasonHandedOver {
-						sleepCtx(ctx, e.cfg.ResignCooldown)
+						s.coolDown(ctx, *o.r.epoch)
 					}
 					break follow
 				case o.r.holder == nil && o.r.deferredTo == nil:
@@ -170,6 +170,36 @@ func (s *Scope) campaign(ctx context.Context) {
 		}
 		retry.Stop()
 	}
+}
+
+// coolDown sits out Config.ResignCooldown after this node resigned or handed
+// over the term of epoch, so that another node takes the scope: the release
+// opens a free-for-all (or reserves the scope for a handover's target), and the
+// node that just let go should not win it back. It ends early when a release
+// hint reserves the scope for this node (an operator's handover --to it, or
+// its failback): no other node may claim a reserved scope, so there is no
+// free-for-all to stay out of, and the operator's explicit choice should not
+// wait the cooldown out. The hint is only a hint (anyone may NOTIFY): the claim
+// that follows wins only if the database reserves the scope for this node or
+// leaves it free; a forged hint can shorten a cooldown, never break a term.
+// A lost hint costs what it always did: the claim after the cooldown.
+func (s *Scope) coolDown(ctx context.Context, epoch int64) {
+	e := s.e
+	if e.cfg.ResignCooldown <= 0 {
+		return
+	}
+	timer := time.NewTimer(e.cfg.ResignCooldown)
+	defer timer.Stop()
+	for !s.reservedForMeSince(epoch) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		case <-s.reserved:
+		}
+	}
+	e.log.Info("cooldown ended early: a handover reserves the scope for this node", "scope", s.name, "node", e.cfg.NodeID, "epoch", epoch)
 }
 
 // settle ends the campaign's part in claims: no new claim is queued for the scope,

@@ -156,8 +156,11 @@ type Config struct {
 	// good start (pgleader node --preferred).
 	FailbackAfter time.Duration
 
-	// ResignCooldown: after Resign, how long this node stays out of the scope's
-	// election so another node takes over. Default 2×HeartbeatInterval.
+	// ResignCooldown: after Resign or a handover, how long this node stays out of
+	// the scope's election so another node takes over. A handover that reserves
+	// the scope for this node (an operator's handover --to it) ends the cooldown
+	// at once: a reserved scope has no free-for-all to stay out of. Default
+	// 2×HeartbeatInterval.
 	ResignCooldown time.Duration
 
 	// MaxScopes caps len(Scopes). Default 10,000. The real limit is the server's

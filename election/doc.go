@@ -144,7 +144,9 @@
 //	                     pgleader handover; or a failback, which that heartbeat
 //	                     requests itself for a preferred node of higher priority,
 //	                     Config.FailbackAfter); then as resign, and the release
-//	                     reserves the scope for the target, which alone claims it.
+//	                     reserves the scope for the target, which alone claims it
+//	                     (a target cooling down after its own resign or handover
+//	                     ends its cooldown for it: Config.ResignCooldown).
 //
 // Notifications are hints: anyone may NOTIFY anything, and one sent while a
 // listener is disconnected is lost. What is decided is decided by the locks and the

@@ -326,6 +326,7 @@ type hint struct {
 	Event  protocol.NotifyEvent `json:"event"`
 	To     string               `json:"to"`
 	By     string               `json:"by"`
+	Epoch  int64                `json:"epoch"`
 }
 
 // parseHint reads a leader_change payload; false if it is not one.
@@ -353,7 +354,7 @@ func (e *Elector) onHint(n hint) {
 		if sc == nil {
 			return
 		}
-		sc.reserve(n.To)
+		sc.reserve(n.To, n.Epoch) // to this node: ends its cooldown (coolDown)
 		if n.To != "" && n.To != e.cfg.NodeID {
 			return // reserved for another node; claimed by everyone should it die (node_lost)
 		}

@@ -231,6 +231,7 @@ type leaseView struct {
 	epoch  int64
 	holder *string // nil: free
 	seq    int64
+	to     *string // free and reserved by a handover for this node (nil: not)
 }
 
 const leaseHeartbeatSQL = "SELECT kind, scope, ok, epoch, holder, seq, resign, handover FROM pgleader.lease_heartbeat($1, $2, $3, $4, $5)"
@@ -272,7 +273,11 @@ func (s *session) leaseHeartbeat() {
 						handover[*scope] = *to
 					}
 				case kind == "follow" && scope != nil && epoch != nil && seq != nil:
-					rt.leases = append(rt.leases, leaseView{*scope, *epoch, holder, *seq})
+					var me *string
+					if to != nil && *to == e.cfg.NodeID {
+						me = to
+					}
+					rt.leases = append(rt.leases, leaseView{*scope, *epoch, holder, *seq, me})
 				}
 				return nil
 			})
@@ -301,6 +306,9 @@ func (s *session) leaseHeartbeat() {
 		}
 		if v.holder != nil && *v.holder != e.cfg.NodeID {
 			sc.observe(*v.holder, v.epoch)
+		}
+		if v.to != nil { // the database's word, not a hint: ends a cooldown (coolDown)
+			sc.reserve(*v.to, v.epoch)
 		}
 		if sc.lease.observe(v.holder == nil, v.seq, now, e.cfg.SessionLease) {
 			claim = append(claim, sc)

@@ -36,24 +36,50 @@ type Scope struct {
 
 	opened atomic.Pointer[chan struct{}] // closed (and replaced) when a gate period opens: Await
 
-	reservation atomic.Pointer[string] // the node a handover reserved the free scope for ("" or nil: none)
+	reservation atomic.Pointer[reservation] // what the last release hint reserved the free scope for (nil: none)
+	reserved    chan struct{}               // cap 1: a release hint reserved the scope for this node (coolDown)
 
 	lease leaseWatch // lease mode: what this node saw of the scope's lease
 }
 
-// reserve records the node a release reserved the scope for ("": nobody).
-func (s *Scope) reserve(node string) { s.reservation.Store(&node) }
+// reservation is what a release hint said: the node a handover reserved the free
+// scope for ("": nobody), and the epoch the hint named (the released term's, or
+// the free scope's current one for a handover of a scope nobody leads).
+type reservation struct {
+	node  string
+	epoch int64
+}
+
+// reserve records the node a release hint reserved the scope for ("": nobody)
+// and wakes the campaign's cooldown when that node is this one.
+func (s *Scope) reserve(node string, epoch int64) {
+	s.reservation.Store(&reservation{node, epoch})
+	if node != "" && node == s.e.cfg.NodeID {
+		select {
+		case s.reserved <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // reservedFor returns the node the scope's last release reserved it for, "" if none.
 func (s *Scope) reservedFor() string {
 	if p := s.reservation.Load(); p != nil {
-		return *p
+		return p.node
 	}
 	return ""
 }
 
+// reservedForMeSince reports whether the last release hint reserved the scope
+// for this node at epoch or later: a hint about a term that ended before this
+// node's last one (one delivered late) does not count.
+func (s *Scope) reservedForMeSince(epoch int64) bool {
+	p := s.reservation.Load()
+	return p != nil && p.node == s.e.cfg.NodeID && p.epoch >= epoch
+}
+
 func newScope(e *Elector, name string, key int64) *Scope {
-	s := &Scope{e: e, name: name, key: key, sig: make(chan struct{}, 1)}
+	s := &Scope{e: e, name: name, key: key, sig: make(chan struct{}, 1), reserved: make(chan struct{}, 1)}
 	s.lease.claim = -1
 	ch := make(chan struct{})
 	s.opened.Store(&ch)

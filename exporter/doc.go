@@ -11,8 +11,21 @@
 // collector that stops producing snapshots shows as pgleader_collector_up 0 once
 // the newest snapshot is older than Options.StaleAfter.
 //
-// Metrics (labels are scope and node only, so cardinality follows the cluster's
-// size and nothing else):
+// # A fleet: Fleet
+//
+// Fleet serves several databases from one process (pgleader exporter
+// --all-targets): an Exporter per database, registered with the constant label
+// database="NAME" (DatabaseLabel), so that every pgleader_* series below also
+// carries database, and the rules and dashboards aggregate per database. Each
+// database has its own collector: a scrape renders each one's newest snapshot and
+// never waits on a database, and pgleader_collector_up{database} is 0 for one
+// that is not read while the others are served as usual. Fleet.Handler adds
+// /probe?target=NAME (one database only: the multi-target pattern of
+// blackbox_exporter, for Prometheus-side fan-out). The lone database of
+// pgleader exporter --dsn is a fleet of one, named after its database name.
+//
+// Metrics (labels are database, scope and node only, so cardinality follows the
+// fleet's size and nothing else; database is left out of the list below):
 //
 //	pgleader_scope_epoch{scope}                       gauge   current epoch (the fencing token)
 //	pgleader_scope_has_leader{scope}                  gauge   1 while a term is open and its lock is held

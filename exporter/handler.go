@@ -78,15 +78,30 @@ func Ready(src SnapshotSource, logger *slog.Logger) func() error {
 // not learn them. /metrics keeps serving while not ready: a scrape then shows
 // pgleader_collector_up 0, which is what the alerts need.
 func Handler(reg *prometheus.Registry, ready func() error) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	return handler(reg, ready, nil)
+}
+
+// metricsHandler serves g in the Prometheus text format.
+func metricsHandler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		// One bad series must not blank the whole page (and with it every alert):
 		// serve what can be served and log the rest.
 		ErrorHandling:       promhttp.ContinueOnError,
 		ErrorLog:            log.Default(),
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
-	}))
+	})
+}
+
+// handler is Handler over any gatherer, with /probe served by probe when not nil.
+func handler(g prometheus.Gatherer, ready func() error, probe http.HandlerFunc) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metricsHandler(g))
+	idx := index
+	if probe != nil {
+		mux.HandleFunc("GET /probe", probe)
+		idx += probeIndex
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		text(w, http.StatusOK, "ok\n")
 	})
@@ -100,7 +115,7 @@ func Handler(reg *prometheus.Registry, ready func() error) http.Handler {
 		text(w, http.StatusOK, "ok\n")
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		text(w, http.StatusOK, index)
+		text(w, http.StatusOK, idx)
 	})
 	return mux
 }
@@ -120,6 +135,9 @@ const index = `pgleader exporter
 /metrics  Prometheus metrics
 /healthz  liveness: 200 while the process serves
 /readyz   readiness: 200 once the collector has a picture of the database, else 503
+`
+
+const probeIndex = `/probe    ?target=NAME: the metrics of one database only
 `
 
 func text(w http.ResponseWriter, code int, body string) {

@@ -34,12 +34,14 @@ type latencyFigures struct {
 	P50MS float64 `json:"p50_ms"`
 	P99MS float64 `json:"p99_ms"`
 	MaxMS float64 `json:"max_ms"`
-	// The fleet dashboard benchmark's: p99 as a share of the poll interval,
-	// p50 against the one-database figure of the same run, and memory.
-	OfInterval   float64 `json:"p99_of_interval,omitempty"`
-	VsOne        float64 `json:"p50_vs_one_database,omitempty"`
-	HeapInUseMiB float64 `json:"heap_inuse_mib,omitempty"`
-	RSSMiB       float64 `json:"rss_mib,omitempty"`
+	// The exporter-over-a-fleet figures only: memory held and series served.
+	HeapMiB float64 `json:"heap_mib,omitempty"`
+	RSSMiB  float64 `json:"rss_mib,omitempty"`
+	Series  int     `json:"series,omitempty"`
+	// The dashboard-over-a-fleet figures only: p99 as a share of the poll
+	// interval, and p50 against one database's in the same run.
+	OfInterval float64 `json:"p99_of_interval,omitempty"`
+	VsOne      float64 `json:"p50_vs_one_database,omitempty"`
 }
 
 func figures(name string, ds []time.Duration) latencyFigures {
@@ -54,10 +56,10 @@ func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 			fmt.Fprintf(a.stdout, "   p99 %.0f%% of the interval", 100*f.OfInterval)
 		}
 		if f.VsOne > 0 {
-			fmt.Fprintf(a.stdout, "   p50 %.1f× one database", f.VsOne)
+			fmt.Fprintf(a.stdout, "   p50 ×%.1f one database", f.VsOne)
 		}
-		if f.HeapInUseMiB > 0 {
-			fmt.Fprintf(a.stdout, "   heap in use %.0f MiB, RSS %.0f MiB", f.HeapInUseMiB, f.RSSMiB)
+		if f.HeapMiB > 0 {
+			fmt.Fprintf(a.stdout, "   heap %.0f MiB, RSS %.0f MiB", f.HeapMiB, f.RSSMiB)
 		}
 		fmt.Fprintln(a.stdout)
 	}
@@ -121,15 +123,25 @@ func runReport[T any, R interface {
 }
 
 func (a *app) benchCollectorCommand() *cobra.Command {
-	return a.latencyCommand("collector",
-		"Measure commit → collector event latency and the cost of a full read (100 scopes, 300 nodes)",
+	var fleet fleetSize
+	cmd := a.latencyCommand("collector",
+		"Measure commit → collector event latency, a full read, and the exporter over a fleet (10 databases × 1,000 scopes)",
 		`collector makes -n leadership changes by SQL and times each from the moment its
 commit returned to the moment the collector's event stream delivered it (LISTEN
 leader_change → re-read), then times full reads over 100 forged scopes and 300
 forged nodes; then the same changes on the logical replication source (pgoutput
 from a temporary slot). Targets: event p99 ≤ 100 ms (notify), ≤ 20 ms (logical);
-full read < 50 ms.`,
-		`  pgleader bench collector -n 200 --json docs/bench-collector.json`, 200,
+full read < 50 ms.
+
+Then the exporter over a fleet: --databases databases on the same server (created,
+migrated and forged with SQL: --scopes led scopes over --nodes nodes each,
+heartbeats kept fresh, dropped afterwards), a collector per database and one
+exporter over them, scraped 20 times over loopback — first over one database of
+the fleet, then over all of them, in the same run: scrape time, series, the
+collectors' full reads and the memory held, with the fleet's ratios to one
+database's. Target: scrape < 1 s. --databases 0 skips it.`,
+		`  pgleader bench collector -n 200 --json docs/bench-collector.json
+  pgleader bench collector -n 20 --databases 3 --scopes 200`, 200,
 		func(ctx context.Context, h *harness, n int, logf func(string, ...any)) ([]latencyFigures, error) {
 			var out []latencyFigures
 			for _, src := range []collector.SourceMode{collector.SourceModeNotify, collector.SourceModeLogical} {
@@ -145,35 +157,86 @@ full read < 50 ms.`,
 					out = append(out, full)
 				}
 			}
+			if fleet.databases == 0 {
+				return out, nil
+			}
+			res, err := a.fleetScrape(ctx, h, fleet, logf)
+			if err != nil {
+				return out, err
+			}
+			for _, f := range []bench.ScrapeFigures{res.One, res.Fleet} {
+				fig := figures(fmt.Sprintf("exporter scrape (%d × %d scopes)", f.Databases, res.Scopes), f.Scrape)
+				fig.HeapMiB, fig.RSSMiB, fig.Series = f.HeapMiB, f.RSSMiB, f.Series
+				out = append(out, fig)
+			}
 			return out, nil
 		})
+	fleet.register(cmd, 10)
+	cmd.PreRunE = func(*cobra.Command, []string) error { return fleet.check() }
+	return cmd
+}
+
+// fleetSize is the size of a forged fleet: --databases × (--scopes, --nodes).
+type fleetSize struct{ databases, scopes, nodes int }
+
+func (s *fleetSize) register(cmd *cobra.Command, databases int) {
+	f := cmd.Flags()
+	f.IntVar(&s.databases, "databases", databases, "databases of the forged fleet (0: no fleet run)")
+	f.IntVar(&s.scopes, "scopes", 1000, "led scopes per database of the fleet")
+	f.IntVar(&s.nodes, "nodes", 5, "nodes per database of the fleet")
+}
+
+func (s fleetSize) check() error {
+	switch {
+	case s.databases < 0 || s.databases > 50:
+		return cli.BadInput("--databases must be between 0 and 50 (got %d)", s.databases)
+	case s.scopes < 1 || s.scopes > 5000:
+		return cli.BadInput("--scopes must be between 1 and 5000 (got %d)", s.scopes)
+	case s.nodes < 1 || s.nodes > 100:
+		return cli.BadInput("--nodes must be between 1 and 100 (got %d)", s.nodes)
+	}
+	return nil
+}
+
+// fleetScrape forges the fleet on the harness's server, measures the exporter
+// over it (bench.FleetScrape), prints its table and drops the fleet.
+func (a *app) fleetScrape(ctx context.Context, h *harness, s fleetSize, logf func(string, ...any)) (bench.FleetScrapeResult, error) {
+	f, err := bench.ForgeFleet(ctx, bench.FleetOptions{DSN: h.dsn, Databases: s.databases, Scopes: s.scopes, Nodes: s.nodes, Logf: logf})
+	if err != nil {
+		return bench.FleetScrapeResult{}, fmt.Errorf("forge the fleet: %w", err)
+	}
+	defer f.Close()
+	res, err := bench.FleetScrape(ctx, f, s.scopes, s.nodes, 20, logf)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintln(a.stdout)
+	res.WriteTable(a.stdout)
+	fmt.Fprintln(a.stdout)
+	return res, nil
 }
 
 func (a *app) benchDashboardCommand() *cobra.Command {
-	var fleet bench.FleetOptions
-	cmd := a.latencyCommand("dashboard", "Measure commit → on screen: pgleader top in a real terminal (tmux); --fleet: a full refresh over many databases",
+	var fleet fleetSize
+	cmd := a.latencyCommand("dashboard", "Measure commit → on screen: pgleader top in a real terminal (tmux); with --databases, a full refresh over a fleet",
 		`dashboard runs `+"`pgleader top`"+` in a detached tmux session (120×40) and makes -n
 leadership changes by SQL, timing each from the moment its commit returned until
 capture-pane shows the new leader in the scope's row (sampled every 2 ms). Target:
 p99 ≤ 250 ms. Needs tmux.
 
---fleet N measures instead a full refresh of top over a fleet: it creates N
-databases on the server (dropped afterwards), forges in each --fleet-scopes held
-scopes of --fleet-nodes candidate nodes (claimed through pgleader.claim_scopes,
-no node process), and times -n refreshes — every database read (and, for the
-fleet, merged), then a dashboard taking the snapshot and drawing a 120×40 frame —
-first over one database alone, then over all N, in the same run, with the heap in
-use after each. Target: the fleet's p99 within --fleet-interval.`,
+With --databases N it measures instead a full refresh of top over a fleet: N
+databases on the same server (created, migrated and forged with SQL: --scopes led
+scopes over --nodes nodes each, heartbeats kept fresh, dropped afterwards), -n
+refreshes one per second — every database read at once through its collector and
+merged, then a dashboard taking the snapshot and drawing a 120×40 frame — first
+over one database of the fleet, then over all of them, in the same run, with the
+live heap after each and the fleet's ratio to one database. Target: the fleet's
+p99 within the 1 s poll interval.`,
 		`  pgleader bench dashboard -n 50 --json docs/bench-dashboard.json
-  pgleader bench dashboard --fleet 10 -n 30 --json docs/bench-dashboard-fleet.json`, 50,
+  pgleader bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json`, 50,
 		func(ctx context.Context, h *harness, n int, logf func(string, ...any)) ([]latencyFigures, error) {
-			if fleet.Databases > 0 {
-				fleet.DSN, fleet.Refreshes = h.dsn, n
-				rep, err := bench.DashboardFleet(ctx, fleet, logf)
-				if err != nil {
-					return nil, err
-				}
-				return fleetFigures(rep), nil
+			if fleet.databases > 0 {
+				return a.dashboardFleet(ctx, h, fleet, n, logf)
 			}
 			res, err := bench.DashboardLatency(ctx, h.bin, h.dsn, n, logf)
 			if err != nil {
@@ -181,30 +244,38 @@ use after each. Target: the fleet's p99 within --fleet-interval.`,
 			}
 			return []latencyFigures{figures("commit → on screen (pgleader top, tmux)", res.CommitToScreen)}, nil
 		})
-	f := cmd.Flags()
-	f.IntVar(&fleet.Databases, "fleet", 0, "measure a full refresh of top over `N` forged databases instead (beside one database, same run)")
-	f.IntVar(&fleet.Scopes, "fleet-scopes", 1000, "with --fleet: scopes per database")
-	f.IntVar(&fleet.Nodes, "fleet-nodes", 5, "with --fleet: nodes per database, candidates of every scope")
-	f.DurationVar(&fleet.Interval, "fleet-interval", time.Second, "with --fleet: the poll interval a refresh must fit in")
+	fleet.register(cmd, 0)
+	cmd.PreRunE = func(*cobra.Command, []string) error { return fleet.check() }
 	return cmd
 }
 
-// fleetFigures are the fleet dashboard benchmark's lines: each configuration's
-// full refresh, read and render, the fleet's beside the one database's.
-func fleetFigures(rep *bench.FleetReport) []latencyFigures {
+// dashboardFleet forges the fleet on the harness's server, times top's
+// refreshes over it (bench.DashboardFleet) and drops the fleet: each
+// configuration's full refresh, read and render, the fleet's beside one
+// database's.
+func (a *app) dashboardFleet(ctx context.Context, h *harness, s fleetSize, n int, logf func(string, ...any)) ([]latencyFigures, error) {
+	f, err := bench.ForgeFleet(ctx, bench.FleetOptions{DSN: h.dsn, Databases: s.databases, Scopes: s.scopes, Nodes: s.nodes, Logf: logf})
+	if err != nil {
+		return nil, fmt.Errorf("forge the fleet: %w", err)
+	}
+	defer f.Close()
+	res, err := bench.DashboardFleet(ctx, f, time.Second, n, 120, 40, logf)
+	if err != nil {
+		return nil, err
+	}
 	var out []latencyFigures
-	oneP50 := bench.Quantile(rep.One.Total, .5)
-	for _, c := range []bench.RefreshFigures{rep.One, rep.Fleet} {
-		what := fmt.Sprintf("%d db × %d scopes", c.Databases, c.Scopes/max(c.Databases, 1))
-		total := figures("top refresh, "+what, c.Total)
-		total.OfInterval = float64(bench.Quantile(c.Total, .99)) / float64(rep.Interval)
+	oneP50 := bench.Quantile(res.One.Total, .5)
+	for _, c := range []bench.RefreshFigures{res.One, res.Fleet} {
+		what := fmt.Sprintf("%d × %d scopes", c.Databases, s.scopes)
+		total := figures("top refresh ("+what+")", c.Total)
+		total.OfInterval = float64(bench.Quantile(c.Total, .99)) / float64(res.Interval)
 		if c.Databases > 1 && oneP50 > 0 {
 			total.VsOne = float64(bench.Quantile(c.Total, .5)) / float64(oneP50)
 		}
-		total.HeapInUseMiB, total.RSSMiB = c.HeapInUseMiB, c.RSSMiB
-		out = append(out, total, figures("  read (+ merge), "+what, c.Read), figures("  render, "+what, c.Render))
+		total.HeapMiB, total.RSSMiB = c.HeapMiB, c.RSSMiB
+		out = append(out, total, figures("  read + merge ("+what+")", c.Read), figures("  render ("+what+")", c.Render))
 	}
-	return out
+	return out, nil
 }
 
 func (a *app) benchFailoverCommand() *cobra.Command {

@@ -6,14 +6,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
 )
 
@@ -23,6 +28,7 @@ func (a *app) exporterCommand() *cobra.Command {
 		interval   time.Duration
 		evictStale bool
 		source     sourceFlags
+		targets    targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "exporter",
@@ -33,11 +39,14 @@ leader_change, see --source, plus a poll every --interval) and serves:
   /metrics  pgleader_scope_* (epoch, has_leader, leader, heartbeat age, tenure,
             leaderless time, split brain, stale leader, …), pgleader_node_*,
             pgleader_fence_rejected_total, pgleader_collector_* and the exporter's
-            own scrape timing; labels are only scope and node
+            own scrape timing; labels are only database, scope and node
+  /probe    ?target=NAME: one database's metrics only, for Prometheus-side
+            fan-out (blackbox_exporter's multi-target pattern)
   /healthz  200 while the process serves
   /readyz   200 once the collector has a fresh picture of the database, else 503
             with a short reason ("no snapshot yet", "database unreachable"); the
-            details, which name the connection, go to the log
+            details, which name the connection, go to the log; over several
+            databases, 200 while at least one is read
 
 It listens on 127.0.0.1:9817 by default: loopback only. For a Prometheus on
 another host, widen it with --listen :9817 (every interface) or --listen
@@ -45,66 +54,51 @@ ADDR:9817 (one). No endpoint shows the DSN, user, database, host or port. The
 port, 9817, is pgleader's (postgres_exporter has 9187). Alerting rules with
 runbooks ship in exporter/rules/pgleader.rules.yml and docs/runbooks.md.
 
+Every pgleader_* series carries database="NAME": the target's name with
+--target/--all-targets (one exporter, one collector per database; a scrape never
+waits on a database, and pgleader_collector_up{database} is 0 for one that
+cannot be read), else the database name of --dsn.
+
 --evict-stale terminates a zombie leader's session (lock held, heartbeat older
 than its trust window plus a margin) after a safe delay, audited. It needs the
 pg_signal_backend role (or superuser, or the leader's own role).
 
-` + sourceHelp,
+` + sourceHelp + `
+
+` + targetsHelp,
 		Example: `  pgleader exporter --dsn postgres://monitor@db:5432/app
+  pgleader exporter --all-targets --listen :9817     # every database of the config file
   pgleader exporter --listen :9817 --interval 2s   # reachable from other hosts`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if interval < 100*time.Millisecond || interval > time.Minute {
 				return cli.BadInput("--interval must be between 100ms and 1m (got %v)", interval)
 			}
-			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				ln, err := net.Listen("tcp", listen)
-				if err != nil {
-					return cli.BadInput("--listen %s: %v", listen, err)
-				}
-				col, err := newCollector(t, interval, evictStale, a.log, source)
-				if err != nil {
-					ln.Close()
+			if source.slot != "" && targets.named() && (targets.all || len(targets.names) > 1) {
+				return cli.BadInput("--slot names one replication slot, and two databases of one server cannot share it: give --slot with a single --target, or leave it out (temporary slots)")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ts, err := a.targets(&targets)
+			if err != nil {
+				return err
+			}
+			if !targets.named() {
+				// A lone --dsn: an unreachable or unmigrated database is bad input, at once.
+				if err := election.CheckDatabase(ctx, ts[0].Config); err != nil {
 					return err
 				}
-				reg := prometheus.NewRegistry()
-				reg.MustRegister(exporter.New(col, exporter.Options{}),
-					collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				// /readyz says why in two words; the details (which name the
-				// connection) go to the log.
-				ready := exporter.Ready(col, a.log)
-				hs := &http.Server{Handler: exporter.Handler(reg, ready), ReadHeaderTimeout: 5 * time.Second}
-				runCtx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				done := make(chan error, 1)
-				go func() { done <- col.Run(runCtx) }()
-				serveErr := make(chan error, 1)
-				go func() { serveErr <- hs.Serve(ln) }()
-				a.log.Info("exporter listening", "metrics", "http://"+ln.Addr().String()+"/metrics",
-					"database", redacted(t), "interval", interval)
-				var runErr error
-				ran := false
-				select {
-				case <-ctx.Done():
-				case err = <-serveErr:
-				case runErr = <-done: // the collector cannot run (e.g. --source logical without it)
-					ran = true
+			} else {
+				// A fleet starts whatever its members' state: a database down now is
+				// served as pgleader_collector_up 0 until it can be read.
+				for i, err := range checkTargets(ctx, ts) {
+					if err != nil {
+						a.log.Warn("database not readable yet; serving it as pgleader_collector_up 0", "target", ts[i].Name,
+							"err", cli.Message(err, a.secrets...))
+					}
 				}
-				sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer scancel()
-				_ = hs.Shutdown(sctx)
-				cancel()
-				if !ran {
-					runErr = <-done
-				}
-				if runErr != nil {
-					return collectorError(runErr)
-				}
-				if errors.Is(err, http.ErrServerClosed) {
-					err = nil
-				}
-				return err
-			})
+			}
+			return a.serveExporter(ctx, ts, listen, interval, evictStale, source)
 		}),
 	}
 	f := cmd.Flags()
@@ -112,7 +106,90 @@ pg_signal_backend role (or superuser, or the leader's own role).
 	f.DurationVar(&interval, "interval", time.Second, "collector poll interval")
 	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited)")
 	source.register(cmd)
+	targets.register(cmd)
 	return cmd
+}
+
+// serveExporter runs a collector per target and serves their metrics until ctx
+// ends or a collector cannot run (e.g. --source logical without it).
+func (a *app) serveExporter(ctx context.Context, ts []cli.NamedTarget, listen string, interval time.Duration, evictStale bool, source sourceFlags) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return cli.BadInput("--listen %s: %v", listen, err)
+	}
+	members := make([]exporter.Member, len(ts))
+	cols := make([]*collector.Collector, len(ts))
+	for i, t := range ts {
+		log := a.log
+		if len(ts) > 1 {
+			log = log.With("target", t.Name)
+		}
+		c, err := newCollector(t.Target, interval, evictStale, log, source)
+		if err != nil {
+			ln.Close()
+			return cli.ForTarget(t.Name, err)
+		}
+		cols[i], members[i] = c, exporter.Member{Name: t.Name, Source: c}
+	}
+	fleet, err := exporter.NewFleet(members, exporter.Options{},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	// /readyz says why in two words; the details (which name the connection) go
+	// to the log.
+	hs := &http.Server{Handler: fleet.Handler(fleet.Ready(a.log)), ReadHeaderTimeout: 5 * time.Second}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		i   int
+		err error
+	}
+	done := make(chan result, len(cols))
+	for i, c := range cols {
+		go func() { done <- result{i, c.Run(runCtx)} }()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	a.log.Info("exporter listening", "metrics", "http://"+ln.Addr().String()+"/metrics",
+		"databases", strings.Join(names, ","), "interval", interval)
+	var (
+		runErr  error
+		pending = len(cols)
+	)
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	case r := <-done: // a collector cannot run (e.g. --source logical without it)
+		pending--
+		if r.err != nil {
+			runErr = r.err
+			if len(ts) > 1 {
+				runErr = cli.ForTarget(ts[r.i].Name, r.err)
+			}
+		}
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer scancel()
+	_ = hs.Shutdown(sctx)
+	cancel()
+	for ; pending > 0; pending-- {
+		if r := <-done; r.err != nil && runErr == nil {
+			runErr = r.err
+		}
+	}
+	if runErr != nil {
+		return collectorError(runErr)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
 }
 
 // quietLogger is for the collector of the dashboard and of status: a log line

@@ -32,10 +32,12 @@ its gate opens at once (a clean release leaves nothing to wait out). The command
 prints the new epoch and exits 0.
 
 Without --to, the best live candidate is chosen: the highest priority, then the
-most recently seen. Nothing changes, and the command exits 2 naming the reason,
-when NODE is unknown, not running, not a candidate of SCOPE, of priority 0, the
-leader already, or cooling down after resigning SCOPE, or when SCOPE is unknown or
-retired. If NODE does not lead within --timeout, the request is withdrawn (the
+most recently seen, never a node cooling down after resigning or handing over
+SCOPE. A node named with --to is taken even while it cools down (move a scope to
+b and straight back to a: a takes it at once, its cooldown ends). Nothing changes,
+and the command exits 2 naming the reason, when NODE is unknown, not running, not
+a candidate of SCOPE, of priority 0 or the leader already, or when SCOPE is
+unknown or retired. If NODE does not lead within --timeout, the request is withdrawn (the
 scope stays with its leader, or followers claim it at once) and the command exits
 1; if NODE dies mid-handover, an ordinary failover follows and the command exits 1
 naming the node that took over. The request is audited (handover_requested, with

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -21,10 +24,11 @@ import (
 
 func (a *app) historyCommand() *cobra.Command {
 	var (
-		scopes []string
-		since  time.Duration
-		limit  int
-		output string
+		scopes  []string
+		since   time.Duration
+		limit   int
+		output  string
+		targets targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "history",
@@ -51,7 +55,13 @@ How a term ended (release_reason):
                      or a standby was promoted since its last heartbeat
   evicted            an operator or the collector terminated it
 
-Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
+Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.
+
+Over named targets (--target, --all-targets) the newest terms of every database
+are merged, newest first: the table gains a DATABASE column, the TSV a target
+column at the end, each JSON term a "target".
+
+` + targetsHelp,
 		Example: `  pgleader history --scope billing
   pgleader history --scope billing --since 1h -o json
   pgleader history --limit 100 -o tsv`,
@@ -69,6 +79,15 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 			if err := checkScopes(scopes); err != nil {
 				return err
 			}
+			if targets.named() || targets.config != "" {
+				ts, err := a.targets(&targets)
+				if err != nil {
+					return err
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return a.historyTargets(ctx, ts, termQuery{scopes, since, limit}, output)
+			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
 				terms, err := readTerms(ctx, t.Config, scopes, since, limit)
 				if err != nil {
@@ -83,6 +102,7 @@ Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.`,
 	f.DurationVar(&since, "since", 0, "only terms that were open during the last `D` (e.g. 1h; default: no limit)")
 	f.IntVar(&limit, "limit", 50, "at most `N` terms")
 	f.StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
+	targets.register(cmd)
 	return cmd
 }
 
@@ -169,14 +189,42 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 // database: the table and the TSV print them through termsafe.String, the JSON
 // through cli.WriteJSON (see writeStatus).
 func writeTerms(w io.Writer, terms []collector.Term, format string) error {
+	return writeTargetTerms(w, terms, nil, format)
+}
+
+// targetTerm is a term of a named target, in -o json: the term's fields and
+// "target".
+type targetTerm struct {
+	Target string `json:"target"`
+	collector.Term
+}
+
+// writeTargetTerms is writeTerms for the terms of named targets: targets[i] is
+// the target of terms[i] (nil: one database, as writeTerms). The table gains a
+// DATABASE column first, the TSV a target column last, each JSON term a target.
+func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, format string) error {
 	safe := termsafe.String
 	switch format {
 	case cli.FormatJSON:
-		return cli.WriteJSON(w, orEmpty(terms))
+		if targets == nil {
+			return cli.WriteJSON(w, orEmpty(terms))
+		}
+		out := make([]targetTerm, len(terms))
+		for i, t := range terms {
+			out[i] = targetTerm{targets[i], t}
+		}
+		return cli.WriteJSON(w, out)
 	case cli.FormatTSV:
 		// Columns are only added at the end: the ones before keep their places.
-		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit")
-		for _, t := range terms {
+		tail, eol := "", "\n"
+		if targets != nil {
+			tail = "\ttarget"
+		}
+		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit"+tail)
+		for i, t := range terms {
+			if targets != nil {
+				eol = "\t" + targets[i] + "\n"
+			}
 			ended := string(t.EndedBy)
 			if t.Open() {
 				ended = "open"
@@ -188,9 +236,9 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 					runExit = strconv.Itoa(*t.Run.ExitCode)
 				}
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s\n", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s%s", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
 				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds(), safe(t.HandedTo),
-				safe(runKey), runExit)
+				safe(runKey), runExit, eol)
 		}
 		return nil
 	}
@@ -199,8 +247,15 @@ func writeTerms(w io.Writer, terms []collector.Term, format string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
-	for _, t := range terms {
+	head := ""
+	if targets != nil {
+		head = "DATABASE\t"
+	}
+	fmt.Fprintln(tw, head+"SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
+	for i, t := range terms {
+		if targets != nil {
+			fmt.Fprint(tw, targets[i]+"\t")
+		}
 		ended, held := safe(string(t.EndedBy)), human.Duration(t.HeldFor)
 		if t.HandedTo != "" {
 			ended += " → " + safe(t.HandedTo)

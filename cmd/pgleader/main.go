@@ -40,6 +40,7 @@ type app struct {
 	log       *slog.Logger
 
 	target  cli.Target // set by resolve
+	secrets []string   // the passwords of the config file's targets in use (never printed)
 	started bool       // a command's RunE began: errors before that are usage errors
 }
 
@@ -65,11 +66,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if errors.As(err, &st) && st.Msg == "" {
 		return st.Code
 	}
-	var secret string
+	secrets := a.secrets
 	if a.target.Config != nil {
-		secret = a.target.Config.Password
+		secrets = append(secrets, a.target.Config.Password)
 	}
-	fmt.Fprintln(stderr, cli.Message(err, secret))
+	fmt.Fprintln(stderr, cli.Message(err, secrets...))
 	return cli.ExitCode(err)
 }
 

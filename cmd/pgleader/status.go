@@ -7,9 +7,11 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -29,6 +31,7 @@ func (a *app) statusCommand() *cobra.Command {
 		watch    bool
 		interval time.Duration
 		source   sourceFlags
+		targets  targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -60,11 +63,21 @@ Exit codes, for scripts and health checks:
   5  every scope is led, but some are DEGRADED (alerts: a late heartbeat, a
      fence rejection, no live follower, …)
 
+Over named targets (--target, --all-targets) each database is read in
+parallel: -o table prints a section per database, -o tsv adds a leading target
+column, -o json is {"verdict": …, "targets": [{"target": NAME, "status": {the
+single database's object}} or {"target": NAME, "error": "…"}]}. A database that
+cannot be read is reported (and on stderr) and makes the exit code 1, unless a
+split brain elsewhere makes it 4.
+
 With --watch it redraws every --interval until Ctrl-C (exit code of the last frame),
 and on every change the collector learns of in between. With --watch:
 
-` + sourceHelp,
+` + sourceHelp + `
+
+` + targetsHelp,
 		Example: `  pgleader status
+  pgleader status --all-targets
   pgleader status --scope billing -o json
   pgleader status --watch --interval 1s
   pgleader status -o tsv | cut -f1,3`,
@@ -77,6 +90,22 @@ and on every change the collector learns of in between. With --watch:
 				return cli.BadInput("--interval must be at least 100ms (got %v)", interval)
 			}
 			if err := checkScopes(scopes); err != nil {
+				return err
+			}
+			if targets.named() {
+				if watch {
+					return cli.BadInput("--watch redraws one database: give one --target, or watch a fleet with pgleader top --all-targets")
+				}
+				ts, err := a.targets(&targets)
+				if err != nil {
+					return err
+				}
+				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				return a.statusTargets(ctx, ts, scopes, output, source)
+			}
+			if targets.config != "" {
+				_, err := a.targets(&targets) // says what --config alone lacks
 				return err
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
@@ -105,6 +134,7 @@ and on every change the collector learns of in between. With --watch:
 	f.BoolVarP(&watch, "watch", "w", false, "redraw every --interval until Ctrl-C")
 	f.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
 	source.register(cmd)
+	targets.register(cmd)
 	return cmd
 }
 

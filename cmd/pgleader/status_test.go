@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
@@ -171,12 +172,7 @@ func TestStatusIdle(t *testing.T) {
 // reports ready.
 func TestExporterServes(t *testing.T) {
 	dsn, _ := startNodes(t, "jobs", "only")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "exporter", "--dsn", dsn, "--listen", addr, "--interval", "200ms")
@@ -201,9 +197,15 @@ func TestExporterServes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// Every series carries the database label: for a lone --dsn, its database name.
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := `database="` + pc.Database + `"`
 	waitFor(t, "the scope's leader in /metrics", func() bool {
 		code, body := get("/metrics")
-		return code == 200 && strings.Contains(body, `pgleader_scope_leader{node="only",scope="jobs"} 1`)
+		return code == 200 && strings.Contains(body, `pgleader_scope_leader{`+db+`,node="only",scope="jobs"} 1`)
 	})
 	if code, body := get("/readyz"); code != 200 {
 		t.Errorf("/readyz: %d %s", code, body)
@@ -212,7 +214,7 @@ func TestExporterServes(t *testing.T) {
 		t.Errorf("/healthz: %d", code)
 	}
 	_, body := get("/metrics")
-	for _, want := range []string{"pgleader_scope_has_leader{scope=\"jobs\"} 1", "pgleader_collector_up 1", "pgleader_exporter_scrape_success 1"} {
+	for _, want := range []string{"pgleader_scope_has_leader{" + db + ",scope=\"jobs\"} 1", "pgleader_collector_up{" + db + "} 1", "pgleader_exporter_scrape_success{" + db + "} 1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

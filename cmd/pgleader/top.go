@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -26,6 +27,7 @@ func (a *app) topCommand() *cobra.Command {
 		noColor      bool
 		theme        string
 		source       sourceFlags
+		targets      targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "top",
@@ -61,7 +63,9 @@ and bug reports. NO_COLOR=1 or --no-color renders without colours. --theme light
 dark picks colours readable on that background; auto (the default) asks the
 terminal for its background and uses its own 16 colours until it answers.
 
-` + sourceHelp,
+` + sourceHelp + `
+
+` + targetsHelp,
 		Example: `  pgleader top --dsn postgres://ops@db:5432/app
   pgleader top --once -o text > frame.txt
   pgleader top --allow-actions`,
@@ -82,7 +86,7 @@ terminal for its background and uses its own 16 colours until it answers.
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			t, err := a.checkedTarget(ctx)
+			t, err := a.topTarget(ctx, &targets)
 			if err != nil {
 				return err
 			}
@@ -133,7 +137,24 @@ terminal for its background and uses its own 16 colours until it answers.
 	f.BoolVar(&noColor, "no-color", false, "no colours (also: NO_COLOR=1)")
 	f.StringVar(&theme, "theme", "auto", "colours for the terminal's background: light, dark or auto (ask the terminal)")
 	source.register(cmd)
+	targets.register(cmd)
 	return cmd
+}
+
+// topTarget is the database of a dashboard over one database: --dsn's, or the
+// one --target names, checked.
+func (a *app) topTarget(ctx context.Context, f *targetFlags) (cli.Target, error) {
+	if !f.named() && f.config == "" {
+		return a.checkedTarget(ctx)
+	}
+	ts, err := a.targets(f)
+	if err != nil {
+		return cli.Target{}, err
+	}
+	if len(ts) > 1 {
+		return cli.Target{}, cli.BadInput("top shows one database in this build: give one --target")
+	}
+	return ts[0].Target, cli.ForTarget(ts[0].Name, election.CheckDatabase(ctx, ts[0].Config))
 }
 
 // topHandoverTimeout is how long a handover asked from the dashboard waits for

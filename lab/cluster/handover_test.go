@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // pgleader runs the pgleader binary on the test's database and returns its exit
@@ -287,4 +288,43 @@ func queryRow(t *testing.T, dsn, sql string, args []any, dst ...any) {
 	if err := conn.QueryRow(ctx, sql, args...).Scan(dst...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// TestHandoverBackAtOnce: `pgleader handover s --to B`, then at once `--to A`,
+// back to the node that just handed over and cools down (2×I = 2 s here): the
+// second command is accepted and exits 0, and A's gate opens well within A's
+// cooldown after B's release (a handover reserved for A ends A's cooldown).
+// Measured from B's release, not the command: each command also waits for the
+// leader's drain of the fenced workload.
+func TestHandoverBackAtOnce(t *testing.T) {
+	args := []string{"--heartbeat-interval", "1s", "--heartbeat-timeout", "200ms",
+		"--trust-window", "1500ms", "--session-lease", "2s", "--drain-timeout", "1s", "--work-interval", "20ms"}
+	dsn := pgtest.DSN(t)
+	c := startCluster(t, 2, dsn, dsn, args)
+	a, epoch := leader(t, c)
+	var b *cluster.Node
+	for _, n := range c.Running() {
+		if n.ID != a.ID {
+			b = n
+		}
+	}
+	waitRegistered(t, dsn, b)
+	if code, out := pgleader(t, dsn, "handover", "s", "--to", b.ID, "--timeout", "10s"); code != 0 {
+		t.Fatalf("handover to %s: exit %d: %s", b.ID, code, out)
+	}
+	if code, out := pgleader(t, dsn, "handover", "s", "--to", a.ID, "--timeout", "10s"); code != 0 {
+		t.Fatalf("handover back to %s, which cools down: exit %d: %s", a.ID, code, out)
+	}
+	released := seenOrWait(t, c, "b's release", func(r eventlog.Record) bool {
+		return r.Event == "resigned" && r.Node == b.ID && r.Epoch == epoch+1
+	})
+	back := seenOrWait(t, c, "a's gate", func(r eventlog.Record) bool {
+		return r.Event == "gate_open" && r.Node == a.ID && r.Epoch == epoch+2
+	})
+	if took := time.Duration(back.MonoNS - released.MonoNS); took > 500*time.Millisecond {
+		t.Fatalf("%s led %v after %s's release: it waited out its cooldown (2 s)", a.ID, took, b.ID)
+	} else {
+		t.Logf("%s → %s → %s; %s led %v after %s's release", a.ID, b.ID, a.ID, a.ID, took, b.ID)
+	}
+	checkHistory(t, c, dsn)
 }

@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
@@ -277,9 +276,14 @@ func serveMetrics(listen string, src exporter.SnapshotSource) (string, func(), e
 	if err != nil {
 		return "", nil, fmt.Errorf("exporter: listen on %s: %w", listen, err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(exporter.New(src, exporter.Options{}))
-	hs := &http.Server{Handler: exporter.Handler(reg, func() error { return nil }), ReadHeaderTimeout: 5 * time.Second}
+	// Labelled database="demo", as the exporter of a fleet labels its members: the
+	// shipped dashboard and rules read the demo as they read production.
+	fleet, err := exporter.NewFleet([]exporter.Member{{Name: "demo", Source: src}}, exporter.Options{})
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: fleet.Handler(func() error { return nil }), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	return "http://" + ln.Addr().String() + "/metrics", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

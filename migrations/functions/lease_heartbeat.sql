@@ -1,4 +1,7 @@
--- lease_heartbeat, version 10: likewise.
+-- lease_heartbeat, version 10: likewise. Since schema 15 (a body change, same
+-- columns): a followed scope's row carries, in handover, the node a handover
+-- reserves the free scope for (NULL otherwise), so that the target, which gets
+-- no notifications in lease mode, ends its resign cooldown at once.
 CREATE OR REPLACE FUNCTION pgleader.lease_heartbeat(p_node text, p_token bigint, p_scopes text[], p_epochs bigint[], p_follow text[])
  RETURNS TABLE(kind text, scope text, ok boolean, epoch bigint, holder text, seq bigint, resign boolean, handover text)
  LANGUAGE plpgsql
@@ -34,7 +37,8 @@ BEGIN
   UNION ALL
   SELECT 'follow'::text, f.scope, false, coalesce(s.epoch, 0),
          CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
-         coalesce(s.lease_seq, 0), false, NULL::text
+         coalesce(s.lease_seq, 0), false,
+         CASE WHEN (s.holder IS NULL OR s.released_at IS NOT NULL) AND s.handover_deadline > now() THEN s.handover_to END
     FROM unnest(p_follow) AS f(scope) LEFT JOIN pgleader.leader_state s ON s.scope = f.scope;
   UPDATE pgleader.nodes n SET leads = coalesce(
            (SELECT array_agg(s.scope ORDER BY s.scope) FROM pgleader.leader_state s

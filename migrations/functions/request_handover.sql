@@ -1,6 +1,11 @@
 -- request_handover, version 9: a lease-mode holder is live while its lease runs
 -- (version 8 looked only for the lock of a lock-mode holder, so a handover of a
--- lease-mode scope reached no one).
+-- lease-mode scope reached no one). Since schema 15 (a body change, no new
+-- version): a target named in p_to is accepted while it cools down after
+-- resigning or handing over the scope. The cooldown keeps a resigner out of the
+-- free-for-all that follows its release; a reserved handover has no free-for-all
+-- (only its target may claim), and the target's engine ends its cooldown when
+-- the release names it. Without p_to, a cooling-down node is still never chosen.
 CREATE OR REPLACE FUNCTION pgleader.request_handover(p_scope text, p_to text, p_timeout_ms integer, p_via text)
  RETURNS TABLE(epoch bigint, holder text, target text)
  LANGUAGE plpgsql
@@ -55,10 +60,6 @@ BEGIN
   END IF;
   IF v_to = v_hold THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF07', MESSAGE = format('pgleader: node %L leads scope %L already (epoch %s)', v_to, p_scope, st.epoch);
-  END IF;
-  IF v_to = st.last_holder AND st.cooldown_until > clock_timestamp() THEN
-    RAISE EXCEPTION USING ERRCODE = 'PLF07',
-      MESSAGE = format('pgleader: node %L resigned scope %L and cools down until %s', v_to, p_scope, st.cooldown_until);
   END IF;
   IF st.scope IS NULL THEN
     INSERT INTO pgleader.leader_state (scope, lock_key) VALUES (p_scope, pgleader.lock_key(p_scope))

@@ -96,6 +96,13 @@ var configFlags = map[string]string{
 // any other control character is shown as an escape (termsafe.String): an error
 // may quote a name or a server message someone else wrote.
 func Message(err error, secrets ...string) string {
+	var te *TargetError
+	if errors.As(err, &te) {
+		inner := strings.TrimPrefix(Message(te.Err, secrets...), "pgleader: ")
+		inner = strings.NewReplacer("check --dsn (or DATABASE_URL, PG* variables)", "check its dsn in the config file",
+			"point --dsn at", "point its dsn at").Replace(inner)
+		return termsafe.String(redact("pgleader: target "+te.Name+": "+inner, secrets))
+	}
 	var (
 		in *InputError
 		ce *election.ConfigError
@@ -164,4 +171,26 @@ func redact(msg string, secrets []string) string {
 	}
 	msg = urlPassword.ReplaceAllString(msg, "${1}xxxxx@")
 	return kvPassword.ReplaceAllString(msg, "${1}xxxxx")
+}
+
+// TargetError is an error about one database of the config file.
+type TargetError struct {
+	Name string
+	Err  error
+}
+
+// Error names the target before the error.
+func (e *TargetError) Error() string { return "target " + e.Name + ": " + e.Err.Error() }
+
+// Unwrap returns Err: the error keeps its kind, and so its exit code.
+func (e *TargetError) Unwrap() error { return e.Err }
+
+// ForTarget names the database of the config file an error is about (nil
+// stays nil); Message then reads "pgleader: target NAME: …", its advice about
+// --dsn turned to the target's dsn in the config file.
+func ForTarget(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &TargetError{Name: name, Err: err}
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/termsafe"
+)
+
+// The reports of status and history over named targets (--target,
+// --all-targets): every database read in parallel, each within targetTimeout,
+// so that one slow or unreachable database neither holds up nor hides the
+// others. A database that cannot be read is reported as such — in the table,
+// the JSON (its "error") and on stderr — and makes the exit code 1 unless a
+// split brain elsewhere makes it 4.
+
+// targetResult is what one target's read gave.
+type targetResult[T any] struct {
+	target cli.NamedTarget
+	value  T
+	err    error // cli.Message-ready; nil: value is good
+}
+
+// readTargets runs read on every target in parallel, each within targetTimeout
+// (after the same checks as a single database's).
+func readTargets[T any](ctx context.Context, ts []cli.NamedTarget, read func(ctx context.Context, t cli.NamedTarget) (T, error)) []targetResult[T] {
+	out := make([]targetResult[T], len(ts))
+	checks := checkTargets(ctx, ts)
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		out[i].target = t
+		if checks[i] != nil {
+			out[i].err = checks[i]
+			continue
+		}
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, targetTimeout)
+			defer cancel()
+			out[i].value, out[i].err = read(rctx, t)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// targetError is the one line of a target that could not be read.
+func (a *app) targetError(name string, err error) string {
+	return cli.Message(cli.ForTarget(name, err), a.secrets...)
+}
+
+// statusTargets is status over named targets: a section per database (-o
+// table), one row set with a leading target column (-o tsv), or one JSON
+// object {"verdict", "targets": [{"target", "status" | "error"}]} (-o json).
+func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []string, output string, src sourceFlags) error {
+	type read struct {
+		snap *collector.Snapshot
+	}
+	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (read, error) {
+		c, err := newCollector(t.Target, collectorInterval, false, quietLogger(), src)
+		if err != nil {
+			return read{}, err
+		}
+		snap, err := c.Poll(ctx)
+		return read{snap}, err
+	})
+	worst, failed := collector.VerdictOK, false
+	type jsonTarget struct {
+		Target string          `json:"target"`
+		Status json.RawMessage `json:"status,omitempty"`
+		Error  string          `json:"error,omitempty"`
+	}
+	var docs []jsonTarget
+	for i, r := range results {
+		name := r.target.Name
+		if r.err != nil {
+			failed = true
+			line := a.targetError(name, r.err)
+			switch output { // said once: where the output has room for it, else on stderr
+			case cli.FormatJSON:
+				docs = append(docs, jsonTarget{Target: name, Error: line})
+			case cli.FormatTable:
+				fmt.Fprintf(a.stdout, "%s── %s ── cannot be read: %s\n", sectionGap(i), name, strings.TrimPrefix(line, "pgleader: target "+name+": "))
+			default:
+				fmt.Fprintln(a.stderr, line)
+			}
+			continue
+		}
+		var b bytes.Buffer
+		v := writeStatus(&b, r.value.snap, scopes, output)
+		if v.Known() && v.Rank() < worst.Rank() {
+			worst = v
+		}
+		switch output {
+		case cli.FormatJSON:
+			docs = append(docs, jsonTarget{Target: name, Status: bytes.TrimSpace(b.Bytes())})
+		case cli.FormatTSV:
+			writePrefixedTSV(a.stdout, b.String(), name, i == 0)
+		default:
+			fmt.Fprintf(a.stdout, "%s── %s ── %s\n", sectionGap(i), name, termsafe.String(r.value.snap.Health.Database))
+			_, _ = io.Copy(a.stdout, &b)
+		}
+	}
+	if output == cli.FormatJSON {
+		_ = cli.WriteJSON(a.stdout, struct {
+			Verdict collector.Verdict `json:"verdict"`
+			Targets []jsonTarget      `json:"targets"`
+		}{worst, docs})
+	}
+	if failed && worst != collector.VerdictSplitBrain {
+		return &cli.StatusError{Code: cli.ExitFailure}
+	}
+	return statusExit(worst)
+}
+
+// collectorInterval is the poll interval of a collector that reads once.
+const collectorInterval = 2 * time.Second
+
+func sectionGap(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return "\n"
+}
+
+// writePrefixedTSV writes the TSV text of one target with a leading target
+// column: its header line only for the first target.
+func writePrefixedTSV(w io.Writer, text, name string, first bool) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for j, l := range lines {
+		switch {
+		case j == 0 && first:
+			fmt.Fprintln(w, "target\t"+l)
+		case j == 0:
+		default:
+			fmt.Fprintln(w, name+"\t"+l)
+		}
+	}
+}
+
+// termQuery is what history asks of each database.
+type termQuery struct {
+	scopes []string
+	since  time.Duration
+	limit  int
+}
+
+// historyTargets is history over named targets: the newest terms of every
+// database merged newest first (at most limit in all).
+func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQuery, output string) error {
+	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) ([]collector.Term, error) {
+		return readTerms(ctx, t.Config, q.scopes, q.since, q.limit)
+	})
+	type row struct {
+		term   collector.Term
+		target string
+	}
+	var rows []row
+	failed := false
+	for _, r := range results {
+		if r.err != nil {
+			failed = true
+			fmt.Fprintln(a.stderr, a.targetError(r.target.Name, r.err))
+			continue
+		}
+		for _, t := range r.value {
+			rows = append(rows, row{t, r.target.Name})
+		}
+	}
+	slices.SortStableFunc(rows, func(x, y row) int { return y.term.AcquiredAt.Compare(x.term.AcquiredAt) })
+	rows = rows[:min(len(rows), q.limit)]
+	terms, targets := make([]collector.Term, len(rows)), make([]string, len(rows))
+	for i, r := range rows {
+		terms[i], targets[i] = r.term, r.target
+	}
+	if err := writeTargetTerms(a.stdout, terms, targets, output); err != nil {
+		return err
+	}
+	if failed {
+		return &cli.StatusError{Code: cli.ExitFailure}
+	}
+	return nil
+}

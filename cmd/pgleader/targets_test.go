@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+// TestTargets: status, history and the exporter over the named databases of a
+// config file — two led databases (one reached through env:VARIABLE) and one
+// that cannot be reached — and the one-line errors of a bad file or name.
+func TestTargets(t *testing.T) {
+	dsnA, _ := startNodes(t, "jobs", "a1")
+	dsnB, _ := startNodes(t, "jobs", "b1")
+	closed := freeAddr(t) // a closed loopback port: refused at once
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "config.yaml")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(conf, fmt.Sprintf(`targets:
+  - name: billing
+    dsn: %q
+  - name: orders
+    dsn: env:ORDERS_TEST_DSN
+  - name: down
+    dsn: "postgres://nobody@%s/none?connect_timeout=2"
+`, dsnA, closed))
+	env := []string{"ORDERS_TEST_DSN=" + dsnB, "XDG_CONFIG_HOME=" + filepath.Join(dir, "xdg")}
+	for _, dsn := range []string{dsnA, dsnB} {
+		waitFor(t, "a leader", func() bool { // exit 0 alone: also before any node registered
+			r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
+			return r.code == 0 && strings.Contains(r.stdout, "jobs\tOK\t")
+		})
+	}
+
+	t.Run("StatusTable", func(t *testing.T) {
+		r := pgleader(t, env, "status", "--config", conf, "--all-targets")
+		if r.code != 1 {
+			t.Errorf("exit %d, want 1 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		for _, want := range []string{"── billing ──", "── orders ──", "── down ── cannot be read: database unreachable", "a1", "b1"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if strings.Contains(r.stdout, "check --dsn") {
+			t.Errorf("the advice of a target names --dsn:\n%s", r.stdout)
+		}
+	})
+	t.Run("StatusJSON", func(t *testing.T) {
+		r := pgleader(t, env, "status", "--config", conf, "--target", "orders", "--target", "billing", "-o", "json")
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		var doc struct {
+			Verdict string `json:"verdict"`
+			Targets []struct {
+				Target string `json:"target"`
+				Error  string `json:"error"`
+				Status struct {
+					Scopes []struct {
+						Name   string `json:"name"`
+						Leader string `json:"leader"`
+					} `json:"scopes"`
+				} `json:"status"`
+			} `json:"targets"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		if doc.Verdict != "OK" || len(doc.Targets) != 2 || doc.Targets[0].Target != "orders" || doc.Targets[1].Target != "billing" ||
+			len(doc.Targets[0].Status.Scopes) != 1 || doc.Targets[0].Status.Scopes[0].Leader != "b1" ||
+			len(doc.Targets[1].Status.Scopes) != 1 || doc.Targets[1].Status.Scopes[0].Leader != "a1" {
+			t.Errorf("status -o json over two targets:\n%s", r.stdout)
+		}
+		r = pgleader(t, env, "status", "--config", conf, "--target", "down", "-o", "json")
+		if r.code != 1 || !strings.Contains(r.stdout, `"error": "pgleader: target down: database unreachable`) {
+			t.Errorf("down target in JSON: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("History", func(t *testing.T) {
+		r := pgleader(t, env, "history", "--config", conf, "--all-targets", "-o", "tsv")
+		if r.code != 1 || !strings.Contains(r.stderr, "pgleader: target down: database unreachable") {
+			t.Errorf("exit %d, stderr %q: want 1 and the down target named", r.code, r.stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 3 || !strings.HasSuffix(lines[0], "\ttarget") {
+			t.Fatalf("history -o tsv: want a header ending in target and two terms:\n%s", r.stdout)
+		}
+		got := map[string]string{}
+		for _, l := range lines[1:] {
+			f := strings.Split(l, "\t")
+			got[f[len(f)-1]] = f[2] // target → leader
+		}
+		if got["billing"] != "a1" || got["orders"] != "b1" {
+			t.Errorf("terms by target %v:\n%s", got, r.stdout)
+		}
+	})
+	t.Run("Exporter", func(t *testing.T) {
+		addr := freeAddr(t)
+		// billing and down: the exporter starts although down cannot be reached.
+		startBinary(t, "exporter", "--config", conf, "--target", "billing", "--target", "down", "--listen", addr, "--interval", "200ms")
+		get := func(path string) (int, string) {
+			resp, err := http.Get("http://" + addr + path)
+			if err != nil {
+				return 0, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		pgtest.WaitFor(t, "billing's leader in /metrics", 20*time.Second, func() bool {
+			code, body := get("/metrics")
+			return code == 200 && strings.Contains(body, `pgleader_scope_leader{database="billing",node="a1",scope="jobs"} 1`)
+		})
+		_, body := get("/metrics")
+		for _, want := range []string{`pgleader_collector_up{database="billing"} 1`, `pgleader_collector_up{database="down"} 0`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		if code, body := get("/probe?target=down"); code != 200 || !strings.Contains(body, `pgleader_collector_up{database="down"} 0`) || strings.Contains(body, `database="billing"`) {
+			t.Errorf("/probe?target=down: %d\n%s", code, body)
+		}
+		if code, _ := get("/readyz"); code != 200 {
+			t.Errorf("/readyz: %d, want 200 while billing is read", code)
+		}
+	})
+	t.Run("BadInput", func(t *testing.T) {
+		dup := filepath.Join(dir, "dup.yaml")
+		write(dup, "targets:\n  - {name: a, dsn: x}\n  - {name: a, dsn: y}\n")
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"status", "--config", dup, "--all-targets"}, "config " + dup + ":3: target \"a\" is named twice (first at line 2)"},
+			{[]string{"history", "--config", conf, "--target", "nope"}, "--target nope: no such target in " + conf + " (it names billing, orders, down)"},
+			{[]string{"top", "--once", "--config", conf, "--target", "billing", "--dsn", dsnA}, "--dsn and --target/--all-targets exclude each other"},
+			{[]string{"exporter", "--config", filepath.Join(dir, "none.yaml"), "--all-targets"}, "--config " + filepath.Join(dir, "none.yaml") + ": no such file"},
+			{[]string{"status", "--all-targets"}, "no config file at " + filepath.Join(dir, "xdg", "pgleader", "config.yaml")},
+			{[]string{"status", "--config", conf}, "say which of its databases: --target NAME (repeatable) or --all-targets"},
+		} {
+			r := pgleader(t, env, c.args...)
+			if r.code != 2 || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stdout != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stdout, r.stderr, c.want)
+			}
+		}
+		r := pgleader(t, nil, "status", "--config", conf, "--target", "orders") // ORDERS_TEST_DSN not set
+		if r.code != 2 || !strings.Contains(r.stderr, conf+":4: target orders: the environment variable ORDERS_TEST_DSN (its dsn) is not set") {
+			t.Errorf("unset variable: exit %d %q", r.code, r.stderr)
+		}
+	})
+}
+
+// freeAddr returns a loopback address nothing listens on (for the moment).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}

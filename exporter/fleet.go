@@ -1,0 +1,156 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DatabaseLabel is the label every pgleader_* series carries: the name of the
+// database it describes (a target of the config file, or the database name of a
+// lone --dsn), so that one exporter serves a fleet and every rule and panel
+// aggregates per database.
+const DatabaseLabel = "database"
+
+// Member is one database of a Fleet.
+type Member struct {
+	// Name is the value of the database label: unique within the fleet.
+	Name string
+	// Source is the collector reading the database.
+	Source SnapshotSource
+}
+
+// Fleet serves the metrics of several databases from one process: every
+// member's series labelled database="NAME". A scrape renders each member's
+// newest snapshot and never waits on a database: a member whose collector
+// cannot read is served as pgleader_collector_up{database="NAME"} 0 (with its
+// last good figures while they are fresh), and the others as usual.
+type Fleet struct {
+	members []Member
+	regs    map[string]*prometheus.Registry // per member, the database label applied
+	all     prometheus.Gatherers            // every member, then the process's own
+	opts    Options
+}
+
+// labelValue is what a member name may be (the config file's rule for target
+// names): a label value, a URL query value and a column of the dashboard.
+var labelValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// NewFleet returns the exporter of members; process are collectors of the
+// process itself (Go runtime, process), served once on /metrics without a
+// database label. A name given twice or not a valid name is an error.
+func NewFleet(members []Member, opts Options, process ...prometheus.Collector) (*Fleet, error) {
+	if len(members) == 0 {
+		return nil, errors.New("exporter: a fleet needs at least one database")
+	}
+	f := &Fleet{members: members, regs: map[string]*prometheus.Registry{}, opts: opts}
+	for _, m := range members {
+		if !labelValue.MatchString(m.Name) {
+			return nil, fmt.Errorf("exporter: database name %q: use 1–63 letters, digits, '_', '.' or '-'", m.Name)
+		}
+		if _, dup := f.regs[m.Name]; dup {
+			return nil, fmt.Errorf("exporter: database %q is given twice", m.Name)
+		}
+		reg := prometheus.NewRegistry()
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{DatabaseLabel: m.Name}, reg).Register(New(m.Source, opts)); err != nil {
+			return nil, fmt.Errorf("exporter: database %q: %w", m.Name, err)
+		}
+		f.regs[m.Name] = reg
+		f.all = append(f.all, reg)
+	}
+	if len(process) > 0 {
+		reg := prometheus.NewRegistry()
+		for _, c := range process {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("exporter: %w", err)
+			}
+		}
+		f.all = append(f.all, reg)
+	}
+	return f, nil
+}
+
+// Gatherer is every member's metrics and the process's: what /metrics serves.
+func (f *Fleet) Gatherer() prometheus.Gatherer { return f.all }
+
+// Probe is one member's metrics, for /probe?target=NAME; nil for a name not in
+// the fleet.
+func (f *Fleet) Probe(name string) prometheus.Gatherer {
+	if reg, ok := f.regs[name]; ok {
+		return reg
+	}
+	return nil
+}
+
+// Names lists the members' names in the order given.
+func (f *Fleet) Names() []string {
+	out := make([]string, len(f.members))
+	for i, m := range f.members {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// Ready is the readiness check of the fleet, for Handler: nil while at least one
+// member is ready (the others show as pgleader_collector_up 0, which is what the
+// alerts need: taking the exporter out of service would blind them to the
+// databases it still reads), else the first member's reason. Each member's
+// changes of readiness are logged with its name.
+func (f *Fleet) Ready(logger *slog.Logger) func() error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	checks := make([]func() error, len(f.members))
+	for i, m := range f.members {
+		checks[i] = Ready(m.Source, logger.With("target", m.Name))
+	}
+	return func() error {
+		var first error
+		ready := false
+		for _, check := range checks { // every one: each logs its own changes
+			if err := check(); err == nil {
+				ready = true
+			} else if first == nil {
+				first = err
+			}
+		}
+		if ready {
+			return nil
+		}
+		return first
+	}
+}
+
+// Handler serves the fleet: Handler's endpoints over every member, and
+//
+//	/probe?target=NAME  one member's metrics only (the multi-target pattern of
+//	                    blackbox_exporter: Prometheus fans out with relabelling);
+//	                    400 for a missing or unknown name
+func (f *Fleet) Handler(ready func() error) http.Handler {
+	return handler(f.all, ready, f.probe)
+}
+
+// probe is the /probe endpoint.
+func (f *Fleet) probe(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("target")
+	g := f.Probe(name)
+	if g == nil {
+		if name == "" {
+			text(w, http.StatusBadRequest, "target parameter missing: /probe?target=NAME\n")
+			return
+		}
+		// The name is echoed only when it is one a target could have: nothing a
+		// caller writes reaches the page otherwise.
+		shown := "the target"
+		if labelValue.MatchString(name) {
+			shown = "target " + name
+		}
+		text(w, http.StatusBadRequest, shown+" is not served here; /probe?target=NAME takes a database of this exporter\n")
+		return
+	}
+	metricsHandler(g).ServeHTTP(w, r)
+}
