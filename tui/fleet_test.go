@@ -319,3 +319,40 @@ func TestFleetEventLog(t *testing.T) {
 		t.Fatal("a flood per database")
 	}
 }
+
+// tenThousandScopes is ten databases of a thousand scopes over five nodes
+// each, one of them unreachable.
+func tenThousandScopes() *collector.Snapshot {
+	out := &collector.Snapshot{Seq: 1, At: t0, DBTime: t0, Health: health()}
+	for i := range 10 {
+		db := fmt.Sprintf("db-%02d", i)
+		s := tagged(bigCluster{scopes: 1000, nodes: 5, candidates: 5, troubled: true}.snapshot(), db)
+		out.Scopes = append(out.Scopes, s.Scopes...)
+		out.Nodes = append(out.Nodes, s.Nodes...)
+		out.Terms = append(out.Terms, s.Terms...)
+		st := collector.DatabaseState{Name: db, Status: collector.DatabaseUp, LastRead: t0}
+		if i == 7 {
+			st.Status = collector.DatabaseUnreachable
+		}
+		out.Databases = append(out.Databases, st)
+	}
+	return out
+}
+
+// BenchmarkFleetSnapshotAndView: a fleet's new snapshot (10 × 1,000 scopes)
+// arrives and is drawn at 120×40.
+func BenchmarkFleetSnapshotAndView(b *testing.B) {
+	snaps := []*collector.Snapshot{tenThousandScopes(), tenThousandScopes()}
+	snaps[1].Seq = 2
+	m := New(newFakeFeed(snaps[0]), Options{Now: fixedNow})
+	b.Cleanup(m.stop)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m.View()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m.Update(snapshotMsg{snaps[i%2]})
+		m.View()
+		i++
+	}
+}
