@@ -39,9 +39,10 @@ type Fleet struct {
 	runMu   sync.Mutex
 	started bool
 
-	mu   sync.Mutex // guards seq, down and the members' caches
+	mu   sync.Mutex // guards seq, down, last and the members' caches
 	seq  uint64
 	down map[string]Alert // the unreachable members' alerts, by name
+	last *Snapshot        // the last merge's; its Databases and the members' from tell what it was made of
 }
 
 // FleetMember is one database of a Fleet: its name, as the views and the
@@ -59,7 +60,11 @@ type FleetConfig struct {
 	// Default: 3 × the member's poll interval, at least 5 s.
 	UnreachableAfter time.Duration
 	// MergeGap is the least time between two merges: the members' updates
-	// that arrive within it are merged once. Default 50 ms.
+	// that arrive within it are merged once. Members read on their own clocks,
+	// so without it a fleet of N databases would publish N snapshots per poll
+	// interval, and a dashboard redraw its whole view N times. Default 200 ms:
+	// a change reaches the merged view at most that much later than its
+	// database's snapshot, and a fleet publishes at most 5 snapshots a second.
 	MergeGap time.Duration
 }
 
@@ -139,7 +144,7 @@ func NewFleet(members []FleetMember, cfg FleetConfig) (*Fleet, error) {
 		f.members = append(f.members, &fleetMember{name: m.Name, c: m.Collector})
 	}
 	if f.cfg.MergeGap <= 0 {
-		f.cfg.MergeGap = 50 * time.Millisecond
+		f.cfg.MergeGap = 200 * time.Millisecond
 	}
 	return f, nil
 }
@@ -389,9 +394,17 @@ func (f *Fleet) merge(now time.Time) *Snapshot {
 	out := &Snapshot{Databases: make([]DatabaseState, len(f.members))}
 	var ns, nn, nt, na int
 	snaps := make([]*Snapshot, len(f.members))
+	same := f.last != nil
 	for i, m := range f.members {
 		snaps[i] = m.c.Snapshot()
 		out.Databases[i] = f.stateOf(m, snaps[i], now)
+		same = same && snaps[i] == m.from && out.Databases[i].Status == f.last.Databases[i].Status &&
+			out.Databases[i].Reason == f.last.Databases[i].Reason
+	}
+	if same {
+		return f.last // nothing new: no snapshot to publish, nor to draw
+	}
+	for i, m := range f.members {
 		if snaps[i] != nil {
 			m.tag(snaps[i])
 			ns, nn, nt, na = ns+len(m.scopes), nn+len(m.nodes), nt+len(m.terms), na+len(m.alerts)
@@ -439,6 +452,7 @@ func (f *Fleet) merge(now time.Time) *Snapshot {
 	out.Health, out.At, out.DBTime = f.health(snaps, out.Databases, now)
 	f.seq++
 	out.Seq = f.seq
+	f.last = out
 	f.hub.publish(out, evs)
 	return out
 }

@@ -176,7 +176,7 @@ func TestFleetUnreachableMember(t *testing.T) {
 		}
 
 		cs[1].hub.publish(memberSnapshot(2, time.Now()), nil)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // past MergeGap
 		synctest.Wait()
 		if st := f.Snapshot().Databases[1]; !st.Up() {
 			t.Fatalf("orders reads again, still %+v", st)
@@ -197,7 +197,7 @@ func TestFleetDisconnectedMember(t *testing.T) {
 		down := memberSnapshot(1, time.Now())
 		down.Health.Source, down.Health.LastError = SourceDisconnected, "dial tcp 127.0.0.1:1: connect: connection refused"
 		cs[1].hub.publish(down, nil)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		synctest.Wait()
 		st := f.Snapshot().Databases[1]
 		if st.Status != DatabaseUnreachable || !strings.Contains(st.Reason, "connection refused") {
@@ -218,7 +218,7 @@ func TestFleetConnecting(t *testing.T) {
 		f, cs, stop := fleetOf(t, "billing", "orders")
 		defer stop()
 		cs[0].hub.publish(memberSnapshot(1, time.Now()), nil)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		synctest.Wait()
 		if st := f.Snapshot().Databases[1]; st.Status != DatabaseConnecting {
 			t.Fatalf("orders %+v", st)
@@ -233,6 +233,31 @@ func TestFleetConnecting(t *testing.T) {
 		synctest.Wait()
 		if st := f.Snapshot().Databases[1]; st.Status != DatabaseUnreachable || !strings.Contains(st.Reason, "no read has finished") {
 			t.Fatalf("orders %+v", st)
+		}
+	})
+}
+
+// TestFleetMergeGap: updates of several members within MergeGap make one
+// merge, and a merge with nothing new publishes nothing.
+func TestFleetMergeGap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, cs, stop := fleetOf(t, "billing", "orders")
+		defer stop()
+		cs[0].hub.publish(memberSnapshot(1, time.Now()), nil)
+		synctest.Wait()
+		first := f.Snapshot()
+		time.Sleep(50 * time.Millisecond)
+		cs[1].hub.publish(memberSnapshot(1, time.Now()), nil)
+		time.Sleep(50 * time.Millisecond)
+		cs[0].hub.publish(memberSnapshot(2, time.Now()), nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		s := f.Snapshot()
+		if s.Seq != first.Seq+1 || !s.Databases[1].Up() || s.Databases[0].Scopes != 2 {
+			t.Fatalf("seq %d after %d, databases %+v: want one merge of both updates", s.Seq, first.Seq, s.Databases)
+		}
+		if again := f.merge(time.Now()); again != s {
+			t.Fatal("a merge with nothing new made a new snapshot")
 		}
 	})
 }
