@@ -421,9 +421,12 @@ func (f *Fleet) merge(now time.Time) *Snapshot {
 			out.Nodes = append(out.Nodes, m.nodes...)
 			out.Terms = append(out.Terms, m.terms...)
 			out.Retired += snaps[i].Retired
-			out.Locks.Advisory += snaps[i].Locks.Advisory
-			out.Locks.Waiting += snaps[i].Locks.Waiting
-			out.Locks.Capacity += snaps[i].Locks.Capacity
+			// The lock table is a server's, and databases may share one:
+			// the fullest member's, not a sum.
+			if l := snaps[i].Locks; l.Capacity > 0 && (out.Locks.Capacity == 0 ||
+				float64(l.Advisory)/float64(l.Capacity) > float64(out.Locks.Advisory)/float64(out.Locks.Capacity)) {
+				out.Locks = l
+			}
 			for scope, n := range snaps[i].FenceRejected {
 				out.FenceRejected[m.name+"/"+scope] = n
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
@@ -396,4 +397,17 @@ func (m *Model) databaseText(st *styles, db string) string {
 		age = "(never read)"
 	}
 	return name + st.render(toneBad, " · ✖ unreachable "+age+": "+termsafe.String(d.Reason)+" — last-known state")
+}
+
+// knownUntil is how far the timeline knows the scope with key: its
+// database's last read while the database cannot be read, else zero (now).
+func (m *Model) knownUntil(key string) time.Time {
+	db, _ := splitKey(key)
+	if d, ok := m.dbState(db); ok && !d.Up() {
+		if d.LastRead.IsZero() {
+			return time.Unix(0, 1) // never read: nothing known
+		}
+		return d.LastRead
+	}
+	return time.Time{}
 }

@@ -250,7 +250,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 		}
 		b.WriteString(padRight(termsafe.String(keyLabel(name)), labelW))
 		b.WriteString(" ")
-		m.strip(&b, st, m.termsByScope[name], start, now, step, cols, shown)
+		m.strip(&b, st, m.termsByScope[name], start, now, m.knownUntil(name), step, cols, shown)
 		out = append(out, b.String())
 	}
 	return out, m.timelineLegend(st, shown, len(failovers) > 0)
@@ -323,7 +323,9 @@ func axisLine(st *styles, cols int, start time.Time, step time.Duration, failove
 // strip writes one scope's strip: cols columns from start, step apart; each
 // column shows who held the scope at its midpoint, in the holder's mark.
 // Runs of one term are styled in one go. The holders drawn are added to shown.
-func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, start, now time.Time, step time.Duration, cols int, shown map[string]bool) {
+// Columns after known (not zero: the last read of a fleet's database that
+// cannot be read now) are blank: nobody knows who led then.
+func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, start, now, known time.Time, step time.Duration, cols int, shown map[string]bool) {
 	j := 0
 	run, runLen := -1, 0 // run: index of the term drawn, -1 = nobody
 	flush := func() {
@@ -347,6 +349,11 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 		mid := start.Add(step*time.Duration(c) + step/2)
 		if c == cols-1 {
 			mid = now // the last column is "now": the holder at this moment, not half a column ago
+		}
+		if !known.IsZero() && mid.After(known) {
+			flush()
+			b.WriteString(strings.Repeat(" ", cols-c))
+			return
 		}
 		for j < len(terms) && termEnd(terms[j], now).Before(mid) {
 			j++
