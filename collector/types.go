@@ -570,8 +570,7 @@ type Snapshot struct {
 	// them) and every term that ended within Config.TermsWindow, newest first.
 	Terms  []Term    `json:"terms"`
 	Alerts []Alert   `json:"alerts"` // sorted: critical first, then kind, scope, node
-	// Locks: a fleet's is its fullest member's (databases may share a server).
-	Locks LockStats `json:"locks"`
+	Locks  LockStats `json:"locks"`  // a fleet's: its fullest member's (databases may share a server)
 	// FenceRejected counts audit rows of kind fence_rejected per scope since the
 	// collector started (a counter for the exporter).
 	FenceRejected map[string]uint64 `json:"fence_rejected"`
