@@ -144,7 +144,7 @@ func TestFleetPostgres(t *testing.T) {
 	}
 	hung := time.Now()
 	b1.stop(t) // billing changes leader while orders hangs
-	s = waitFleet(t, f, "billing led by node-2 while orders hangs", func(s *Snapshot) bool {
+	waitFleet(t, f, "billing led by node-2 while orders hangs", func(s *Snapshot) bool {
 		b, _ := scopeOf(s, "billing")
 		return b.Leader == "node-2" && b.HasLeader()
 	})
