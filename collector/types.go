@@ -587,6 +587,9 @@ type Snapshot struct {
 	// (nil for one database): a merged snapshot's scopes, nodes, terms,
 	// alerts and events carry their member's name in their Database field.
 	Databases []DatabaseState `json:"databases,omitempty"`
+	// Replay is set on a snapshot rebuilt from history (Replay, History.At):
+	// the instant it shows and what it cannot know. nil for a live read.
+	Replay *ReplayInfo `json:"replay,omitempty"`
 }
 
 // Scope returns the named scope.

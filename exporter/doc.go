@@ -91,6 +91,9 @@
 // 9187, which usually runs next to pgleader, and the Prometheus server's own
 // 9090–9094. Change it when it collides with something on the host.
 //
+// The Grafana dashboard over these metrics, pgleader-dashboard.json in this
+// directory, is built by package exporter/dashboard (go generate ./exporter/...).
+//
 // # The node view
 //
 // A service that embeds the election engine exports its own view (whether this

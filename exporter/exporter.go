@@ -28,6 +28,13 @@ type Options struct {
 	// Now returns the current time; tests set it. Default time.Now.
 	Now func() time.Time
 
+	// ConstLabels are labels every series of the Exporter carries, such as
+	// DatabaseLabel (Fleet sets it). Their names must not be scope, node,
+	// alert, severity or command. Setting them here rather than wrapping the
+	// registerer spares a scrape a descriptor per series: over a fleet of ten
+	// databases of 1,000 scopes, a third of the scrape's time.
+	ConstLabels prometheus.Labels
+
 	// StaleAfter: a snapshot older than this (by its At, against Now) is reported
 	// as pgleader_collector_up 0, because its figures no longer describe the
 	// cluster. Default DefaultStaleAfter (10s); keep it a few times the
@@ -41,6 +48,8 @@ var _ prometheus.Collector = (*Exporter)(nil)
 // each scrape. It holds no state of its own besides its options and is safe for
 // concurrent scrapes.
 type Exporter struct {
+	descs      map[*prometheus.Desc]*prometheus.Desc // the package's → with ConstLabels; nil without
+	layouts    [][]labelSlot                         // per descSpec.idx: its labels in the text format's order
 	src        SnapshotSource
 	now        func() time.Time
 	staleAfter time.Duration
@@ -55,12 +64,34 @@ func New(src SnapshotSource, opts Options) *Exporter {
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = DefaultStaleAfter
 	}
-	return &Exporter{src: src, now: opts.Now, staleAfter: opts.StaleAfter}
+	e := &Exporter{src: src, now: opts.Now, staleAfter: opts.StaleAfter, layouts: layouts(opts.ConstLabels)}
+	if len(opts.ConstLabels) > 0 {
+		e.descs = make(map[*prometheus.Desc]*prometheus.Desc, len(allDescs))
+		for _, d := range allDescs {
+			sp := specs[d]
+			e.descs[d] = prometheus.NewDesc(sp.name, sp.help, sp.labels, opts.ConstLabels)
+		}
+	}
+	return e
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, labels, nil)
+	d := prometheus.NewDesc(name, help, labels, nil)
+	specs[d] = &descSpec{name: name, help: help, labels: labels, idx: len(specs)}
+	return d
 }
+
+// descSpec is what a descriptor was made of, to make it again with constant
+// labels (a prometheus.Desc does not tell).
+type descSpec struct {
+	name, help string
+	labels     []string
+	idx        int // order of creation: an index for per-descriptor slices
+}
+
+// specs holds the spec of every descriptor of the package (written only while
+// the package's variables are initialised).
+var specs = map[*prometheus.Desc]*descSpec{}
 
 // The descriptors are fixed: the set of metric names and label names never depends
 // on the snapshot, only which series are present does.
@@ -130,7 +161,7 @@ var allDescs = []*prometheus.Desc{
 // Describe sends the descriptors of every metric the Exporter can emit.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range allDescs {
-		ch <- d
+		ch <- e.desc(d)
 	}
 }
 
@@ -152,23 +183,28 @@ func SourceValue(s collector.Source) float64 {
 // Collect renders the newest snapshot. With no snapshot it emits only
 // pgleader_collector_up 0 and the scrape metrics.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	e.emit(chanSink{e, ch})
+}
+
+// emit sends every series of the newest snapshot to ch.
+func (e *Exporter) emit(ch sink) {
 	began := time.Now()
 	snap := e.src.Snapshot()
 	ok := 0.0
 	if snap == nil {
-		gauge(ch, collectorUp, 0)
+		e.gauge(ch, collectorUp, 0)
 	} else {
 		ok = 1
 		e.collectSnapshot(ch, snap)
 	}
-	gauge(ch, scrapeSuccess, ok)
-	gauge(ch, scrapeDuration, time.Since(began).Seconds())
+	e.gauge(ch, scrapeSuccess, ok)
+	e.gauge(ch, scrapeDuration, time.Since(began).Seconds())
 }
 
 // flags are the alert gauges of one scope or node.
 type flags struct{ splitBrain, staleLeader, staleNode bool }
 
-func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Snapshot) {
+func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 	scopeFlags := map[string]*flags{}
 	nodeFlags := map[string]*flags{}
 	flag := func(m map[string]*flags, key string) *flags {
@@ -183,7 +219,7 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 	note := func(a collector.Alert) {
 		if k := a.Key(); !active[k] {
 			active[k] = true
-			gauge(ch, alertActive, 1, string(a.Kind), string(a.Severity), a.Scope, a.Node)
+			e.gauge(ch, alertActive, 1, string(a.Kind), string(a.Severity), a.Scope, a.Node)
 		}
 		switch a.Kind {
 		case collector.AlertSplitBrain:
@@ -210,106 +246,131 @@ func (e *Exporter) collectSnapshot(ch chan<- prometheus.Metric, s *collector.Sna
 		}
 		f := flag(scopeFlags, sc.Name)
 		name := sc.Name
-		gauge(ch, scopeEpoch, float64(sc.Epoch), name)
-		gauge(ch, scopeHasLeader, b2f(sc.HasLeader()), name)
+		e.gauge(ch, scopeEpoch, float64(sc.Epoch), name)
+		e.gauge(ch, scopeHasLeader, b2f(sc.HasLeader()), name)
 		if sc.HasLeader() {
-			gauge(ch, scopeLeader, 1, name, sc.Leader)
+			e.gauge(ch, scopeLeader, 1, name, sc.Leader)
 		}
 		if !sc.LastHeartbeat.IsZero() {
-			gauge(ch, scopeHeartbeatAge, sc.HeartbeatAge.Seconds(), name)
+			e.gauge(ch, scopeHeartbeatAge, sc.HeartbeatAge.Seconds(), name)
 		}
-		gauge(ch, scopeTenure, sc.Tenure.Seconds(), name)
-		gauge(ch, scopeLeaderless, sc.LeaderlessFor.Seconds(), name)
-		gauge(ch, scopeTrustWindow, sc.Timing.TrustWindow.Seconds(), name)
-		gauge(ch, scopeFollowers, float64(len(sc.Followers)), name)
-		gauge(ch, scopeLockHolders, float64(len(sc.LockPIDs)), name)
-		gauge(ch, scopeLockWaiters, float64(sc.Waiters), name)
-		gauge(ch, scopeForeign, float64(len(sc.Interference)), name)
-		gauge(ch, scopeSplitBrain, b2f(f.splitBrain), name)
-		gauge(ch, scopeStaleLeader, b2f(f.staleLeader), name)
+		e.gauge(ch, scopeTenure, sc.Tenure.Seconds(), name)
+		e.gauge(ch, scopeLeaderless, sc.LeaderlessFor.Seconds(), name)
+		e.gauge(ch, scopeTrustWindow, sc.Timing.TrustWindow.Seconds(), name)
+		e.gauge(ch, scopeFollowers, float64(len(sc.Followers)), name)
+		e.gauge(ch, scopeLockHolders, float64(len(sc.LockPIDs)), name)
+		e.gauge(ch, scopeLockWaiters, float64(sc.Waiters), name)
+		e.gauge(ch, scopeForeign, float64(len(sc.Interference)), name)
+		e.gauge(ch, scopeSplitBrain, b2f(f.splitBrain), name)
+		e.gauge(ch, scopeStaleLeader, b2f(f.staleLeader), name)
 		if sc.OpenTerm != nil {
-			gauge(ch, scopeHandoverGap, sc.OpenTerm.HandoverGap.Seconds(), name)
+			e.gauge(ch, scopeHandoverGap, sc.OpenTerm.HandoverGap.Seconds(), name)
 		}
 		// The no-leader rule fires only for scopes that are not idle.
-		gauge(ch, scopeIdle, b2f(sc.Verdict == collector.VerdictIdle), name)
-		gauge(ch, scopeHandover, b2f(sc.HandoverTo != ""), name)
+		e.gauge(ch, scopeIdle, b2f(sc.Verdict == collector.VerdictIdle), name)
+		e.gauge(ch, scopeHandover, b2f(sc.HandoverTo != ""), name)
 		// Every known scope gets its counter, 0 included, so that increase() sees
 		// the first rejection.
-		counter(ch, fenceRejected, float64(s.FenceRejected[name]), name)
+		e.counter(ch, fenceRejected, float64(s.FenceRejected[name]), name)
 	}
 	for name, n := range s.FenceRejected {
 		if !known[name] {
-			counter(ch, fenceRejected, float64(n), name)
+			e.counter(ch, fenceRejected, float64(n), name)
 		}
 	}
-	gauge(ch, scopesRetired, float64(s.Retired))
+	e.gauge(ch, scopesRetired, float64(s.Retired))
 
 	led := map[string]bool{} // of one node: a repeated series is a scrape error
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
-		gauge(ch, nodeUp, b2f(n.Live), n.ID)
-		gauge(ch, nodeLastSeenAge, n.LastSeenAge.Seconds(), n.ID)
+		e.gauge(ch, nodeUp, b2f(n.Live), n.ID)
+		e.gauge(ch, nodeLastSeenAge, n.LastSeenAge.Seconds(), n.ID)
 		clear(led)
 		for _, scope := range n.Leads {
 			if !led[scope] {
 				led[scope] = true
-				gauge(ch, nodeLeader, 1, n.ID, scope)
+				e.gauge(ch, nodeLeader, 1, n.ID, scope)
 			}
 		}
-		gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
-		gauge(ch, nodePriority, float64(n.Priority), n.ID)
-		gauge(ch, nodeFailbackAfter, n.FailbackAfter.Seconds(), n.ID)
+		e.gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
+		e.gauge(ch, nodePriority, float64(n.Priority), n.ID)
+		e.gauge(ch, nodeFailbackAfter, n.FailbackAfter.Seconds(), n.ID)
 		if sv := n.Supervisor; sv != nil && n.StoppedAt.IsZero() {
-			gauge(ch, nodeChildUp, b2f(sv.PID > 0 && (sv.State == "running" || sv.State == "draining")), n.ID, sv.Command)
-			gauge(ch, nodeChildRestarts, float64(sv.Restarts), n.ID, sv.Command)
+			e.gauge(ch, nodeChildUp, b2f(sv.PID > 0 && (sv.State == "running" || sv.State == "draining")), n.ID, sv.Command)
+			e.gauge(ch, nodeChildRestarts, float64(sv.Restarts), n.ID, sv.Command)
 		}
 	}
 
-	gauge(ch, advisoryLocks, float64(s.Locks.Advisory))
-	gauge(ch, advisoryWaiters, float64(s.Locks.Waiting))
+	e.gauge(ch, advisoryLocks, float64(s.Locks.Advisory))
+	e.gauge(ch, advisoryWaiters, float64(s.Locks.Waiting))
 	if s.Locks.Capacity > 0 {
 		// Absent rather than 0 when unknown: the lock-pressure rule divides by it.
-		gauge(ch, lockTableCapacity, float64(s.Locks.Capacity))
+		e.gauge(ch, lockTableCapacity, float64(s.Locks.Capacity))
 	}
 	if s.Timeline > 0 {
-		gauge(ch, databaseTimeline, float64(s.Timeline))
-		gauge(ch, epochFloor, float64(s.EpochFloor))
+		e.gauge(ch, databaseTimeline, float64(s.Timeline))
+		e.gauge(ch, epochFloor, float64(s.EpochFloor))
 	}
 
 	h := s.Health
 	age := e.now().Sub(s.At)
 	fresh := !s.At.IsZero() && age <= e.staleAfter
-	gauge(ch, collectorUp, b2f(fresh && h.Source != collector.SourceDisconnected))
-	gauge(ch, collectorSource, SourceValue(h.Source))
+	e.gauge(ch, collectorUp, b2f(fresh && h.Source != collector.SourceDisconnected))
+	e.gauge(ch, collectorSource, SourceValue(h.Source))
 	if !s.At.IsZero() {
-		gauge(ch, collectorAge, max(age, 0).Seconds())
+		e.gauge(ch, collectorAge, max(age, 0).Seconds())
 	}
 	if !h.LastPoll.IsZero() {
-		gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
+		e.gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
 	}
-	gauge(ch, collectorPollDur, h.PollDuration.Seconds())
-	counter(ch, collectorPolls, float64(h.Polls))
-	counter(ch, collectorPollErrs, float64(h.PollErrors))
-	counter(ch, collectorNotifs, float64(h.Notifications))
-	counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
-	counter(ch, collectorReconnect, float64(h.Reconnects))
-	counter(ch, collectorDropped, float64(h.DroppedEvents))
+	e.gauge(ch, collectorPollDur, h.PollDuration.Seconds())
+	e.counter(ch, collectorPolls, float64(h.Polls))
+	e.counter(ch, collectorPollErrs, float64(h.PollErrors))
+	e.counter(ch, collectorNotifs, float64(h.Notifications))
+	e.counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
+	e.counter(ch, collectorReconnect, float64(h.Reconnects))
+	e.counter(ch, collectorDropped, float64(h.DroppedEvents))
 	if h.Slot != "" && h.SlotLagBytes >= 0 {
 		// Only a permanent slot reports a lag (a temporary one ends with its stream).
-		gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
+		e.gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
 	}
 	if !h.LastChange.IsZero() {
-		gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
+		e.gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
 	}
-	counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
+	e.counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
 }
 
-func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labelValues(labels)...)
+func (e *Exporter) gauge(ch sink, d *prometheus.Desc, v float64, labels ...string) {
+	ch.add(d, prometheus.GaugeValue, v, labelValues(labels))
 }
 
-func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labelValues(labels)...)
+func (e *Exporter) counter(ch sink, d *prometheus.Desc, v float64, labels ...string) {
+	ch.add(d, prometheus.CounterValue, v, labelValues(labels))
+}
+
+// sink receives the series of a scrape: d is the package's descriptor (without
+// the Exporter's constant labels), values its variable labels' values, made safe.
+type sink interface {
+	add(d *prometheus.Desc, t prometheus.ValueType, v float64, values []string)
+}
+
+// chanSink is the sink of Collect: constant metrics for a registry.
+type chanSink struct {
+	e  *Exporter
+	ch chan<- prometheus.Metric
+}
+
+func (s chanSink) add(d *prometheus.Desc, t prometheus.ValueType, v float64, values []string) {
+	s.ch <- prometheus.MustNewConstMetric(s.e.desc(d), t, v, values...)
+}
+
+// desc is the Exporter's descriptor of the package's d: d itself, or d with
+// Options.ConstLabels.
+func (e *Exporter) desc(d *prometheus.Desc) *prometheus.Desc {
+	if e.descs == nil {
+		return d
+	}
+	return e.descs[d]
 }
 
 // labelValues makes scope names and node ids safe as label values, in place.

@@ -31,8 +31,11 @@ type Member struct {
 // last good figures while they are fresh), and the others as usual.
 type Fleet struct {
 	members []Member
-	regs    map[string]*prometheus.Registry // per member, the database label applied
-	all     prometheus.Gatherers            // every member, then the process's own
+	regs    map[string]*prometheus.Registry // per member, for Probe
+	exps    []*Exporter                     // per member, in order: what /metrics writes
+	byName  map[string]*Exporter
+	process *prometheus.Registry // the process's own collectors
+	all     *prometheus.Registry // every member and the process's own: one registry, not prometheus.Gatherers, whose merge checks every series once more (a third of a fleet's scrape)
 	opts    Options
 }
 
@@ -47,7 +50,8 @@ func NewFleet(members []Member, opts Options, process ...prometheus.Collector) (
 	if len(members) == 0 {
 		return nil, errors.New("exporter: a fleet needs at least one database")
 	}
-	f := &Fleet{members: members, regs: map[string]*prometheus.Registry{}, opts: opts}
+	f := &Fleet{members: members, regs: map[string]*prometheus.Registry{}, all: prometheus.NewRegistry(), opts: opts,
+		byName: map[string]*Exporter{}, process: prometheus.NewRegistry()}
 	for _, m := range members {
 		if !labelValue.MatchString(m.Name) {
 			return nil, fmt.Errorf("exporter: database name %q: use 1–63 letters, digits, '_', '.' or '-'", m.Name)
@@ -56,29 +60,39 @@ func NewFleet(members []Member, opts Options, process ...prometheus.Collector) (
 			return nil, fmt.Errorf("exporter: database %q is given twice", m.Name)
 		}
 		reg := prometheus.NewRegistry()
-		if err := prometheus.WrapRegistererWith(prometheus.Labels{DatabaseLabel: m.Name}, reg).Register(New(m.Source, opts)); err != nil {
+		mopts := opts
+		mopts.ConstLabels = prometheus.Labels{DatabaseLabel: m.Name}
+		for k, v := range opts.ConstLabels {
+			mopts.ConstLabels[k] = v
+		}
+		e := New(m.Source, mopts) // stateless: one Exporter in two registries
+		if err := reg.Register(e); err != nil {
+			return nil, fmt.Errorf("exporter: database %q: %w", m.Name, err)
+		}
+		if err := f.all.Register(e); err != nil {
 			return nil, fmt.Errorf("exporter: database %q: %w", m.Name, err)
 		}
 		f.regs[m.Name] = reg
-		f.all = append(f.all, reg)
+		f.exps = append(f.exps, e)
+		f.byName[m.Name] = e
 	}
-	if len(process) > 0 {
-		reg := prometheus.NewRegistry()
-		for _, c := range process {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("exporter: %w", err)
-			}
+	for _, c := range process {
+		if err := f.all.Register(c); err != nil {
+			return nil, fmt.Errorf("exporter: %w", err)
 		}
-		f.all = append(f.all, reg)
+		if err := f.process.Register(c); err != nil {
+			return nil, fmt.Errorf("exporter: %w", err)
+		}
 	}
 	return f, nil
 }
 
-// Gatherer is every member's metrics and the process's: what /metrics serves.
+// Gatherer is every member's metrics and the process's, as a registry: what
+// /metrics serves, which writes the same page without one (see text.go).
 func (f *Fleet) Gatherer() prometheus.Gatherer { return f.all }
 
-// Probe is one member's metrics, for /probe?target=NAME; nil for a name not in
-// the fleet.
+// Probe is one member's metrics as a registry (what /probe?target=NAME serves);
+// nil for a name not in the fleet.
 func (f *Fleet) Probe(name string) prometheus.Gatherer {
 	if reg, ok := f.regs[name]; ok {
 		return reg
@@ -131,14 +145,14 @@ func (f *Fleet) Ready(logger *slog.Logger) func() error {
 //	                    blackbox_exporter: Prometheus fans out with relabelling);
 //	                    400 for a missing or unknown name
 func (f *Fleet) Handler(ready func() error) http.Handler {
-	return handler(f.all, ready, f.probe)
+	return handlerOf(textHandler(f.exps, f.process), ready, f.probe)
 }
 
 // probe is the /probe endpoint.
 func (f *Fleet) probe(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("target")
-	g := f.Probe(name)
-	if g == nil {
+	e := f.byName[name]
+	if e == nil {
 		if name == "" {
 			text(w, http.StatusBadRequest, "target parameter missing: /probe?target=NAME\n")
 			return
@@ -152,5 +166,5 @@ func (f *Fleet) probe(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, shown+" is not served here; /probe?target=NAME takes a database of this exporter\n")
 		return
 	}
-	metricsHandler(g).ServeHTTP(w, r)
+	textHandler([]*Exporter{e}, nil).ServeHTTP(w, r)
 }

@@ -95,8 +95,13 @@ func metricsHandler(g prometheus.Gatherer) http.Handler {
 
 // handler is Handler over any gatherer, with /probe served by probe when not nil.
 func handler(g prometheus.Gatherer, ready func() error, probe http.HandlerFunc) http.Handler {
+	return handlerOf(metricsHandler(g), ready, probe)
+}
+
+// handlerOf is Handler with metrics serving /metrics.
+func handlerOf(metrics http.Handler, ready func() error, probe http.HandlerFunc) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metricsHandler(g))
+	mux.Handle("GET /metrics", metrics)
 	idx := index
 	if probe != nil {
 		mux.HandleFunc("GET /probe", probe)

@@ -89,7 +89,10 @@ func (m *Model) detailLines(w, h int) []string {
 		lines = append(lines, st.render(toneCrit, fitLine(kv("foreign", termsafe.String(f.String())), w)))
 	}
 	hb := "—"
-	if sc.Leader != "" {
+	switch {
+	case sc.Leader != "" && sc.LastHeartbeat.IsZero() && m.snap.Replay != nil:
+		hb = st.render(toneMuted, "n/a in replay (heartbeats are not recorded)")
+	case sc.Leader != "":
 		hb = st.render(heartbeatTone(sc.HeartbeatAge, sc.Timing), human.Cell(sc.HeartbeatAge)+" ago") +
 			" (at " + fmtStamp(sc.LastHeartbeat) + ")"
 	}
@@ -208,6 +211,9 @@ func (m *Model) followersText(db string, ids []string) string {
 // backendsText compares the holder's backend with the lock's holders: a
 // mismatch is the split-brain signature.
 func (m *Model) backendsText(st *styles, sc collector.Scope) string {
+	if m.snap != nil && m.snap.Replay != nil {
+		return "holder pid " + strconv.Itoa(sc.HolderPID) + " (its term's) · lock holders and waiters: n/a in replay"
+	}
 	holder := "holder pid —"
 	if sc.HolderPID > 0 {
 		holder = "holder pid " + strconv.Itoa(sc.HolderPID)

@@ -88,6 +88,14 @@ type Options struct {
 	// Notes, when set, are lines for the event log from outside the collector
 	// (the demo reports measured failover times through it).
 	Notes <-chan string
+	// Replay, when set, lets the dashboard step back in time: [ from live
+	// enters replay at the last transition, and stepping past a window of
+	// history reads the next one through it.
+	Replay Replayer
+	// ReplayFrom and ReplayAt open the dashboard in replay mode at ReplayAt,
+	// from a window of history already read (pgleader top --at).
+	ReplayFrom *collector.History
+	ReplayAt   time.Time
 }
 
 func (o Options) withDefaults() Options {

@@ -185,6 +185,8 @@ func sourceLabel(h collector.Health) (string, tone) {
 		return "◐ polling (LISTEN down)", toneWarn
 	case collector.SourceDisconnected:
 		return "✖ DISCONNECTED", toneBad
+	case collector.SourceReplay:
+		return "⏮ REPLAY (rebuilt, not live)", toneWarn
 	case "":
 		return "? source", toneMuted
 	default:

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
@@ -45,6 +46,12 @@ func TestGolden(t *testing.T) {
 		{name: "event_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"shift+tab", "k", "enter"}},
 		{name: "events_focused", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"shift+tab", "k"}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
+		// Replay: billing's holder silent past its trust window, its term open
+		// on record until node-c's claim; the live snapshot waits.
+		{name: "replay", snaps: []*collector.Snapshot{healthySnapshot()}, sizes: [][2]int{{80, 24}, {120, 40}},
+			opts: func(o *Options) { o.ReplayFrom, o.ReplayAt = replayHistory(), t0.Add(-14*time.Minute+2*time.Second) }},
+		{name: "replay_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"enter"}, sizes: [][2]int{{120, 40}},
+			opts: func(o *Options) { o.ReplayFrom, o.ReplayAt = replayHistory(), t0.Add(-14*time.Minute+2*time.Second) }},
 	}
 	for _, tc := range cases {
 		sizes := tc.sizes

@@ -15,6 +15,9 @@ import (
 // headerLines: title, database, source, freshness, interval; then one verdict
 // per scope; then the PAUSED banner when paused.
 func (m *Model) headerLines(w int) []string {
+	if m.snap != nil && m.snap.Replay != nil {
+		return m.replayHeader(w)
+	}
 	st := m.look
 	sep := st.render(toneMuted, " · ")
 	parts := []string{st.title.Render(m.opts.Title)}

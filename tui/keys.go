@@ -43,6 +43,10 @@ type keyMap struct {
 
 	// Faults are the demo's fault keys (empty outside the demo).
 	Faults []key.Binding
+
+	// replay: step to the previous / next transition, back to live
+	// (replay.go; without Options.Replay they say so).
+	ReplayPrev, ReplayNext, Live key.Binding
 }
 
 // newKeyMap is the dashboard's keys; actions lists the action keys.
@@ -82,6 +86,10 @@ func newKeyMap(actions bool) keyMap {
 		Decline:  bind("cancel (so does any other key)", "N", "n"),
 		Quit:     bind("quit", "q", "ctrl+c"),
 		actions:  actions,
+
+		ReplayPrev: bind("previous transition (live: replay)", "["),
+		ReplayNext: bind("next transition", "]"),
+		Live:       bind("back to live", "L"),
 	}
 }
 
@@ -145,7 +153,8 @@ func (k keyMap) action(kind actionKind) key.Binding {
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
 		k.Enter, k.Back, k.Filter, k.Problems, k.Database, k.Sort, k.Reverse, k.Help, k.Copy, k.Erase, k.EraseAll,
-		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline, k.Quit}
+		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline, k.Quit,
+		k.ReplayPrev, k.ReplayNext, k.Live}
 }
 
 // helpGroup is one titled group of the help screen.
@@ -161,6 +170,7 @@ func (k keyMap) groups() []helpGroup {
 		{"typing (filter, help search)", []key.Binding{k.Erase, k.EraseAll}},
 		{"updates", []key.Binding{k.Pause, k.Slower, k.Faster, k.Refresh}},
 	}
+	g = append(g, helpGroup{"replay (the past, rebuilt; no actions)", []key.Binding{k.ReplayPrev, k.ReplayNext, k.Live}})
 	if k.actions {
 		g = append(g, helpGroup{"actions (asks y/N)", []key.Binding{k.Resign, k.Evict, k.Handover, k.Confirm, k.Decline}})
 	}

@@ -193,6 +193,14 @@ func TestKeysDefinedOnce(t *testing.T) {
 			hint: func(m *Model) { hit(m, m.keys.Resign) }, want: "f5 resign    any other key cancel   [f5/N]"},
 		{name: "Decline", b: func(k *keyMap) *key.Binding { return &k.Decline },
 			hint: func(m *Model) { hit(m, m.keys.Resign) }, want: "[y/f5]"},
+		{name: "ReplayPrev", b: func(k *keyMap) *key.Binding { return &k.ReplayPrev },
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool {
+				return strings.Contains(m.status, "replay is not available")
+			}},
+		{name: "ReplayNext", b: func(k *keyMap) *key.Binding { return &k.ReplayNext },
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return strings.Contains(m.status, "nothing after now") }},
+		{name: "Live", b: func(k *keyMap) *key.Binding { return &k.Live },
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.status == "already live" }},
 		{name: "Quit", b: func(k *keyMap) *key.Binding { return &k.Quit }, footer: "f5 quit",
 			did: func(_ *Model, _ *bundle, cmd tea.Cmd) bool {
 				if cmd == nil {

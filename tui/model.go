@@ -83,7 +83,8 @@ type Model struct {
 	status  string
 	statusT tone
 
-	fleet fleetView // several databases (fleet.go)
+	fleet  fleetView    // several databases (fleet.go)
+	replay *replayState // replay mode (replay.go); nil: live
 }
 
 // New builds the dashboard over feed. It reads feed.Snapshot() once, so a
@@ -122,6 +123,9 @@ func New(feed Feed, opts Options) *Model {
 	}
 	if s := feed.Snapshot(); s != nil {
 		m.apply(s)
+	}
+	if opts.ReplayFrom != nil {
+		m.enterReplay(opts.ReplayFrom, opts.ReplayAt)
 	}
 	return m
 }
@@ -177,7 +181,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case snapshotMsg:
 		if msg.snap != nil {
-			if m.paused {
+			if m.paused || m.replay != nil {
 				m.pending = msg.snap
 			} else {
 				m.apply(msg.snap)
@@ -192,6 +196,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.receiveEvents(msg.events)
 		return m, m.waitEvents()
 	case eventsEndMsg:
+		return m, nil
+	case replayMsg:
+		m.receiveReplay(msg)
 		return m, nil
 	case tickMsg:
 		return m, m.tick()
@@ -252,6 +259,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.quit()
 		}
 		return nil
+	}
+	if cmd, done := m.replayKey(msg); done {
+		return cmd
 	}
 	for _, f := range m.keys.Faults {
 		if key.Matches(msg, f) {

@@ -40,6 +40,9 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	}
 	lines = append(lines, kv("state", state))
 	seen := human.Cell(n.LastSeenAge) + " ago (at " + fmtStamp(n.LastSeen) + ")"
+	if n.LastSeen.IsZero() && m.snap != nil && m.snap.Replay != nil {
+		seen = "n/a in replay (seen again later; heartbeats are not recorded)"
+	}
 	if n.State == collector.NodeDown || n.State == collector.NodeLate {
 		seen = st.render(nodeTone(n.State), seen)
 	}

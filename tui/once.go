@@ -66,6 +66,12 @@ func renderText(snap *collector.Snapshot, events []collector.Event, width int) s
 	h := snap.Health
 	src, _ := sourceLabel(h)
 	head := fmt.Sprintf("%s · %s · %s · snapshot %d read at %s", m.opts.Title, m.database(), src, snap.Seq, fmtStamp(snap.At))
+	if info := snap.Replay; info != nil {
+		out = append(out, truncate(replayBanner(info, info.DBNow, lw), lw))
+		for _, n := range info.Notes {
+			out = append(out, truncate("  note: "+n, lw))
+		}
+	}
 	out = append(out, truncate(head, lw), m.verdictLine(lw))
 	if h.LastError != "" {
 		out = append(out, truncate("✖ last error: "+termsafe.String(h.LastError), lw))

@@ -185,6 +185,9 @@ func scopeCells(sc *collector.Scope) []cell {
 	if sc.Leader != "" && sc.HasLeader() {
 		c[scTenure] = cell{text: human.Cell(sc.Tenure)}
 		c[scHeartbeat] = cell{text: human.Cell(sc.HeartbeatAge), tone: heartbeatTone(sc.HeartbeatAge, sc.Timing)}
+		if sc.LastHeartbeat.IsZero() {
+			c[scHeartbeat] = cell{text: "n/a", tone: toneMuted} // replayed: not recorded
+		}
 	} else {
 		c[scTenure] = cell{text: "—", tone: toneMuted}
 		c[scHeartbeat] = cell{text: "—", tone: toneMuted}
@@ -297,6 +300,9 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 	c[ndPriority] = priorityCell(n)
 	c[ndRoles] = cell{text: rolesText(n)}
 	seen := cell{text: human.Cell(n.LastSeenAge)}
+	if n.LastSeen.IsZero() {
+		seen = cell{text: "n/a", tone: toneMuted} // replayed: not recorded
+	}
 	if n.State == collector.NodeDown || n.State == collector.NodeLate {
 		seen.tone = nodeTone(n.State)
 	}

@@ -177,6 +177,9 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 		}
 	}
 
+	if s.Replay != nil {
+		return // replayed: no heartbeat ages to sample
+	}
 	live := map[string]bool{}
 	for _, sc := range s.Scopes {
 		k := keyOf(sc.Database, sc.Name)
@@ -232,6 +235,13 @@ func (m *Model) togglePause() {
 }
 
 func (m *Model) receiveEvents(evs []collector.Event) {
+	if r := m.replay; r != nil {
+		r.liveEvents = append(r.liveEvents, evs...)
+		if over := len(r.liveEvents) - pausedEventCap; over > 0 {
+			r.liveEvents = append(r.liveEvents[:0:0], r.liveEvents[over:]...)
+		}
+		return
+	}
 	if !m.paused {
 		m.events.add(evs...)
 		return

@@ -42,6 +42,7 @@ type styles struct {
 	cursor     lipgloss.Style // selected row in the focused pane
 	cursorIdle lipgloss.Style // selected row elsewhere
 	paused     lipgloss.Style
+	replay     lipgloss.Style // the REPLAY banner: never mistaken for live
 	critical   lipgloss.Style // alert banner, critical
 	warning    lipgloss.Style // alert banner, warning
 	modal      lipgloss.Style
@@ -88,6 +89,7 @@ func newStyles(p *palette, dim bool) *styles {
 	s.cursor = base.Reverse(true)
 	s.cursorIdle = base.Bold(true)
 	s.paused = base.Reverse(true).Bold(true)
+	s.replay = color(base.Reverse(true).Bold(true), p.warn)
 	s.critical = color(base.Bold(true), p.bad)
 	s.warning = color(base.Bold(true), p.warn)
 	s.modal = lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1)

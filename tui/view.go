@@ -171,6 +171,8 @@ func (m *Model) footerKeys() []key.Binding {
 		return m.keys.searchHelp()
 	case m.eventDetail != nil:
 		return m.keys.eventDetailHelp()
+	case m.replay != nil:
+		return m.keys.replayKeysHelp(m.detail != "" || m.nodeDetail != "")
 	case m.detail != "" || m.nodeDetail != "":
 		return m.keys.detailHelp()
 	}
@@ -388,6 +390,10 @@ func (m *Model) overlay(lines []string, box string, w int) []string {
 
 // healthText is the quiet status line: how the collector is doing.
 func (m *Model) healthText() string {
+	if r := m.snap.Replay; r != nil {
+		return "rebuilt from terms, audit and nodes · n/a: not recorded · history read " +
+			fmtClock(r.From) + "–" + fmtClock(r.To)
+	}
 	h := m.snap.Health
 	parts := []string{fmt.Sprintf("seq %d", m.snap.Seq)}
 	if h.PollDuration > 0 {

@@ -149,7 +149,7 @@ func writePrefixedTSV(w io.Writer, text, name string, first bool) {
 // termQuery is what history asks of each database.
 type termQuery struct {
 	scopes []string
-	since  time.Duration
+	window termsWindow
 	limit  int
 }
 
@@ -157,7 +157,7 @@ type termQuery struct {
 // database merged newest first (at most limit in all).
 func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQuery, output string) error {
 	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) ([]collector.Term, error) {
-		return readTerms(ctx, t.Config, q.scopes, q.since, q.limit)
+		return readTerms(ctx, t.Config, q.scopes, q.window, q.limit)
 	})
 	type row struct {
 		term   collector.Term

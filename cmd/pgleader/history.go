@@ -25,7 +25,8 @@ import (
 func (a *app) historyCommand() *cobra.Command {
 	var (
 		scopes  []string
-		since   time.Duration
+		since   string
+		until   string
 		limit   int
 		output  string
 		targets targetFlags
@@ -55,6 +56,12 @@ How a term ended (release_reason):
                      or a standby was promoted since its last heartbeat
   evicted            an operator or the collector terminated it
 
+--since and --until bound a window: the terms open at some point of it. --since
+takes a duration before now (1h) or a TIME, --until a TIME; TIME is RFC 3339
+(2026-11-27T03:12:04.250Z), a local time (2026-11-27 03:12:04, optionally
+.250), or a duration before now (-15m). pgleader status --at and top --at show
+the whole cluster at one moment.
+
 Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.
 
 Over named targets (--target, --all-targets) the newest terms of every database
@@ -64,7 +71,8 @@ column at the end, each JSON term a "target".
 ` + targetsHelp,
 		Example: `  pgleader history --scope billing
   pgleader history --scope billing --since 1h -o json
-  pgleader history --limit 100 -o tsv`,
+  pgleader history --limit 100 -o tsv
+  pgleader history --since '2026-11-27 03:00' --until '2026-11-27 03:30'`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if err := cli.CheckFormat(output); err != nil {
@@ -73,8 +81,9 @@ column at the end, each JSON term a "target".
 			if limit < 1 {
 				return cli.BadInput("--limit must be at least 1 (got %d)", limit)
 			}
-			if since < 0 {
-				return cli.BadInput("--since must be a positive duration such as 30m or 24h (got %v)", since)
+			w, err := parseWindow(since, until, time.Now())
+			if err != nil {
+				return err
 			}
 			if err := checkScopes(scopes); err != nil {
 				return err
@@ -86,10 +95,10 @@ column at the end, each JSON term a "target".
 				}
 				ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				return a.historyTargets(ctx, ts, termQuery{scopes, since, limit}, output)
+				return a.historyTargets(ctx, ts, termQuery{scopes, w, limit}, output)
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				terms, err := readTerms(ctx, t.Config, scopes, since, limit)
+				terms, err := readTerms(ctx, t.Config, scopes, w, limit)
 				if err != nil {
 					return err
 				}
@@ -99,16 +108,54 @@ column at the end, each JSON term a "target".
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&scopes, "scope", nil, "scope to show; repeat for several (default: all)")
-	f.DurationVar(&since, "since", 0, "only terms that were open during the last `D` (e.g. 1h; default: no limit)")
+	f.StringVar(&since, "since", "", "only terms open at some point after `D|TIME`: a duration before now (1h) or a TIME (default: no limit)")
+	f.StringVar(&until, "until", "", "only terms that began by `TIME` (RFC 3339, local 2006-01-02 15:04:05[.000], or -15m)")
 	f.IntVar(&limit, "limit", 50, "at most `N` terms")
 	f.StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
 	targets.register(cmd)
 	return cmd
 }
 
+// termsWindow bounds the terms history lists: open at some point of the
+// last since (0: no bound), after from, and begun by until (zero: no bound).
+type termsWindow struct {
+	since       time.Duration
+	from, until time.Time
+}
+
+// parseWindow parses --since (a duration or a TIME) and --until (a TIME).
+func parseWindow(since, until string, now time.Time) (termsWindow, error) {
+	var w termsWindow
+	if since != "" {
+		if d, err := time.ParseDuration(since); err == nil {
+			w.since = d.Abs() // 1h, or -1h as a TIME: the same instant
+		} else if w.from, err = parseAt("since", since, now); err != nil {
+			return w, cli.BadInput("--since %q: neither a duration such as 30m nor a TIME (%s)", since, atForms)
+		}
+	}
+	if until != "" {
+		var err error
+		if w.until, err = parseAt("until", until, now); err != nil {
+			return w, err
+		}
+	}
+	if !w.from.IsZero() && !w.until.IsZero() && w.until.Before(w.from) {
+		return w, cli.BadInput("--until (%s) is before --since (%s)", w.until.Format(time.RFC3339), w.from.Format(time.RFC3339))
+	}
+	return w, nil
+}
+
+// timeArg is t for a query argument: NULL when zero.
+func timeArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
 // readTerms reads the newest terms (by acquired_at) of scopes (all when empty)
-// that were open at some point of the last since (no limit when 0).
-func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since time.Duration, limit int) ([]collector.Term, error) {
+// within the window w.
+func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, w termsWindow, limit int) ([]collector.Term, error) {
 	cfg = cfg.Copy()
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
 	conn, err := pgsession.Connect(ctx, cfg)
@@ -140,8 +187,10 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, since 
 		  FROM pgleader.terms t `+join+`
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
 		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
+		   AND ($4::timestamptz IS NULL OR coalesce(t.released_at, 'infinity') > $4)
+		   AND ($5::timestamptz IS NULL OR t.acquired_at <= $5)
 		 ORDER BY t.acquired_at DESC, t.id DESC
-		 LIMIT $3`, scopes, since.Seconds(), limit))
+		 LIMIT $3`, scopes, w.since.Seconds(), limit, timeArg(w.from), timeArg(w.until)))
 		return err
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -32,6 +33,7 @@ func (a *app) statusCommand() *cobra.Command {
 		interval time.Duration
 		source   sourceFlags
 		targets  targetFlags
+		at       string
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -75,12 +77,18 @@ and on every change the collector learns of in between. With --watch:
 
 ` + sourceHelp + `
 
-` + targetsHelp,
+` + targetsHelp + `
+
+` + replayHelp + ` The table opens with a REPLAY line; -o json gains a
+replay object (at, db_now, the window read, prev/next transitions, unknown,
+notes); -o tsv prints the REPLAY line on stderr. The exit code is the moment's.
+--at replays one database: --dsn, or one --target.`,
 		Example: `  pgleader status
   pgleader status --all-targets
   pgleader status --scope billing -o json
   pgleader status --watch --interval 1s
-  pgleader status -o tsv | cut -f1,3`,
+  pgleader status -o tsv | cut -f1,3
+  pgleader status --at '2026-11-27 03:12:04'`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if err := cli.CheckFormat(output); err != nil {
@@ -91,6 +99,33 @@ and on every change the collector learns of in between. With --watch:
 			}
 			if err := checkScopes(scopes); err != nil {
 				return err
+			}
+			if at != "" {
+				if watch {
+					return cli.BadInput("--at shows one past moment: it does not go with --watch")
+				}
+				when, err := parseAt("at", at, time.Now())
+				if err != nil {
+					return err
+				}
+				if targets.named() || targets.config != "" {
+					ts, err := a.targets(&targets)
+					if err != nil {
+						return err
+					}
+					if len(ts) != 1 {
+						return cli.BadInput("--at replays one database: give one --target (got %d)", len(ts))
+					}
+					ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+					defer stop()
+					if err := election.CheckDatabase(ctx, ts[0].Target.Config); err != nil {
+						return err
+					}
+					return a.statusAt(ctx, ts[0].Target, when, scopes, output)
+				}
+				return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
+					return a.statusAt(ctx, t, when, scopes, output)
+				})
 			}
 			if targets.named() {
 				if watch {
@@ -133,6 +168,7 @@ and on every change the collector learns of in between. With --watch:
 	f.StringVarP(&output, "output", "o", cli.FormatTable, "output `FORMAT`: table, json or tsv")
 	f.BoolVarP(&watch, "watch", "w", false, "redraw every --interval until Ctrl-C")
 	f.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
+	f.StringVar(&at, "at", "", "show the past moment `TIME` rebuilt from history (RFC 3339, local 2006-01-02 15:04:05[.000], or -15m; see above)")
 	source.register(cmd)
 	targets.register(cmd)
 	return cmd
@@ -255,15 +291,22 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 			// leaves out (schema 8; scopes[].handover_to, scopes[].handover_deadline
 			// and nodes[].priority came with it).
 			Retired int `json:"retired"`
+			// Replay: status --at, a moment rebuilt from history (added
+			// later; absent live).
+			Replay *collector.ReplayInfo `json:"replay,omitempty"`
 		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health,
-			snap.Timeline, snap.EpochFloor, snap.Retired}
+			snap.Timeline, snap.EpochFloor, snap.Retired, snap.Replay}
 		_ = cli.WriteJSON(w, out)
 		return worst
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tstate\tleader\tepoch\ttenure_s\theartbeat_age_s\tfollowers\talerts")
 		for _, s := range shown {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\n", termsafe.String(s.Name), termsafe.String(string(s.Verdict)),
-				termsafe.String(s.Leader), s.Epoch, s.Tenure.Seconds(), s.HeartbeatAge.Seconds(), nodeList(s.Followers), alertKinds(s.Alerts))
+			hb := fmt.Sprintf("%.3f", s.HeartbeatAge.Seconds())
+			if snap.Replay != nil && s.LastHeartbeat.IsZero() {
+				hb = "" // replayed: not recorded
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%s\t%s\t%s\n", termsafe.String(s.Name), termsafe.String(string(s.Verdict)),
+				termsafe.String(s.Leader), s.Epoch, s.Tenure.Seconds(), hb, nodeList(s.Followers), alertKinds(s.Alerts))
 		}
 		return worst
 	}
@@ -298,6 +341,9 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 				leader += "@" + termsafe.String(s.LeaderHost)
 			}
 			tenure, hb = human.Duration(s.Tenure), human.Duration(s.HeartbeatAge)+" ago"
+			if snap.Replay != nil && s.LastHeartbeat.IsZero() {
+				hb = "n/a (replay)"
+			}
 		}
 		if s.Leader != "" && !s.HasLeader() {
 			// Open on record, but its holder no longer holds it: who led last, and

@@ -28,6 +28,7 @@ func (a *app) topCommand() *cobra.Command {
 		theme        string
 		source       sourceFlags
 		targets      targetFlags
+		at           string
 	)
 	cmd := &cobra.Command{
 		Use:   "top",
@@ -67,10 +68,18 @@ terminal for its background and uses its own 16 colours until it answers.
 
 ` + targetsHelp + `
 
+` + replayHelp + ` The dashboard opens in replay mode under a REPLAY
+banner; [ and ] step to the previous and next transition (reading further
+history past the hour read on either side), L goes live; no action and no
+fault key acts while replaying. Live, [ enters replay at the last transition.
+With --once it prints that moment (-o json: the snapshot's replay object says
+what is not rebuilt).
+
 ` + topFleetHelp,
 		Example: `  pgleader top --dsn postgres://ops@db:5432/app
   pgleader top --once -o text > frame.txt
   pgleader top --allow-actions
+  pgleader top --at 2026-11-27T03:12:04.250Z
   pgleader top --all-targets`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
@@ -87,6 +96,12 @@ terminal for its background and uses its own 16 colours until it answers.
 			if !once && !isTerminal(os.Stdout) {
 				return cli.BadInput("the dashboard needs a terminal: run it in one, or use --once")
 			}
+			var when time.Time
+			if at != "" {
+				if when, err = parseAt("at", at, time.Now()); err != nil {
+					return err
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			ts, err := a.topTargets(&targets)
@@ -94,6 +109,9 @@ terminal for its background and uses its own 16 colours until it answers.
 				return err
 			}
 			if len(ts) > 1 {
+				if at != "" {
+					return cli.BadInput("--at replays one database: give one --target (or --dsn)")
+				}
 				if source.slot != "" {
 					return cli.BadInput("--slot names one replication slot, and two databases of one server cannot share it: give --slot with a single --target, or leave it out (temporary slots)")
 				}
@@ -106,6 +124,20 @@ terminal for its background and uses its own 16 colours until it answers.
 			t, err := a.topTarget(ctx, ts)
 			if err != nil {
 				return err
+			}
+			var hist *collector.History
+			if at != "" {
+				if hist, err = readHistory(ctx, t.Config, when); err != nil {
+					return err
+				}
+				if once {
+					if width == 0 {
+						width = terminalWidth()
+					}
+					snap := hist.At(when)
+					snap.Health.Database = redacted(t)
+					return tui.RenderOnce(a.stdout, snap, hist.Events(when, onceReplayEvents), output, width)
+				}
 			}
 			col, err := newCollector(t, interval, evictStale, quietLogger(), source)
 			if err != nil {
@@ -131,7 +163,8 @@ terminal for its background and uses its own 16 colours until it answers.
 				}
 				done <- err
 			}()
-			opts := tui.Options{Database: redacted(t), NoColor: noColor, Theme: th}
+			opts := tui.Options{Database: redacted(t), NoColor: noColor, Theme: th,
+				Replay: topReplayer{t.Config}, ReplayFrom: hist, ReplayAt: when}
 			if allowActions {
 				opts.Actions = topActions{col}
 			}
@@ -153,10 +186,14 @@ terminal for its background and uses its own 16 colours until it answers.
 	f.IntVar(&width, "width", 0, "with --once -o text: frame width (default: the terminal's, else 120)")
 	f.BoolVar(&noColor, "no-color", false, "no colours (also: NO_COLOR=1)")
 	f.StringVar(&theme, "theme", "auto", "colours for the terminal's background: light, dark or auto (ask the terminal)")
+	f.StringVar(&at, "at", "", "open at the past moment `TIME`, rebuilt from history (RFC 3339, local 2006-01-02 15:04:05[.000], or -15m; see above)")
 	source.register(cmd)
 	targets.register(cmd)
 	return cmd
 }
+
+// onceReplayEvents is how many events top --at --once prints.
+const onceReplayEvents = 50
 
 // topTargets are the named databases of top (nil: --dsn's, as before).
 func (a *app) topTargets(f *targetFlags) ([]cli.NamedTarget, error) {

@@ -1,0 +1,23 @@
+// Package dashboard builds pgleader's Grafana dashboard as code, with the
+// Grafana Foundation SDK, over the metrics of package exporter.
+//
+// The dashboard is committed as JSON (Grafana's dashboard model) in
+// exporter/pgleader-dashboard.json, written by `go generate ./exporter/...`
+// from Build; TestDashboardJSONUpToDate fails when the two drift apart. Import
+// the file in Grafana (Dashboards → New → Import), then pick the Prometheus
+// that scrapes the exporter in its Data source selector (it starts on the
+// default Prometheus data source).
+//
+// Variables: datasource (a Prometheus data source) and database, the value of
+// the database label every pgleader_* series carries (one exporter may serve
+// several databases), from label_values(pgleader_collector_up, database);
+// multi-select with All. Every query selects database=~"$database" and keeps
+// the database label, so that several selected databases show side by side.
+//
+// Every panel's query is evaluated by a test against a real Prometheus that
+// scrapes an exporter over a live cluster (TestDashboardQueriesLive): each
+// returns data, and the fault panels (failovers, fenced writes rejected,
+// interference) show the faults the test causes.
+package dashboard
+
+//go:generate go run ./gen -o ../pgleader-dashboard.json

@@ -1,0 +1,747 @@
+package dashboard_test
+
+//lint:file-ignore SA1019 the classic dashboard model is deliberate (dashboard.go)
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/logical"
+	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/exporter"
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// prometheusBinary returns the path of the prometheus server. Without it the
+// test is skipped, except in CI, where a missing server must not pass silently.
+func prometheusBinary(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("prometheus not found in CI: %v", err)
+		}
+		t.Skip("prometheus not found; install it with: apt-get install -y prometheus (or download a Prometheus release)")
+	}
+	return path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// promServer is a real Prometheus scraping one target every second.
+type promServer struct {
+	base  string // http://127.0.0.1:port
+	start time.Time
+}
+
+// startPrometheus starts the prometheus binary scraping targets (host:port)
+// every second, waits until it is ready, and stops it when the test ends.
+func startPrometheus(t *testing.T, targets ...string) *promServer {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: pgleader
+    static_configs:
+      - targets: [%s]
+`, strings.Join(quoted(targets), ", "))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	logs := &strings.Builder{}
+	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	p := &promServer{base: "http://" + addr, start: time.Now()}
+	pgtest.WaitFor(t, "prometheus ready", 30*time.Second, func() bool {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get(p.base + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// sample is one series of a query's result: its labels and its values (one for
+// an instant query, one per step for a range query).
+type sample struct {
+	labels map[string]string
+	values []float64
+}
+
+// query runs expr on Prometheus's HTTP API: an instant query at now, or a range
+// query from the server's start to now at a 1s step.
+func (p *promServer) query(instant bool, expr string) ([]sample, error) {
+	v := url.Values{"query": {expr}}
+	now := time.Now()
+	path := "/api/v1/query"
+	if instant {
+		v.Set("time", strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64))
+	} else {
+		path = "/api/v1/query_range"
+		v.Set("start", strconv.FormatFloat(float64(p.start.UnixMilli())/1e3, 'f', 3, 64))
+		v.Set("end", strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64))
+		v.Set("step", "1")
+	}
+	resp, err := http.Get(p.base + path + "?" + v.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  []any             `json:"value"`
+				Values [][]any           `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", path, err, body)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("%s %q: %s", path, expr, r.Error)
+	}
+	var out []sample
+	for _, s := range r.Data.Result {
+		points := s.Values
+		if s.Value != nil {
+			points = [][]any{s.Value}
+		}
+		sm := sample{labels: s.Metric}
+		for _, pt := range points {
+			if len(pt) != 2 {
+				continue
+			}
+			str, _ := pt[1].(string)
+			f, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: value %v: %w", path, expr, pt[1], err)
+			}
+			sm.values = append(sm.values, f)
+		}
+		out = append(out, sm)
+	}
+	return out, nil
+}
+
+// labelValues asks Prometheus for the values of label among the series of
+// metric: what Grafana's label_values(metric, label) runs.
+func labelValues(t *testing.T, p *promServer, label, metric string) []string {
+	t.Helper()
+	resp, err := http.Get(p.base + "/api/v1/label/" + label + "/values?" + url.Values{"match[]": {metric}}.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string   `json:"status"`
+		Data   []string `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
+		t.Fatalf("label values of %s: %v, status %q", label, err, r.Status)
+	}
+	return r.Data
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// target is one query of one panel (or annotation) of the built dashboard.
+type target struct {
+	panel, refID, expr string
+	instant            bool
+}
+
+func (tg target) String() string { return fmt.Sprintf("%s/%s", tg.panel, tg.refID) }
+
+func targets(t *testing.T) []target {
+	t.Helper()
+	var out []target
+	d := build(t)
+	for _, a := range d.Annotations.List {
+		if a.Expr != nil {
+			out = append(out, target{panel: "annotation " + a.Name, refID: "expr", expr: *a.Expr})
+		}
+	}
+	for _, p := range panels(d) {
+		for _, tg := range p.Targets {
+			q, ok := promQuery(tg)
+			if !ok {
+				t.Fatalf("panel %q: target %T", deref(p.Title), tg)
+			}
+			out = append(out, target{panel: deref(p.Title), refID: deref(q.RefId), expr: q.Expr,
+				instant: q.Instant != nil && *q.Instant})
+		}
+	}
+	return out
+}
+
+// expand substitutes the variables and Grafana's macros as Grafana would with
+// the given database selection, a 1s scrape interval and the time range since
+// start: $__rate_interval is 4 scrape intervals, $__interval the step.
+func expand(expr, database string, rangeLen time.Duration) string {
+	return strings.NewReplacer(
+		"$database", database,
+		"${database}", database,
+		"$__rate_interval", "4s",
+		"$__interval", "1s",
+		"$__range", strconv.Itoa(int(rangeLen.Seconds())+1)+"s",
+	).Replace(expr)
+}
+
+// expectation says what a panel query must show once the faults happened.
+type expectation int
+
+const (
+	data     expectation = iota // a non-empty result (a 0-valued series counts: a check at its healthy value)
+	positive                    // some value above 0: the fault the test caused shows
+	someZero                    // some value 0 (a node DOWN)
+)
+
+// faults names the panel queries that show the faults the test causes, and what
+// they must show; every other query must return data.
+var faults = map[string]expectation{
+	"Scopes without a leader/A":                       positive, // the squatted scope
+	"Alerts firing/A":                                 positive,
+	"Fenced writes rejected in range/A":               positive,
+	"Foreign sessions on scope locks/A":               positive,
+	"Leadership changes (failovers and handovers)/A":  positive,
+	"Failover duration/A":                             positive, // the handover gap of the failover
+	"Fenced writes rejected/A":                        positive,
+	"Interference: foreign sessions on scope locks/A": positive,
+	"Nodes up/A": someZero, // the node stopped
+	"Supervised commands up (pgleader run)/A": positive,
+	"Collector source/A":                      positive, // logical: 3
+	"Epoch per scope/A":                       positive,
+	"Heartbeat age vs trust window/B":         positive,
+	"Collector now/A":                         positive,
+	"Collector up over time/A":                positive,
+	"annotation Leadership changes/expr":      positive,
+}
+
+func check(samples []sample, want expectation) string {
+	if len(samples) == 0 {
+		return "no data"
+	}
+	switch want {
+	case positive:
+		for _, s := range samples {
+			if slices.ContainsFunc(s.values, func(v float64) bool { return v > 0 }) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no value above 0 in %d series", len(samples))
+	case someZero:
+		for _, s := range samples {
+			if slices.Contains(s.values, 0) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no value 0 in %d series", len(samples))
+	}
+	return ""
+}
+
+type node struct {
+	*election.Elector
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// stop cancels the node's Run and waits for it to return; the first call only.
+func (n *node) stop(t *testing.T) {
+	n.once.Do(func() {
+		n.cancel()
+		select {
+		case err := <-n.done:
+			if err != nil {
+				t.Errorf("node Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("node did not stop within 30s")
+		}
+	})
+}
+
+func startNode(t *testing.T, dsn, id string, scopes ...string) *node {
+	t.Helper()
+	e, err := election.New(election.Config{
+		DSN: dsn, NodeID: id, Scopes: scopes,
+		HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
+		TrustWindow: 400 * time.Millisecond, SessionLease: 800 * time.Millisecond,
+		DrainTimeout: time.Second, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &node{Elector: e, cancel: cancel, done: make(chan error, 1)}
+	go func() { n.done <- e.Run(ctx) }()
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+// runCollector runs c until the test ends.
+func runCollector(t *testing.T, c *collector.Collector) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("collector Run: %v", err)
+		}
+	})
+}
+
+func connect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// TestDashboardQueriesLive evaluates every query of the dashboard against a real
+// Prometheus scraping a real exporter over a live cluster, after causing what
+// the panels show: a failover (the leader's session terminated), a fenced write
+// refused under the old epoch, a squatter on a scope's lock, a node stopped.
+// A second database whose collector cannot connect shows as down.
+func TestDashboardQueriesLive(t *testing.T) {
+	t.Parallel()
+	prometheusBinary(t)
+	ctx := context.Background()
+	began := time.Now()
+	dsn := pgtest.MigratedDSN(t)
+	admin := connect(t, dsn)
+
+	// A squatter holds the lock of scope reports before any node campaigns.
+	squatter := connect(t, dsn)
+	if _, err := squatter.Exec(ctx, "SELECT pg_advisory_lock_shared(pgleader.lock_key('reports'))"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The collector streams through a permanent slot (so the slot lag panel has
+	// data), dropped once it stopped.
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := fmt.Sprintf("pgleader_dashboard_%d", time.Now().UnixNano()%1_000_000)
+	t.Cleanup(func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(dctx, dsn)
+		if err != nil {
+			t.Errorf("drop slot: %v", err)
+			return
+		}
+		defer c.Close(context.Background())
+		for {
+			err := logical.DropSlot(dctx, c, slot)
+			if errors.Is(err, logical.ErrSlotInUse) && dctx.Err() == nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if err != nil && !errors.Is(err, logical.ErrNoSlot) {
+				t.Errorf("drop slot: %v", err)
+			}
+			return
+		}
+	})
+	col, err := collector.New(collector.Config{ConnConfig: cc, PollInterval: 200 * time.Millisecond,
+		Source: collector.SourceModeLogical, Slot: slot, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCollector(t, col)
+
+	// The second database: nothing listens on its port.
+	downCC := cc.Copy()
+	downCC.Host, downCC.Port = "127.0.0.1", uint16(freePort(t))
+	downCC.ConnectTimeout = time.Second
+	downCol, err := collector.New(collector.Config{ConnConfig: downCC, PollInterval: 200 * time.Millisecond,
+		Source: collector.SourceModeNotify, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCollector(t, downCol)
+
+	// The fleet exporter of `pgleader exporter --target app --target down`: each
+	// database's series labelled with its name, the process's own (go_*)
+	// without.
+	fleet, err := exporter.NewFleet([]exporter.Member{{Name: "app", Source: col}, {Name: "down", Source: downCol}},
+		exporter.Options{}, collectors.NewGoCollector())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Served twice, as two exporters of one database run for availability: the
+	// panels must not count a fault twice.
+	h := fleet.Handler(fleet.Ready(slog.New(slog.DiscardHandler)))
+	srv, twin := httptest.NewServer(h), httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(twin.Close)
+
+	nodes := map[string]*node{}
+	for _, id := range []string{"node-a", "node-b", "node-c"} {
+		nodes[id] = startNode(t, dsn, id, "billing", "reports")
+	}
+	// Released before the nodes stop (cleanups run last in, first out).
+	t.Cleanup(func() { squatter.Close(context.Background()) })
+
+	prom := startPrometheus(t, strings.TrimPrefix(srv.URL, "http://"), strings.TrimPrefix(twin.URL, "http://"))
+
+	// A leader of billing, seen by the collector, with its gate open (it opens
+	// a moment after the grant): its token is the one the failover makes stale.
+	var leader string
+	var oldEpoch int64
+	var stale election.Token
+	pgtest.WaitFor(t, "a leader of billing with an open gate", 20*time.Second, func() bool {
+		s := col.Snapshot()
+		if s == nil {
+			return false
+		}
+		for _, sc := range s.Scopes {
+			if sc.Name == "billing" && sc.HasLeader() && nodes[sc.Leader] != nil {
+				tok, err := nodes[sc.Leader].Scope("billing").Require(ctx)
+				if err != nil || tok.Epoch != sc.Epoch {
+					return false
+				}
+				leader, oldEpoch, stale = sc.Leader, sc.Epoch, tok
+				return true
+			}
+		}
+		return false
+	})
+	// node-c supervises a command, as pgleader run records it (same login),
+	// once it registered.
+	pgtest.WaitFor(t, "node-c registered", 20*time.Second, func() bool {
+		var ok bool
+		if err := admin.QueryRow(ctx, `SELECT pgleader.node_supervisor('node-c', '{"command":"worker","state":"running","pid":4242,"restarts":0}')`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	// A few scrapes of the healthy cluster.
+	waitProm(t, prom, `pgleader_scope_leader{database="app",scope="billing"}`, 3)
+
+	// The failover: the leader's leadership session ends, as when its process dies.
+	var pid int
+	if err := admin.QueryRow(ctx, "SELECT holder_pid FROM pgleader.leader_state WHERE scope = 'billing'").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.WaitFor(t, "a new term of billing", 20*time.Second, func() bool {
+		s := col.Snapshot()
+		for _, sc := range s.Scopes {
+			if sc.Name == "billing" && sc.HasLeader() && sc.Epoch > oldEpoch {
+				return true
+			}
+		}
+		return false
+	})
+
+	// The old leader writes under its old epoch: the database refuses it, and
+	// the refusal is reported as the engine's callers do.
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := election.Fence(ctx, tx, stale); !errors.Is(err, election.ErrFenced) {
+		t.Fatalf("Fence with the epoch before the failover (%d): %v, want ErrFenced", stale.Epoch, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := election.ReportFenced(ctx, admin, stale, "dashboard test"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A node stops (cleanly): it shows DOWN. Not node-c, which supervises.
+	stopped := "node-a"
+	if leaderNow(col, "billing") == stopped {
+		stopped = "node-b"
+	}
+	nodes[stopped].stop(t)
+
+	// Every panel query, for the database served, eventually shows what it must.
+	tgs := targets(t)
+	for key := range faults {
+		if !slices.ContainsFunc(tgs, func(tg target) bool { return tg.String() == key }) {
+			t.Fatalf("faults names %s, which is no panel query of the dashboard", key)
+		}
+	}
+	pending := map[string]string{}
+	eventually(t, "every panel query to show its data", 30*time.Second, func() string {
+		clear(pending)
+		for _, tg := range tgs {
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			if err != nil {
+				pending[tg.String()] = err.Error()
+				continue
+			}
+			if why := check(got, faults[tg.String()]); why != "" {
+				pending[tg.String()] = why
+			}
+		}
+		if len(pending) == 0 {
+			return ""
+		}
+		var b strings.Builder
+		for _, k := range slices.Sorted(maps.Keys(pending)) {
+			fmt.Fprintf(&b, "\n\t%s: %s", k, pending[k])
+		}
+		return b.String()
+	})
+
+	// The faults by name: the leader timeline shows billing led by the old
+	// leader, then by another node; the alerts table names the zombie's fenced
+	// write and the squatter.
+	labelSets := func(panel string) []map[string]string {
+		t.Helper()
+		for _, tg := range tgs {
+			if tg.panel == panel {
+				got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+				if err != nil {
+					t.Fatalf("%s: %v", tg, err)
+				}
+				var out []map[string]string
+				for _, s := range got {
+					out = append(out, s.labels)
+				}
+				return out
+			}
+		}
+		t.Fatalf("no panel %q", panel)
+		return nil
+	}
+	var billingLeaders []string
+	for _, l := range labelSets("Leader per scope") {
+		if l["scope"] == "billing" {
+			billingLeaders = append(billingLeaders, l["node"])
+		}
+	}
+	if len(billingLeaders) < 2 || !slices.Contains(billingLeaders, leader) {
+		t.Errorf("Leader per scope shows billing led by %v; want %s and its successor", billingLeaders, leader)
+	}
+	alerts := map[string]string{}
+	for _, l := range labelSets("Active alerts") {
+		alerts[l["alert"]] = l["scope"] + "/" + l["node"]
+	}
+	if alerts["fence_rejected"] != "billing/"+stale.Holder || alerts["interference"] != "reports/" {
+		t.Errorf("Active alerts: %v; want fence_rejected on billing by %s and interference on reports", alerts, stale.Holder)
+	}
+
+	// The stats count each fault once, though two exporters report it: one
+	// scope without a leader (reports), two alerts (fenced write, squatter),
+	// one foreign session, one fenced write rejected (increase() extrapolates
+	// a little).
+	for panel, want := range map[string][2]float64{
+		"Scopes without a leader":         {1, 1},
+		"Alerts firing":                   {2, 2},
+		"Foreign sessions on scope locks": {1, 1},
+		"Fenced writes rejected in range": {1, 1.9},
+	} {
+		for _, tg := range tgs {
+			if tg.panel != panel {
+				continue
+			}
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			if err != nil || len(got) != 1 || got[0].values[0] < want[0] || got[0].values[0] > want[1] {
+				t.Errorf("%s: %+v, %v; want one series in [%g, %g]", tg, got, err, want[0], want[1])
+			}
+		}
+	}
+
+	// The database whose collector cannot connect: collector_up 0 in
+	// Prometheus, and the dashboard's collector panels show it DOWN, alone and
+	// among all databases.
+	got, err := prom.query(true, `pgleader_collector_up{database="down"}`)
+	if err != nil || len(got) != 2 || got[0].values[0] != 0 || got[1].values[0] != 0 {
+		t.Errorf(`pgleader_collector_up{database="down"}: %+v, %v; want a series at 0 per exporter`, got, err)
+	}
+	for _, tg := range tgs {
+		if tg.panel != "Collector now" && tg.panel != "Collector up over time" {
+			continue
+		}
+		for _, sel := range []string{"down", ".*", "(app|down)"} {
+			got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.start)))
+			if err != nil {
+				t.Errorf("%s with database %q: %v", tg, sel, err)
+				continue
+			}
+			byDB := map[string]float64{}
+			for _, s := range got {
+				byDB[s.labels["database"]] = s.values[len(s.values)-1]
+			}
+			if v, ok := byDB["down"]; !ok || v != 0 {
+				t.Errorf("%s with database %q: %v, want down at 0", tg, sel, byDB)
+			}
+			if sel != "down" && byDB["app"] != 1 {
+				t.Errorf("%s with database %q: %v, want app at 1", tg, sel, byDB)
+			}
+		}
+	}
+	// What each query showed (go test -v).
+	for _, tg := range tgs {
+		got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+		if err != nil {
+			t.Errorf("%s: %v", tg, err)
+			continue
+		}
+		var parts []string
+		for _, s := range got {
+			parts = append(parts, fmt.Sprintf("%v: max %g", without(s.labels, "instance", "job"), slices.Max(s.values)))
+		}
+		t.Logf("%s: %d series: %s", tg, len(got), strings.Join(parts, "; "))
+	}
+	// The database variable's choices, as Grafana asks Prometheus for
+	// label_values(pgleader_collector_up, database): both databases.
+	if got := labelValues(t, prom, "database", "pgleader_collector_up"); !slices.Equal(got, []string{"app", "down"}) {
+		t.Errorf("label_values(pgleader_collector_up, database): %v, want [app down]", got)
+	}
+	// Every query also runs with All and with a multi-selection.
+	for _, tg := range tgs {
+		for _, sel := range []string{".*", "(app|down)"} {
+			if got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.start))); err != nil {
+				t.Errorf("%s with database %q: %v", tg, sel, err)
+			} else if why := check(got, faults[tg.String()]); why != "" {
+				t.Errorf("%s with database %q: %s", tg, sel, why)
+			}
+		}
+	}
+	t.Logf("%d panel and annotation queries checked; %s since the test began", len(tgs), time.Since(began).Round(time.Millisecond))
+}
+
+// eventually polls cond every 250ms (each poll runs every query of the
+// dashboard) until it returns "", or fails t after d with cond's last answer.
+func eventually(t *testing.T, what string, d time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s:%s", d, what, why)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func without(m map[string]string, keys ...string) map[string]string {
+	out := maps.Clone(m)
+	for _, k := range keys {
+		delete(out, k)
+	}
+	return out
+}
+
+func leaderNow(c *collector.Collector, scope string) string {
+	for _, sc := range c.Snapshot().Scopes {
+		if sc.Name == scope {
+			return sc.Leader
+		}
+	}
+	return ""
+}
+
+// waitProm waits until Prometheus holds at least n samples of expr's series
+// (over the last minute).
+func waitProm(t *testing.T, p *promServer, expr string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d scrapes of %s", n, expr), 30*time.Second, func() string {
+		got, err := p.query(true, fmt.Sprintf("count_over_time(%s[1m])", expr))
+		switch {
+		case err != nil:
+			return err.Error()
+		case len(got) == 0 || got[0].values[0] < float64(n):
+			return fmt.Sprint(got)
+		}
+		return ""
+	})
+}

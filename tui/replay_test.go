@@ -1,0 +1,173 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/protocol"
+)
+
+// replayHistory is 40 minutes of billing and reports before t0:
+//
+//	t0-30m  node-a leads billing (epoch 41), node-b reports (epoch 7)
+//	t0-14m  node-a's last heartbeat; W = 1.5 s
+//	t0-14m+3s  node-c claims billing (epoch 42), closing node-a's term as crashed
+func replayHistory() *collector.History {
+	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
+	crash := t0.Add(-14 * time.Minute)
+	claim := crash.Add(3 * time.Second)
+	node := func(id, host string) collector.HistoryNode {
+		return collector.HistoryNode{Node: collector.Node{ID: id, Hostname: host, StartedAt: t0.Add(-time.Hour),
+			LastSeen: t0, Scopes: []string{"billing", "reports"}, Timing: timing, Priority: 1, Mode: "lock", Version: "v1.4.0"},
+			Registered: t0.Add(-time.Hour)}
+	}
+	a := node("node-a", "host-a")
+	a.Registered = crash.Add(time.Minute) // restarted after its crash
+	return collector.NewHistory(collector.HistoryRows{
+		From: t0.Add(-40 * time.Minute), To: t0, DBNow: t0, Earliest: t0.Add(-time.Hour),
+		Scopes: []collector.HistoryScope{
+			{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 42, Holder: "node-c", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)},
+			{Name: "reports", LockKey: 2, Mode: "lock", Epoch: 7, Holder: "node-b", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)},
+		},
+		Terms: []collector.Term{
+			{ID: 1, Scope: "billing", Epoch: 41, Holder: "node-a", Hostname: "host-a", HolderPID: 4241, AcquiredAt: t0.Add(-30 * time.Minute),
+				ReleasedAt: claim, EndedBy: protocol.ReasonCrashed},
+			{ID: 2, Scope: "reports", Epoch: 7, Holder: "node-b", Hostname: "host-b", HolderPID: 5151, AcquiredAt: t0.Add(-30 * time.Minute)},
+			{ID: 3, Scope: "billing", Epoch: 42, Holder: "node-c", Hostname: "host-c", HolderPID: 4242, AcquiredAt: claim, HandoverGap: 3 * time.Second},
+		},
+		Audit: []collector.HistoryAudit{
+			{ID: 10, At: claim, Scope: "billing", Node: "node-a", Epoch: 41, Kind: "term_closed_by_successor", Detail: []byte(`{"reason":"crashed","successor":"node-c"}`)},
+			{ID: 11, At: claim, Scope: "billing", Node: "node-c", Epoch: 42, Kind: "elected", Detail: []byte(`{"prev_epoch":41}`), PrevHolder: "node-a"},
+		},
+		Nodes: []collector.HistoryNode{a, node("node-b", "host-b"), node("node-c", "host-c")},
+	})
+}
+
+// replayAt opens the dashboard in replay mode at at, over the healthy live feed.
+func replayAt(t *testing.T, at time.Time, opts ...func(*Options)) (*Model, *bundle) {
+	t.Helper()
+	h := replayHistory()
+	return setup(t, healthySnapshot(), append([]func(*Options){func(o *Options) { o.ReplayFrom, o.ReplayAt = h, at }}, opts...)...)
+}
+
+func leaderOf(t *testing.T, m *Model, scope string) collector.Scope {
+	t.Helper()
+	sc, ok := m.snap.Scope(scope)
+	if !ok {
+		t.Fatalf("no scope %s on screen", scope)
+	}
+	return sc
+}
+
+func TestReplay(t *testing.T) {
+	t.Run("Banner", func(t *testing.T) {
+		m, _ := replayAt(t, t0.Add(-20*time.Minute))
+		s := screen(m)
+		first := strings.SplitN(s, "\n", 2)[0]
+		if !strings.Contains(first, "REPLAY 02:52:00.000") || !strings.Contains(first, "NOT LIVE") {
+			t.Errorf("first line %q: want the REPLAY banner", first)
+		}
+		if strings.Contains(s, "· ● live ·") || strings.Contains(s, "updated") {
+			t.Errorf("a replayed frame reads as live:\n%s", s)
+		}
+		if sc := leaderOf(t, m, "billing"); sc.Leader != "node-a" || sc.Epoch != 41 {
+			t.Errorf("billing at t0-20m: %s epoch %d", sc.Leader, sc.Epoch)
+		}
+	})
+	t.Run("LiveSnapshotsWait", func(t *testing.T) {
+		m, _ := replayAt(t, t0.Add(-20*time.Minute))
+		m.Update(snapshotMsg{healthySnapshot()})
+		if m.snap.Replay == nil {
+			t.Fatal("a live snapshot replaced the replayed one")
+		}
+	})
+	t.Run("ActionsRefused", func(t *testing.T) {
+		for _, k := range []string{"x", "R", "O", "K", "space", "r"} {
+			m, b := replayAt(t, t0.Add(-20*time.Minute))
+			keys(m, k)
+			if m.confirm != nil || len(b.actions.calls)+len(b.actions.resigns)+len(b.actions.handovers) != 0 || len(b.faults.calls) != 0 || m.paused {
+				t.Errorf("%s while replaying: confirm %v, actions %+v, faults %v, paused %v", k, m.confirm, b.actions, b.faults.calls, m.paused)
+			}
+			if !strings.Contains(m.status, "replaying") {
+				t.Errorf("%s while replaying: status %q, want it refused", k, m.status)
+			}
+		}
+	})
+	t.Run("StepChangesTheLeader", func(t *testing.T) {
+		m, _ := replayAt(t, t0.Add(-20*time.Minute))
+		var seen []string
+		for range 5 {
+			keys(m, "]")
+			sc := leaderOf(t, m, "billing")
+			seen = append(seen, sc.Leader+":"+itoa(int(sc.Epoch))+":"+string(sc.Verdict))
+		}
+		want := "node-a:41:NO LEADER node-c:42:OK"
+		if got := strings.Join(seen[:2], " "); got != want {
+			t.Errorf("] from t0-20m: %v, want %s first", seen, want)
+		}
+		keys(m, "[", "[")
+		if sc := leaderOf(t, m, "billing"); sc.Leader != "node-a" || sc.LeaderLive {
+			t.Errorf("[ back: billing %+v, want node-a silent", sc)
+		}
+		if s := screen(m); !strings.Contains(s, "was node-a") {
+			t.Errorf("a holder past its last heartbeat does not show as gone:\n%s", s)
+		}
+	})
+	t.Run("BackToLive", func(t *testing.T) {
+		m, b := replayAt(t, t0.Add(-20*time.Minute))
+		m.Update(eventsMsg{sampleEvents()})
+		keys(m, "L")
+		if m.replay != nil || m.snap.Replay != nil || m.snap.Seq != 100 {
+			t.Fatalf("after L: replay %v, snapshot %d", m.replay, m.snap.Seq)
+		}
+		if s := screen(m); strings.Contains(s, "REPLAY") || !strings.Contains(s, "● live") {
+			t.Errorf("after L the frame is not live:\n%s", s)
+		}
+		keys(m, "x")
+		if m.confirm == nil {
+			t.Error("live again, x does not ask to evict")
+		}
+		_ = b
+	})
+	t.Run("EnterFromLive", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Replay = fakeReplayer{replayHistory()} })
+		cmd := keys(m, "[")
+		if cmd == nil {
+			t.Fatal("[ live: no read of the history")
+		}
+		m.Update(cmd())
+		if m.snap.Replay == nil || !m.snap.Replay.At.Equal(t0.Add(-13*time.Minute)) {
+			t.Fatalf("[ live: at %+v, want the last transition (node-a's registration)", m.snap.Replay)
+		}
+	})
+}
+
+type fakeReplayer struct{ h *collector.History }
+
+func (f fakeReplayer) History(context.Context, time.Time) (*collector.History, error) {
+	return f.h, nil
+}
+
+func TestReplayReadsTheNextWindow(t *testing.T) {
+	// A window that ends at t0-10m with a transition recorded after it: the
+	// step past the edge reads the window around that transition.
+	later := t0.Add(-5 * time.Minute)
+	first := collector.NewHistory(collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0.Add(-10 * time.Minute),
+		DBNow: t0, Earliest: t0.Add(-time.Hour), After: later})
+	m, _ := setup(t, healthySnapshot(), func(o *Options) {
+		o.ReplayFrom, o.ReplayAt = first, t0.Add(-20*time.Minute)
+		o.Replay = fakeReplayer{replayHistory()}
+	})
+	cmd := keys(m, "]")
+	if cmd == nil || !m.replay.loading {
+		t.Fatalf("] past the window: no read (status %q)", m.status)
+	}
+	keys(m, "]") // ignored while reading
+	m.Update(cmd())
+	if m.replay.loading || !m.snap.Replay.At.Equal(later) || !m.replay.hist.Contains(later) {
+		t.Fatalf("after the read: at %v, loading %v", m.snap.Replay.At, m.replay.loading)
+	}
+}
