@@ -42,6 +42,7 @@ type latencyFigures struct {
 	// interval, and p50 against one database's in the same run.
 	OfInterval float64 `json:"p99_of_interval,omitempty"`
 	VsOne      float64 `json:"p50_vs_one_database,omitempty"`
+	CPUMS      float64 `json:"cpu_ms_per_refresh,omitempty"`
 }
 
 func figures(name string, ds []time.Duration) latencyFigures {
@@ -57,6 +58,9 @@ func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 		}
 		if f.VsOne > 0 {
 			fmt.Fprintf(a.stdout, "   p50 ×%.1f one database", f.VsOne)
+		}
+		if f.CPUMS > 0 {
+			fmt.Fprintf(a.stdout, "   CPU %.0f ms/refresh", f.CPUMS)
 		}
 		if f.HeapMiB > 0 {
 			fmt.Fprintf(a.stdout, "   heap %.0f MiB, RSS %.0f MiB", f.HeapMiB, f.RSSMiB)
@@ -273,6 +277,7 @@ func (a *app) dashboardFleet(ctx context.Context, h *harness, s fleetSize, n int
 			total.VsOne = float64(bench.Quantile(c.Total, .5)) / float64(oneP50)
 		}
 		total.HeapMiB, total.RSSMiB = c.HeapMiB, c.RSSMiB
+		total.CPUMS = float64(c.CPU.Microseconds()) / 1000
 		out = append(out, total, figures("  read + merge ("+what+")", c.Read), figures("  render ("+what+")", c.Render))
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -30,6 +31,9 @@ type RefreshFigures struct {
 	// in both runs); RSSMiB the process's resident set at that moment.
 	HeapMiB float64 `json:"heap_mib"`
 	RSSMiB  float64 `json:"rss_mib"`
+	// CPU is this process's CPU time (user + system) per refresh: the
+	// collectors' and the dashboard's share, not the server's.
+	CPU time.Duration `json:"cpu_per_refresh_ns"`
 }
 
 // DashboardFleetResult is what DashboardFleet measured: one database of the
@@ -120,8 +124,12 @@ func refreshes(ctx context.Context, feed refreshFeed, dbs int, interval time.Dur
 		}
 	}
 	var snap *collector.Snapshot
+	var cpu0 time.Duration
 	next := time.Now()
 	for i := range n + 2 {
+		if i == 2 {
+			cpu0 = cpuTime()
+		}
 		select {
 		case <-ctx.Done():
 			return fig, ctx.Err()
@@ -144,10 +152,20 @@ func refreshes(ctx context.Context, feed refreshFeed, dbs int, interval time.Dur
 		fig.Read, fig.Render, fig.Total = append(fig.Read, read), append(fig.Render, render), append(fig.Total, read+render)
 		logf("top over %d database(s): refresh %d/%d: read %v, render %v", dbs, i-1, n, read, render)
 	}
+	fig.CPU = (cpuTime() - cpu0) / time.Duration(n)
 	fig.Scopes, fig.Nodes = len(snap.Scopes), len(snap.Nodes)
 	fig.HeapMiB = float64(liveHeap()) / (1 << 20)
 	fig.RSSMiB = float64(rss()) / (1 << 20)
 	return fig, nil
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // drawFrame is a dashboard receiving s and drawing one frame of w×h.
