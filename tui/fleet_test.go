@@ -109,6 +109,7 @@ func TestGoldenFleet(t *testing.T) {
 		{name: "unreachable_detail", keys: []string{"/", "o", "r", "d", "e", "r", "s", "enter", "enter"}},
 		{name: "problems", keys: []string{"p"}},
 		{name: "help", keys: []string{"?"}},
+		{name: "event_detail", keys: []string{"shift+tab", "enter"}},
 	}
 	for _, tc := range cases {
 		for _, sz := range [][2]int{{80, 24}, {120, 40}} {
