@@ -211,6 +211,30 @@ func TestFleetDisconnectedMember(t *testing.T) {
 	})
 }
 
+// TestFleetStoppedMember: a member whose collector stopped (its Run failed,
+// e.g. a logical source its database cannot serve) is unreachable with the
+// error, its last snapshot kept.
+func TestFleetStoppedMember(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, cs, stop := fleetOf(t, "billing", "orders")
+		defer stop()
+		cs[0].hub.publish(memberSnapshot(1, time.Now()), nil)
+		cs[1].hub.publish(memberSnapshot(1, time.Now()), nil)
+		err := ErrLogicalUnavailable
+		f.members[1].stopped.Store(&err)
+		f.poke()
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		s := f.Snapshot()
+		if st := s.Databases[1]; st.Status != DatabaseUnreachable || !strings.Contains(st.Reason, "its collector stopped") {
+			t.Fatalf("orders %+v", st)
+		}
+		if len(s.Scopes) != 4 {
+			t.Fatalf("%d scopes, want orders' last-known two kept", len(s.Scopes))
+		}
+	})
+}
+
 // TestFleetConnecting: a member with no read yet is connecting, then
 // unreachable once UnreachableAfter has passed since the start.
 func TestFleetConnecting(t *testing.T) {
