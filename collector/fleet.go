@@ -469,7 +469,7 @@ func unreachableAlert(st DatabaseState, now time.Time) Alert {
 	}
 	return Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Database: st.Name,
 		Summary: fmt.Sprintf("database %s unreachable (%s): %s", st.Name, since, st.Reason),
-		Hint:    "its scopes show their last-known state, greyed; check the database and the network from this host",
+		Hint:    "check the database and the network from this host; its last-known scopes stay on screen, greyed",
 		Runbook: "docs/runbooks.md#collector_down", Since: cmp.Or(st.LastRead, now)}
 }
 

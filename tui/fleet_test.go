@@ -74,7 +74,7 @@ func fleetSnapshot() *collector.Snapshot {
 			st.Reason = "dial tcp 10.0.0.7:5432: connect: connection refused"
 			out.Alerts = append(out.Alerts, collector.Alert{Kind: collector.AlertCollectorDown, Severity: collector.SeverityCritical,
 				Database: mb.name, Summary: "database orders unreachable (last read at 03:11:48): " + st.Reason,
-				Hint:    "its scopes show their last-known state, greyed; check the database and the network from this host",
+				Hint:    "check the database and the network from this host; its last-known scopes stay on screen, greyed",
 				Runbook: "docs/runbooks.md#collector_down", Since: lastRead})
 		}
 		out.Databases = append(out.Databases, st)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
@@ -31,7 +32,8 @@ type topFleetOptions struct {
 
 // topFleet runs the dashboard (or --once) over several named databases: a
 // collector per database, merged by a collector.Fleet; actions go to the
-// collector of the scope's database.
+// collector of the scope's database. --once exits 1 when a database could
+// not be read, as status does.
 func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOptions) error {
 	members := make([]collector.FleetMember, 0, len(ts))
 	names := make([]string, 0, len(ts))
@@ -50,14 +52,26 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 	if o.once {
 		pctx, cancel := context.WithTimeout(ctx, targetTimeout)
 		defer cancel()
-		snap, err := fleet.Poll(pctx) // an unreachable database is in it, as such
-		if snap == nil {
-			return err
-		}
+		snap, _ := fleet.Poll(pctx) // an unreachable database is in it, as such
 		if o.width == 0 {
 			o.width = terminalWidth()
 		}
-		return tui.RenderOnce(a.stdout, snap, nil, o.output, o.width)
+		if err := tui.RenderOnce(a.stdout, snap, nil, o.output, o.width); err != nil {
+			return err
+		}
+		// As status: a database that cannot be read is said on stderr, and
+		// exits 1 once the others are printed.
+		failed := false
+		for _, d := range snap.Databases {
+			if !d.Up() {
+				fmt.Fprintln(a.stderr, a.targetError(d.Name, errors.New(d.Reason)))
+				failed = true
+			}
+		}
+		if failed {
+			return &cli.StatusError{Code: cli.ExitFailure}
+		}
+		return nil
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
