@@ -37,8 +37,8 @@
 // table gets a DATABASE column, the header counts the verdicts per database
 // (the ones in trouble first: "orders ✖ UNREACHABLE 14s │ billing 998 ✔ · 2
 // ✖ │ reports 1000 ✔", compact when they do not fit: "… │ 8 OK"), and d
-// narrows every pane, the event log included, to one database in turn and
-// back to all; / and p work across databases. Scope names and node ids
+// opens a picker (k9s's namespaces) that narrows every pane, the event log
+// included, to one database, or shows all; / and p work across databases. Scope names and node ids
 // repeat across databases, so rows, cursors, detail views, heartbeat
 // histories and the timeline's holders are keyed by (database, name) (fleet.go);
 // with one database the key is the name and nothing on screen changes. A

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
@@ -79,6 +82,8 @@ func findNode(s *collector.Snapshot, key string) (collector.Node, bool) {
 // fleetView is the dashboard's state about a fleet.
 type fleetView struct {
 	only     string              // the database the panes are narrowed to ("" = all)
+	picking  bool                // the database picker is open (d)
+	pick     int                 // its cursor: 0 = all, i = Databases[i-1]
 	countsOf *collector.Snapshot // the snapshot counts was made for
 	counts   []dbCount           // per database, in the snapshot's order
 }
@@ -121,23 +126,75 @@ func (m *Model) dbDown(db string) bool {
 // inView reports whether rows of database db are shown (d narrows).
 func (m *Model) inView(db string) bool { return m.fleet.only == "" || db == m.fleet.only }
 
-// cycleDatabase narrows the panes to the next database, and after the last
-// one back to all of them.
-func (m *Model) cycleDatabase() {
+// openPicker opens the database picker (k9s's namespaces): every database
+// of the fleet with its verdicts, and "all", the cursor on what the panes
+// show now.
+func (m *Model) openPicker() {
 	if !m.isFleet() {
 		m.setStatus("one database: nothing to narrow to", toneNone)
 		return
 	}
-	dbs := m.snap.Databases
-	i := slices.IndexFunc(dbs, func(d collector.DatabaseState) bool { return d.Name == m.fleet.only })
-	if i+1 < len(dbs) {
-		m.fleet.only = dbs[i+1].Name // the footer says so
-		m.status = ""
-	} else {
+	m.fleet.picking = true
+	m.fleet.pick = 1 + slices.IndexFunc(m.snap.Databases, func(d collector.DatabaseState) bool { return d.Name == m.fleet.only })
+}
+
+// pickKey handles a key while the picker is open: the movement keys move,
+// Enter narrows the panes to the database under the cursor (or shows all),
+// Back or the database key close it; ctrl+c quits, as anywhere.
+func (m *Model) pickKey(msg tea.KeyPressMsg) tea.Cmd {
+	n := len(m.snap.Databases) + 1
+	switch {
+	case key.Matches(msg, m.keys.Up):
+		m.fleet.pick = max(0, m.fleet.pick-1)
+	case key.Matches(msg, m.keys.Down):
+		m.fleet.pick = min(n-1, m.fleet.pick+1)
+	case key.Matches(msg, m.keys.Top, m.keys.PageUp):
+		m.fleet.pick = 0
+	case key.Matches(msg, m.keys.Bottom, m.keys.PageDown):
+		m.fleet.pick = n - 1
+	case key.Matches(msg, m.keys.Enter):
+		m.fleet.picking = false
 		m.fleet.only = ""
-		m.setStatus("all "+itoa(len(dbs))+" databases", toneNone)
+		if m.fleet.pick > 0 && m.fleet.pick < n {
+			m.fleet.only = m.snap.Databases[m.fleet.pick-1].Name // the footer says so
+			m.status = ""
+		} else {
+			m.setStatus("all "+itoa(n-1)+" databases", toneNone)
+		}
+		m.invalidate()
+	case key.Matches(msg, m.keys.Back, m.keys.Database):
+		m.fleet.picking = false
+	case key.Matches(msg, m.keys.Quit):
+		return m.quit()
 	}
-	m.invalidate()
+	return nil
+}
+
+// pickerBox renders the picker: "all", then every database with its
+// verdicts (or UNREACHABLE and its age), the cursor's line marked.
+func (m *Model) pickerBox(w int) string {
+	entries := map[string]fleetEntry{}
+	counts := m.dbCounts()
+	for _, e := range m.fleetEntries() {
+		entries[e.name] = e
+	}
+	lines := []string{m.look.title.Render("Show which database?"), ""}
+	row := func(i int, text string, t tone) {
+		mark := "  "
+		if i == m.fleet.pick {
+			mark = "▸ "
+			lines = append(lines, m.look.cursor.Render(mark+text))
+			return
+		}
+		lines = append(lines, mark+m.look.render(t, text))
+	}
+	row(0, "all "+itoa(len(counts))+" databases", toneNone)
+	for i, c := range counts {
+		e := entries[c.state.Name]
+		row(i+1, e.full, e.tone)
+	}
+	lines = append(lines, "", m.look.key.Render(m.keys.Enter.Help().Key)+" show   "+m.look.key.Render(m.keys.Back.Help().Key)+" close")
+	return m.look.modal.MaxWidth(w).Render(strings.Join(lines, "\n"))
 }
 
 // dbCounts counts each database's scopes per verdict, once per snapshot.
@@ -196,6 +253,7 @@ func (m *Model) dbAge(d collector.DatabaseState) string {
 // ✔ · 2 ✖") and compact ("billing 2 ✖"; "" when nothing is wrong), and its
 // tone.
 type fleetEntry struct {
+	name          string
 	full, compact string
 	tone          tone
 	trouble       bool
@@ -207,7 +265,7 @@ func (m *Model) fleetEntries() []fleetEntry {
 	out := make([]fleetEntry, 0, len(counts))
 	for _, c := range counts {
 		name := termsafe.String(c.state.Name)
-		e := fleetEntry{rank: c.worst + 1}
+		e := fleetEntry{name: c.state.Name, rank: c.worst + 1}
 		switch c.state.Status {
 		case collector.DatabaseUp:
 			var fine, bad []string // as one database's header: what needs nothing first

@@ -105,7 +105,8 @@ func TestGoldenFleet(t *testing.T) {
 		keys []string
 	}{
 		{name: "fleet"},
-		{name: "narrowed", keys: []string{"d", "d"}},
+		{name: "picker", keys: []string{"d", "down", "down"}},
+		{name: "narrowed", keys: []string{"d", "down", "down", "enter"}},
 		{name: "unreachable_detail", keys: []string{"/", "o", "r", "d", "e", "r", "s", "enter", "enter"}},
 		{name: "problems", keys: []string{"p"}},
 		{name: "help", keys: []string{"?"}},
@@ -188,7 +189,7 @@ func TestFleetHeaderTenDatabases(t *testing.T) {
 	}
 }
 
-// TestFleetNarrow: d narrows every pane to one database in turn, then back
+// TestFleetNarrow: d's picker narrows every pane to one database, and back
 // to all; / and p work across all databases.
 func TestFleetNarrow(t *testing.T) {
 	m, _ := setup(t, fleetSnapshot())
@@ -202,8 +203,18 @@ func TestFleetNarrow(t *testing.T) {
 		}
 		return out
 	}
-	for _, want := range []string{"billing", "ledger", "orders", ""} {
-		keys(m, "d")
+	for i, want := range []string{"billing", "ledger", "orders", ""} {
+		keys(m, "d", "home")
+		if !m.fleet.picking {
+			t.Fatal("d opened no picker")
+		}
+		for range (i + 1) % 4 {
+			keys(m, "down")
+		}
+		keys(m, "enter")
+		if m.fleet.picking {
+			t.Fatal("enter left the picker open")
+		}
 		m.ensureRows()
 		got := dbsOf(m.scopes, scDatabase)
 		if want == "" {
@@ -355,5 +366,31 @@ func BenchmarkFleetSnapshotAndView(b *testing.B) {
 		m.Update(snapshotMsg{snaps[i%2]})
 		m.View()
 		i++
+	}
+}
+
+// TestFleetPicker: the picker opens on what the panes show, esc and d close
+// it unchanged, and ctrl+c quits from it.
+func TestFleetPicker(t *testing.T) {
+	m, _ := setup(t, fleetSnapshot())
+	keys(m, "d", "down", "down", "enter")
+	if m.fleet.only != "ledger" {
+		t.Fatalf("narrowed to %q", m.fleet.only)
+	}
+	keys(m, "d")
+	if m.fleet.pick != 2 {
+		t.Fatalf("the picker opened on %d, not ledger's 2", m.fleet.pick)
+	}
+	keys(m, "down", "esc")
+	if m.fleet.picking || m.fleet.only != "ledger" {
+		t.Fatalf("esc: picking %v, only %q", m.fleet.picking, m.fleet.only)
+	}
+	keys(m, "d", "d")
+	if m.fleet.picking {
+		t.Fatal("d did not close the picker")
+	}
+	keys(m, "d")
+	if _, ok := keys(m, "ctrl+c")().(tea.QuitMsg); !ok {
+		t.Fatal("ctrl+c did not quit from the picker")
 	}
 }

@@ -19,8 +19,8 @@ type keyMap struct {
 	Enter, Back                             key.Binding
 	// view
 	Filter, Problems, Sort, Reverse, Help key.Binding
-	// Database narrows the panes to one database of a fleet, in turn, and
-	// back to all; the help and the footer list it only over a fleet.
+	// Database opens the picker that narrows the panes to one database of
+	// a fleet, or all; the help and the footer list it only over a fleet.
 	Database key.Binding
 	// Copy puts Options.DSN on the clipboard; disabled without one.
 	Copy key.Binding
@@ -65,7 +65,7 @@ func newKeyMap(actions bool) keyMap {
 
 		Filter:   bind("filter: scope/node substring", "/"),
 		Problems: bind("problems only (toggle)", "p"),
-		Database: bind("next database only / all (fleet)", "d"),
+		Database: bind("show one database / all (fleet)", "d"),
 		Sort:     bind("sort by next column", "s"),
 		Reverse:  bind("reverse sort order", "S"),
 		Help:     bind("help (type to search)", "?"),
@@ -311,4 +311,9 @@ func matchHelp(b key.Binding, group, query string) bool {
 	return strings.Contains(strings.ToLower(h.Key), q) ||
 		strings.Contains(strings.ToLower(h.Desc), q) ||
 		strings.Contains(strings.ToLower(group), q)
+}
+
+// pickerHelp is the footer while the database picker is open.
+func (k keyMap) pickerHelp() []key.Binding {
+	return []key.Binding{k.scrollBrief(true), brief("show", k.Enter), brief("close", k.Back), brief("quit", k.Quit)}
 }

@@ -253,6 +253,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case m.helpOpen:
 		m.helpKey(msg)
 		return nil
+	case m.fleet.picking:
+		return m.pickKey(msg)
 	}
 	if m.tooSmall() {
 		if key.Matches(msg, m.keys.Quit) {
@@ -305,7 +307,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.problems = !m.problems
 		m.invalidate()
 	case key.Matches(msg, m.keys.Database):
-		m.cycleDatabase()
+		m.openPicker()
 	case key.Matches(msg, m.keys.NextPane):
 		m.focus = (m.focus + 1) % paneCount
 	case key.Matches(msg, m.keys.PrevPane):

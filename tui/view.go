@@ -69,6 +69,9 @@ func (m *Model) render() string {
 	if m.confirm != nil {
 		lines = m.overlay(lines, m.confirmBox(w), w)
 	}
+	if m.fleet.picking {
+		lines = m.overlay(lines, m.pickerBox(w), w)
+	}
 	return strings.Join(lines, "\n")
 }
 
@@ -167,6 +170,8 @@ func (m *Model) footerKeys() []key.Binding {
 	switch {
 	case m.filtering:
 		return m.keys.filterHelp()
+	case m.fleet.picking:
+		return m.keys.pickerHelp()
 	case m.helpOpen:
 		return m.keys.searchHelp()
 	case m.eventDetail != nil:

@@ -15,8 +15,8 @@ import (
 const topFleetHelp = `With several databases (--target repeated, or --all-targets) top shows them
 all in one view: a DATABASE column, a header that counts the verdicts per
 database ("orders ✖ UNREACHABLE 14s │ billing 998 ✔ · 2 ✖ │ …"), and d to
-narrow every pane to one database in turn and back to all; / and p work across
-all of them. Each database is read on its own: one that cannot be read, or
+pick one database for every pane, or all of them; / and p work across all of
+them. Each database is read on its own: one that cannot be read, or
 reads too slowly, is shown unreachable with its last-known state greyed and its
 age, never as NO LEADER, and never holds up the others.`
 
