@@ -149,7 +149,7 @@ func (m *Model) footerLines(w int) []string {
 		flags = append(flags, "problems only ("+m.keys.Problems.Help().Key+")")
 	}
 	if m.fleet.only != "" {
-		flags = append(flags, "database "+termsafe.String(m.fleet.only)+" ("+m.keys.Database.Help().Key+": next)")
+		flags = append(flags, "database "+termsafe.String(m.fleet.only)+" only ("+m.keys.Database.Help().Key+" picks)")
 	}
 	if len(flags) > 0 {
 		right := st.render(toneWarn, strings.Join(flags, " · "))
