@@ -47,6 +47,7 @@ bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/benc
 	$(BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
 	$(BIN) bench collector -n 200 --json docs/bench-collector.json
 	$(BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
+	$(BIN) bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json
 	$(BIN) bench demo -n 5 --json docs/bench-demo.json
 	$(BIN) bench run -n 20 --json docs/bench-run.json
 	$(GO) test -run '^$$' -bench 'BenchmarkScrape|BenchmarkView|BenchmarkPoll' -benchtime 2s ./exporter/ ./tui/ ./collector/ | tee docs/bench-go.txt

@@ -18,6 +18,11 @@
 // instead. Either way the poll goes on: locks, nodes and heartbeat ages are in
 // no stream.
 //
+// A Fleet runs one Collector per database and merges their snapshots and
+// events into one picture (Scope.Database and the others name the database):
+// a database that cannot be read keeps its last snapshot, marked unreachable
+// in Snapshot.Databases, and never holds up the others (fleet.go).
+//
 // # Reading: LISTEN first, then read, then notifications
 //
 // Run keeps two connections. The listener runs LISTEN leader_change and only then

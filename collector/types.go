@@ -116,6 +116,9 @@ type Alert struct {
 	Hint     string    `json:"hint"`    // one line: what to do first (runbook hint)
 	Runbook  string    `json:"runbook"` // docs/runbooks.md anchor, e.g. "docs/runbooks.md#no_leader"
 	Since    time.Time `json:"since"`   // when the condition was first seen (collector time)
+	// Database names the fleet member the alert is about (Fleet; "" with one
+	// database).
+	Database string `json:"database,omitempty"`
 }
 
 // Key identifies an alert across snapshots (kind, scope, node).
@@ -278,6 +281,10 @@ type Scope struct {
 	Changes int     `json:"changes_in_window"`
 	Verdict Verdict `json:"verdict"`
 	Alerts  []Alert `json:"alerts,omitempty"`
+	// Database names the fleet member the scope is in (Fleet; "" with one
+	// database). Scope names repeat across databases: (Database, Name) is the
+	// key.
+	Database string `json:"database,omitempty"`
 }
 
 // HasLeader reports whether a term is open and its holder holds it: in lock
@@ -417,6 +424,9 @@ type Node struct {
 	// Supervisor: what the node supervises when it is `pgleader run` (nil for a
 	// plain node, or before schema 15).
 	Supervisor *Supervised `json:"supervisor,omitempty"`
+	// Database names the fleet member the node registered in (Fleet; "" with
+	// one database). Node ids repeat across databases: (Database, ID) is the key.
+	Database string `json:"database,omitempty"`
 }
 
 // TermRun is a run of a scheduled command recorded in a term (pgleader.runs).
@@ -488,6 +498,9 @@ type Term struct {
 	HandoverGap time.Duration `json:"handover_gap"`
 	// HeldFor is ReleasedAt − AcquiredAt, or DB now − AcquiredAt while open.
 	HeldFor time.Duration `json:"held_for"`
+	// Database names the fleet member the term is in (Fleet; "" with one
+	// database).
+	Database string `json:"database,omitempty"`
 }
 
 // Open reports whether the term has not ended.
@@ -557,7 +570,7 @@ type Snapshot struct {
 	// them) and every term that ended within Config.TermsWindow, newest first.
 	Terms  []Term    `json:"terms"`
 	Alerts []Alert   `json:"alerts"` // sorted: critical first, then kind, scope, node
-	Locks  LockStats `json:"locks"`
+	Locks  LockStats `json:"locks"`  // a fleet's: its fullest member's (databases may share a server)
 	// FenceRejected counts audit rows of kind fence_rejected per scope since the
 	// collector started (a counter for the exporter).
 	FenceRejected map[string]uint64 `json:"fence_rejected"`
@@ -570,6 +583,10 @@ type Snapshot struct {
 	// they are not in Scopes.
 	Retired int    `json:"retired"`
 	Health  Health `json:"health"`
+	// Databases is the state of each member of a Fleet, in the fleet's order
+	// (nil for one database): a merged snapshot's scopes, nodes, terms,
+	// alerts and events carry their member's name in their Database field.
+	Databases []DatabaseState `json:"databases,omitempty"`
 	// Replay is set on a snapshot rebuilt from history (Replay, History.At):
 	// the instant it shows and what it cannot know. nil for a live read.
 	Replay *ReplayInfo `json:"replay,omitempty"`
@@ -657,4 +674,7 @@ type Event struct {
 	// LSN its commit LSN on the logical source (0 otherwise).
 	AuditID int64  `json:"audit_id,omitempty"`
 	LSN     uint64 `json:"lsn,omitempty"`
+	// Database names the fleet member the event comes from (Fleet; "" with
+	// one database).
+	Database string `json:"database,omitempty"`
 }

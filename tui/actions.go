@@ -73,16 +73,16 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		m.setStatus("no scope selected", toneWarn)
 		return nil
 	}
-	sc, ok := m.snap.Scope(scope)
+	sc, ok := findScope(m.snap, scope)
 	if !ok || (sc.Leader == "" && kind != actionHandover) {
-		m.setStatus(fmt.Sprintf("scope %s has no leader to %s", scope, kind.verb()), toneWarn)
+		m.setStatus(fmt.Sprintf("scope %s has no leader to %s", keyLabel(scope), kind.verb()), toneWarn)
 		return nil
 	}
 	c := &confirmation{kind: kind, scope: scope, leader: sc.Leader, pid: sc.HolderPID, epoch: sc.Epoch}
 	if kind == actionHandover {
 		to, ok := m.handoverTarget(sc)
 		if !ok {
-			m.setStatus(fmt.Sprintf("not handing %s over: no follower is eligible (live, of priority above 0)", scope), toneWarn)
+			m.setStatus(fmt.Sprintf("not handing %s over: no follower is eligible (live, of priority above 0)", keyLabel(scope)), toneWarn)
 			return nil
 		}
 		c.target, c.priority = to.id, to.node.Priority
@@ -94,7 +94,7 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 // handoverTarget is the follower a handover of sc goes to: the first of
 // rankedFollowers (highest priority, then node id), if it is eligible.
 func (m *Model) handoverTarget(sc collector.Scope) (follower, bool) {
-	fs := m.rankedFollowers(sc.Followers)
+	fs := m.rankedFollowers(sc.Database, sc.Followers)
 	if len(fs) == 0 || !fs[0].known || !fs[0].node.Eligible() {
 		return follower{}, false
 	}
@@ -103,11 +103,11 @@ func (m *Model) handoverTarget(sc collector.Scope) (follower, bool) {
 
 // stillEligible reports whether to is still an eligible follower of the scope in s.
 func stillEligible(s *collector.Snapshot, scope, to string) bool {
-	sc, ok := s.Scope(scope)
+	sc, ok := findScope(s, scope)
 	if !ok || !slices.Contains(sc.Followers, to) {
 		return false
 	}
-	n, ok := s.Node(to)
+	n, ok := findNode(s, keyOf(sc.Database, to))
 	return ok && n.Eligible()
 }
 
@@ -116,7 +116,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 	c := m.confirm
 	m.confirm = nil
 	if !key.Matches(msg, m.keys.Confirm) {
-		m.setStatus(fmt.Sprintf("%s %s cancelled", c.kind.verb(), c.scope), toneNone)
+		m.setStatus(fmt.Sprintf("%s %s cancelled", c.kind.verb(), keyLabel(c.scope)), toneNone)
 		return nil
 	}
 	// Every action acts on whoever leads the scope when it runs: refuse if that
@@ -126,7 +126,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 	if m.pending != nil {
 		latest = m.pending
 	}
-	if sc, ok := latest.Scope(c.scope); !ok || sc.Leader != c.leader {
+	if sc, ok := findScope(latest, c.scope); !ok || sc.Leader != c.leader {
 		now := "nobody"
 		if ok && sc.Leader != "" {
 			now = sc.Leader
@@ -140,7 +140,13 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 			c.target, c.scope, m.keys.action(c.kind).Help().Key), toneWarn)
 		return nil
 	}
-	actions, ctx := m.opts.Actions, m.ctx
+	actions, scope, err := m.actionsFor(c.scope)
+	if err != nil {
+		m.setStatus(fmt.Sprintf("not %s %s: %v", c.kind.gerund(), keyLabel(c.scope), err), toneBad)
+		return nil
+	}
+	ctx := m.ctx
+	c.scope = keyLabel(c.scope) // the messages say billing/scope-1; the action gets the name
 	if c.kind == actionHandover {
 		if c.leader == "" {
 			m.setStatus(fmt.Sprintf("reserving %s for %s…", c.scope, c.target), toneWarn)
@@ -150,7 +156,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 		return func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 			defer cancel()
-			err := actions.Handover(ctx, c.scope, c.target, handoverVia)
+			err := actions.Handover(ctx, scope, c.target, handoverVia)
 			detail := fmt.Sprintf("handed %s over to %s (was led by %s at epoch %d)", c.scope, c.target, c.leader, c.epoch)
 			switch {
 			case err != nil:
@@ -166,7 +172,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 		return func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 			defer cancel()
-			err := actions.Resign(ctx, c.scope, "operator resign from pgleader top")
+			err := actions.Resign(ctx, scope, "operator resign from pgleader top")
 			detail := fmt.Sprintf("asked %s, leader of %s (epoch %d), to resign: it hands over at its next heartbeat", c.leader, c.scope, c.epoch)
 			if err != nil {
 				detail = fmt.Sprintf("resign %s of %s", c.leader, c.scope)
@@ -178,7 +184,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
-		err := actions.Evict(ctx, c.scope, "operator eviction from pgleader top")
+		err := actions.Evict(ctx, scope, "operator eviction from pgleader top")
 		detail := fmt.Sprintf("evicted %s, leader of %s (backend pid %d)", c.leader, c.scope, c.pid)
 		if err != nil {
 			detail = fmt.Sprintf("evict %s of %s", c.leader, c.scope)
@@ -189,7 +195,7 @@ func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
 
 // runFault runs the demo fault bound to b on the selected scope.
 func (m *Model) runFault(b key.Binding) tea.Cmd {
-	scope := m.selectedScope()
+	_, scope := splitKey(m.selectedScope()) // the demo's faults act on one database
 	if scope == "" {
 		m.setStatus("no scope selected for the fault", toneWarn)
 		return nil
@@ -237,7 +243,7 @@ func wrapWords(s string, w int) []string {
 // does.
 func (m *Model) confirmBox(w int) string {
 	c := *m.confirm
-	c.scope, c.leader = termsafe.String(c.scope), termsafe.String(c.leader) // shown, not acted on
+	c.scope, c.leader = termsafe.String(keyLabel(c.scope)), termsafe.String(c.leader) // shown, not acted on
 	c.target = termsafe.String(c.target)
 	var title string
 	var body []string

@@ -18,7 +18,7 @@ import (
 // detailName is a detail view's title: its kind and name, marked STALE while
 // the snapshot is.
 func (m *Model) detailName(kind, id string) string {
-	name := kind + " " + termsafe.String(id)
+	name := kind + " " + termsafe.String(keyLabel(id))
 	if m.stale() {
 		name += " · STALE"
 	}
@@ -36,15 +36,21 @@ func (m *Model) detailMissing(st *styles, name, why string, w int) []string {
 // scope, its heartbeat-age history and its terms.
 func (m *Model) detailLines(w, h int) []string {
 	st := m.bodyStyles()
-	sc, ok := m.snap.Scope(m.detail)
+	sc, ok := findScope(m.snap, m.detail)
 	name := m.detailName("SCOPE", m.detail)
 	if !ok {
-		return m.detailMissing(st, name, "scope "+termsafe.String(m.detail)+" is not in the latest snapshot (deleted, or filtered by the collector)", w)
+		return m.detailMissing(st, name, "scope "+termsafe.String(keyLabel(m.detail))+" is not in the latest snapshot (deleted, or filtered by the collector)", w)
 	}
 	label, vt := sc.Verdict.Label(), verdictTone(sc.Verdict)
+	if m.dbDown(sc.Database) {
+		label, vt = "? was "+string(sc.Verdict)+" (last-known: its database cannot be read)", toneMuted
+	}
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
 
 	var lines []string
+	if sc.Database != "" {
+		lines = append(lines, kv("database", m.databaseText(st, sc.Database)))
+	}
 	lines = append(lines, kv("verdict", st.render(vt, label)))
 	if sc.Leader != "" {
 		host := ""
@@ -97,7 +103,7 @@ func (m *Model) detailLines(w, h int) []string {
 		fol = st.render(toneMuted, "none")
 	}
 	if len(sc.Followers) > 0 {
-		fol = m.followersText(sc.Followers)
+		fol = m.followersText(sc.Database, sc.Followers)
 	}
 	lines = append(lines, kv("followers", fol))
 	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
@@ -111,7 +117,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 
 	// Heartbeat-age history.
-	if r := m.hb[sc.Name]; r != nil && (r.full || r.next > 0) {
+	if r := m.hb[m.detail]; r != nil && (r.full || r.next > 0) {
 		vals := r.values()
 		if n := w - 2 - 12; len(vals) > n && n > 0 {
 			vals = vals[len(vals)-n:]
@@ -136,7 +142,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 
 	// Timeline strip for this scope.
-	if strip, legend := m.timelineLines(st, w, 2, []string{sc.Name}); len(strip) > 0 {
+	if strip, legend := m.timelineLines(st, w, 2, []string{m.detail}); len(strip) > 0 {
 		lines = append(lines, "", m.paneTitle(st, -1, "LAST "+fmtAxis(timelineWindow)+"  "+legend, "", w))
 		lines = append(lines, strip...)
 	}
@@ -154,7 +160,7 @@ func (m *Model) detailLines(w, h int) []string {
 		}
 	}
 
-	terms := m.termsByScope[sc.Name]
+	terms := m.termsByScope[m.detail]
 	lines = append(lines, "", m.paneTitle(st, -1, "TERMS "+strconv.Itoa(len(terms))+" (newest first)", "", w))
 	rows := make([]row, 0, len(terms))
 	for i := len(terms) - 1; i >= 0; i-- {
@@ -184,9 +190,9 @@ func (m *Model) detailScrolled(st *styles, name string, lines []string, w, h int
 // followersText lists followers with their priority, best first as a
 // handover without a target would pick them: "node-c (2), node-b (1),
 // node-d (0: never leads)".
-func (m *Model) followersText(ids []string) string {
+func (m *Model) followersText(db string, ids []string) string {
 	parts := make([]string, 0, len(ids))
-	for _, f := range m.rankedFollowers(ids) {
+	for _, f := range m.rankedFollowers(db, ids) {
 		p := "?" // not in the snapshot's nodes
 		if f.known {
 			p = strconv.Itoa(f.node.Priority)
@@ -281,7 +287,7 @@ func (m *Model) openDetail() {
 		scope = m.scopes.selected()
 	case paneTerms:
 		if i := m.terms.cursor; i < len(m.terms.rows) {
-			scope = m.terms.rows[i].cells[1].text
+			scope, _, _ = strings.Cut(m.terms.rows[i].key, "\x00") // the scope's key, then the epoch
 		}
 	case paneNodes:
 		if node := m.nodes.selected(); node != "" {

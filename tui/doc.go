@@ -33,6 +33,20 @@
 // ("3 retired"). The per-snapshot work (sorting, cells) is done once per snapshot
 // or filter change, never per frame.
 //
+// Over several databases (a [collector.Fleet]: Snapshot.Databases) every
+// table gets a DATABASE column, the header counts the verdicts per database
+// (the ones in trouble first: "orders ✖ UNREACHABLE 14s │ billing 998 ✔ · 2
+// ✖ │ reports 1000 ✔", compact when they do not fit: "… │ 8 OK"), and d
+// opens a picker (k9s's namespaces) that narrows every pane, the event log
+// included, to one database, or shows all; / and p work across databases. Scope names and node ids
+// repeat across databases, so rows, cursors, detail views, heartbeat
+// histories and the timeline's holders are keyed by (database, name) (fleet.go);
+// with one database the key is the name and nothing on screen changes. A
+// database that cannot be read keeps its last-known rows, greyed, the
+// verdict marked "? was OK" (never counted as NO LEADER), its timeline strips
+// cut at its last read; actions go to the scope's database
+// ([ActionsByDatabase]).
+//
 // Data handling rules, for the 3 a.m. reader:
 //
 //   - The last good snapshot always stays on screen. When the collector reports

@@ -53,6 +53,7 @@ func (m *Model) eventDetailLines(w, h int) []string {
 	ev := e.ev
 	kv("at", ev.At.Format("2006-01-02 15:04:05.000000 MST"))
 	kv("kind", string(ev.Kind))
+	kv("database", ev.Database) // a fleet's; empty (no line) for one database
 	kv("scope", ev.Scope)
 	kv("node", ev.Node)
 	if ev.Epoch != 0 {

@@ -36,6 +36,7 @@ type eventLog struct {
 	entries []logEntry
 	shown   []int // indexes of entries passing the filter
 	filter  string
+	db      string // a fleet's database the log is narrowed to ("" = all)
 	nextID  uint64
 	// cursor indexes shown; cursorID is its entry's id, so that a reorder, a
 	// trim or a filter change keeps it on its event. offset is the first
@@ -126,7 +127,7 @@ func (l *eventLog) joinFlood(entry logEntry) bool {
 	group, singles := -1, []int(nil)
 	for i := len(l.entries) - 1; i >= 0 && len(l.entries)-i <= maxReorder; i-- {
 		t := l.entries[i]
-		if t.ev.Kind != entry.ev.Kind || t.ev.Node != entry.ev.Node {
+		if t.ev.Kind != entry.ev.Kind || t.ev.Node != entry.ev.Node || t.ev.Database != entry.ev.Database {
 			continue
 		}
 		ms := t.members
@@ -171,16 +172,21 @@ func (l *eventLog) joinFlood(entry logEntry) bool {
 	return true
 }
 
-func (l *eventLog) setFilter(f string) {
-	if f == l.filter {
+// setFilter shows the lines that contain f, of database db ("": all; a
+// line of no database, the dashboard's own, shows either way).
+func (l *eventLog) setFilter(f, db string) {
+	if f == l.filter && db == l.db {
 		return
 	}
-	l.filter = f
+	l.filter, l.db = f, db
 	l.reindex()
 	l.settle()
 }
 
 func (l *eventLog) matches(i int) bool {
+	if d := l.entries[i].ev.Database; l.db != "" && d != "" && d != l.db {
+		return false
+	}
 	if l.filter == "" {
 		return true
 	}
@@ -320,6 +326,7 @@ func eventLine(e collector.Event) (string, tone) {
 	kind, what, whole, t := eventParts(e)
 	var b strings.Builder
 	b.WriteString(linePrefix(e.At, kind))
+	b.WriteString(databasePrefix(e.Database))
 	if what == "" {
 		parts := make([]string, 0, 3)
 		for _, s := range []string{e.Scope, e.Node} {
@@ -349,6 +356,15 @@ func eventLine(e collector.Event) (string, tone) {
 // linePrefix is the start of every log line: the time and the kind's label.
 func linePrefix(at time.Time, kind string) string {
 	return "  " + fmtStamp(at) + "  " + padRight(kind, 16) + " "
+}
+
+// databasePrefix names a fleet's database at the start of what a log line
+// says ("billing │ "); "" for one database.
+func databasePrefix(db string) string {
+	if db == "" {
+		return ""
+	}
+	return db + " │ "
 }
 
 // eventParts says an event in words: its kind's label, what happened (empty:
@@ -500,14 +516,14 @@ var groupable = map[collector.EventKind]bool{collector.EventElected: true, colle
 // inside a group.
 func grouped(evs []collector.Event) []logEntry {
 	type key struct {
-		kind collector.EventKind
-		node string
+		kind     collector.EventKind
+		node, db string
 	}
 	count := map[key]int{}
 	scopes := map[key]map[string]bool{}
 	for _, e := range evs {
 		if groupable[e.Kind] {
-			k := key{e.Kind, e.Node}
+			k := key{e.Kind, e.Node, e.Database}
 			count[k]++
 			if scopes[k] == nil {
 				scopes[k] = map[string]bool{}
@@ -517,14 +533,14 @@ func grouped(evs []collector.Event) []logEntry {
 	}
 	members := map[key][]collector.Event{}
 	for _, e := range evs {
-		if k := (key{e.Kind, e.Node}); groupable[e.Kind] && count[k] >= groupMin && len(scopes[k]) == count[k] {
+		if k := (key{e.Kind, e.Node, e.Database}); groupable[e.Kind] && count[k] >= groupMin && len(scopes[k]) == count[k] {
 			members[k] = append(members[k], e)
 		}
 	}
 	out := make([]logEntry, 0, len(evs))
 	done := map[key]bool{}
 	for _, e := range evs {
-		k := key{e.Kind, e.Node}
+		k := key{e.Kind, e.Node, e.Database}
 		if g := members[k]; len(g) > 0 {
 			if !done[k] {
 				done[k] = true
@@ -545,7 +561,7 @@ func grouped(evs []collector.Event) []logEntry {
 func groupLine(g []collector.Event) (line, summary string, t tone) {
 	first := g[0]
 	kind, _, _, t := eventParts(first)
-	head := linePrefix(first.At, kind)
+	head := linePrefix(first.At, kind) + databasePrefix(first.Database)
 	names := make([]string, 0, len(g))
 	seen := make(map[string]bool, len(g))
 	reason := first.Reason

@@ -48,11 +48,11 @@ func TestEventLogFilterSearchesText(t *testing.T) {
 	l := newEventLog()
 	l.add(collector.Event{At: t0, Kind: collector.EventTermClosed, Scope: "billing", Node: "node-2", Epoch: 3, Reason: "crashed"},
 		collector.Event{At: t0.Add(time.Millisecond), Kind: collector.EventReleased, Scope: "reports", Node: "node-1", Epoch: 4, Reason: "resigned"})
-	l.setFilter("CRASHED")
+	l.setFilter("CRASHED", "")
 	if len(l.shown) != 1 || l.entries[l.shown[0]].ev.Scope != "billing" {
 		t.Fatalf("filter crashed shows %d entries (%v), want billing's closed term", len(l.shown), l.shown)
 	}
-	l.setFilter("node-1")
+	l.setFilter("node-1", "")
 	if len(l.shown) != 1 || l.entries[l.shown[0]].ev.Scope != "reports" {
 		t.Fatalf("filter node-1 shows %v", l.shown)
 	}
@@ -100,7 +100,7 @@ func TestEventLogGroupsFloods(t *testing.T) {
 	if line := l.entries[0].line; !strings.Contains(line, "252 terms of node-2 ended (crashed), closed by their successors: scope-0000, scope-0001") {
 		t.Fatalf("group line %q", line)
 	}
-	l.setFilter("scope-0251")
+	l.setFilter("scope-0251", "")
 	if len(l.shown) != 1 || l.shown[0] != 0 {
 		t.Fatalf("filter scope-0251 shows %v, want the group", l.shown)
 	}

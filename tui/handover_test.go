@@ -93,7 +93,7 @@ func TestPriorityShown(t *testing.T) {
 		}
 	}
 	var ids []string
-	for _, f := range m.rankedFollowers([]string{"node-d", "node-b", "node-e", "node-c", "node-x"}) {
+	for _, f := range m.rankedFollowers("", []string{"node-d", "node-b", "node-e", "node-c", "node-x"}) {
 		ids = append(ids, f.id)
 	}
 	if want := []string{"node-c", "node-b", "node-d", "node-e", "node-x"}; !slices.Equal(ids, want) {

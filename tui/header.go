@@ -83,6 +83,9 @@ const verdictListMax = 16
 // scope-0500". Either way it ends with the retired scopes' count, if any
 // ("3 retired"): they are not in the snapshot's scopes.
 func (m *Model) verdictLine(w int) string {
+	if len(m.snap.Databases) > 1 {
+		return m.fleetVerdictLine(w)
+	}
 	st := m.bodyStyles()
 	scs := m.snap.Scopes
 	if len(scs) == 0 {
@@ -266,6 +269,12 @@ func (m *Model) alertLines(w int) []string {
 	for i, a := range alerts[:limit] {
 		label, t := severityLabel(a.Severity)
 		subject := termsafe.String(a.Scope)
+		if a.Database != "" {
+			subject = termsafe.String(keyLabel(keyOf(a.Database, a.Scope)))
+			if a.Scope == "" {
+				subject = termsafe.String(a.Database)
+			}
+		}
 		if a.Node != "" {
 			if subject != "" {
 				subject += " "

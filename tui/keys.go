@@ -19,6 +19,9 @@ type keyMap struct {
 	Enter, Back                             key.Binding
 	// view
 	Filter, Problems, Sort, Reverse, Help key.Binding
+	// Database opens the picker that narrows the panes to one database of
+	// a fleet, or all; the help and the footer list it only over a fleet.
+	Database key.Binding
 	// Copy puts Options.DSN on the clipboard; disabled without one.
 	Copy key.Binding
 	// typing in the filter line or the help search (other keys type text)
@@ -35,6 +38,8 @@ type keyMap struct {
 	// actions lists the action keys in the help and the footer. Read-only,
 	// the action keys stay bound: they say how to enable actions.
 	actions bool
+	// fleet lists the database key: the snapshot is of several databases.
+	fleet bool
 
 	// Faults are the demo's fault keys (empty outside the demo).
 	Faults []key.Binding
@@ -60,6 +65,7 @@ func newKeyMap(actions bool) keyMap {
 
 		Filter:   bind("filter: scope/node substring", "/"),
 		Problems: bind("problems only (toggle)", "p"),
+		Database: bind("show one database / all (fleet)", "d"),
 		Sort:     bind("sort by next column", "s"),
 		Reverse:  bind("reverse sort order", "S"),
 		Help:     bind("help (type to search)", "?"),
@@ -146,7 +152,7 @@ func (k keyMap) action(kind actionKind) key.Binding {
 // all is every binding but the fault keys.
 func (k keyMap) all() []key.Binding {
 	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane,
-		k.Enter, k.Back, k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Copy, k.Erase, k.EraseAll,
+		k.Enter, k.Back, k.Filter, k.Problems, k.Database, k.Sort, k.Reverse, k.Help, k.Copy, k.Erase, k.EraseAll,
 		k.Pause, k.Slower, k.Faster, k.Refresh, k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline, k.Quit,
 		k.ReplayPrev, k.ReplayNext, k.Live}
 }
@@ -160,7 +166,7 @@ type helpGroup struct {
 func (k keyMap) groups() []helpGroup {
 	g := []helpGroup{
 		{"navigate", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.NextPane, k.PrevPane, k.Enter, k.Back}},
-		{"view", []key.Binding{k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Copy, k.Quit}},
+		{"view", k.viewKeys()},
 		{"typing (filter, help search)", []key.Binding{k.Erase, k.EraseAll}},
 		{"updates", []key.Binding{k.Pause, k.Slower, k.Faster, k.Refresh}},
 	}
@@ -174,6 +180,14 @@ func (k keyMap) groups() []helpGroup {
 	return g
 }
 
+// viewKeys are the help's view group; the database key only over a fleet.
+func (k keyMap) viewKeys() []key.Binding {
+	if k.fleet {
+		return []key.Binding{k.Filter, k.Problems, k.Database, k.Sort, k.Reverse, k.Help, k.Copy, k.Quit}
+	}
+	return []key.Binding{k.Filter, k.Problems, k.Sort, k.Reverse, k.Help, k.Copy, k.Quit}
+}
+
 // ShortHelp is the footer line over the panes (help.KeyMap), the keys that
 // matter most first: the footer shows as many as fit, in this order, none cut
 // (fitHelp), and ? lists the rest. In the demo the faults come before the
@@ -185,11 +199,15 @@ func (k keyMap) ShortHelp() []key.Binding {
 	if k.Copy.Enabled() {
 		short = append(short, brief("copy DSN", k.Copy))
 	}
-	return append(short,
+	short = append(short,
 		brief("pane", k.NextPane),
 		brief("detail", k.Enter),
 		brief("filter", k.Filter),
-		brief("problems", k.Problems),
+		brief("problems", k.Problems))
+	if k.fleet {
+		short = append(short, brief("database", k.Database))
+	}
+	return append(short,
 		brief("pause", k.Pause),
 		brief("sort", k.Sort, k.Reverse),
 		brief("interval", k.Slower, k.Faster),
@@ -293,4 +311,9 @@ func matchHelp(b key.Binding, group, query string) bool {
 	return strings.Contains(strings.ToLower(h.Key), q) ||
 		strings.Contains(strings.ToLower(h.Desc), q) ||
 		strings.Contains(strings.ToLower(group), q)
+}
+
+// pickerHelp is the footer while the database picker is open.
+func (k keyMap) pickerHelp() []key.Binding {
+	return []key.Binding{k.scrollBrief(true), brief("show", k.Enter), brief("close", k.Back), brief("quit", k.Quit)}
 }

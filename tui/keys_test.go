@@ -120,6 +120,10 @@ func TestKeysDefinedOnce(t *testing.T) {
 		{name: "Problems", b: func(k *keyMap) *key.Binding { return &k.Problems }, footer: "f5 problems",
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.problems },
 			hint: func(m *Model) { hit(m, m.keys.Problems) }, want: "problems only (f5)"},
+		{name: "Database", b: func(k *keyMap) *key.Binding { return &k.Database }, footer: "f5 database",
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool {
+				return strings.Contains(m.status, "one database: nothing to narrow to")
+			}},
 		{name: "Sort", b: func(k *keyMap) *key.Binding { return &k.Sort }, footer: "f5/S sort",
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.scopeSort.col == 1 }},
 		{name: "Reverse", b: func(k *keyMap) *key.Binding { return &k.Reverse }, footer: "s/f5 sort",
@@ -244,6 +248,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 				m.Update(tea.WindowSizeMsg{Width: 240, Height: 60})
 				old := *c.b(&m.keys)
 				*c.b(&m.keys) = bind(old.Help().Desc, spare)
+				m.keys.fleet = c.name == "Database" // listed over a fleet only
 				return m, b, old
 			}
 			m, _, old := rebound()
@@ -453,6 +458,13 @@ func TestKeysListed(t *testing.T) {
 		for _, b := range append(k.all(), k.Faults...) {
 			isAction := slices.ContainsFunc([]key.Binding{k.Evict, k.Resign, k.Handover, k.Confirm, k.Decline}, func(a key.Binding) bool { return same(a, b) })
 			shown := slices.ContainsFunc(listed, func(l key.Binding) bool { return same(l, b) })
+			if same(b, k.Database) {
+				isAction = true // listed over a fleet only (TestFleetKeys)
+				if shown {
+					t.Errorf("one database: %q listed in help", b.Help().Key)
+				}
+				continue
+			}
 			if shown != (actions || !isAction) {
 				t.Errorf("actions=%v: %q listed in help: %v", actions, b.Help().Key, shown)
 			}

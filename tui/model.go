@@ -83,6 +83,7 @@ type Model struct {
 	status  string
 	statusT tone
 
+	fleet  fleetView    // several databases (fleet.go)
 	replay *replayState // replay mode (replay.go); nil: live
 }
 
@@ -252,6 +253,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case m.helpOpen:
 		m.helpKey(msg)
 		return nil
+	case m.fleet.picking:
+		return m.pickKey(msg)
 	}
 	if m.tooSmall() {
 		if key.Matches(msg, m.keys.Quit) {
@@ -303,6 +306,8 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Problems):
 		m.problems = !m.problems
 		m.invalidate()
+	case key.Matches(msg, m.keys.Database):
+		m.openPicker()
 	case key.Matches(msg, m.keys.NextPane):
 		m.focus = (m.focus + 1) % paneCount
 	case key.Matches(msg, m.keys.PrevPane):

@@ -16,14 +16,17 @@ import (
 // processes — and the alerts about it.
 func (m *Model) nodeDetailLines(w, h int) []string {
 	st := m.bodyStyles()
-	n, ok := m.snap.Node(m.nodeDetail)
+	n, ok := findNode(m.snap, m.nodeDetail)
 	name := m.detailName("NODE", m.nodeDetail)
 	if !ok {
-		return m.detailMissing(st, name, "node "+termsafe.String(m.nodeDetail)+" is not in the latest snapshot (its row was deleted)", w)
+		return m.detailMissing(st, name, "node "+termsafe.String(keyLabel(m.nodeDetail))+" is not in the latest snapshot (its row was deleted)", w)
 	}
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
 
 	var lines []string
+	if n.Database != "" {
+		lines = append(lines, kv("database", m.databaseText(st, n.Database)))
+	}
 	state := st.render(nodeTone(n.State), n.State.Label())
 	switch n.State {
 	case collector.NodeLive:
@@ -91,7 +94,7 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 
 	var alerts []collector.Alert
 	for _, a := range m.snap.Alerts {
-		if a.Node == n.ID {
+		if a.Node == n.ID && a.Database == n.Database {
 			alerts = append(alerts, a)
 		}
 	}
@@ -139,7 +142,7 @@ func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string
 			role = "leads"
 		}
 		text := padRight(termsafe.String(s), width) + "  " + padRight(role, roleW)
-		if sc, ok := m.snap.Scope(s); ok {
+		if sc, ok := findScope(m.snap, keyOf(n.Database, s)); ok {
 			text += "  " + st.render(verdictTone(sc.Verdict), sc.Verdict.Label())
 			if role == "leads" {
 				text += " · epoch " + strconv.FormatInt(sc.Epoch, 10)

@@ -14,7 +14,8 @@ import (
 
 // Scopes table columns.
 const (
-	scName = iota
+	scDatabase = iota
+	scName
 	scVerdict
 	scLeader
 	scEpoch
@@ -25,6 +26,7 @@ const (
 )
 
 var scopeColumns = []column{
+	scDatabase:  {title: "DATABASE", min: 8, max: 16, fleet: true},
 	scName:      {title: "SCOPE", min: 8, max: 28},
 	scVerdict:   {title: "VERDICT", min: 11},
 	scLeader:    {title: "LEADER", min: 8, max: 32},
@@ -37,7 +39,8 @@ var scopeColumns = []column{
 
 // Nodes table columns.
 const (
-	ndID = iota
+	ndDatabase = iota
+	ndID
 	ndHost
 	ndPID
 	ndState
@@ -48,6 +51,7 @@ const (
 )
 
 var nodeColumns = []column{
+	ndDatabase: {title: "DATABASE", min: 8, max: 16, fleet: true},
 	ndID:       {title: "NODE", min: 8, max: 24},
 	ndHost:     {title: "HOST", min: 6, max: 24, drop: 2},
 	ndPID:      {title: "PID", min: 5, right: true, drop: 3},
@@ -60,7 +64,8 @@ var nodeColumns = []column{
 
 // Terms table columns.
 const (
-	tmEpoch = iota
+	tmDatabase = iota
+	tmEpoch
 	tmScope
 	tmLeader
 	tmStarted
@@ -70,13 +75,14 @@ const (
 )
 
 var termColumns = []column{
-	tmEpoch:   {title: "EPOCH", min: 5, right: true},
-	tmScope:   {title: "SCOPE", min: 8, max: 24},
-	tmLeader:  {title: "LEADER", min: 8, max: 24},
-	tmStarted: {title: "STARTED", min: 8},
-	tmHeld:    {title: "HELD FOR", min: 6, right: true},
-	tmEnded:   {title: "ENDED BY", min: 8, max: 30},
-	tmGap:     {title: "GAP", min: 4, right: true, drop: 1},
+	tmDatabase: {title: "DATABASE", min: 8, max: 16, fleet: true},
+	tmEpoch:    {title: "EPOCH", min: 5, right: true},
+	tmScope:    {title: "SCOPE", min: 8, max: 24},
+	tmLeader:   {title: "LEADER", min: 8, max: 24},
+	tmStarted:  {title: "STARTED", min: 8},
+	tmHeld:     {title: "HELD FOR", min: 6, right: true},
+	tmEnded:    {title: "ENDED BY", min: 8, max: 30},
+	tmGap:      {title: "GAP", min: 4, right: true, drop: 1},
 }
 
 // ensureRows rebuilds the table rows when the snapshot, the filter, the
@@ -90,10 +96,12 @@ func (m *Model) ensureRows() {
 	if m.snap == nil {
 		return
 	}
+	fleet := len(m.snap.Databases) > 1
+	m.scopes.fleet, m.nodes.fleet, m.terms.fleet = fleet, fleet, fleet
 	m.scopes.setRows(m.scopeRows())
 	m.nodes.setRows(m.nodeRows())
 	m.terms.setRows(m.termRows())
-	m.events.setFilter(m.filter)
+	m.events.setFilter(m.filter, m.fleet.only)
 }
 
 // scopeProblem reports a scope the problems filter keeps: a troubled verdict
@@ -106,10 +114,10 @@ func (m *Model) visibleScopes() []*collector.Scope {
 	out := make([]*collector.Scope, 0, len(m.snap.Scopes))
 	for i := range m.snap.Scopes {
 		sc := &m.snap.Scopes[i]
-		if m.problems && !scopeProblem(sc) {
+		if m.problems && !scopeProblem(sc) || !m.inView(sc.Database) {
 			continue
 		}
-		if m.filter != "" && !m.matchesFilter(append([]string{sc.Name, sc.Leader}, sc.Followers...)...) {
+		if m.filter != "" && !m.matchesFilter(append([]string{sc.Name, sc.Leader, sc.Database}, sc.Followers...)...) {
 			continue
 		}
 		out = append(out, sc)
@@ -119,7 +127,7 @@ func (m *Model) visibleScopes() []*collector.Scope {
 	slices.SortStableFunc(out, func(a, b *collector.Scope) int {
 		c := by.cmp(a, b)
 		if c == 0 {
-			c = cmp.Compare(a.Name, b.Name)
+			c = cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Database, b.Database))
 		}
 		if desc {
 			return -c
@@ -134,13 +142,17 @@ func (m *Model) scopeRows() []row {
 	scs := m.visibleScopes()
 	rows := make([]row, len(scs))
 	for i, sc := range scs {
-		rows[i] = row{key: sc.Name, cells: scopeCells(sc)}
+		rows[i] = row{key: keyOf(sc.Database, sc.Name), cells: scopeCells(sc)}
+		if m.dbDown(sc.Database) {
+			m.lastKnown(rows[i].cells, scDatabase, scVerdict, sc.Verdict)
+		}
 	}
 	return rows
 }
 
 func scopeCells(sc *collector.Scope) []cell {
 	c := make([]cell, len(scopeColumns))
+	c[scDatabase] = cell{text: sc.Database}
 	c[scName] = cell{text: sc.Name}
 	c[scVerdict] = cell{text: sc.Verdict.Label(), tone: verdictTone(sc.Verdict)}
 	idle := sc.Verdict == collector.VerdictIdle
@@ -232,17 +244,17 @@ func nodeTone(s collector.NodeState) tone {
 }
 
 func (m *Model) nodeProblem(n *collector.Node) bool {
-	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[n.ID] > 0
+	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[keyOf(n.Database, n.ID)] > 0
 }
 
 func (m *Model) nodeRows() []row {
 	ns := make([]*collector.Node, 0, len(m.snap.Nodes))
 	for i := range m.snap.Nodes {
 		n := &m.snap.Nodes[i]
-		if m.problems && !m.nodeProblem(n) {
+		if m.problems && !m.nodeProblem(n) || !m.inView(n.Database) {
 			continue
 		}
-		if m.filter != "" && !m.matchesFilter(append([]string{n.ID, n.Hostname}, n.Scopes...)...) {
+		if m.filter != "" && !m.matchesFilter(append([]string{n.ID, n.Hostname, n.Database}, n.Scopes...)...) {
 			continue
 		}
 		ns = append(ns, n)
@@ -252,7 +264,7 @@ func (m *Model) nodeRows() []row {
 	slices.SortStableFunc(ns, func(a, b *collector.Node) int {
 		c := by.cmp(a, b)
 		if c == 0 {
-			c = cmp.Compare(a.ID, b.ID)
+			c = cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Database, b.Database))
 		}
 		if desc {
 			return -c
@@ -262,13 +274,17 @@ func (m *Model) nodeRows() []row {
 	m.nodes.sortCol, m.nodes.sortDesc = by.col, desc
 	rows := make([]row, len(ns))
 	for i, n := range ns {
-		rows[i] = row{key: n.ID, cells: m.nodeCells(n)}
+		rows[i] = row{key: keyOf(n.Database, n.ID), cells: m.nodeCells(n)}
+		if m.dbDown(n.Database) {
+			m.lastKnown(rows[i].cells, ndDatabase, -1, "")
+		}
 	}
 	return rows
 }
 
 func (m *Model) nodeCells(n *collector.Node) []cell {
 	c := make([]cell, len(nodeColumns))
+	c[ndDatabase] = cell{text: n.Database}
 	c[ndID] = cell{text: n.ID}
 	c[ndHost] = cell{text: n.Hostname}
 	if n.OSPID > 0 {
@@ -278,7 +294,7 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 		}
 	}
 	c[ndState] = cell{text: n.State.Label(), tone: nodeTone(n.State)}
-	if k := m.nodeAlerts[n.ID]; k > 0 && c[ndState].tone != toneBad {
+	if k := m.nodeAlerts[keyOf(n.Database, n.ID)]; k > 0 && c[ndState].tone != toneBad {
 		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
 	}
 	c[ndPriority] = priorityCell(n)
@@ -324,13 +340,13 @@ type follower struct {
 	known bool
 }
 
-// rankedFollowers returns a scope's followers, the best handover target first:
-// the eligible ones (collector.Node.Eligible) by priority, highest first, then
-// by node id; then the others, by node id.
-func (m *Model) rankedFollowers(ids []string) []follower {
+// rankedFollowers returns a scope's followers (node ids of database db), the
+// best handover target first: the eligible ones (collector.Node.Eligible) by
+// priority, highest first, then by node id; then the others, by node id.
+func (m *Model) rankedFollowers(db string, ids []string) []follower {
 	fs := make([]follower, len(ids))
 	for i, id := range ids {
-		n, ok := m.snap.Node(id)
+		n, ok := findNode(m.snap, keyOf(db, id))
 		fs[i] = follower{id: id, node: n, known: ok}
 	}
 	slices.SortStableFunc(fs, func(a, b follower) int {
@@ -417,27 +433,28 @@ func (m *Model) termRows() []row {
 	if m.problems {
 		problem = map[string]bool{}
 		for i := range m.snap.Scopes {
-			if scopeProblem(&m.snap.Scopes[i]) {
-				problem[m.snap.Scopes[i].Name] = true
+			if sc := &m.snap.Scopes[i]; scopeProblem(sc) {
+				problem[keyOf(sc.Database, sc.Name)] = true
 			}
 		}
 	}
 	terms := m.snap.Terms
 	rows := make([]row, 0, len(terms))
 	for _, t := range terms {
-		if problem != nil && !problem[t.Scope] {
+		if problem != nil && !problem[keyOf(t.Database, t.Scope)] || !m.inView(t.Database) {
 			continue
 		}
-		if !m.matchesFilter(t.Scope, t.Holder) {
+		if !m.matchesFilter(t.Scope, t.Holder, t.Database) {
 			continue
 		}
-		rows = append(rows, row{key: t.Scope + "\x00" + strconv.FormatInt(t.Epoch, 10), cells: termCells(t)})
+		rows = append(rows, row{key: keyOf(t.Database, t.Scope) + "\x00" + strconv.FormatInt(t.Epoch, 10), cells: termCells(t)})
 	}
 	return rows
 }
 
 func termCells(t collector.Term) []cell {
 	c := make([]cell, len(termColumns))
+	c[tmDatabase] = cell{text: t.Database}
 	c[tmEpoch] = cell{text: collector.EpochLabel(t.Epoch)}
 	c[tmScope] = cell{text: t.Scope}
 	c[tmLeader] = cell{text: t.Holder}

@@ -133,6 +133,7 @@ func (m *Model) waitNote() tea.Cmd {
 // apply puts a snapshot on screen.
 func (m *Model) apply(s *collector.Snapshot) {
 	m.snap = s
+	m.keys.fleet = len(s.Databases) > 1
 	if s.Seq != m.lastSeq || m.termsByScope == nil {
 		m.lastSeq = s.Seq
 		m.indexSnapshot(s)
@@ -145,14 +146,15 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 	m.termsByScope = map[string][]collector.Term{}
 	seen := map[string]map[int64]bool{}
 	add := func(t collector.Term) {
-		if seen[t.Scope] == nil {
-			seen[t.Scope] = map[int64]bool{}
+		k := keyOf(t.Database, t.Scope)
+		if seen[k] == nil {
+			seen[k] = map[int64]bool{}
 		}
-		if seen[t.Scope][t.Epoch] {
+		if seen[k][t.Epoch] {
 			return
 		}
-		seen[t.Scope][t.Epoch] = true
-		m.termsByScope[t.Scope] = append(m.termsByScope[t.Scope], t)
+		seen[k][t.Epoch] = true
+		m.termsByScope[k] = append(m.termsByScope[k], t)
 	}
 	for i := len(s.Terms) - 1; i >= 0; i-- { // newest first → oldest first
 		add(s.Terms[i])
@@ -171,7 +173,7 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 	m.nodeAlerts = map[string]int{}
 	for _, a := range s.Alerts {
 		if a.Node != "" {
-			m.nodeAlerts[a.Node]++
+			m.nodeAlerts[keyOf(a.Database, a.Node)]++
 		}
 	}
 
@@ -180,11 +182,12 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 	}
 	live := map[string]bool{}
 	for _, sc := range s.Scopes {
-		live[sc.Name] = true
-		r := m.hb[sc.Name]
+		k := keyOf(sc.Database, sc.Name)
+		live[k] = true
+		r := m.hb[k]
 		if r == nil {
 			r = newRing(hbSamples)
-			m.hb[sc.Name] = r
+			m.hb[k] = r
 		}
 		if sc.Leader != "" {
 			r.push(sc.HeartbeatAge)

@@ -15,6 +15,8 @@ type column struct {
 	// drop orders columns to hide when the terminal is narrow: the highest goes
 	// first; 0 never goes.
 	drop int
+	// fleet: shown only over several databases (table.fleet).
+	fleet bool
 }
 
 // cell is the text of one cell and what it means.
@@ -51,6 +53,8 @@ type table struct {
 	// the cursor along instead of pushing the old row under it off screen.
 	newestFirst bool
 	following   bool // the cursor is on the newest row and stays there
+
+	fleet bool // the rows are of several databases: fleet columns show
 }
 
 func newTable(cols []column, empty string) *table {
@@ -170,6 +174,9 @@ func (t *table) widths(width, gutter int) (ws []int, sep int) {
 		ws[j] = t.natural[j]
 		if c.max > 0 {
 			ws[j] = min(ws[j], c.max)
+		}
+		if c.fleet && !t.fleet {
+			ws[j] = -1
 		}
 	}
 	if width <= 0 {

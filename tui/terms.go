@@ -58,8 +58,8 @@ func (hm *holderMarks) update(termsByScope map[string][]collector.Term, start, n
 			if at.Before(start) {
 				at = start
 			}
-			if f, ok := first[t.Holder]; !ok || at.Before(f) {
-				first[t.Holder] = at
+			if f, ok := first[holderKey(t)]; !ok || at.Before(f) {
+				first[holderKey(t)] = at
 			}
 		}
 	}
@@ -220,7 +220,7 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 	}
 	labelW := 6
 	for _, s := range scopes {
-		labelW = max(labelW, textWidth(termsafe.String(s)))
+		labelW = max(labelW, textWidth(termsafe.String(keyLabel(s))))
 	}
 	labelW = min(labelW, 18)
 	cols := w - 2 - labelW - 1
@@ -248,9 +248,9 @@ func (m *Model) timelineLines(st *styles, w, h int, scopes []string) ([]string, 
 		} else {
 			b.WriteString("  ")
 		}
-		b.WriteString(padRight(termsafe.String(name), labelW))
+		b.WriteString(padRight(termsafe.String(keyLabel(name)), labelW))
 		b.WriteString(" ")
-		m.strip(&b, st, m.termsByScope[name], start, now, step, cols, shown)
+		m.strip(&b, st, m.termsByScope[name], start, now, m.knownUntil(name), step, cols, shown)
 		out = append(out, b.String())
 	}
 	return out, m.timelineLegend(st, shown, len(failovers) > 0)
@@ -272,7 +272,7 @@ func (m *Model) timelineLegend(st *styles, shown map[string]bool, failover bool)
 	var legend []string
 	for i, h := range named {
 		if h != "" {
-			legend = append(legend, st.render(toneHolder0+tone(i), holderGlyphs[i])+" "+termsafe.String(h))
+			legend = append(legend, st.render(toneHolder0+tone(i), holderGlyphs[i])+" "+termsafe.String(keyLabel(h)))
 		}
 	}
 	if more > 0 {
@@ -323,7 +323,9 @@ func axisLine(st *styles, cols int, start time.Time, step time.Duration, failove
 // strip writes one scope's strip: cols columns from start, step apart; each
 // column shows who held the scope at its midpoint, in the holder's mark.
 // Runs of one term are styled in one go. The holders drawn are added to shown.
-func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, start, now time.Time, step time.Duration, cols int, shown map[string]bool) {
+// Columns after known (not zero: the last read of a fleet's database that
+// cannot be read now) are blank: nobody knows who led then.
+func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, start, now, known time.Time, step time.Duration, cols int, shown map[string]bool) {
 	j := 0
 	run, runLen := -1, 0 // run: index of the term drawn, -1 = nobody
 	flush := func() {
@@ -333,7 +335,7 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 		if run < 0 {
 			b.WriteString(st.render(toneMuted, strings.Repeat(noLeaderGlyph, runLen)))
 		} else {
-			h := terms[run].Holder
+			h := holderKey(terms[run])
 			shown[h] = true
 			if i, ok := m.marks.mark(h); ok {
 				b.WriteString(st.render(toneHolder0+tone(i), strings.Repeat(holderGlyphs[i], runLen)))
@@ -347,6 +349,11 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 		mid := start.Add(step*time.Duration(c) + step/2)
 		if c == cols-1 {
 			mid = now // the last column is "now": the holder at this moment, not half a column ago
+		}
+		if !known.IsZero() && mid.After(known) {
+			flush()
+			b.WriteString(strings.Repeat(" ", cols-c))
+			return
 		}
 		for j < len(terms) && termEnd(terms[j], now).Before(mid) {
 			j++
@@ -363,6 +370,10 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 	}
 	flush()
 }
+
+// holderKey is the term's holder as the timeline tells holders apart: by
+// node id, and in a fleet by database too (keyOf).
+func holderKey(t collector.Term) string { return keyOf(t.Database, t.Holder) }
 
 func termEnd(t collector.Term, now time.Time) time.Time {
 	if t.Open() {

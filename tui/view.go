@@ -69,6 +69,9 @@ func (m *Model) render() string {
 	if m.confirm != nil {
 		lines = m.overlay(lines, m.confirmBox(w), w)
 	}
+	if m.fleet.picking {
+		lines = m.overlay(lines, m.pickerBox(w), w)
+	}
 	return strings.Join(lines, "\n")
 }
 
@@ -92,6 +95,9 @@ func (m *Model) bodyStyles() *styles {
 }
 
 func (m *Model) database() string {
+	if m.fleet.only != "" && m.isFleet() {
+		return m.fleetDatabaseLabel()
+	}
 	if m.snap != nil && m.snap.Health.Database != "" {
 		return termsafe.String(m.snap.Health.Database)
 	}
@@ -142,6 +148,9 @@ func (m *Model) footerLines(w int) []string {
 	if m.problems {
 		flags = append(flags, "problems only ("+m.keys.Problems.Help().Key+")")
 	}
+	if m.fleet.only != "" {
+		flags = append(flags, "database "+termsafe.String(m.fleet.only)+" only ("+m.keys.Database.Help().Key+" picks)")
+	}
 	if len(flags) > 0 {
 		right := st.render(toneWarn, strings.Join(flags, " · "))
 		rw := textWidth(ansi.Strip(right))
@@ -161,6 +170,8 @@ func (m *Model) footerKeys() []key.Binding {
 	switch {
 	case m.filtering:
 		return m.keys.filterHelp()
+	case m.fleet.picking:
+		return m.keys.pickerHelp()
 	case m.helpOpen:
 		return m.keys.searchHelp()
 	case m.eventDetail != nil:

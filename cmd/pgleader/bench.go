@@ -38,6 +38,11 @@ type latencyFigures struct {
 	HeapMiB float64 `json:"heap_mib,omitempty"`
 	RSSMiB  float64 `json:"rss_mib,omitempty"`
 	Series  int     `json:"series,omitempty"`
+	// The dashboard-over-a-fleet figures only: p99 as a share of the poll
+	// interval, and p50 against one database's in the same run.
+	OfInterval float64 `json:"p99_of_interval,omitempty"`
+	VsOne      float64 `json:"p50_vs_one_database,omitempty"`
+	CPUMS      float64 `json:"cpu_ms_per_refresh,omitempty"`
 }
 
 func figures(name string, ds []time.Duration) latencyFigures {
@@ -47,7 +52,20 @@ func figures(name string, ds []time.Duration) latencyFigures {
 
 func (a *app) writeFigures(jsonPath string, fs ...latencyFigures) error {
 	for _, f := range fs {
-		fmt.Fprintf(a.stdout, "%-40s n=%-4d p50 %8.2f ms   p99 %8.2f ms   max %8.2f ms\n", f.Name, f.N, f.P50MS, f.P99MS, f.MaxMS)
+		fmt.Fprintf(a.stdout, "%-40s n=%-4d p50 %8.2f ms   p99 %8.2f ms   max %8.2f ms", f.Name, f.N, f.P50MS, f.P99MS, f.MaxMS)
+		if f.OfInterval > 0 {
+			fmt.Fprintf(a.stdout, "   p99 %.0f%% of the interval", 100*f.OfInterval)
+		}
+		if f.VsOne > 0 {
+			fmt.Fprintf(a.stdout, "   p50 ×%.1f one database", f.VsOne)
+		}
+		if f.CPUMS > 0 {
+			fmt.Fprintf(a.stdout, "   CPU %.0f ms/refresh", f.CPUMS)
+		}
+		if f.HeapMiB > 0 {
+			fmt.Fprintf(a.stdout, "   heap %.0f MiB, RSS %.0f MiB", f.HeapMiB, f.RSSMiB)
+		}
+		fmt.Fprintln(a.stdout)
 	}
 	return writeJSON(jsonPath, fs)
 }
@@ -157,7 +175,7 @@ database's. Target: scrape < 1 s. --databases 0 skips it.`,
 			}
 			return out, nil
 		})
-	fleet.register(cmd)
+	fleet.register(cmd, 10)
 	cmd.PreRunE = func(*cobra.Command, []string) error { return fleet.check() }
 	return cmd
 }
@@ -165,9 +183,9 @@ database's. Target: scrape < 1 s. --databases 0 skips it.`,
 // fleetSize is the size of a forged fleet: --databases × (--scopes, --nodes).
 type fleetSize struct{ databases, scopes, nodes int }
 
-func (s *fleetSize) register(cmd *cobra.Command) {
+func (s *fleetSize) register(cmd *cobra.Command, databases int) {
 	f := cmd.Flags()
-	f.IntVar(&s.databases, "databases", 10, "databases of the forged fleet (0: no fleet run)")
+	f.IntVar(&s.databases, "databases", databases, "databases of the forged fleet (0: no fleet run)")
 	f.IntVar(&s.scopes, "scopes", 1000, "led scopes per database of the fleet")
 	f.IntVar(&s.nodes, "nodes", 5, "nodes per database of the fleet")
 }
@@ -203,19 +221,66 @@ func (a *app) fleetScrape(ctx context.Context, h *harness, s fleetSize, logf fun
 }
 
 func (a *app) benchDashboardCommand() *cobra.Command {
-	return a.latencyCommand("dashboard", "Measure commit → on screen: pgleader top in a real terminal (tmux)",
+	var fleet fleetSize
+	cmd := a.latencyCommand("dashboard", "Measure commit → on screen: pgleader top in a real terminal (tmux); with --databases, a full refresh over a fleet",
 		`dashboard runs `+"`pgleader top`"+` in a detached tmux session (120×40) and makes -n
 leadership changes by SQL, timing each from the moment its commit returned until
 capture-pane shows the new leader in the scope's row (sampled every 2 ms). Target:
-p99 ≤ 250 ms. Needs tmux.`,
-		`  pgleader bench dashboard -n 50 --json docs/bench-dashboard.json`, 50,
+p99 ≤ 250 ms. Needs tmux.
+
+With --databases N it measures instead a full refresh of top over a fleet: N
+databases on the same server (created, migrated and forged with SQL: --scopes led
+scopes over --nodes nodes each, heartbeats kept fresh, dropped afterwards), -n
+refreshes one per second — every database read at once through its collector and
+merged, then a dashboard taking the snapshot and drawing a 120×40 frame — first
+over one database of the fleet, then over all of them, in the same run, with the
+live heap after each and the fleet's ratio to one database. Target: the fleet's
+p99 within the 1 s poll interval.`,
+		`  pgleader bench dashboard -n 50 --json docs/bench-dashboard.json
+  pgleader bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json`, 50,
 		func(ctx context.Context, h *harness, n int, logf func(string, ...any)) ([]latencyFigures, error) {
+			if fleet.databases > 0 {
+				return a.dashboardFleet(ctx, h, fleet, n, logf)
+			}
 			res, err := bench.DashboardLatency(ctx, h.bin, h.dsn, n, logf)
 			if err != nil {
 				return nil, err
 			}
 			return []latencyFigures{figures("commit → on screen (pgleader top, tmux)", res.CommitToScreen)}, nil
 		})
+	fleet.register(cmd, 0)
+	cmd.PreRunE = func(*cobra.Command, []string) error { return fleet.check() }
+	return cmd
+}
+
+// dashboardFleet forges the fleet on the harness's server, times top's
+// refreshes over it (bench.DashboardFleet) and drops the fleet: each
+// configuration's full refresh, read and render, the fleet's beside one
+// database's.
+func (a *app) dashboardFleet(ctx context.Context, h *harness, s fleetSize, n int, logf func(string, ...any)) ([]latencyFigures, error) {
+	f, err := bench.ForgeFleet(ctx, bench.FleetOptions{DSN: h.dsn, Databases: s.databases, Scopes: s.scopes, Nodes: s.nodes, Logf: logf})
+	if err != nil {
+		return nil, fmt.Errorf("forge the fleet: %w", err)
+	}
+	defer f.Close()
+	res, err := bench.DashboardFleet(ctx, f, time.Second, n, 120, 40, logf)
+	if err != nil {
+		return nil, err
+	}
+	var out []latencyFigures
+	oneP50 := bench.Quantile(res.One.Total, .5)
+	for _, c := range []bench.RefreshFigures{res.One, res.Fleet} {
+		what := fmt.Sprintf("%d × %d scopes", c.Databases, s.scopes)
+		total := figures("top refresh ("+what+")", c.Total)
+		total.OfInterval = float64(bench.Quantile(c.Total, .99)) / float64(res.Interval)
+		if c.Databases > 1 && oneP50 > 0 {
+			total.VsOne = float64(bench.Quantile(c.Total, .5)) / float64(oneP50)
+		}
+		total.HeapMiB, total.RSSMiB = c.HeapMiB, c.RSSMiB
+		total.CPUMS = float64(c.CPU.Microseconds()) / 1000
+		out = append(out, total, figures("  read + merge ("+what+")", c.Read), figures("  render ("+what+")", c.Render))
+	}
+	return out, nil
 }
 
 func (a *app) benchFailoverCommand() *cobra.Command {

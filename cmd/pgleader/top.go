@@ -73,11 +73,14 @@ banner; [ and ] step to the previous and next transition (reading further
 history past the hour read on either side), L goes live; no action and no
 fault key acts while replaying. Live, [ enters replay at the last transition.
 With --once it prints that moment (-o json: the snapshot's replay object says
-what is not rebuilt).`,
+what is not rebuilt).
+
+` + topFleetHelp,
 		Example: `  pgleader top --dsn postgres://ops@db:5432/app
   pgleader top --once -o text > frame.txt
   pgleader top --allow-actions
-  pgleader top --at 2026-11-27T03:12:04.250Z`,
+  pgleader top --at 2026-11-27T03:12:04.250Z
+  pgleader top --all-targets`,
 		Args: cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
@@ -101,7 +104,24 @@ what is not rebuilt).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			t, err := a.topTarget(ctx, &targets)
+			ts, err := a.topTargets(&targets)
+			if err != nil {
+				return err
+			}
+			if len(ts) > 1 {
+				if at != "" {
+					return cli.BadInput("--at replays one database: give one --target (or --dsn)")
+				}
+				if source.slot != "" {
+					return cli.BadInput("--slot names one replication slot, and two databases of one server cannot share it: give --slot with a single --target, or leave it out (temporary slots)")
+				}
+				return a.topFleet(ctx, ts, topFleetOptions{allowActions: allowActions, once: once, output: output, width: width,
+					ui: tui.Options{NoColor: noColor, Theme: th},
+					collector: func(t cli.Target) (*collector.Collector, error) {
+						return newCollector(t, interval, evictStale, quietLogger(), source)
+					}})
+			}
+			t, err := a.topTarget(ctx, ts)
 			if err != nil {
 				return err
 			}
@@ -175,18 +195,19 @@ what is not rebuilt).`,
 // onceReplayEvents is how many events top --at --once prints.
 const onceReplayEvents = 50
 
-// topTarget is the database of a dashboard over one database: --dsn's, or the
-// one --target names, checked.
-func (a *app) topTarget(ctx context.Context, f *targetFlags) (cli.Target, error) {
+// topTargets are the named databases of top (nil: --dsn's, as before).
+func (a *app) topTargets(f *targetFlags) ([]cli.NamedTarget, error) {
 	if !f.named() && f.config == "" {
+		return nil, nil
+	}
+	return a.targets(f)
+}
+
+// topTarget is the database of a dashboard over one database: --dsn's (ts
+// nil), or the one --target names, checked. Several go to topFleet.
+func (a *app) topTarget(ctx context.Context, ts []cli.NamedTarget) (cli.Target, error) {
+	if ts == nil {
 		return a.checkedTarget(ctx)
-	}
-	ts, err := a.targets(f)
-	if err != nil {
-		return cli.Target{}, err
-	}
-	if len(ts) > 1 {
-		return cli.Target{}, cli.BadInput("top shows one database in this build: give one --target")
 	}
 	return ts[0].Target, cli.ForTarget(ts[0].Name, election.CheckDatabase(ctx, ts[0].Config))
 }

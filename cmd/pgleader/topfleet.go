@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/tui"
+)
+
+// topFleetHelp is the paragraph of top's help on several databases.
+const topFleetHelp = `With several databases (--target repeated, or --all-targets) top shows them
+all in one view: a DATABASE column, a header that counts the verdicts per
+database ("orders ✖ UNREACHABLE 14s │ billing 998 ✔ · 2 ✖ │ …"), and d to
+pick one database for every pane, or all of them; / and p work across all of
+them. Each database is read on its own: one that cannot be read, or
+reads too slowly, is shown unreachable with its last-known state greyed and its
+age, never as NO LEADER, and never holds up the others.`
+
+// topFleetOptions are top's settings that a fleet's dashboard uses.
+type topFleetOptions struct {
+	allowActions bool
+	once         bool
+	output       string
+	width        int
+	ui           tui.Options
+	collector    func(t cli.Target) (*collector.Collector, error)
+}
+
+// topFleet runs the dashboard (or --once) over several named databases: a
+// collector per database, merged by a collector.Fleet; actions go to the
+// collector of the scope's database. --once exits 1 when a database could
+// not be read, as status does.
+func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOptions) error {
+	members := make([]collector.FleetMember, 0, len(ts))
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		c, err := o.collector(t.Target)
+		if err != nil {
+			return cli.ForTarget(t.Name, err)
+		}
+		members = append(members, collector.FleetMember{Name: t.Name, Collector: c})
+		names = append(names, t.Name)
+	}
+	fleet, err := collector.NewFleet(members, collector.FleetConfig{})
+	if err != nil {
+		return err
+	}
+	if o.once {
+		pctx, cancel := context.WithTimeout(ctx, targetTimeout)
+		defer cancel()
+		snap, _ := fleet.Poll(pctx) // an unreachable database is in it, as such
+		if o.width == 0 {
+			o.width = terminalWidth()
+		}
+		if err := tui.RenderOnce(a.stdout, snap, nil, o.output, o.width); err != nil {
+			return err
+		}
+		// As status: a database that cannot be read is said on stderr, and
+		// exits 1 once the others are printed.
+		failed := false
+		for _, d := range snap.Databases {
+			if !d.Up() {
+				fmt.Fprintln(a.stderr, a.targetError(d.Name, errors.New(d.Reason)))
+				failed = true
+			}
+		}
+		if failed {
+			return &cli.StatusError{Code: cli.ExitFailure}
+		}
+		return nil
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- fleet.Run(runCtx) }()
+	opts := o.ui
+	opts.Database = plural(len(ts), "database") + ": " + strings.Join(names, ", ")
+	if o.allowActions {
+		opts.Actions = tui.ActionsByDatabase(func(db string) tui.Actions {
+			if c := fleet.Member(db); c != nil {
+				return topActions{c}
+			}
+			return nil
+		})
+	}
+	err = tui.Run(ctx, fleet, opts)
+	cancel()
+	if rerr := <-done; rerr != nil {
+		// A database whose collector failed (e.g. --source logical where it
+		// cannot stream) was shown unreachable with its error; say it again.
+		return errors.Join(err, collectorError(rerr))
+	}
+	return err
+}
