@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/lab/bench"
 )
 
@@ -38,6 +39,9 @@ DATABASE_URL it starts a throwaway PostgreSQL.`,
 		Example: `  pgleader bench run --n 20 --json /tmp/run.json`,
 		Args:    cobra.NoArgs,
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
+			if n < 1 {
+				return cli.BadInput("-n must be ≥ 1 (got %d)", n)
+			}
 			return a.withHarness(cmd, "bench-run", keep, func(ctx context.Context, h *harness) error {
 				rep, err := bench.RunSupervised(ctx, bench.RunOptions{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n,
 					NodeArgs: strings.Fields(nodeArgs), Progress: debugWriter{a}})
@@ -57,7 +61,7 @@ DATABASE_URL it starts a throwaway PostgreSQL.`,
 		}),
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&n, "n", 10, "samples per figure")
+	fl.IntVarP(&n, "n", "n", 10, "samples per figure")
 	fl.StringVar(&jsonPath, "json", "", "write the figures as JSON to `FILE`")
 	fl.StringVar(&nodeArgs, "node-args", "", "extra flags for every node, e.g. \"--heartbeat-interval 200ms\"")
 	fl.BoolVar(&keep, "keep", false, "keep the events files and logs")

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -188,15 +186,7 @@ func TestExporterServes(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	}()
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return httpGet(addr, path) }
 	// Every series carries the database label: for a lone --dsn, its database name.
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {

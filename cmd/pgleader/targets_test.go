@@ -113,15 +113,7 @@ func TestTargets(t *testing.T) {
 		addr := freeAddr(t)
 		// billing and down: the exporter starts although down cannot be reached.
 		startBinary(t, "exporter", "--config", conf, "--target", "billing", "--target", "down", "--listen", addr, "--interval", "200ms")
-		get := func(path string) (int, string) {
-			resp, err := http.Get("http://" + addr + path)
-			if err != nil {
-				return 0, err.Error()
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
+		get := func(path string) (int, string) { return httpGet(addr, path) }
 		pgtest.WaitFor(t, "billing's leader in /metrics", 20*time.Second, func() bool {
 			code, body := get("/metrics")
 			return code == 200 && strings.Contains(body, `pgleader_scope_leader{database="billing",node="a1",scope="jobs"} 1`)
@@ -174,4 +166,16 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// httpGet GETs path of the server at addr: the status and body, or 0 and the
+// error.
+func httpGet(addr, path string) (int, string) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
