@@ -312,6 +312,9 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		}
 	}
 	if elected {
+		// The term is gone before anyone hears so: a subscriber that reads
+		// Role or Health on Revoked sees a follower, not a pending holder.
+		s.term.CompareAndSwap(t, nil)
 		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now(), Token: t.token()})
 		e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
 	}

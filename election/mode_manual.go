@@ -158,6 +158,7 @@ func (d *manualDriver) serve(ctx context.Context, s *Scope, t *term, done chan s
 		t.drain(d.e.cfg.DrainTimeout)
 		t.end(ReasonShutdown, true)
 	}
+	s.term.CompareAndSwap(t, nil) // before Revoked, as the engine does (campaign.go)
 	d.e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: d.e.cfg.NodeID, Reason: t.reason,
 		At: time.Now(), Token: t.token()})
 }
