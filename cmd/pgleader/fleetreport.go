@@ -60,11 +60,24 @@ func (a *app) targetError(name string, err error) string {
 // statusTargets is status over named targets: a section per database (-o
 // table), one row set with a leading target column (-o tsv), or one JSON
 // object {"verdict", "targets": [{"target", "status" | "error"}]} (-o json).
-func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []string, output string, src sourceFlags) error {
+//
+// With at set (--at), each database's moment is rebuilt from its history
+// (collector.History) instead of read live: each section opens with its REPLAY
+// line (on stderr for TSV), each status object carries its replay object.
+func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []string, output string, src sourceFlags, at time.Time) error {
 	type read struct {
 		snap *collector.Snapshot
 	}
 	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (read, error) {
+		if !at.IsZero() {
+			h, err := readHistory(ctx, t.Config, at)
+			if err != nil {
+				return read{}, err
+			}
+			snap := h.At(at)
+			snap.Health.Database = redacted(t.Target)
+			return read{snap}, nil
+		}
 		c, err := newCollector(t.Target, collectorInterval, false, quietLogger(), src)
 		if err != nil {
 			return read{}, err
@@ -103,9 +116,15 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 		case cli.FormatJSON:
 			docs = append(docs, jsonTarget{Target: name, Status: bytes.TrimSpace(b.Bytes())})
 		case cli.FormatTSV:
+			if info := r.value.snap.Replay; info != nil {
+				fmt.Fprintln(a.stderr, name+": "+replayLine(info))
+			}
 			writePrefixedTSV(a.stdout, b.String(), name, i == 0)
 		default:
 			fmt.Fprintf(a.stdout, "%s── %s ── %s\n", sectionGap(i), name, termsafe.String(r.value.snap.Health.Database))
+			if info := r.value.snap.Replay; info != nil {
+				writeReplayHead(a.stdout, info)
+			}
 			_, _ = io.Copy(a.stdout, &b)
 		}
 	}

@@ -46,6 +46,53 @@ func TestTargets(t *testing.T) {
 		})
 	}
 
+	led := time.Now() // both databases are led from here on
+
+	t.Run("StatusAt", func(t *testing.T) {
+		time.Sleep(50 * time.Millisecond) // the moment is in the past of every clock here
+		at := led.Format(time.RFC3339Nano)
+		r := pgleader(t, env, "status", "--config", conf, "--all-targets", "--at", at, "-o", "json")
+		if r.code != 1 {
+			t.Errorf("exit %d, want 1 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		var doc struct {
+			Targets []struct {
+				Target string `json:"target"`
+				Error  string `json:"error"`
+				Status struct {
+					Replay *struct {
+						At time.Time `json:"at"`
+					} `json:"replay"`
+					Scopes []struct {
+						Leader string `json:"leader"`
+					} `json:"scopes"`
+				} `json:"status"`
+			} `json:"targets"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, r.stdout)
+		}
+		leaders := map[string]string{}
+		for _, tg := range doc.Targets {
+			if tg.Status.Replay != nil && len(tg.Status.Scopes) == 1 && tg.Status.Replay.At.Equal(led) {
+				leaders[tg.Target] = tg.Status.Scopes[0].Leader
+			} else if tg.Error != "" {
+				leaders[tg.Target] = "error"
+			}
+		}
+		if leaders["billing"] != "a1" || leaders["orders"] != "b1" || leaders["down"] != "error" || len(leaders) != 3 {
+			t.Errorf("replayed leaders %v; want billing a1, orders b1, down an error:\n%s", leaders, r.stdout)
+		}
+		r = pgleader(t, env, "status", "--config", conf, "--all-targets", "--at", at)
+		if strings.Count(r.stdout, "REPLAY ") != 2 {
+			t.Errorf("want a REPLAY line in each section read:\n%s", r.stdout)
+		}
+		future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+		r = pgleader(t, env, "status", "--config", conf, "--all-targets", "--at", future)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "is in the future") {
+			t.Errorf("future --at over targets: exit %d, %q %q; want exit 2, one line", r.code, r.stdout, r.stderr)
+		}
+	})
 	t.Run("StatusTable", func(t *testing.T) {
 		r := pgleader(t, env, "status", "--config", conf, "--all-targets")
 		if r.code != 1 {
