@@ -31,17 +31,19 @@ type Member struct {
 // last good figures while they are fresh), and the others as usual.
 type Fleet struct {
 	members []Member
-	regs    map[string]*prometheus.Registry // per member, for Probe
-	exps    []*Exporter                     // per member, in order: what /metrics writes
-	byName  map[string]*Exporter
+	exps    []*Exporter          // per member, in order: what /metrics writes (text.go)
 	process *prometheus.Registry // the process's own collectors
-	all     *prometheus.Registry // every member and the process's own: one registry, not prometheus.Gatherers, whose merge checks every series once more (a third of a fleet's scrape)
-	opts    Options
+	all     *prometheus.Registry // the same page through a registry (Gatherer)
 }
 
-// labelValue is what a member name may be (the config file's rule for target
-// names): a label value, a URL query value and a column of the dashboard.
+// labelValue is what a member name may be: a label value, a URL query value and
+// a column of the dashboard.
 var labelValue = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// ValidDatabaseName reports whether name may name a member of a Fleet (and a
+// target of pgleader's config file): 1–63 letters, digits, '_', '.' or '-',
+// starting with a letter or digit.
+func ValidDatabaseName(name string) bool { return labelValue.MatchString(name) }
 
 // NewFleet returns the exporter of members; process are collectors of the
 // process itself (Go runtime, process), served once on /metrics without a
@@ -50,31 +52,26 @@ func NewFleet(members []Member, opts Options, process ...prometheus.Collector) (
 	if len(members) == 0 {
 		return nil, errors.New("exporter: a fleet needs at least one database")
 	}
-	f := &Fleet{members: members, regs: map[string]*prometheus.Registry{}, all: prometheus.NewRegistry(), opts: opts,
-		byName: map[string]*Exporter{}, process: prometheus.NewRegistry()}
+	f := &Fleet{members: members, all: prometheus.NewRegistry(), process: prometheus.NewRegistry()}
+	seen := map[string]bool{}
 	for _, m := range members {
 		if !labelValue.MatchString(m.Name) {
 			return nil, fmt.Errorf("exporter: database name %q: use 1–63 letters, digits, '_', '.' or '-'", m.Name)
 		}
-		if _, dup := f.regs[m.Name]; dup {
+		if seen[m.Name] {
 			return nil, fmt.Errorf("exporter: database %q is given twice", m.Name)
 		}
-		reg := prometheus.NewRegistry()
 		mopts := opts
 		mopts.ConstLabels = prometheus.Labels{DatabaseLabel: m.Name}
 		for k, v := range opts.ConstLabels {
 			mopts.ConstLabels[k] = v
 		}
-		e := New(m.Source, mopts) // stateless: one Exporter in two registries
-		if err := reg.Register(e); err != nil {
-			return nil, fmt.Errorf("exporter: database %q: %w", m.Name, err)
-		}
+		e := New(m.Source, mopts)
 		if err := f.all.Register(e); err != nil {
 			return nil, fmt.Errorf("exporter: database %q: %w", m.Name, err)
 		}
-		f.regs[m.Name] = reg
 		f.exps = append(f.exps, e)
-		f.byName[m.Name] = e
+		seen[m.Name] = true
 	}
 	for _, c := range process {
 		if err := f.all.Register(c); err != nil {
@@ -87,27 +84,11 @@ func NewFleet(members []Member, opts Options, process ...prometheus.Collector) (
 	return f, nil
 }
 
-// Gatherer is every member's metrics and the process's, as a registry: what
-// /metrics serves, which writes the same page without one (see text.go).
+// Gatherer is every member's metrics and the process's through a registry, for
+// embedding the fleet in another registry's page. /metrics writes the same page
+// without one (text.go): over a fleet the registry's checks and sorting cost
+// most of a scrape.
 func (f *Fleet) Gatherer() prometheus.Gatherer { return f.all }
-
-// Probe is one member's metrics as a registry (what /probe?target=NAME serves);
-// nil for a name not in the fleet.
-func (f *Fleet) Probe(name string) prometheus.Gatherer {
-	if reg, ok := f.regs[name]; ok {
-		return reg
-	}
-	return nil
-}
-
-// Names lists the members' names in the order given.
-func (f *Fleet) Names() []string {
-	out := make([]string, len(f.members))
-	for i, m := range f.members {
-		out[i] = m.Name
-	}
-	return out
-}
 
 // Ready is the readiness check of the fleet, for Handler: nil while at least one
 // member is ready (the others show as pgleader_collector_up 0, which is what the
@@ -145,14 +126,23 @@ func (f *Fleet) Ready(logger *slog.Logger) func() error {
 //	                    blackbox_exporter: Prometheus fans out with relabelling);
 //	                    400 for a missing or unknown name
 func (f *Fleet) Handler(ready func() error) http.Handler {
-	return handlerOf(textHandler(f.exps, f.process), ready, f.probe)
+	// One text handler per page, made once: each keeps its own bound on
+	// concurrent scrapes and the sizes of its families at the previous one.
+	probes := make(map[string]http.Handler, len(f.exps))
+	for i, m := range f.members {
+		probes[m.Name] = textHandler(f.exps[i:i+1], nil)
+	}
+	return handlerOf(textHandler(f.exps, f.process), ready, func(w http.ResponseWriter, r *http.Request) {
+		probe(probes, w, r)
+	})
 }
 
-// probe is the /probe endpoint.
-func (f *Fleet) probe(w http.ResponseWriter, r *http.Request) {
+// probe is the /probe endpoint: the page of the member the target parameter
+// names, from probes.
+func probe(probes map[string]http.Handler, w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("target")
-	e := f.byName[name]
-	if e == nil {
+	h := probes[name]
+	if h == nil {
 		if name == "" {
 			text(w, http.StatusBadRequest, "target parameter missing: /probe?target=NAME\n")
 			return
@@ -166,5 +156,5 @@ func (f *Fleet) probe(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, shown+" is not served here; /probe?target=NAME takes a database of this exporter\n")
 		return
 	}
-	textHandler([]*Exporter{e}, nil).ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 }

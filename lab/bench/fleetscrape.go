@@ -190,17 +190,11 @@ func liveHeap() uint64 {
 
 // rss is the process's resident set size in bytes (0 where /proc lacks it).
 func rss() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	p, err := readProc(os.Getpid())
 	if err != nil {
 		return 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	return p.rssKiB << 10
 }
 
 // WriteTable prints the figures side by side, with the fleet's ratios to one

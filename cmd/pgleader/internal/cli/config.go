@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pgleader/pgleader/exporter"
 )
 
 // The config file names databases once, so that the watching commands (status,
@@ -71,10 +73,6 @@ type ConfigTarget struct {
 	Passfile string
 	Line     int // where the entry starts in the file
 }
-
-// targetName is what a target may be called: it becomes a Prometheus label value
-// and a column of the dashboard, and is typed on command lines.
-var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // yamlLine is the line a YAML error names ("line 3: did not find expected key").
 var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
@@ -156,7 +154,7 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 			switch {
 			case t.Name == "":
 				return nil, bad(e.Line, "a target without a name; give it name: NAME")
-			case !targetName.MatchString(t.Name):
+			case !exporter.ValidDatabaseName(t.Name): // it becomes the exporter's database label
 				return nil, bad(e.Line, "target name %q: use 1–63 letters, digits, '_', '.' or '-', starting with a letter or digit", t.Name)
 			case t.DSN == "":
 				return nil, bad(e.Line, "target %q has no dsn; give it dsn: DSN (or dsn: env:VARIABLE)", t.Name)
