@@ -26,10 +26,9 @@ func testMassFailoverReachesSubscribers(t *testing.T, src SourceMode) {
 		names[i] = fmt.Sprintf("scope-%04d", i+1)
 	}
 	dead, heir := connect(t, dsn), connect(t, dsn)
-	register := `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, heartbeat_interval_ms, trust_window_ms, session_lease_ms)
-	             VALUES ($1, 'h', 1, 'test', $2, 100, 300, 500)`
+	register := `SELECT pgleader.register_node($1, 'h', 1, 'test', $2, 100, 300, 500, 0, 0)`
 	exec(t, heir, register, "node-1", names)
-	exec(t, heir, register, "node-2", names)
+	exec(t, dead, register, "node-2", names)
 	claimSQL := `SELECT count(*) FILTER (WHERE acquired) FROM pgleader.claim_scopes($1, 'h', 0, 100, 100, 300, 500, $2::text[],
 	               ARRAY(SELECT pgleader.lock_key(s) FROM unnest($2::text[]) s))`
 	if n := queryInt(t, dead, claimSQL, "node-2", names[:dying]); n != dying {

@@ -137,6 +137,7 @@ func TestEvents(t *testing.T) {
 		run(t, c)
 		waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
 		admin := connect(t, dsn)
+		exec(t, admin, "INSERT INTO pgleader.leader_state (scope, lock_key) VALUES ('s', pgleader.lock_key('s'))") // fence_rejected audits known scopes
 		for i := range 20 {
 			exec(t, admin, "SELECT pgleader.fence_rejected('s', $1, 'zombie', 'test')", int64(i+1))
 		}

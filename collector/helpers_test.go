@@ -256,9 +256,11 @@ func (n *node) leads(scope string) bool {
 // connection keeps the lock like a leadership session), registering node first.
 func forgeHolder(t testing.TB, conn *pgx.Conn, scope, node string) int64 {
 	t.Helper()
-	exec(t, conn, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, heartbeat_interval_ms, trust_window_ms, session_lease_ms)
-	               VALUES ($1, 'forged-host', 1, 'test', ARRAY[$2], 100, 300, 500)
-	               ON CONFLICT (node_id) DO UPDATE SET scopes = array_append(pgleader.nodes.scopes, $2), last_seen = now(), stopped_at = NULL`, node, scope)
+	// Registered on this connection (a claim is made only by the session that
+	// registered its node), with the scopes it registered before.
+	exec(t, conn, `SELECT pgleader.register_node($1, 'forged-host', 1, 'test',
+	               ARRAY(SELECT DISTINCT x FROM unnest(coalesce((SELECT n.scopes FROM pgleader.nodes n WHERE n.node_id = $1), '{}') || $2::text) x),
+	               100, 300, 500, 0, 0)`, node, scope)
 	var ok bool
 	var epoch int64
 	if err := conn.QueryRow(context.Background(),

@@ -65,6 +65,12 @@ func transitions(ctx context.Context, dsn, scope string, n int, done *atomic.Int
 		return err
 	}
 	defer closeConn(conn)
+	// Both nodes registered on this one session: it claims and releases for each.
+	for _, node := range []string{"node-a", "node-b"} {
+		if _, err := conn.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'test', ARRAY[$2::text], 500, 1500, 2000, 0, 0)`, node, scope); err != nil {
+			return fmt.Errorf("register %s: %w", node, err)
+		}
+	}
 	for i := range n {
 		node := fmt.Sprintf("node-%c", 'a'+i%2)
 		var acquired bool

@@ -273,7 +273,13 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	}
 
 	if ctx.Err() == nil { // a term won while the campaign ends never opens its gate
-		sess.m.awaitPredecessors(s, t, sess, r)
+		// The wait ends with the term or with the campaign (a SIGTERM during a
+		// wait for a predecessor stops at once: the gate never opens).
+		wctx, cancel := context.WithCancel(t.ctx)
+		stop := context.AfterFunc(ctx, cancel)
+		sess.m.awaitPredecessors(wctx, s, t, sess, r)
+		stop()
+		cancel()
 	}
 
 	elected := false
@@ -326,8 +332,11 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 // the largest trust window among those holders (plus a margin) has passed since
 // the claim returned, whichever comes first (see "No overlap" in the package
 // doc). Guards of this very session are skipped: its earlier terms closed their
-// gates before this claim was sent.
-func (s *Scope) lockAwaitPredecessors(t *term, sess *session, r claimResult) {
+// gates before this claim was sent. The predecessor's trust window comes from
+// the database, which bounds it (check_timing: below the session lease, at most
+// maxSessionLease); the wait is bounded by maxSessionLease here as well, and ends
+// when ctx does.
+func (s *Scope) lockAwaitPredecessors(ctx context.Context, t *term, sess *session, r claimResult) {
 	e := s.e
 	var keys []int64
 	for _, k := range r.waitGuards {
@@ -345,16 +354,21 @@ func (s *Scope) lockAwaitPredecessors(t *term, sess *session, r claimResult) {
 	if r.prevTrustMS != nil && time.Duration(*r.prevTrustMS)*time.Millisecond > trust {
 		trust = time.Duration(*r.prevTrustMS) * time.Millisecond
 	}
+	if trust > maxSessionLease {
+		e.log.Warn("a predecessor's recorded trust window exceeds the maximum session lease: waiting the maximum",
+			"scope", s.name, "node", e.cfg.NodeID, "prev_trust", trust, "max", maxSessionLease)
+		trust = maxSessionLease
+	}
 	deadline := r.done + int64(trust+safetyMargin(trust))
 	waitedOut := blind
 	for _, k := range keys {
-		if !e.ring.awaitFree(t.ctx, k, deadline) {
+		if !e.ring.awaitFree(ctx, k, deadline) {
 			waitedOut = true // cannot see the guard, or it outlived the bound
 			break
 		}
 	}
 	if waitedOut {
-		sleepCtx(t.ctx, time.Duration(deadline-monotime.Now()))
+		sleepCtx(ctx, time.Duration(deadline-monotime.Now()))
 	}
 	e.log.Info("predecessors safe", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
 		"predecessor", deref(r.prevHolder), "prev_reason", deref(r.prevReason), "guards", len(keys),

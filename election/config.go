@@ -225,6 +225,12 @@ func (c *Config) applyDefaults() {
 // between hosts and the server's timer slack.
 const minSafetyGap = 100 * time.Millisecond
 
+// maxSessionLease bounds the session lease L (and so the trust window W < L and
+// every wait for a predecessor's trust): the database refuses a longer one
+// (pgleader.check_timing, PLF11), so no value read back from it makes a
+// successor wait longer.
+const maxSessionLease = 10 * time.Minute
+
 // Validate checks the configuration (after filling defaults) and returns a
 // *ConfigError naming the field and the rule it breaks.
 //
@@ -260,7 +266,7 @@ func (c *Config) Validate() error {
 		return bad("ConnConfig", "set DSN or ConnConfig, not both")
 	}
 	if c.NodeID != "" { // empty: New picks DefaultNodeID()
-		if err := validateName("node id", c.NodeID); err != nil {
+		if err := ValidateNodeID(c.NodeID); err != nil {
 			return bad("NodeID", "%v", err)
 		}
 	}
@@ -298,6 +304,8 @@ func (c *Config) Validate() error {
 		return bad("SessionLease", "trust window (%v) must be shorter than session lease (%v), or a frozen leader may still trust its gate when the server hands its lock to a successor", W, L)
 	case L-W < minSafetyGap:
 		return bad("SessionLease", "session lease (%v) must exceed trust window (%v) by at least %v (the safety gap absorbs clock-rate differences and server timer slack)", L, W, minSafetyGap)
+	case L > maxSessionLease:
+		return bad("SessionLease", "session lease (%v) must be at most %v", L, maxSessionLease)
 	case L%time.Millisecond != 0:
 		return bad("SessionLease", "session lease (%v) must be a whole number of milliseconds (idle_session_timeout)", L)
 	case c.DrainTimeout < 0:
@@ -368,8 +376,18 @@ func DefaultNodeID() string {
 func ValidateScopeName(name string) error { return validateName("scope name", name) }
 
 // ValidateNodeID reports why id cannot be a node id, or nil: the rules of scope
-// names (ValidateScopeName) apply.
-func ValidateNodeID(id string) error { return validateName("node id", id) }
+// names (ValidateScopeName) apply, and a node id holds no quote (' " `) or
+// backslash, since it appears in the commands that hints suggest (`pgleader node
+// forget 'ID'`). The database refuses the same ids (pgleader.check_name, PLF11).
+func ValidateNodeID(id string) error {
+	if err := validateName("node id", id); err != nil {
+		return err
+	}
+	if i := strings.IndexAny(id, "'\"`\\"); i >= 0 {
+		return fmt.Errorf("node id %q holds %q: a node id holds no quote or backslash", id, id[i:i+1])
+	}
+	return nil
+}
 
 // validateName applies the rules of scope names to what (a scope name, a node
 // id).

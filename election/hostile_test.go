@@ -40,9 +40,16 @@ func TestHostileScopeBindings(t *testing.T) {
 		withConn(t, intruder, func(ctx context.Context, c *pgx.Conn) error {
 			_, err := c.Exec(ctx, `SELECT pgleader.register_node('intruder', 'h', 1, 'v', $1, 50, 300, 500, 1, 2)`, []string{scope})
 			wantPLF10(t, "register_node "+scope, err, scope)
+			// Registered for an open scope only, the intruder claims the bound one:
+			// a node claims only the scopes it registered (PLF12).
+			if _, err := c.Exec(ctx, `SELECT pgleader.register_node('intruder', 'h', 1, 'v', '{open}', 50, 300, 500, 1, 2)`); err != nil {
+				t.Fatal(err)
+			}
 			_, err = c.Exec(ctx, `SELECT * FROM pgleader.claim_batch('intruder', 'h', 1, 50, 100, 300, 500, $1, $2)`,
 				[]string{scope}, []int64{election.LockKey(scope)})
-			wantPLF10(t, "claim_batch "+scope, err, scope)
+			if sqlstate(err) != "PLF12" {
+				t.Errorf("claim_batch %s by a node that did not register it: got %v, want SQLSTATE PLF12", scope, err)
+			}
 			_, err = c.Exec(ctx, `SELECT pgleader.lease_register('intruder', 'h', 1, 'v', $1, 50, 300, 500, 7, 1, 300, NULL)`, []string{scope})
 			wantPLF10(t, "lease_register "+scope, err, scope)
 			return nil
@@ -117,44 +124,69 @@ func TestHostileLockKeys(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
 	node := as("node")
+	victimKey := election.LockKey("victim")
+	const claimSQL = `SELECT * FROM pgleader.claim_batch('n', 'h', 1, 50, 100, 300, 500, $1, $2)`
+	noLock := func(what string, key int64) {
+		t.Helper()
+		if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.advisory_locks() WHERE key = $1`, key); n != 0 {
+			t.Errorf("%s: %d sessions still hold key %d", what, n, key)
+		}
+	}
 	withConn(t, node, func(ctx context.Context, c *pgx.Conn) error {
+		// Unregistered: the claim proves nothing about its caller (PLF12).
+		_, err := c.Exec(ctx, claimSQL, []string{"victim"}, []int64{victimKey})
+		if sqlstate(err) != "PLF12" {
+			t.Errorf("claim by a session that registered no node: got %v, want SQLSTATE PLF12", err)
+		}
+		if _, err := c.Exec(ctx, `SELECT pgleader.register_node('n', 'h', 1, 'v', '{victim}', 50, 300, 500, 1, 2)`); err != nil {
+			return err
+		}
 		for _, key := range []int64{42, election.LockKey("victim-other")} {
-			_, err := c.Exec(ctx, `SELECT * FROM pgleader.claim_batch('n', 'h', 1, 50, 100, 300, 500, $1, $2)`,
-				[]string{"victim"}, []int64{key})
+			_, err := c.Exec(ctx, claimSQL, []string{"victim"}, []int64{key})
 			if sqlstate(err) != "PLF03" {
 				t.Errorf("claim of scope victim under key %d: got %v, want SQLSTATE PLF03", key, err)
 			}
+			noLock(fmt.Sprintf("a claim under key %d, refused", key), key)
 		}
-		return nil
-	})
-	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.leader_state WHERE scope = 'victim'`); n != 0 {
-		t.Fatalf("a refused claim left %d rows", n)
-	}
-	// The session warm-up of nodes of release 11 (a scratch scope named after the
-	// random key it claims, in a transaction it rolls back) still runs; the same
-	// row never commits, so it cannot take another scope's key.
-	const oldWarmup = `SELECT * FROM pgleader.claim_batch('n', 'h', 1, 50, 100, 300, 500, $1, $2)`
-	victimKey := election.LockKey("victim")
-	warmScope := fmt.Sprintf("pgleader-warmup-%016x", uint64(victimKey))
-	withConn(t, node, func(ctx context.Context, c *pgx.Conn) error {
+		// The release-11 warm-up (a scratch scope named after the random key it
+		// claims) is refused outright: it let a node lock any key it chose, and
+		// keep it after a rollback.
+		warmScope := fmt.Sprintf("pgleader-warmup-%016x", uint64(victimKey))
 		tx, err := c.Begin(ctx)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, oldWarmup, []string{warmScope}, []int64{victimKey}); err != nil {
-			t.Errorf("a release-11 warm-up claim: %v", err)
+		if _, err := tx.Exec(ctx, claimSQL, []string{warmScope}, []int64{victimKey}); sqlstate(err) != "PLF03" {
+			t.Errorf("a release-11 warm-up claim under another scope's key: got %v, want SQLSTATE PLF03", err)
 		}
-		if err := tx.Rollback(ctx); err != nil {
+		_ = tx.Rollback(ctx)
+		noLock("a release-11 warm-up claim, rolled back", victimKey)
+		// Today's warm-up (a scratch scope under its derived key, rolled back)
+		// leaves no lock behind: its lock is the transaction's.
+		scratch := "pgleader-warmup-0123456789abcdef"
+		if tx, err = c.Begin(ctx); err != nil {
 			return err
 		}
-		_, _ = c.Exec(ctx, `SELECT pgleader.unlock_held_many($1)`, []int64{victimKey})
-		_, err = c.Exec(ctx, oldWarmup, []string{warmScope}, []int64{victimKey})
-		if sqlstate(err) != "PLF03" {
-			t.Errorf("a committed warm-up-named row under another scope's key: got %v, want SQLSTATE PLF03", err)
+		if _, err := tx.Exec(ctx, claimSQL, []string{scratch}, []int64{election.LockKey(scratch)}); err != nil {
+			t.Errorf("a warm-up claim: %v", err)
 		}
-		_, _ = c.Exec(ctx, `SELECT pgleader.unlock_held_many($1)`, []int64{victimKey})
-		return nil
+		_ = tx.Rollback(ctx)
+		noLock("a warm-up claim, rolled back", election.LockKey(scratch))
+		// Nor can a scratch row commit.
+		if _, err := c.Exec(ctx, claimSQL, []string{scratch}, []int64{election.LockKey(scratch)}); sqlstate(err) != "PLF03" {
+			t.Errorf("a warm-up claim that would commit: got %v, want SQLSTATE PLF03", err)
+		}
+		noLock("a warm-up claim that would commit, refused", election.LockKey(scratch))
+		// A scope the node did not register: PLF12.
+		if _, err := c.Exec(ctx, claimSQL, []string{"victim-other"}, []int64{election.LockKey("victim-other")}); sqlstate(err) != "PLF12" {
+			t.Errorf("a claim of a scope the node did not register: got %v, want SQLSTATE PLF12", err)
+		}
+		_, err = c.Exec(ctx, `SELECT pgleader.node_stopped('n')`)
+		return err
 	})
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.leader_state WHERE scope = 'victim' OR scope LIKE 'pgleader-warmup-%'`); n != 0 {
+		t.Fatalf("refused claims left %d rows", n)
+	}
 	// Real nodes lead the scope under its derived key.
 	n1 := startNode(t, fastConfig(node, "real-1", "victim"))
 	pgtest.WaitFor(t, "a real node leading", 10*time.Second, func() bool { return n1.leads("victim") })
@@ -286,13 +318,28 @@ func testFencedTxBounded(t *testing.T, mode election.Mode) {
 		}
 		return nil
 	})
-	// A leader's own fenced transactions are never ended: end_fenced refuses
-	// while the scope is led.
+	// The termination followed an audit row that committed before it.
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit f JOIN pgleader.audit e
+		  ON e.kind = 'fenced_tx_ended' AND e.scope = f.scope AND e.detail->>'pid' = f.detail->>'pid' AND e.id > f.id
+		 WHERE f.kind = 'fenced_tx_found' AND f.scope = $1 AND f.detail->>'login_role' = $2`, scope, prefix+"_app"); n != 1 {
+		t.Errorf("%d fenced_tx_found rows before the fenced_tx_ended row, want 1", n)
+	}
+	// A leader's own fenced transactions are never ended: end_fenced proves its
+	// caller (PLF12 for a session that registered no node), and refuses while
+	// the scope is led (PLF07).
 	withConn(t, as("node2"), func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, `SELECT * FROM pgleader.end_fenced('x', $1)`, scope)
+		if sqlstate(err) != "PLF12" {
+			t.Errorf("end_fenced by a session that registered no node: got %v, want SQLSTATE PLF12", err)
+		}
+		if _, err := c.Exec(ctx, `SELECT pgleader.register_node('x', 'h', 1, 'v', $1, 50, 300, 500, 1, 2)`, []string{scope}); err != nil {
+			return err
+		}
+		_, err = c.Exec(ctx, `SELECT * FROM pgleader.end_fenced('x', NULL, $1)`, scope)
 		if sqlstate(err) != "PLF07" {
 			t.Errorf("end_fenced of a led scope: got %v, want SQLSTATE PLF07", err)
 		}
-		return nil
+		_, err = c.Exec(ctx, `SELECT pgleader.node_stopped('x')`)
+		return err
 	})
 }

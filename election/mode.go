@@ -61,7 +61,7 @@ type sessionMode interface {
 	armGuard(ctx context.Context, s *session) error
 	// awaitPredecessors keeps the new term t pending until no earlier holder of
 	// its scope can trust its gate.
-	awaitPredecessors(sc *Scope, t *term, s *session, r claimResult)
+	awaitPredecessors(ctx context.Context, sc *Scope, t *term, s *session, r claimResult)
 	// releaseQuery runs the release statement for the named terms on q.
 	releaseQuery(ctx context.Context, s *session, q querier, names []string, epochs []int64, reasons []string) (pgx.Rows, error)
 	// stopped records a clean shutdown of the node (in a leadDo request).

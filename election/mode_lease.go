@@ -86,7 +86,7 @@ func (leaseMode) claim(ctx context.Context, s *session, names []string, _ []int6
 
 func (leaseMode) armGuard(context.Context, *session) error { return nil }
 
-func (leaseMode) awaitPredecessors(*Scope, *term, *session, claimResult) {}
+func (leaseMode) awaitPredecessors(context.Context, *Scope, *term, *session, claimResult) {}
 
 func (leaseMode) releaseQuery(ctx context.Context, s *session, q querier, names []string, epochs []int64, reasons []string) (pgx.Rows, error) {
 	return q.Query(ctx, leaseReleaseBatchSQL, s.e.cfg.NodeID, s.leaseToken, names, epochs, reasons)

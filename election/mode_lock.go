@@ -64,8 +64,8 @@ func (lockMode) claim(ctx context.Context, s *session, names []string, keys []in
 
 func (lockMode) armGuard(ctx context.Context, s *session) error { return s.armGuard(ctx) }
 
-func (lockMode) awaitPredecessors(sc *Scope, t *term, s *session, r claimResult) {
-	sc.lockAwaitPredecessors(t, s, r)
+func (lockMode) awaitPredecessors(ctx context.Context, sc *Scope, t *term, s *session, r claimResult) {
+	sc.lockAwaitPredecessors(ctx, t, s, r)
 }
 
 func (lockMode) releaseQuery(ctx context.Context, s *session, q querier, names []string, epochs []int64, reasons []string) (pgx.Rows, error) {

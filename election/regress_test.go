@@ -37,6 +37,10 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 	key := election.LockKey("s")
 	claim := func(lead *pgx.Conn, node string, guard int64) {
 		var acquired bool
+		if _, err := lead.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', '{s}', 100, $2, 1500, 1, $3)`,
+			node, W.Milliseconds(), guard); err != nil {
+			t.Fatalf("register %s: %v", node, err)
+		}
 		if err := lead.QueryRow(ctx, `SELECT acquired FROM pgleader.claim_scopes($3, 'h', $4, 100, 200, $5, 1500, ARRAY[$1::text], ARRAY[$2::bigint])`,
 			"s", key, node, guard, W.Milliseconds()).Scan(&acquired); err != nil || !acquired {
 			t.Fatalf("claim by %s: acquired=%v err=%v", node, acquired, err)
@@ -262,6 +266,11 @@ func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	cfgB := fastConfig(dsn, "b", "x", "y")
 	cfgB.Observer = rec
 	b := startNode(t, cfgB)
+	// b campaigns before the request: else a, alone, takes x back after its
+	// cooldown (seen on a loaded machine, where b registered late).
+	pgtest.WaitFor(t, "b registered", 10*time.Second, func() bool {
+		return queryInt(t, dsn, "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'b' AND stopped_at IS NULL") == 1
+	})
 	epoch := queryInt(t, dsn, "SELECT epoch FROM pgleader.leader_state WHERE scope = 'x'")
 
 	if ok := queryInt(t, dsn, "SELECT pgleader.request_resign('x', $1, 'test')::int", epoch+7); ok != 0 {

@@ -393,6 +393,8 @@ func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait) {
 				c.Close(context.Background())
 			}
 			return
+		case !free && monotime.Now() < deadline:
+			continue // one await is at most maxAwait: wait again until the deadline
 		}
 		w.free = free
 		return
@@ -422,14 +424,19 @@ func (r *ring) fetchPeer(ctx context.Context, conn *pgx.Conn) (*ringPeer, error)
 	return &p, nil
 }
 
+// maxAwait is the longest wait one call of pgleader.await_release may ask for
+// (the function refuses more: PLF11).
+const maxAwait = time.Minute
+
 // await waits on conn until no session holds key exclusively (true) or timeout
-// passes (false); timeout 0 waits without limit.
+// passes (false). The wait is at least a millisecond and at most maxAwait: a
+// caller that must wait longer calls again.
 func await(ctx context.Context, conn interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, key int64, timeout time.Duration) (bool, error) {
 	// Whole milliseconds, rounded up: a wait that bounds a predecessor's trust must
 	// never end early.
-	ms := int64((timeout + time.Millisecond - 1) / time.Millisecond)
+	ms := int64((min(max(timeout, time.Millisecond), maxAwait) + time.Millisecond - 1) / time.Millisecond)
 	var free bool
 	if err := conn.QueryRow(ctx, "SELECT pgleader.await_release($1, $2)", key, ms).Scan(&free); err != nil {
 		return false, fmt.Errorf("await release of %d: %w", key, err)

@@ -176,6 +176,14 @@ func TestLeastPrivilege(t *testing.T) {
 		key := election.LockKey(scope)
 		withConn(t, other, func(ctx context.Context, c *pgx.Conn) error {
 			var acquired, busy bool
+			// Unregistered, the session proves nothing: refused (PLF12).
+			_, err := c.Exec(ctx, `SELECT * FROM pgleader.claim_batch('intruder', 'h', 1, 50, 100, 300, 500, $1, $2)`, []string{scope}, []int64{key})
+			if sqlstate(err) != "PLF12" {
+				t.Errorf("claim_batch by a session that registered no node: %v, want PLF12", err)
+			}
+			if _, err := c.Exec(ctx, `SELECT pgleader.register_node('intruder', 'h', 1, 'v', $1, 50, 300, 500, 1, 2)`, []string{scope}); err != nil {
+				return err
+			}
 			if err := c.QueryRow(ctx, `SELECT acquired, busy FROM pgleader.claim_batch('intruder', 'h', 1, 50, 100, 300, 500, $1, $2)`,
 				[]string{scope}, []int64{key}).Scan(&acquired, &busy); err != nil {
 				return err
@@ -191,14 +199,19 @@ func TestLeastPrivilege(t *testing.T) {
 			if ok {
 				t.Errorf("node_heartbeat confirmed %s's term from another session", tok.Holder)
 			}
-			if err := c.QueryRow(ctx, `SELECT ok FROM pgleader.release_batch($1, $2, $3, $4)`,
-				tok.Holder, []string{scope}, []int64{tok.Epoch}, []string{"resigned"}).Scan(&ok); err != nil {
+			_, err = c.Exec(ctx, `SELECT ok FROM pgleader.release_batch($1, $2, $3, $4)`,
+				tok.Holder, []string{scope}, []int64{tok.Epoch}, []string{"resigned"})
+			if sqlstate(err) != "PLF12" {
+				t.Errorf("release_batch of %s's term from another session: %v, want PLF12", tok.Holder, err)
+			}
+			if err := c.QueryRow(ctx, `SELECT ok FROM pgleader.release_batch('intruder', $1, $2, $3)`,
+				[]string{scope}, []int64{tok.Epoch}, []string{"resigned"}).Scan(&ok); err != nil {
 				return err
 			}
 			if ok {
-				t.Errorf("release_batch released %s's term from another session", tok.Holder)
+				t.Errorf("release_batch released %s's term as another node", tok.Holder)
 			}
-			_, err := c.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', $2, 50, 300, 500, 1, 2)`, tok.Holder, []string{scope})
+			_, err = c.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', $2, 50, 300, 500, 1, 2)`, tok.Holder, []string{scope})
 			if got := sqlstate(err); got != "PLF06" {
 				t.Errorf("register_node of live node %s by another login: %v, want PLF06", tok.Holder, err)
 			}

@@ -26,7 +26,7 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 	conns := make([]*pgx.Conn, nodes)
 	for i := range conns {
 		conns[i] = connect(t, cfg)
-		if _, err := conns[i].Exec(ctx, `SELECT pgleader.lease_register($1, 'h', 1, 'test', '{s}', 100, 20, 30, $2, 1, 0)`,
+		if _, err := conns[i].Exec(ctx, `SELECT pgleader.lease_register($1, 'h', 1, 'test', '{s}', 10, 30, 130, $2, 1, 0)`,
 			fmt.Sprintf("n%d", i), int64(1000+i)); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 		for i, c := range conns {
 			wg.Go(func() {
 				<-start
-				errs[i] = c.QueryRow(ctx, `SELECT acquired FROM pgleader.lease_claim_batch($1, $2, 'h', 100, 50, 20, 30, '{s}', $3)`,
+				errs[i] = c.QueryRow(ctx, `SELECT acquired FROM pgleader.lease_claim_batch($1, $2, 'h', 10, 10, 30, 130, '{s}', $3)`,
 					fmt.Sprintf("n%d", i), int64(1000+i), []int64{seq}).Scan(&won[i])
 			})
 		}
@@ -67,12 +67,12 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 	for round := range rounds {
 		seq, epoch, holder, released := state()
 		// Even rounds: the scope is free (never claimed, or released). Odd rounds:
-		// its holder stopped renewing and its 30 ms lease ran out, at seq.
+		// its holder stopped renewing and its 130 ms lease ran out, at seq.
 		if round%2 == 1 {
 			if holder == nil || released {
 				t.Fatalf("round %d: no holder to expire", round)
 			}
-			time.Sleep(40 * time.Millisecond)
+			time.Sleep(140 * time.Millisecond)
 		}
 		winners := claimAll(seq)
 		if len(winners) != 1 {

@@ -134,8 +134,26 @@ type claimRow struct {
 	holder         string
 }
 
+// registerSQL registers node on the calling backend (claims are made only by
+// the leadership session a node registered: caller_node), adding scope to the
+// scopes it registered before, with the timing of claimSQL.
+const registerSQL = `SELECT pgleader.register_node($1, 'host', 1, 'v',
+                       ARRAY(SELECT DISTINCT x FROM unnest(coalesce((SELECT n.scopes FROM pgleader.nodes n WHERE n.node_id = $1), '{}') || $2::text) x),
+                       500, 1500, 2000, 43, 42)
+                     WHERE NOT EXISTS (SELECT 1 FROM pgleader.nodes n WHERE n.node_id = $1
+                                          AND n.backend_pid = pg_backend_pid() AND $2 = ANY (n.scopes))`
+
+// register registers node on c's backend for scope (registerSQL).
+func register(t *testing.T, c *pgx.Conn, node, scope string) {
+	t.Helper()
+	if _, err := c.Exec(context.Background(), registerSQL, node, scope); err != nil {
+		t.Fatalf("register %s for %s: %v", node, scope, err)
+	}
+}
+
 func claimScope(t *testing.T, c *pgx.Conn, scope, node string) claimRow {
 	t.Helper()
+	register(t, c, node, scope)
 	rows, err := c.Query(context.Background(), claimSQL, scope, node)
 	if err != nil {
 		t.Fatalf("claim_scopes by %s: %v", node, err)
@@ -457,9 +475,14 @@ func TestSafetyInSQL(t *testing.T) {
 			t.Fatalf("claim r: %v %d", ok, e)
 		}
 		// S2: a session without the lock cannot release the term, even naming its
-		// holder and epoch (release_batch checks the holder's backend).
-		if ok, busy, err := release(t, d, "C", "r", 1, "resigned"); err != nil || ok || busy {
-			t.Fatalf("release from a session without the lock: ok=%v busy=%v err=%v, want false false nil", ok, busy, err)
+		// holder and epoch: release_batch proves its caller is the backend that
+		// registered the node (PLF12), and checks the holder's backend.
+		if ok, busy, err := release(t, d, "C", "r", 1, "resigned"); sqlstate(err) != "PLF12" || ok || busy {
+			t.Fatalf("release from a session that did not register C: ok=%v busy=%v err=%v, want PLF12", ok, busy, err)
+		}
+		register(t, d, "D", "r")
+		if ok, busy, err := release(t, d, "D", "r", 1, "resigned"); err != nil || ok || busy {
+			t.Fatalf("release by another node, of C's term: ok=%v busy=%v err=%v, want false false nil", ok, busy, err)
 		}
 		if e, h, rel := scopeState(t, c, "r"); e != 1 || h != "C" || rel || !lockHeld(t, c, "r") {
 			t.Fatalf("after a refused release: epoch %d holder %q released %v; want 1 C false, lock still C's", e, h, rel)
@@ -498,6 +521,7 @@ func TestFencedTransactionBoundedByLease(t *testing.T) {
 	const claimF = `SELECT acquired, busy, epoch FROM pgleader.claim_scopes($1, 'h', $2, 50, 100, 300, 400, '{f}', ARRAY[pgleader.lock_key('f')])`
 	var ok, busy bool
 	var epoch *int64
+	register(t, a, "A", "f")
 	if err := a.QueryRow(ctx, claimF, "A", 1).Scan(&ok, &busy, &epoch); err != nil || !ok || epoch == nil || *epoch != 1 {
 		t.Fatalf("A's claim: acquired=%v epoch=%v err=%v, want true 1", ok, epoch, err)
 	}
@@ -512,6 +536,7 @@ func TestFencedTransactionBoundedByLease(t *testing.T) {
 	// The writer goes idle in its transaction (a frozen client). The successor's
 	// claim is refused only until the server ends that transaction (lease 400ms).
 	b := connect(t, cfg)
+	register(t, b, "B", "f")
 	a.Close(ctx)
 	began := time.Now()
 	for {

@@ -110,7 +110,8 @@ func TestSQLStatesMatchSchema(t *testing.T) {
 	named := []string{protocol.SQLStateFenced, protocol.SQLStateLockNotHeld, protocol.SQLStateLockKeyMismatch,
 		protocol.SQLStateBelowEpochFloor, protocol.SQLStateScopeKey, protocol.SQLStateNodeLive,
 		protocol.SQLStateRefused, protocol.SQLStateRetireRefused, protocol.SQLStateModeConflict,
-		protocol.SQLStateBindingRefused}
+		protocol.SQLStateBindingRefused, protocol.SQLStateOutOfBounds, protocol.SQLStateNotCaller,
+		protocol.SQLStateFenceKeyHeld, protocol.SQLStateSessionCap}
 	sort.Strings(named)
 	if !slices.Equal(named, raised) {
 		t.Errorf("constants name %v, the migrations raise %v", named, raised)

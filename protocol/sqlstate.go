@@ -35,4 +35,21 @@ const (
 	// SQLStateBindingRefused (PLF10): a login role campaigns for a scope bound to
 	// roles it is not a member of (refuse_unbound).
 	SQLStateBindingRefused = "PLF10"
+	// SQLStateOutOfBounds (PLF11): an argument outside the bounds the protocol
+	// states: timing (I + T < W < L, L − W ≥ 100 ms, L ≤ 10 minutes), a name
+	// (control or invisible characters, quotes in a node id, over 200 bytes), a
+	// count or a wait (check_timing, check_name, check_registration).
+	SQLStateOutOfBounds = "PLF11"
+	// SQLStateNotCaller (PLF12): the calling session is not the one the function
+	// acts for: not the registered session of that node (its leadership backend,
+	// or its lease token, under its login), not a candidate of that scope, or not
+	// the login of that term's holder (caller_node, term_login).
+	SQLStateNotCaller = "PLF12"
+	// SQLStateFenceKeyHeld (PLF13): fence found the scope's fence key held
+	// exclusively by another session, which would hide the fenced transaction
+	// from end_fenced; the message names that session.
+	SQLStateFenceKeyHeld = "PLF13"
+	// SQLStateSessionCap (PLF14): session_lock on a session that holds two keys
+	// taken through it already (a guard and a beacon).
+	SQLStateSessionCap = "PLF14"
 )

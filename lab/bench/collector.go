@@ -54,6 +54,8 @@ const (
 	claimSQL = `SELECT acquired, epoch FROM pgleader.claim_scopes($2, 'bench', 0, 500, 500, 1500, 2000,
 	                   ARRAY[$1::text], ARRAY[pgleader.lock_key($1)])`
 	releaseSQL = `SELECT ok FROM pgleader.release_batch($3, ARRAY[$1::text], ARRAY[$2::bigint], '{resigned}')`
+	// registerSQL registers node $1 on the calling session for the two scopes.
+	registerSQL = `SELECT pgleader.register_node($1, 'bench', 1, 'bench', '{bench-collector-a,bench-collector-b}', 500, 1500, 2000, 0, 0)`
 )
 
 // CollectorSourceLatency measures the collector on dsn, a migrated database, with
@@ -96,6 +98,13 @@ func CollectorSourceLatency(ctx context.Context, dsn string, source collector.So
 		return CollectorResult{}, err
 	}
 	defer conn.Close(context.Background())
+	// Both bench nodes registered on this one session (a claim is made only by
+	// the session that registered its node), for both scopes.
+	for _, node := range []string{"bench-collector-node-1", "bench-collector-node-2"} {
+		if _, err := conn.Exec(ctx, registerSQL, node); err != nil {
+			return CollectorResult{}, fmt.Errorf("register %s: %w", node, err)
+		}
+	}
 	res := CollectorResult{Source: src, N: n}
 	for i := range n {
 		scope := fmt.Sprintf("bench-collector-%c", 'a'+i%2)

@@ -74,6 +74,17 @@ BEGIN
     END IF;
   END LOOP;
 
+  -- fence keeps a fenced transaction from being prepared, where the server
+  -- allows prepared transactions, with a temporary table of the session's.
+  IF NOT pg_catalog.has_database_privilege(v_owner, current_database(), 'TEMPORARY') THEN
+    BEGIN
+      EXECUTE format('GRANT TEMPORARY ON DATABASE %I TO %I', current_database(), v_owner);
+    EXCEPTION WHEN insufficient_privilege THEN
+      RAISE NOTICE 'pgleader: % may not grant TEMPORARY on database % to %: with max_prepared_transactions above 0, fence will refuse writes until a DBA does',
+        current_user, current_database(), v_owner;
+    END;
+  END IF;
+
   -- Ownership: the schema and everything in it (the publication of the logical
   -- source stays with whoever created it: a publication's owner needs CREATE on the
   -- database).

@@ -20,7 +20,7 @@ BEGIN
   END IF;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
   VALUES (p_scope, NULL, v_epoch, 'handover_cancelled',
-          jsonb_build_object('to', p_to, 'by', session_user, 'via', p_via));
+          jsonb_build_object('to', p_to, 'by', session_user, 'via', left(p_via, 200)));
   IF v_free THEN
     PERFORM pg_notify('leader_change', json_build_object(
         'scope', p_scope, 'epoch', v_epoch, 'event', 'released')::text);

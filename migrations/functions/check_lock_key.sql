@@ -1,9 +1,7 @@
 -- check_lock_key (trigger on leader_state): a row carries the key the database
--- allows for its scope (expected_key), whoever writes it. One exception, checked
--- at commit instead (check_lock_key_at_commit): the scratch scope of the session
--- warm-up of nodes of release 11 and before, named after the random key it uses
--- ('pgleader-warmup-' and the key's 16 hex digits), which lives only inside a
--- transaction that is rolled back; such a row never commits either.
+-- allows for its scope (expected_key), whoever writes it. No exception: a
+-- session warm-up's scratch scope ('pgleader-warmup-…') uses its derived key
+-- like any scope (and never commits: check_lock_key_at_commit).
 CREATE OR REPLACE FUNCTION pgleader.check_lock_key()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -12,8 +10,7 @@ AS $function$
 DECLARE
   v_want bigint := pgleader.expected_key(NEW.scope);
 BEGIN
-  IF NEW.lock_key IS DISTINCT FROM v_want
-     AND NOT (TG_OP = 'INSERT' AND NEW.scope = 'pgleader-warmup-' || lpad(to_hex(NEW.lock_key), 16, '0')) THEN
+  IF NEW.lock_key IS DISTINCT FROM v_want THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF03',
       MESSAGE = format('pgleader: scope %L: lock key %s is not the one the database allows (%s)',
                        NEW.scope, NEW.lock_key, v_want),

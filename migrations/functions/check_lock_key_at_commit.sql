@@ -1,6 +1,8 @@
--- check_lock_key_at_commit (deferred constraint trigger): no row under a key
--- the database does not allow commits, a warm-up's scratch row included. It
--- runs as the owner (it fires at commit, outside the function that wrote).
+-- check_lock_key_at_commit (deferred constraint trigger on inserts of scratch
+-- scopes, 'pgleader-warmup-…'): a session warm-up's scratch scope lives only in
+-- a transaction that is rolled back; one about to commit is refused (PLF03), so
+-- no claim can leave a scratch row (or, through it, a lock) behind. It runs as
+-- the owner (it fires at commit, outside the function that wrote).
 CREATE OR REPLACE FUNCTION pgleader.check_lock_key_at_commit()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -8,13 +10,8 @@ CREATE OR REPLACE FUNCTION pgleader.check_lock_key_at_commit()
  SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
 AS $function$
 BEGIN
-  IF EXISTS (SELECT 1 FROM pgleader.leader_state s
-              WHERE s.scope = NEW.scope AND s.lock_key IS DISTINCT FROM pgleader.expected_key(s.scope)) THEN
-    RAISE EXCEPTION USING ERRCODE = 'PLF03',
-      MESSAGE = format('pgleader: scope %L: lock key %s is not the one the database allows (%s)',
-                       NEW.scope, NEW.lock_key, pgleader.expected_key(NEW.scope));
-  END IF;
-  RETURN NULL;
+  RAISE EXCEPTION USING ERRCODE = 'PLF03',
+    MESSAGE = format('pgleader: scope %L is a session warm-up''s scratch scope: it never commits', NEW.scope);
 END $function$;
 
 -- Its trigger, created when missing: a trigger whose definition changes gets

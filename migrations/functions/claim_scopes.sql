@@ -25,6 +25,16 @@
 -- clears the handover, the deferral and retirement. If anything fails, every
 -- lock the batch took is given back before the error propagates (session locks
 -- survive a rollback).
+-- Proof and bounds, before any lock is taken: the caller is the leadership
+-- session node p_node registered (caller_node, PLF12), every scope is one the
+-- node registered (PLF12), every key is the one the database allows for its
+-- scope (PLF03), at most 1000 scopes, the timing within check_timing (PLF11).
+-- The one exception is a session warm-up's scratch scope ('pgleader-warmup-…',
+-- alone in its batch): its lock is taken for the transaction only, so a
+-- warm-up (always rolled back) leaves no lock behind, and its row never
+-- commits (check_lock_key_at_commit). A scope whose row is held by fenced
+-- transactions is recorded in fence_waits (the term, since when), which
+-- end_fenced requires.
 CREATE OR REPLACE FUNCTION pgleader.claim_scopes(p_node text, p_hostname text, p_guard_key bigint, p_interval_ms integer, p_timeout_ms integer, p_trust_ms integer, p_lease_ms integer, p_scopes text[], p_keys bigint[], p_announce text DEFAULT NULL::text)
  RETURNS TABLE(scope text, acquired boolean, busy boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint, prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms integer, prev_reason text, wait_guards bigint[], deferred_to text)
  LANGUAGE plpgsql
@@ -43,15 +53,43 @@ DECLARE
   v_prio    int;
   v_defer   jsonb := '{}';     -- scope → the node it is deferred to
   v_floor   bigint := pgleader.epoch_floor(); -- raises on a standby: a standby never grants
+  v_me      pgleader.nodes := pgleader.caller_node(p_node);
+  v_scratch boolean;          -- a warm-up's scratch scope: transaction-level lock
+  v_fenced  bigint[];         -- won keys whose rows fenced transactions hold
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
-  PERFORM pgleader.note_timeline(p_node);
+  PERFORM pgleader.check_timing(p_interval_ms, p_timeout_ms, p_trust_ms, p_lease_ms);
   IF cardinality(p_scopes) IS DISTINCT FROM cardinality(p_keys) THEN
     RAISE EXCEPTION 'pgleader: claim_batch needs one key per scope (% scopes, % keys)',
       cardinality(p_scopes), cardinality(p_keys);
   END IF;
-  SELECT n.priority INTO v_prio FROM pgleader.nodes n WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
-  v_prio := coalesce(v_prio, 1);
+  IF cardinality(p_scopes) > 1000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11',
+      MESSAGE = format('pgleader: a claim of %s scopes: at most 1000 a call', cardinality(p_scopes));
+  END IF;
+  IF p_announce IS NOT NULL THEN
+    PERFORM pgleader.check_name('node id', p_announce);
+  END IF;
+  v_scratch := cardinality(p_scopes) = 1 AND starts_with(p_scopes[1], 'pgleader-warmup-');
+  IF NOT v_scratch THEN
+    SELECT min(d.x) INTO v_bad FROM (SELECT unnest(p_scopes) EXCEPT SELECT unnest(v_me.scopes)) d(x);
+    IF v_bad IS NOT NULL THEN
+      RAISE EXCEPTION USING ERRCODE = 'PLF12',
+        MESSAGE = format('pgleader: node %L did not register scope %L: a node claims the scopes it registered', p_node, v_bad),
+        HINT = 'register the node again with the scope (register_node)';
+    END IF;
+  END IF;
+  SELECT min(u.s) INTO v_bad
+    FROM unnest(p_scopes, p_keys) AS u(s, k) LEFT JOIN pgleader.scope_keys sk ON sk.scope = u.s
+   WHERE u.k IS DISTINCT FROM coalesce(sk.lock_key, pgleader.lock_key(u.s));
+  IF v_bad IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF03',
+      MESSAGE = format('pgleader: scope %L: the lock key passed is not the one the database allows (%s)',
+                       v_bad, pgleader.expected_key(v_bad)),
+      HINT = 'a node may not choose a scope''s key: remove the override from the node''s configuration (Config.LockKeys), or record it as the owner or an operator: pgleader scope key SCOPE KEY';
+  END IF;
+  PERFORM pgleader.note_timeline(p_node);
+  v_prio := v_me.priority;
   -- Which guards of holders on record and of the unresolved chain are held: each
   -- probed with a shared try-lock, given back at once (before any lock of the
   -- batch is taken). A guard seen held here and released meanwhile is waited on
@@ -63,7 +101,8 @@ BEGIN
   v_held := ARRAY(SELECT k FROM unnest(v_cands) k WHERE NOT pgleader.key_free(k));
   BEGIN
     SELECT coalesce(array_agg(u.k), '{}') INTO v_taken
-      FROM unnest(p_keys) AS u(k) WHERE pg_try_advisory_lock(u.k);
+      FROM unnest(p_keys) AS u(k)
+     WHERE CASE WHEN v_scratch THEN pg_try_advisory_xact_lock(u.k) ELSE pg_try_advisory_lock(u.k) END;
     -- Rows are created only by the lock holder, so two batches never race on one.
     INSERT INTO pgleader.leader_state AS s (scope, lock_key)
     SELECT u.s, u.k FROM unnest(p_scopes, p_keys) AS u(s, k) WHERE u.k = ANY (v_taken)
@@ -83,6 +122,7 @@ BEGIN
     -- Won, but the row is held by the previous term's fenced writers: give it back.
     SELECT coalesce(array_agg(u.k), '{}') INTO v_busy
       FROM unnest(p_scopes, p_keys) AS u(s, k) WHERE u.k = ANY (v_taken) AND u.s <> ALL (v_locked);
+    v_fenced := v_busy;
 
     -- Who else should have the free scopes: the handover target, else a higher
     -- priority candidate, for as long as the deferral lasts.
@@ -120,8 +160,18 @@ BEGIN
         v_locked := ARRAY(SELECT x FROM unnest(v_locked) x WHERE NOT v_defer ? x);
       END IF;
     END IF;
-    PERFORM pg_advisory_unlock(k) FROM unnest(v_busy) k;
+    IF NOT v_scratch THEN
+      PERFORM pg_advisory_unlock(k) FROM unnest(v_busy) k;
+    END IF;
     v_taken := ARRAY(SELECT k FROM unnest(v_taken) k WHERE k <> ALL (v_busy));
+    -- The term whose fenced transactions hold the row, and since when (the
+    -- first claim that found it so, whoever made it): end_fenced's proof.
+    IF cardinality(v_fenced) > 0 AND NOT v_scratch THEN
+      INSERT INTO pgleader.fence_waits AS w (scope, node_id, epoch)
+      SELECT s.scope, p_node, s.epoch FROM pgleader.leader_state s WHERE s.lock_key = ANY (v_fenced)
+      ON CONFLICT ON CONSTRAINT fence_waits_pkey DO UPDATE SET node_id = EXCLUDED.node_id, epoch = EXCLUDED.epoch, since = EXCLUDED.since
+       WHERE w.epoch IS DISTINCT FROM EXCLUDED.epoch;
+    END IF;
 
     -- calc: per won scope, its predecessor as recorded. stored_epoch is the
     -- predecessor's term (what the audit rows and prev_epoch name); bump_from is
@@ -251,7 +301,9 @@ BEGIN
           'holder', p_announce, 'event', 'node_lost', 'by', p_node)::text);
     END IF;
   EXCEPTION WHEN OTHERS THEN
-    PERFORM pg_advisory_unlock(k) FROM unnest(v_taken) k;
+    IF NOT v_scratch THEN
+      PERFORM pg_advisory_unlock(k) FROM unnest(v_taken) k;
+    END IF;
     RAISE;
   END;
 END $function$;

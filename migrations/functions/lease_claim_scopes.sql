@@ -7,6 +7,11 @@
 -- the node its scope is deferred to in deferred_to). Rows as claim_scopes (the
 -- guard columns are NULL: lease mode has no guards; a successor's safety is the
 -- lease it waited out).
+-- Proof and bounds: the caller is the session node p_node registered with
+-- p_token under this login (caller_node, PLF12), every scope is one the node
+-- registered (PLF12), at most 1000 scopes, the timing within check_timing
+-- (PLF11). A scope whose row is held by fenced transactions is recorded in
+-- fence_waits, which end_fenced requires.
 CREATE OR REPLACE FUNCTION pgleader.lease_claim_scopes(p_node text, p_token bigint, p_hostname text, p_interval_ms integer, p_timeout_ms integer, p_trust_ms integer, p_lease_ms integer, p_scopes text[], p_seqs bigint[])
  RETURNS TABLE(scope text, acquired boolean, busy boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint, prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms integer, prev_reason text, wait_guards bigint[], deferred_to text)
  LANGUAGE plpgsql
@@ -20,18 +25,33 @@ DECLARE
   v_locked  text[];
   v_won     text[];
   v_defer   jsonb := '{}';
+  v_busy    text[];
+  v_me      pgleader.nodes;
+  v_bad     text;
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
-  PERFORM pgleader.note_timeline(p_node);
-  IF cardinality(p_scopes) IS DISTINCT FROM cardinality(p_seqs) THEN
-    RAISE EXCEPTION 'pgleader: lease_claim_batch needs one observed lease_seq per scope';
-  END IF;
-  SELECT n.priority INTO v_prio FROM pgleader.nodes n
-   WHERE n.node_id = p_node AND n.lease_token = p_token AND n.mode = 'lease';
-  IF NOT FOUND THEN
+  IF NOT EXISTS (SELECT 1 FROM pgleader.nodes n
+                  WHERE n.node_id = p_node AND n.lease_token = p_token AND n.mode = 'lease') THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF02',
       MESSAGE = format('pgleader: node %L is not registered in lease mode with this token', p_node);
   END IF;
+  v_me := pgleader.caller_node(p_node, p_token);
+  PERFORM pgleader.check_timing(p_interval_ms, p_timeout_ms, p_trust_ms, p_lease_ms);
+  IF cardinality(p_scopes) IS DISTINCT FROM cardinality(p_seqs) THEN
+    RAISE EXCEPTION 'pgleader: lease_claim_batch needs one observed lease_seq per scope';
+  END IF;
+  IF cardinality(p_scopes) > 1000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11',
+      MESSAGE = format('pgleader: a claim of %s scopes: at most 1000 a call', cardinality(p_scopes));
+  END IF;
+  SELECT min(d.x) INTO v_bad FROM (SELECT unnest(p_scopes) EXCEPT SELECT unnest(v_me.scopes)) d(x);
+  IF v_bad IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF12',
+      MESSAGE = format('pgleader: node %L did not register scope %L: a node claims the scopes it registered', p_node, v_bad),
+      HINT = 'register the node again with the scope (lease_register)';
+  END IF;
+  PERFORM pgleader.note_timeline(p_node);
+  v_prio := v_me.priority;
   INSERT INTO pgleader.leader_state AS s (scope, lock_key, mode)
   SELECT u.s, pgleader.lock_key(u.s), 'lease' FROM unnest(p_scopes) AS u(s)
   ON CONFLICT ON CONSTRAINT leader_state_pkey DO NOTHING;
@@ -71,6 +91,21 @@ BEGIN
        WHERE s.scope = ANY (v_locked) AND v_defer ? s.scope AND v_defer->>s.scope <> '';
       v_locked := ARRAY(SELECT x FROM unnest(v_locked) x WHERE NOT v_defer ? x);
     END IF;
+  END IF;
+
+  -- Busy: claimable, but the previous term's fenced transactions hold the row.
+  -- The term, and since when (the first claim that found it so): end_fenced's proof.
+  SELECT coalesce(array_agg(s.scope), '{}') INTO v_busy
+    FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
+   WHERE s.scope <> ALL (v_locked) AND NOT v_defer ? s.scope
+     AND (s.holder IS NULL OR s.released_at IS NOT NULL
+          OR (s.lease_seq = u.q AND s.last_heartbeat
+                + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp()));
+  IF cardinality(v_busy) > 0 THEN
+    INSERT INTO pgleader.fence_waits AS w (scope, node_id, epoch)
+    SELECT s.scope, p_node, s.epoch FROM pgleader.leader_state s WHERE s.scope = ANY (v_busy)
+    ON CONFLICT ON CONSTRAINT fence_waits_pkey DO UPDATE SET node_id = EXCLUDED.node_id, epoch = EXCLUDED.epoch, since = EXCLUDED.since
+     WHERE w.epoch IS DISTINCT FROM EXCLUDED.epoch;
   END IF;
 
   -- calc: per won scope, its predecessor as recorded. stored_epoch is the
@@ -147,14 +182,9 @@ BEGIN
   -- The rest: deferred, busy (claimable, but a fenced writer holds the row), or
   -- held (the epoch, and the holder while a term is open).
   RETURN QUERY
-  SELECT s.scope, false,
-         s.scope <> ALL (v_locked) AND NOT v_defer ? s.scope
-           AND (s.holder IS NULL OR s.released_at IS NOT NULL
-                OR (s.lease_seq = u.q AND s.last_heartbeat
-                      + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp())),
-         s.epoch, CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
+  SELECT s.scope, false, s.scope = ANY (v_busy), s.epoch, CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL THEN s.holder END,
          NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, NULL::boolean, NULL::int,
          NULL::text, NULL::bigint[], nullif(v_defer->>s.scope, '')
-    FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
+    FROM pgleader.leader_state s JOIN unnest(p_scopes) AS u(s) ON u.s = s.scope
    WHERE s.scope <> ALL (v_won);
 END $function$;

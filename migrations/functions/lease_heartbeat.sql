@@ -2,6 +2,9 @@
 -- columns): a followed scope's row carries, in handover, the node a handover
 -- reserves the free scope for (NULL otherwise), so that the target, which gets
 -- no notifications in lease mode, ends its resign cooldown at once.
+-- Proof: every write is for the node registered with p_token (a secret) under
+-- this login; a led scope is renewed only when its term names p_node. Bounds:
+-- at most 10000 scopes led and 10000 followed (PLF11).
 CREATE OR REPLACE FUNCTION pgleader.lease_heartbeat(p_node text, p_token bigint, p_scopes text[], p_epochs bigint[], p_follow text[])
  RETURNS TABLE(kind text, scope text, ok boolean, epoch bigint, holder text, seq bigint, resign boolean, handover text)
  LANGUAGE plpgsql
@@ -12,8 +15,11 @@ DECLARE
   v_mine boolean;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
+  IF cardinality(p_scopes) > 10000 OR cardinality(p_follow) > 10000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11', MESSAGE = 'pgleader: a heartbeat of more than 10000 scopes';
+  END IF;
   UPDATE pgleader.nodes n SET last_seen = now()
-   WHERE n.node_id = p_node AND n.lease_token = p_token AND n.mode = 'lease'
+   WHERE n.node_id = p_node AND n.lease_token = p_token AND n.mode = 'lease' AND n.login_role = session_user
   RETURNING true INTO v_mine;
   IF coalesce(v_mine, false) AND cardinality(p_scopes) > 0 THEN
     PERFORM pgleader.request_failbacks(p_node, p_scopes, p_epochs, NULL);

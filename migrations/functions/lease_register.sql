@@ -1,4 +1,7 @@
--- lease_register, version 10.
+-- lease_register, version 10: register (or refresh) a lease-mode node under a
+-- fresh secret token. Proof: the row records the token and session_user, which
+-- every later call for the node is checked against (caller_node). Bounds:
+-- check_registration.
 CREATE OR REPLACE FUNCTION pgleader.lease_register(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_token bigint, p_priority integer, p_cooldown_ms integer)
  RETURNS void
  LANGUAGE plpgsql
@@ -12,6 +15,8 @@ BEGIN
   IF p_priority IS NULL OR p_priority < 0 THEN
     RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: priority %s: must be 0 or more', p_priority);
   END IF;
+  PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
+                                      p_interval_ms, p_trust_ms, p_lease_ms, p_cooldown_ms, NULL);
   SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = p_node FOR UPDATE;
   IF FOUND AND n.login_role IS DISTINCT FROM session_user::text AND n.login_role IS NOT NULL
      AND n.stopped_at IS NULL AND EXISTS (SELECT 1 FROM pgleader.live_nodes(pgleader.lock_map()) ln WHERE ln.node_id = p_node) THEN
@@ -49,6 +54,8 @@ CREATE OR REPLACE FUNCTION pgleader.lease_register(p_node text, p_hostname text,
  SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
 AS $function$
 BEGIN
+  PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
+                                      p_interval_ms, p_trust_ms, p_lease_ms, p_cooldown_ms, p_failback_ms);
   PERFORM pgleader.lease_register(p_node, p_hostname, p_os_pid, p_version, p_scopes,
                                   p_interval_ms, p_trust_ms, p_lease_ms, p_token, p_priority, p_cooldown_ms);
   UPDATE pgleader.nodes n SET failback_after_ms = p_failback_ms

@@ -1,4 +1,10 @@
 -- node_heartbeat, version 10: requests failbacks first (request_failbacks).
+-- Proof: a led scope is renewed only while this backend holds its lock and the
+-- term names p_node; last_seen, leads and failback requests are written only
+-- when this backend is the one node p_node registered (no PLF12 here: a
+-- session whose registration another process of the same login took over
+-- keeps renewing only the terms its backend holds, until it ends them).
+-- Bounds: at most 10000 scopes led and 10000 followed (PLF11).
 CREATE OR REPLACE FUNCTION pgleader.node_heartbeat(p_node text, p_scopes text[], p_epochs bigint[], p_follow text[], p_known bigint[], p_settled text[] DEFAULT '{}'::text[])
  RETURNS TABLE(kind text, scope text, ok boolean, epoch bigint, holder text, resign boolean)
  LANGUAGE plpgsql
@@ -9,11 +15,16 @@ DECLARE
   v_leads text[];
   v_locks jsonb := pgleader.lock_map(); -- one read of pg_locks, looked up by 'pid:key'
   v_me    text := pg_backend_pid()::text || ':';
+  v_mine  boolean;
 BEGIN
   PERFORM set_config('synchronous_commit', 'off', true);
+  IF cardinality(p_scopes) > 10000 OR cardinality(p_follow) > 10000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11', MESSAGE = 'pgleader: a heartbeat of more than 10000 scopes';
+  END IF;
   UPDATE pgleader.nodes n SET last_seen = now()
-   WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
-  IF cardinality(p_scopes) > 0 THEN
+   WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid() AND n.login_role = session_user
+  RETURNING true INTO v_mine;
+  IF coalesce(v_mine, false) AND cardinality(p_scopes) > 0 THEN
     PERFORM pgleader.request_failbacks(p_node, p_scopes, p_epochs, v_locks);
   END IF;
   RETURN QUERY

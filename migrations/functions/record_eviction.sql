@@ -19,7 +19,7 @@ BEGIN
   END IF;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
   VALUES (p_scope, p_holder, p_epoch, 'evicted',
-          jsonb_build_object('reason', p_reason, 'pid', p_pid, 'by', session_user, 'via', p_via,
+          jsonb_build_object('reason', left(p_reason, 200), 'pid', p_pid, 'by', session_user, 'via', left(p_via, 200),
                              'application_name', current_setting('application_name')))
   RETURNING id INTO v_id;
   PERFORM pg_notify('leader_change', json_build_object(

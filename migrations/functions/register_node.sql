@@ -2,6 +2,8 @@
 -- calling backend (its leadership session), and announce it (node_joined). A node
 -- id that is live (its beacon held) under another login role is refused: node ids
 -- are not secrets, and a second login must not take over a running node's row.
+-- Proof: the row records this backend and session_user, which every later call
+-- for the node is checked against (caller_node). Bounds: check_registration.
 CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint)
  RETURNS void
  LANGUAGE plpgsql
@@ -11,6 +13,8 @@ AS $function$
 DECLARE
   n pgleader.nodes;
 BEGIN
+  PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
+                                      p_interval_ms, p_trust_ms, p_lease_ms, NULL, NULL);
   SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = p_node FOR UPDATE;
   IF FOUND AND n.login_role IS DISTINCT FROM session_user::text AND n.login_role IS NOT NULL
      AND n.stopped_at IS NULL AND n.backend_pid IS DISTINCT FROM pg_backend_pid()
@@ -50,6 +54,8 @@ BEGIN
   IF p_priority IS NULL OR p_priority < 0 THEN
     RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: priority %s: must be 0 or more', p_priority);
   END IF;
+  PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
+                                      p_interval_ms, p_trust_ms, p_lease_ms, p_cooldown_ms, NULL);
   PERFORM pgleader.register_node(p_node, p_hostname, p_os_pid, p_version, p_scopes,
                                  p_interval_ms, p_trust_ms, p_lease_ms, p_beacon_key, p_guard_key);
   UPDATE pgleader.nodes n SET priority = p_priority, resign_cooldown_ms = p_cooldown_ms,
@@ -74,6 +80,8 @@ CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, 
  SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
 AS $function$
 BEGIN
+  PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
+                                      p_interval_ms, p_trust_ms, p_lease_ms, p_cooldown_ms, p_failback_ms);
   PERFORM pgleader.register_node(p_node, p_hostname, p_os_pid, p_version, p_scopes,
                                  p_interval_ms, p_trust_ms, p_lease_ms, p_beacon_key, p_guard_key,
                                  p_priority, p_cooldown_ms);

@@ -3,6 +3,10 @@
 -- reserved for it (the announcement names it: "to"); a clean release (resigned,
 -- handed_over) records the releasing node and its cooldown, so that no deferral
 -- waits for it.
+-- Proof: the caller is the leadership session node p_node registered
+-- (caller_node, PLF12); a term is released only when this backend holds it
+-- (holder_pid) and its lock. A scratch scope's lock is the warm-up
+-- transaction's and ends with it: it is never unlocked here.
 CREATE OR REPLACE FUNCTION pgleader.release_batch(p_node text, p_scopes text[], p_epochs bigint[], p_reasons text[])
  RETURNS TABLE(scope text, ok boolean, busy boolean)
  LANGUAGE plpgsql
@@ -16,11 +20,14 @@ DECLARE
   v_now      timestamptz;
   v_done     text[] := '{}';
   v_to       text;
-  v_cooldown int;
+  v_cooldown int := (pgleader.caller_node(p_node)).resign_cooldown_ms;
+  v_scratch  boolean;
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
-  SELECT n.resign_cooldown_ms INTO v_cooldown FROM pgleader.nodes n
-   WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
+  IF cardinality(p_scopes) > 1000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11',
+      MESSAGE = format('pgleader: a release of %s scopes: at most 1000 a call', cardinality(p_scopes));
+  END IF;
   FOR i IN 1 .. coalesce(cardinality(p_scopes), 0) LOOP
     SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scopes[i] FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -32,6 +39,7 @@ BEGIN
       CONTINUE;
     END IF;
     v_now := clock_timestamp();
+    v_scratch := starts_with(st.scope, 'pgleader-warmup-');
     v_ours := st.epoch = p_epochs[i] AND st.holder = p_node AND st.released_at IS NULL
               AND st.holder_pid = pg_backend_pid();
     IF v_ours THEN
@@ -54,13 +62,13 @@ BEGIN
       PERFORM pg_notify('leader_change', json_strip_nulls(json_build_object(
           'scope', st.scope, 'epoch', st.epoch, 'holder', p_node, 'event', 'released',
           'reason', p_reasons[i], 'to', v_to))::text);
-      IF NOT pg_advisory_unlock(st.lock_key) THEN
+      IF NOT v_scratch AND NOT pg_advisory_unlock(st.lock_key) THEN
         RAISE EXCEPTION USING ERRCODE = 'PLF02',
           MESSAGE = format('pgleader: backend %s does not hold advisory lock %s of scope %L',
                            pg_backend_pid(), st.lock_key, st.scope);
       END IF;
       v_done := v_done || st.scope;
-    ELSIF pgleader.lock_held(st.lock_key, pg_backend_pid()) THEN
+    ELSIF NOT v_scratch AND pgleader.lock_held(st.lock_key, pg_backend_pid()) THEN
       PERFORM pg_advisory_unlock(st.lock_key);
     END IF;
     RETURN QUERY SELECT st.scope, v_ours, false;

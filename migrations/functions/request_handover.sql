@@ -23,6 +23,9 @@ BEGIN
   IF p_timeout_ms IS NULL OR p_timeout_ms <= 0 THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF07', MESSAGE = format('pgleader: handover timeout %s ms: must be positive', p_timeout_ms);
   END IF;
+  IF p_timeout_ms > 600000 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11', MESSAGE = format('pgleader: handover timeout %s ms: at most 600000 (10 minutes)', p_timeout_ms);
+  END IF;
   SELECT * INTO st FROM pgleader.leader_state s WHERE s.scope = p_scope FOR NO KEY UPDATE;
   IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM pgleader.nodes x WHERE p_scope = ANY (x.scopes)) THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF07', MESSAGE = format('pgleader: scope %L is unknown: no node campaigns for it and none ever led it', p_scope);
@@ -72,7 +75,7 @@ BEGIN
    WHERE s.scope = p_scope;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
   VALUES (p_scope, v_hold, coalesce(st.epoch, 0), 'handover_requested',
-          jsonb_build_object('to', v_to, 'by', session_user, 'via', p_via, 'timeout_ms', p_timeout_ms,
+          jsonb_build_object('to', v_to, 'by', session_user, 'via', left(p_via, 200), 'timeout_ms', p_timeout_ms,
                              'application_name', current_setting('application_name')));
   IF v_hold IS NOT NULL THEN
     PERFORM pg_notify('leader_change', json_build_object(

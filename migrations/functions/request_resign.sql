@@ -12,7 +12,7 @@ DECLARE
   v_epoch  bigint;
 BEGIN
   UPDATE pgleader.leader_state s
-     SET resign_requested_epoch = s.epoch, resign_requested_by = p_by,
+     SET resign_requested_epoch = s.epoch, resign_requested_by = left(p_by, 200),
          resign_requested_role = session_user
    WHERE s.scope = p_scope AND s.released_at IS NULL AND s.holder IS NOT NULL
      AND (p_epoch IS NULL OR s.epoch = p_epoch)
@@ -22,7 +22,7 @@ BEGIN
   END IF;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
   VALUES (p_scope, v_holder, v_epoch, 'resign_requested',
-          jsonb_build_object('by', session_user, 'via', p_by,
+          jsonb_build_object('by', session_user, 'via', left(p_by, 200),
                              'application_name', current_setting('application_name')));
   PERFORM pg_notify('leader_change', json_build_object(
       'scope', p_scope, 'epoch', v_epoch, 'holder', v_holder, 'event', 'resign_requested')::text);

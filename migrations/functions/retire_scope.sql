@@ -33,7 +33,7 @@ BEGIN
   END IF;
   INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
   VALUES (p_scope, NULL, v_epoch, 'scope_retired',
-          jsonb_build_object('by', session_user, 'via', p_via, 'application_name', current_setting('application_name')));
+          jsonb_build_object('by', session_user, 'via', left(p_via, 200), 'application_name', current_setting('application_name')));
   PERFORM pg_notify('leader_change', json_build_object('scope', p_scope, 'event', 'retired')::text);
   RETURN true;
 END $function$;

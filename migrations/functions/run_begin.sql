@@ -2,6 +2,8 @@
 -- completed (exit code 0), and if not, record this term's run as started.
 -- p_key NULL: the key is the current period, aligned to the Unix epoch in UTC by
 -- the database's clock (one clock for every host): for 24h, midnight UTC.
+-- Proof: fence (the term is current) and term_login (the caller is the login
+-- of the term's holder, PLF12): no other login inserts, rewrites or locks a run.
 CREATE OR REPLACE FUNCTION pgleader.run_begin(p_scope text, p_epoch bigint, p_period interval, p_key text DEFAULT NULL::text, OUT run_key text, OUT completed_at timestamp with time zone, OUT completed_by text, OUT completed_epoch bigint)
  RETURNS record
  LANGUAGE plpgsql
@@ -14,11 +16,15 @@ DECLARE
   v_key    text;
   v_holder text;
 BEGIN
+  IF octet_length(p_key) > 200 THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11', MESSAGE = 'pgleader: a run key is at most 200 bytes';
+  END IF;
+  IF p_key IS NULL AND (p_period IS NULL OR p_period < interval '1 second' OR p_period > interval '366 days') THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11', MESSAGE = format('pgleader: run period %s must be 1 second to 366 days', p_period);
+  END IF;
   PERFORM pgleader.fence(p_scope, p_epoch);
+  PERFORM pgleader.term_login(p_scope, p_epoch);
   IF p_key IS NULL THEN
-    IF v_len IS NULL OR v_len < 1 THEN
-      RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = format('pgleader: run period %s must be at least 1 second', p_period);
-    END IF;
     v_start := to_timestamp(floor(extract(epoch FROM statement_timestamp()) / v_len) * v_len);
     v_key := to_char(v_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '/' || p_period::text;
   ELSE

@@ -1,6 +1,9 @@
 -- set_lock_key: record p_key as p_scope's lock key (NULL: back to the derived
 -- key). Refused while a session holds the scope's current key, which would let
 -- two sessions lead it under two keys. Audited with the caller's login.
+-- Proof: the caller is an operator or the owner (EXECUTE); a bound scope's key
+-- is changed only by the owner or a login of its roles (PLF10). Refused while
+-- running nodes campaign for the scope (PLF07): they would be locked out.
 CREATE OR REPLACE FUNCTION pgleader.set_lock_key(p_scope text, p_key bigint)
  RETURNS bigint
  LANGUAGE plpgsql
@@ -16,6 +19,23 @@ BEGIN
   IF p_scope IS NULL OR p_scope = '' THEN
     RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'pgleader: a scope name is required';
   END IF;
+  PERFORM pgleader.check_name('scope name', p_scope);
+  -- A bound scope's key is its service's (or the owner's) to change.
+  IF pgleader.scope_roles(p_scope) IS NOT NULL
+     AND NOT pg_catalog.pg_has_role(session_user, (SELECT r.role_name FROM pgleader.roles r WHERE r.kind = 'owner'), 'MEMBER')
+     AND NOT pgleader.may_campaign(p_scope, session_user) THEN
+    PERFORM pgleader.refuse_unbound(p_scope, session_user);
+  END IF;
+  -- Running candidates would be locked out (their claims pass the key they
+  -- computed at start: PLF03 until they restart).
+  SELECT string_agg(ln.node_id, ', ' ORDER BY ln.node_id) INTO v_user
+    FROM pgleader.live_nodes(pgleader.lock_map()) ln WHERE p_scope = ANY (ln.scopes);
+  IF v_user IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF07',
+      MESSAGE = format('pgleader: scope %L: running nodes campaign for it (%s): its key may change only while none does (stop them, change the key, start them with the same override)',
+                       p_scope, v_user);
+  END IF;
+  v_user := NULL;
   SELECT k.scope INTO v_user FROM pgleader.scope_keys k WHERE k.lock_key = v_new AND k.scope <> p_scope;
   IF FOUND OR EXISTS (SELECT 1 FROM pgleader.leader_state s WHERE s.lock_key = v_new AND s.scope <> p_scope) THEN
     RAISE EXCEPTION USING ERRCODE = '23505',
