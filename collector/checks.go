@@ -3,6 +3,7 @@ package collector
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -153,7 +154,9 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 			}
 		}
 		if cands > 0 || crashed > 0 || row.open() {
-			out = append(out, noLeader(row, sc, cands, crashed, m.leaderlessSince))
+			f := noLeader(row, sc, cands, crashed, m.leaderlessSince)
+			explainNoLeader(&f.alert, row, r, byID)
+			out = append(out, f)
 		}
 	}
 
@@ -167,21 +170,79 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 }
 
 // interference describes the sessions on a scope's lock that are not its
-// candidates.
+// candidates. The hint says what is true of them: a node login holds the lock
+// through pgleader's own functions (the hardening does not stop it: it is a
+// candidate of some scope, here not of this one), any other role through the
+// advisory-lock functions PUBLIC may still call.
 func interference(scope string, fs []ForeignSession) finding {
-	var who []string
-	for _, f := range fs {
-		who = append(who, f.String())
-	}
+	var who, nodeLogins []string
 	pidsOf := make([]int, len(fs))
+	others := false
 	for i, f := range fs {
+		who = append(who, f.String())
 		pidsOf[i] = f.PID
+		if f.NodeLogin {
+			nodeLogins = append(nodeLogins, cmp.Or(f.Role, "?"))
+		} else {
+			others = true
+		}
+	}
+	slices.Sort(nodeLogins)
+	nodeLogins = slices.Compact(nodeLogins)
+	forbid := "to forbid it, revoke the advisory-lock functions from PUBLIC (docs/security.md, Hardening)"
+	switch {
+	case len(nodeLogins) > 0 && !others:
+		forbid = fmt.Sprintf("it is a pgleader node login (%s), which takes locks through pgleader's functions, hardening or not: take pgleader_node from that login, or bind the scope to its service's role (pgleader scope bind)",
+			strings.Join(nodeLogins, ", "))
+	case len(nodeLogins) > 0:
+		forbid = fmt.Sprintf("for the node logins among them (%s), take pgleader_node from them or bind the scope (pgleader scope bind); for the others, revoke the advisory-lock functions from PUBLIC (docs/security.md, Hardening)",
+			strings.Join(nodeLogins, ", "))
 	}
 	return finding{alert: Alert{Kind: AlertInterference, Severity: SeverityCritical, Scope: scope,
 		Summary: fmt.Sprintf("a session outside pgleader is on the lock of %s: %s", scope, strings.Join(who, "; ")),
-		Hint: fmt.Sprintf("it blocks this scope's leadership (or takes the lock when the leader lets go): find its owner, then SELECT pg_terminate_backend(p) FROM unnest(ARRAY[%s]) p; to forbid it, revoke the advisory-lock functions from PUBLIC (docs/security.md)",
-			pidList(pidsOf)),
+		Hint: fmt.Sprintf("it blocks this scope's leadership (or takes the lock when the leader lets go): find its owner, then SELECT pg_terminate_backend(p) FROM unnest(ARRAY[%s]) p; %s",
+			pidList(pidsOf), forbid),
 		Runbook: runbook(AlertInterference)}}
+}
+
+// explainNoLeader names, in a no-leader alert, a cause the database records:
+// fenced transactions of the ended term that hold its row (and why they were not
+// ended), a lock held by a candidate outside any term, or a key override that
+// the candidates' claims do not carry.
+func explainNoLeader(a *Alert, row scopeRow, r *dbRead, byID map[string]*Node) {
+	if w := r.FenceWaits[row.Name]; w != nil && len(w.Blockers) > 0 {
+		var who []string
+		var prepared []string
+		for _, b := range w.Blockers {
+			who = append(who, b.String())
+			if b.Prepared != "" {
+				prepared = append(prepared, b.Prepared)
+			}
+		}
+		a.Summary += fmt.Sprintf("; fenced transactions of term %d hold its row (a claim by %s found it so %s ago): %s",
+			row.Epoch, w.Node, human.Duration(r.Now.Sub(w.Since)), strings.Join(who, "; "))
+		if len(prepared) > 0 {
+			a.Hint = fmt.Sprintf("a prepared transaction holds the scope's row and has no backend to end: its owner (or a superuser) finishes it: ROLLBACK PREPARED %s", pqLiteral(prepared[0]))
+		} else {
+			a.Hint = "the successor ends them once it has waited the trust window; if they stay, the database may not end them: GRANT pg_signal_backend TO the owner role (pgleader_owner), or end them by hand (a superuser's session can only be ended by a superuser)"
+		}
+		return
+	}
+	held := append(slices.Clone(row.LockPIDs), row.OtherPIDs...)
+	for _, p := range held {
+		for _, n := range byID {
+			if n.BackendPID == p && n.StoppedAt.IsZero() && slices.Contains(n.Scopes, row.Name) {
+				a.Hint = fmt.Sprintf("pid %d is the leadership session of %s (login %s), a candidate that holds the scope's lock outside any term (a claim it rolled back, or a client that is not pgleader's engine): restart that node, and take pgleader_node from its login if it is not yours",
+					p, n.ID, cmp.Or(n.LoginRole, "?"))
+				return
+			}
+		}
+	}
+	if k, ok := r.KeyOverrides[row.Name]; ok && len(held) == 0 {
+		a.Summary += fmt.Sprintf("; its lock key was overridden to %d (by %s at %s)", k.Key, k.SetBy, k.SetAt.UTC().Format(time.RFC3339))
+		a.Hint = fmt.Sprintf("candidates that compute another key are refused (PLF03) until they run with the override: restart them with it (Config.LockKeys / --lock-key), or remove it: pgleader scope key %s --derived",
+			shellQuote(row.Name))
+	}
 }
 
 func noLeader(row scopeRow, sc *Scope, cands, crashed int, since time.Time) finding {
@@ -242,15 +303,45 @@ func verdict(sc *Scope, late, idle bool) Verdict {
 	return VerdictOK
 }
 
+// checkNodes raises AlertStaleNode. The hint names a pgleader command, its node
+// id quoted for a POSIX shell (shellQuote): no text from the database becomes
+// runnable SQL or shell.
 func checkNodes(cfg *Config, nodes []Node) []finding {
 	var out []finding
 	for _, n := range nodes {
 		if n.StoppedAt.IsZero() && n.LastSeenAge > cfg.StaleNodeAfter {
 			out = append(out, finding{alert: Alert{Kind: AlertStaleNode, Severity: SeverityWarning, Node: n.ID,
 				Summary: fmt.Sprintf("node %s (%s, os pid %d) was last seen %s ago and did not stop cleanly", n.ID, n.Hostname, n.OSPID, human.Duration(n.LastSeenAge)),
-				Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, mark it stopped (UPDATE pgleader.nodes SET stopped_at = now() WHERE node_id = '%s')", n.Hostname, n.ID),
+				Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, forget it: pgleader node forget %s", n.Hostname, shellQuote(n.ID)),
 				Runbook: runbook(AlertStaleNode)}})
 		}
+	}
+	return out
+}
+
+// checkNotifyQueue raises AlertNotifyQueue when the server's notification queue
+// is fuller than NotifyQueuePressure.
+func checkNotifyQueue(cfg *Config, r *dbRead) (finding, bool) {
+	if r.NotifyQ <= cfg.NotifyQueuePressure {
+		return finding{}, false
+	}
+	return finding{alert: Alert{Kind: AlertNotifyQueue, Severity: SeverityWarning,
+		Summary: fmt.Sprintf("the server's notification queue is %.0f%% full (threshold %.0f%%): a listening session stopped reading, and a flood fills it",
+			r.NotifyQ*100, cfg.NotifyQueuePressure*100),
+		Hint:    "when it is full every NOTIFY fails, pgleader's claims and releases included: find the session that LISTENs and does not read (a frozen process, a stuck client; the oldest listeners in pg_stat_activity) and end it, and the sender of the flood (docs/runbooks.md)",
+		Runbook: runbook(AlertNotifyQueue)}}, true
+}
+
+// checkUnboundLeaders raises AlertUnboundLeader for each scope whose holder's
+// login its binding does not admit.
+func checkUnboundLeaders(r *dbRead) []finding {
+	var out []finding
+	for _, scope := range slices.Sorted(maps.Keys(r.UnboundLeaders)) {
+		login := r.UnboundLeaders[scope]
+		out = append(out, finding{alert: Alert{Kind: AlertUnboundLeader, Severity: SeverityWarning, Scope: scope,
+			Summary: fmt.Sprintf("%s is led by a node of login %s, which its binding does not admit (bound after it was elected)", scope, cmp.Or(login, "?")),
+			Hint:    "the binding refuses that login's next claim, not its current term: hand the scope over to a node of a bound role (pgleader handover), or resign it (pgleader resign)",
+			Runbook: runbook(AlertUnboundLeader)}})
 	}
 	return out
 }
@@ -263,16 +354,19 @@ type fenceHit struct {
 	at           time.Time // audit.at (DB time)
 	epoch        int64
 	currentEpoch int64
+	node         string // the node id the caller said
 }
 
 // noteFence records a fence_rejected row, once per id (the first read of a
-// permanent slot's collector learns rows its stream may deliver again).
+// permanent slot's collector learns rows its stream may deliver again), under
+// its scope and the login that wrote it: the node id is the caller's word, and
+// one login naming many nodes is one alert, not one per name.
 func (st *state) noteFence(a auditRow) {
-	key := a.Scope + "\x00" + a.Node
+	key := a.Scope + "\x00" + cmp.Or(a.Login, a.Node)
 	if slices.ContainsFunc(st.fence[key], func(h fenceHit) bool { return h.id == a.ID }) {
 		return
 	}
-	h := fenceHit{id: a.ID, at: a.At, epoch: a.Epoch}
+	h := fenceHit{id: a.ID, at: a.At, epoch: a.Epoch, node: a.Node}
 	if a.Detail.CurrentEpoch != nil {
 		h.currentEpoch = *a.Detail.CurrentEpoch
 	}
@@ -284,8 +378,9 @@ func (st *state) noteFence(a auditRow) {
 	st.fenceCount[a.Scope]++
 }
 
-// checkFence raises one alert per scope and node with a fence_rejected row within
-// FenceAlertFor (database time), and forgets older rows.
+// checkFence raises one alert per scope and login with a fence_rejected row
+// within FenceAlertFor (database time), and forgets older rows. The alert's Node
+// is the node id of the newest row; the summary names up to three.
 func (st *state) checkFence(cfg *Config, dbNow time.Time) []finding {
 	var out []finding
 	horizon := dbNow.Add(-cfg.FenceAlertFor)
@@ -300,32 +395,46 @@ func (st *state) checkFence(cfg *Config, dbNow time.Time) []finding {
 			continue
 		}
 		st.fence[key] = hits
-		scope, node, _ := strings.Cut(key, "\x00")
+		scope, login, _ := strings.Cut(key, "\x00")
 		last := hits[len(hits)-1]
+		node := last.node
+		var names []string
+		for i := len(hits) - 1; i >= 0 && len(names) < 4; i-- {
+			if !slices.Contains(names, hits[i].node) {
+				names = append(names, hits[i].node)
+			}
+		}
+		said := strings.Join(names, ", ")
+		if len(names) > 3 {
+			said = strings.Join(names[:3], ", ") + ", …"
+		}
 		current := ""
 		if last.currentEpoch != 0 {
 			current = fmt.Sprintf(", current %d", last.currentEpoch)
 		}
 		out = append(out, finding{alert: Alert{Kind: AlertFenceRejected, Severity: SeverityWarning, Scope: scope, Node: node,
-			Summary: fmt.Sprintf("the database refused %d fenced write(s) by %s on %s within %s; the last at epoch %d%s, %s ago",
-				len(hits), node, scope, human.Duration(cfg.FenceAlertFor), last.epoch, current, human.Duration(dbNow.Sub(last.at))),
+			Summary: fmt.Sprintf("the database refused %d fenced write(s) by %s (login %s) on %s within %s; the last at epoch %d%s, %s ago",
+				len(hits), said, cmp.Or(login, "?"), scope, human.Duration(cfg.FenceAlertFor), last.epoch, current, human.Duration(dbNow.Sub(last.at))),
 			Hint:    fmt.Sprintf("%s acted after losing leadership (a pause or a partition): the database write was refused, but check its side effects outside the database and why it kept acting", node),
 			Runbook: runbook(AlertFenceRejected)}})
 	}
 	return out
 }
 
+// checkLockPressure compares the whole server's locks in the shared lock table
+// with the table's nominal capacity: the table is the server's, not a
+// database's.
 func checkLockPressure(cfg *Config, r *dbRead) (finding, bool) {
 	if r.Capacity <= 0 {
 		return finding{}, false
 	}
-	frac := float64(r.Advisory) / float64(r.Capacity)
+	frac := float64(r.Used) / float64(r.Capacity)
 	if frac <= cfg.LockPressure {
 		return finding{}, false
 	}
 	return finding{alert: Alert{Kind: AlertLockPressure, Severity: SeverityWarning,
-		Summary: fmt.Sprintf("%d advisory locks use %.0f%% of the lock table's nominal %d entries (threshold %.0f%%)",
-			r.Advisory, frac*100, r.Capacity, cfg.LockPressure*100),
+		Summary: fmt.Sprintf("%d locks of the server (%d advisory in this database) use %.0f%% of the shared lock table's nominal %d entries (threshold %.0f%%)",
+			r.Used, r.Advisory, frac*100, r.Capacity, cfg.LockPressure*100),
 		Hint:    "find who holds them (SELECT pid, count(*) FROM pg_locks WHERE locktype = 'advisory' GROUP BY pid ORDER BY 2 DESC); when the table is full every session of the server fails: raise max_locks_per_transaction if the use is legitimate",
 		Runbook: runbook(AlertLockPressure)}}, true
 }

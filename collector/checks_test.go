@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	osexec "os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -362,7 +363,8 @@ func TestNodes(t *testing.T) {
 	// It stops heartbeating: stale, left.
 	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '1 h' WHERE node_id = 'old'")
 	s := waitSnap(t, c, "stale_node", func(s *Snapshot) bool { _, ok := alert(s, AlertStaleNode, ""); return ok })
-	if a, _ := alert(s, AlertStaleNode, ""); a.Node != "old" || a.Severity != SeverityWarning {
+	if a, _ := alert(s, AlertStaleNode, ""); a.Node != "old" || a.Severity != SeverityWarning ||
+		!strings.HasSuffix(a.Hint, "pgleader node forget 'old'") {
 		t.Fatalf("alert %+v", a)
 	}
 	if n, _ := s.Node("old"); n.Live || n.State != NodeDown || n.LastSeenAge < time.Hour {
@@ -439,6 +441,7 @@ func TestFenceRejected(t *testing.T) {
 	run(t, c)
 	waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
 	admin := connect(t, dsn)
+	exec(t, admin, "INSERT INTO pgleader.leader_state (scope, lock_key) VALUES ('s', pgleader.lock_key('s'))") // fence_rejected audits known scopes
 	exec(t, admin, "SELECT pgleader.fence_rejected('s', 1, 'zombie', 'test')")
 	ev := rec.waitEvent(t, "fence_rejected event", func(e Event) bool { return e.Kind == EventFenceRejected })
 	if ev.Scope != "s" || ev.Node != "zombie" || ev.Epoch != 1 || !strings.Contains(ev.Detail, "test") || ev.AuditID == 0 {
@@ -464,24 +467,66 @@ func TestFenceRejected(t *testing.T) {
 	}
 }
 
+// The lock table is the server's: locks another database holds count, and the
+// alert says how many of them are this database's advisory locks.
 func TestLockPressure(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
+	ctx := context.Background()
+	srv := pgtest.NewServer(t)
+	for _, db := range []string{"app", "other"} {
+		if err := srv.CreateDatabase(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsn := srv.DSN("app")
+	pgtest.Migrate(t, dsn)
+	admin := connect(t, dsn)
+	capacity := queryInt(t, admin, `SELECT current_setting('max_locks_per_transaction')::int
+		* (current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int)`)
 	cfg := testConfig(t, dsn)
-	cfg.LockPressure = 1e-9
+	cfg.LockPressure = 200 / float64(capacity) // 200 locks of the server
 	c := newCollector(t, cfg)
 	run(t, c)
 	s := waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
-	if _, ok := alert(s, AlertLockPressure, ""); ok || s.Locks.Advisory != 0 {
-		t.Fatalf("pressure without advisory locks: %+v", s.Locks)
+	if _, ok := alert(s, AlertLockPressure, ""); ok || s.Locks.Advisory != 0 || s.Locks.Used >= 200 {
+		t.Fatalf("pressure on an idle server: %+v", s.Locks)
 	}
-	holder := connect(t, dsn)
-	exec(t, holder, "SELECT pg_advisory_lock(1), pg_advisory_lock(2, 3)")
+	// 300 advisory locks in another database of the server.
+	holder := connect(t, srv.DSN("other"))
+	exec(t, holder, "SELECT pg_advisory_lock(k) FROM generate_series(1, 300) k")
 	s = waitSnap(t, c, "lock_pressure", func(s *Snapshot) bool { _, ok := alert(s, AlertLockPressure, ""); return ok })
-	if s.Locks.Advisory != 2 {
-		t.Fatalf("locks %+v, want 2 advisory", s.Locks)
+	a, _ := alert(s, AlertLockPressure, "")
+	if s.Locks.Used < 300 || s.Locks.Advisory != 0 || !strings.Contains(a.Summary, "0 advisory in this database") {
+		t.Fatalf("locks %+v, alert %q: want at least 300 locks of the server, none of them this database's", s.Locks, a.Summary)
 	}
 	exec(t, holder, "SELECT pg_advisory_unlock_all()")
 	waitSnap(t, c, "lock_pressure resolved", func(s *Snapshot) bool { _, ok := alert(s, AlertLockPressure, ""); return !ok })
+}
+
+// The notification queue's fill is read; above NotifyQueuePressure it alerts.
+func TestNotifyQueuePressure(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.NewServer(t)
+	if err := srv.CreateDatabase(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("app")
+	pgtest.Migrate(t, dsn)
+	cfg := testConfig(t, dsn)
+	cfg.NotifyQueuePressure = 1e-6
+	c := newCollector(t, cfg)
+	run(t, c)
+	if s := waitSnap(t, c, "a first read", func(*Snapshot) bool { return true }); s.Locks.NotifyQueue != 0 {
+		t.Fatalf("notify queue %g on an idle server, want 0", s.Locks.NotifyQueue)
+	}
+	// A listener that does not read holds the queue's tail; notifications pile up.
+	deaf := connect(t, dsn)
+	exec(t, deaf, "LISTEN pile")
+	sender := connect(t, dsn)
+	exec(t, sender, "SELECT pg_notify('pile', repeat('x', 7000) || k) FROM generate_series(1, 2000) k") // distinct payloads: one transaction collapses duplicates
+	s := waitSnap(t, c, "notify_queue", func(s *Snapshot) bool { _, ok := alert(s, AlertNotifyQueue, ""); return ok })
+	if s.Locks.NotifyQueue <= 0 {
+		t.Fatalf("alert without a queue reading: %+v", s.Locks)
+	}
 }
 
 func TestCollectorDown(t *testing.T) {
@@ -543,5 +588,26 @@ func TestCollectorDown(t *testing.T) {
 		return e.Kind == EventSourceChanged && strings.HasSuffix(e.Detail, "→ disconnected")
 	}); !ok {
 		t.Fatal("no source_changed event to disconnected")
+	}
+}
+
+// A hint never carries runnable text built from data: a node id is quoted for
+// a POSIX shell (as one argument, nothing expanded), a gid as an SQL literal.
+func TestHintsQuoteData(t *testing.T) {
+	for id, want := range map[string]string{
+		"plain":               "'plain'",
+		"x'; rm -rf / #":      `'x'\''; rm -rf / #'`,
+		"$(id) `id` \"q\" \\": `'$(id) ` + "`id`" + ` "q" \'`,
+	} {
+		if got := shellQuote(id); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", id, got, want)
+		}
+		out, err := osexec.Command("sh", "-c", "printf %s "+shellQuote(id)).Output()
+		if err != nil || string(out) != id {
+			t.Errorf("sh read %s as %q (%v), want %q", shellQuote(id), out, err, id)
+		}
+	}
+	if got := pqLiteral(`o'k\`); got != `E'o''k\\'` {
+		t.Errorf("pqLiteral = %s", got)
 	}
 }

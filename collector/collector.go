@@ -49,10 +49,14 @@ type Collector struct {
 	// nodesSupervisor: watch_nodes_v1 has supervisor (schema 15), as the last
 	// reader connection found.
 	nodesSupervisor atomic.Bool
-	notifications   atomic.Uint64
-	notifyPending   atomic.Bool   // a notification arrived since the last read started
-	coalesced       atomic.Uint64 // notifications that arrived while one was pending
-	reconnects      atomic.Uint64
+	// guards: the schema has the caller proofs' tables and read grants (schema
+	// 16: fence_waits, fenced_blockers, may_campaign), as the last connection
+	// found.
+	guards        atomic.Bool
+	notifications atomic.Uint64
+	notifyPending atomic.Bool   // a notification arrived since the last read started
+	coalesced     atomic.Uint64 // notifications that arrived while one was pending
+	reconnects    atomic.Uint64
 
 	// The source of changes between polls (source.go).
 	feed          atomic.Int32  // feedKind, decided by Run

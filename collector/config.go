@@ -23,6 +23,7 @@ const (
 	DefaultFlapMax            = 6
 	DefaultFenceAlertFor      = 5 * time.Minute
 	DefaultLockPressure       = 0.5
+	DefaultNotifyQueue        = 0.1
 	DefaultCollectorDownAfter = 5 * time.Second
 	DefaultRecentTerms        = 50
 	DefaultTermsWindow        = 5 * time.Minute
@@ -113,11 +114,16 @@ type Config struct {
 	// replays the audit rows of this window.
 	FenceAlertFor time.Duration
 
-	// LockPressure: granted advisory locks of the database above this fraction of
-	// the lock table's nominal capacity raise AlertLockPressure (warning). At most
-	// 2: the table holds about twice its nominal size before every session of the
-	// server starts failing (measured; see DESIGN.md §3).
+	// LockPressure: granted locks of the whole server (LockStats.Used) above this
+	// fraction of the shared lock table's nominal capacity raise
+	// AlertLockPressure (warning). At most 2: the table holds about twice its
+	// nominal size before every session of the server starts failing.
 	LockPressure float64
+
+	// NotifyQueuePressure: the server's notification queue fuller than this
+	// fraction raises AlertNotifyQueue (warning), well before it is full and every
+	// NOTIFY (each claim's and release's) fails.
+	NotifyQueuePressure float64
 
 	// CollectorDownAfter: no successful read for this long adds AlertCollectorDown
 	// (critical) to the last good snapshot, which is re-published while the
@@ -204,6 +210,9 @@ func (c *Config) applyDefaults() {
 	if c.LockPressure == 0 {
 		c.LockPressure = DefaultLockPressure
 	}
+	if c.NotifyQueuePressure == 0 {
+		c.NotifyQueuePressure = DefaultNotifyQueue
+	}
 	if c.RecentTerms == 0 {
 		c.RecentTerms = DefaultRecentTerms
 	}
@@ -250,6 +259,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlapMax < 0 {
 		return bad("FlapMax", "(%d) must be positive (zero means the default)", c.FlapMax)
+	}
+	if c.NotifyQueuePressure < 0 || c.NotifyQueuePressure > 1 {
+		return bad("NotifyQueuePressure", "(%g) must be a fraction of the notification queue between 0 and 1", c.NotifyQueuePressure)
 	}
 	if c.LockPressure < 0 || c.LockPressure > 2 {
 		return bad("LockPressure", "(%g) must be a fraction of the lock table between 0 and 2", c.LockPressure)

@@ -38,3 +38,16 @@ func oneLine(s string) string {
 	}
 	return cmp.Or(s, "unknown error")
 }
+
+// shellQuote quotes s for a POSIX shell: one argument, nothing expanded.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// pqLiteral quotes s as an SQL string literal (quote_literal's rules).
+func pqLiteral(s string) string {
+	if strings.Contains(s, `\`) {
+		return "E'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", "''") + "'"
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

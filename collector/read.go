@@ -38,7 +38,9 @@ type dbRead struct {
 	Capacity   int
 	Advisory   int
 	Waiting    int
-	MaxAuditID int64 // the newest audit id (the first read starts after it)
+	Used       int     // granted locks of the whole server in the shared lock table
+	NotifyQ    float64 // pg_notification_queue_usage()
+	MaxAuditID int64   // the newest audit id (the first read starts after it)
 	Scopes     []scopeRow
 	Nodes      []Node
 	Terms      []Term
@@ -49,6 +51,14 @@ type dbRead struct {
 	// Interference: sessions on scope locks that are not candidates (nil before
 	// schema version 7).
 	Interference []interferenceRow
+	// KeyOverrides: pgleader.scope_keys, by scope.
+	KeyOverrides map[string]keyOverride
+	// Schema 16 on (readShape.guards): FenceWaits, the scopes whose current
+	// term's fenced transactions hold the row a claim found busy, with their
+	// blockers; UnboundLeaders, scope → the login of a holder its binding no
+	// longer admits.
+	FenceWaits     map[string]*fenceWait
+	UnboundLeaders map[string]string
 	// InFlight are ids just below MaxAuditID that the snapshot does not show
 	// (first read with events only): transactions still in flight.
 	InFlight []int64
@@ -84,6 +94,36 @@ type scopeRow struct {
 // open reports whether leader_state records an open term.
 func (r scopeRow) open() bool { return r.Holder != "" && r.ReleasedAt.IsZero() }
 
+// keyOverride is a row of pgleader.scope_keys.
+type keyOverride struct {
+	Key   int64
+	SetBy string
+	SetAt time.Time
+}
+
+// fenceWait is a row of pgleader.fence_waits for a scope's current term, with
+// the fenced transactions that hold its row (pgleader.fenced_blockers).
+type fenceWait struct {
+	Node     string
+	Since    time.Time
+	Blockers []fencedBlocker
+}
+
+// fencedBlocker is a row of pgleader.fenced_blockers: a backend (PID), or a
+// prepared transaction (Prepared, its gid; PID 0).
+type fencedBlocker struct {
+	PID      int
+	Login    string
+	Prepared string
+}
+
+func (b fencedBlocker) String() string {
+	if b.Prepared != "" {
+		return fmt.Sprintf("prepared transaction %q of role %s", b.Prepared, b.Login)
+	}
+	return fmt.Sprintf("pid %d (role %s)", b.PID, b.Login)
+}
+
 // interferenceRow is a row of pgleader.interference().
 type interferenceRow struct {
 	Scope string
@@ -101,6 +141,9 @@ type auditRow struct {
 	Detail auditDetail
 	// PrevHolder is the holder of the previous epoch (elected rows).
 	PrevHolder string
+	// Login is the session's login that wrote the row (audit.session_role):
+	// the database's attribution, where Node is what the caller said.
+	Login string
 }
 
 // auditDetail holds the fields of audit.detail the collector uses. Rows are
@@ -134,25 +177,53 @@ const (
 	sqlScopes = `SELECT * FROM pgleader.watch_scopes_v1($1)`
 
 	// Database time, the lock table's nominal capacity, the advisory-lock
-	// footprint of this database, and the newest audit id (used by the first read).
+	// footprint of this database, the newest audit id (used by the first read),
+	// the locks of the whole server in the shared lock table (which the
+	// capacity bounds: fast-path locks take no entry), and the notification
+	// queue's fill.
 	sqlMeta = `
 SELECT now(),
        CASE WHEN pg_catalog.pg_is_in_recovery() THEN 0
             ELSE ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint END,
        current_setting('max_locks_per_transaction')::int
          * (current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int),
-       count(*) FILTER (WHERE l.granted)::int, count(*) FILTER (WHERE NOT l.granted)::int,
-       (SELECT coalesce(max(a.id), 0) FROM pgleader.audit a)
-  FROM pg_catalog.pg_locks l
- WHERE l.locktype = 'advisory'
-   AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database())`
+       count(*) FILTER (WHERE l.granted AND l.locktype = 'advisory' AND l.database = d.oid)::int,
+       count(*) FILTER (WHERE NOT l.granted AND l.locktype = 'advisory' AND l.database = d.oid)::int,
+       (SELECT coalesce(max(a.id), 0) FROM pgleader.audit a),
+       count(*) FILTER (WHERE l.granted AND NOT l.fastpath)::int,
+       pg_catalog.pg_notification_queue_usage()
+  FROM pg_catalog.pg_locks l,
+       (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database()) d`
 
 	// Sessions that hold or wait on a scope's lock without being its candidates.
 	// Read right after the scopes: pg_locks is not transactional.
+	// node_login: whether the session's role is a node login (under the
+	// hardening, the only logins that can take an advisory lock).
 	sqlInterference = `
 SELECT i.scope, i.pid, i.mode, i.granted, coalesce(i.role, ''), coalesce(i.application_name, ''),
-       coalesce(i.client_addr, ''), i.backend_start, i.wait_start
+       coalesce(i.client_addr, ''), i.backend_start, i.wait_start,
+       coalesce(pg_catalog.pg_has_role(i.role, (SELECT r.role_name FROM pgleader.roles r WHERE r.kind = 'node'), 'MEMBER'), false)
   FROM pgleader.interference() i`
+
+	// Lock key overrides (pgleader scope key).
+	sqlKeyOverrides = `SELECT k.scope, k.lock_key, k.set_by, k.set_at FROM pgleader.scope_keys k`
+
+	// Schema 16: the scopes whose current term's fenced transactions held the row
+	// a claim found busy, since when, and who holds it now.
+	sqlFenceWaits = `
+SELECT w.scope, w.node_id, w.since, b.pid, coalesce(b.login_role, ''), coalesce(b.prepared_gid, '')
+  FROM pgleader.fence_waits w
+  JOIN pgleader.leader_state s ON s.scope = w.scope AND s.epoch = w.epoch
+  LEFT JOIN LATERAL pgleader.fenced_blockers(w.scope) b ON true`
+
+	// Schema 16: holders of open terms whose login the scope's binding does not
+	// admit (a binding made after they were elected).
+	sqlUnboundLeaders = `
+SELECT s.scope, coalesce(n.login_role, '')
+  FROM pgleader.leader_state s JOIN pgleader.nodes n ON n.node_id = s.holder
+ WHERE s.holder IS NOT NULL AND s.released_at IS NULL
+   AND EXISTS (SELECT 1 FROM pgleader.scope_bindings)
+   AND NOT pgleader.may_campaign(s.scope, n.login_role)`
 
 	// The schema's version (0 when pgleader.schema_version is missing). The
 	// collector reads schema readSchema on (sqlScopes, sqlNodes, sqlTerms): a
@@ -209,7 +280,7 @@ SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at
 	// ids, $3 limit.
 	sqlAudit = `
 SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.epoch, 0), a.kind, a.detail,
-       ` + sqlPrevHolder + `
+       ` + sqlPrevHolder + `, coalesce(a.session_role, '')
   FROM pgleader.audit a WHERE a.id > $1 OR a.id = ANY ($2) ORDER BY a.id LIMIT $3`
 
 	// The first read: the ids among the maxGap below the newest that this
@@ -224,7 +295,7 @@ SELECT coalesce(array_agg(g.id ORDER BY g.id), '{}')
 	// $1 window in seconds, $2 kinds, $3 limit.
 	sqlAuditFirst = `
 SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.epoch, 0), a.kind, a.detail,
-       ` + sqlPrevHolder + `
+       ` + sqlPrevHolder + `, coalesce(a.session_role, '')
   FROM pgleader.audit a WHERE a.at > now() - make_interval(secs => $1) AND a.kind = ANY ($2)
  ORDER BY a.id DESC LIMIT $3`
 
@@ -245,6 +316,10 @@ const maxWindowTerms = 100
 // collector uses (pgleader.watch_scopes_v1, watch_nodes_v1, watch_terms_v1).
 const readSchema = 13
 
+// guardsSchema is the schema version from which the collector reads the caller
+// proofs' state (fence_waits, fenced_blockers, may_campaign).
+const guardsSchema = 16
+
 // readCursor says which audit rows a read takes (state.cursor).
 type readCursor struct {
 	skip    bool    // none
@@ -261,6 +336,7 @@ type readShape struct {
 	pooled     bool
 	loginRole  bool
 	supervisor bool
+	guards     bool // schema 16 on
 }
 
 // nodesSQL is sqlNodes for the shape's view.
@@ -292,6 +368,11 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shap
 	b.Queue(shape.nodesSQL())
 	b.Queue(sqlTerms, cfg.RecentTerms)
 	b.Queue(sqlWindowTerms, cfg.TermsWindow.Seconds(), maxWindowTerms)
+	b.Queue(sqlKeyOverrides)
+	if shape.guards {
+		b.Queue(sqlFenceWaits)
+		b.Queue(sqlUnboundLeaders)
+	}
 	switch {
 	case cur.skip:
 	case cur.first:
@@ -309,7 +390,7 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shap
 	b.Queue("COMMIT")
 	r := &dbRead{Cursor: cur}
 	br := conn.SendBatch(ctx, b)
-	err := scanRead(br, r, pooled)
+	err := scanRead(br, r, shape)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -330,11 +411,11 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shap
 	return r, nil
 }
 
-func scanRead(br pgx.BatchResults, r *dbRead, pooled bool) error {
+func scanRead(br pgx.BatchResults, r *dbRead, shape readShape) error {
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if pooled {
+	if shape.pooled {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("settings: %w", err)
 		}
@@ -352,14 +433,14 @@ func scanRead(br pgx.BatchResults, r *dbRead, pooled bool) error {
 			pid        int32
 			start, wst *time.Time
 		)
-		err := row.Scan(&i.Scope, &pid, &i.Mode, &i.Granted, &i.Role, &i.ApplicationName, &i.ClientAddr, &start, &wst)
+		err := row.Scan(&i.Scope, &pid, &i.Mode, &i.Granted, &i.Role, &i.ApplicationName, &i.ClientAddr, &start, &wst, &i.NodeLogin)
 		i.PID, i.BackendStart, i.WaitStart = int(pid), tm(start), tm(wst)
 		return i, err
 	})
 	if err != nil {
 		return fmt.Errorf("read interference: %w", err)
 	}
-	if err := br.QueryRow().Scan(&r.Now, &r.Timeline, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID); err != nil {
+	if err := br.QueryRow().Scan(&r.Now, &r.Timeline, &r.Capacity, &r.Advisory, &r.Waiting, &r.MaxAuditID, &r.Used, &r.NotifyQ); err != nil {
 		return fmt.Errorf("read time and lock table: %w", err)
 	}
 	rows, _ = br.Query()
@@ -373,6 +454,9 @@ func scanRead(br pgx.BatchResults, r *dbRead, pooled bool) error {
 	rows, _ = br.Query()
 	if r.WindowTerms, err = pgx.CollectRows(rows, scanTerm); err != nil {
 		return fmt.Errorf("read the terms of the window: %w", err)
+	}
+	if err := scanGuards(br, r, shape.guards); err != nil {
+		return err
 	}
 	if !r.Cursor.skip {
 		rows, _ = br.Query()
@@ -529,10 +613,59 @@ func scanAudit(row pgx.CollectableRow) (auditRow, error) {
 		detail []byte
 		prev   *string
 	)
-	if err := row.Scan(&a.ID, &a.At, &a.Scope, &a.Node, &a.Epoch, &a.Kind, &detail, &prev); err != nil {
+	if err := row.Scan(&a.ID, &a.At, &a.Scope, &a.Node, &a.Epoch, &a.Kind, &detail, &prev, &a.Login); err != nil {
 		return a, err
 	}
 	a.PrevHolder = str(prev)
 	_ = json.Unmarshal(detail, &a.Detail) // a malformed detail must not stop the collector
 	return a, nil
+}
+
+// scanGuards reads the key overrides and, from schema 16 (guards), the fence
+// waits with their blockers and the holders outside their scope's binding.
+func scanGuards(br pgx.BatchResults, r *dbRead, guards bool) error {
+	r.KeyOverrides = map[string]keyOverride{}
+	rows, _ := br.Query()
+	var (
+		scope string
+		k     keyOverride
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&scope, &k.Key, &k.SetBy, &k.SetAt}, func() error {
+		r.KeyOverrides[scope] = k
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read key overrides: %w", err)
+	}
+	if !guards {
+		return nil
+	}
+	r.FenceWaits = map[string]*fenceWait{}
+	var (
+		node, login, gid string
+		since            time.Time
+		pid              *int32
+	)
+	rows, _ = br.Query()
+	if _, err := pgx.ForEachRow(rows, []any{&scope, &node, &since, &pid, &login, &gid}, func() error {
+		w := r.FenceWaits[scope]
+		if w == nil {
+			w = &fenceWait{Node: node, Since: since}
+			r.FenceWaits[scope] = w
+		}
+		if pid != nil || gid != "" {
+			w.Blockers = append(w.Blockers, fencedBlocker{PID: num(pid), Login: login, Prepared: gid})
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read fence waits: %w", err)
+	}
+	r.UnboundLeaders = map[string]string{}
+	rows, _ = br.Query()
+	if _, err := pgx.ForEachRow(rows, []any{&scope, &login}, func() error {
+		r.UnboundLeaders[scope] = login
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read holders outside their binding: %w", err)
+	}
+	return nil
 }

@@ -241,7 +241,7 @@ SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at
 	sqlReplayAudit = `
 SELECT * FROM (
 SELECT a.id, a.at, coalesce(a.scope, ''), coalesce(a.node_id, ''), coalesce(a.epoch, 0), a.kind, a.detail,
-       ` + sqlPrevHolder + `
+       ` + sqlPrevHolder + `, coalesce(a.session_role, '')
   FROM pgleader.audit a WHERE a.at >= $1 AND a.at <= $2 AND a.kind = ANY ($3)
  ORDER BY a.at DESC, a.id DESC LIMIT $4) x ORDER BY 2, 1`
 

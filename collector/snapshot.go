@@ -81,6 +81,10 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	if f, ok := checkLockPressure(cfg, r); ok {
 		findings = append(findings, f)
 	}
+	if f, ok := checkNotifyQueue(cfg, r); ok {
+		findings = append(findings, f)
+	}
+	findings = append(findings, checkUnboundLeaders(r)...)
 
 	alerts := st.settle(findings, now)
 	byScope := map[string][]Alert{} // in the alerts' order
@@ -127,7 +131,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	st.snapSeq++
 	snap := &Snapshot{
 		Seq: st.snapSeq, At: now, DBTime: r.Now, Scopes: scopes, Nodes: nodes, Terms: terms, Alerts: alerts,
-		Locks:    LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity},
+		Locks:    LockStats{Advisory: r.Advisory, Waiting: r.Waiting, Capacity: r.Capacity, Used: r.Used, NotifyQueue: r.NotifyQ},
 		Timeline: st.timeline, EpochFloor: EpochFloor(st.timeline), Retired: retired,
 		FenceRejected: maps.Clone(st.fenceCount), Health: h,
 	}

@@ -446,7 +446,7 @@ func auditFromRow(row map[string]*string) (auditRow, error) {
 		return a, fmt.Errorf("audit row %d: at %q: %v", id, text(row, "at"), err)
 	}
 	a.ID, a.At = id, at.Time.Local()
-	a.Scope, a.Node, a.Kind = text(row, "scope"), text(row, "node_id"), text(row, "kind")
+	a.Scope, a.Node, a.Kind, a.Login = text(row, "scope"), text(row, "node_id"), text(row, "kind"), text(row, "session_role")
 	if e := text(row, "epoch"); e != "" {
 		if a.Epoch, err = strconv.ParseInt(e, 10, 64); err != nil {
 			return a, fmt.Errorf("audit row %d: epoch: %w", id, err)

@@ -45,7 +45,7 @@ func (w *world) read() *dbRead {
 	for i := range nodes {
 		nodes[i].Scopes, nodes[i].Leads = slices.Clone(nodes[i].Scopes), slices.Clone(nodes[i].Leads)
 	}
-	r := &dbRead{Now: w.now, Capacity: 6400, Advisory: 3, Scopes: []scopeRow{w.scope}, Nodes: nodes, Audit: w.audit}
+	r := &dbRead{Now: w.now, Capacity: 6400, Advisory: 3, Used: 3, Scopes: []scopeRow{w.scope}, Nodes: nodes, Audit: w.audit}
 	w.audit = nil
 	return r
 }

@@ -73,12 +73,23 @@ const (
 	// waits on the scope's advisory lock (a squatter: another application, a
 	// runaway script, an attacker). Raised on the first read that sees it.
 	AlertInterference AlertKind = "interference"
+	// AlertNotifyQueue: the server's notification queue is fuller than
+	// Config.NotifyQueuePressure (pg_notification_queue_usage()): a listening
+	// session stopped reading; when it is full every NOTIFY fails, pgleader's
+	// claims and releases included.
+	AlertNotifyQueue AlertKind = "notify_queue"
+	// AlertUnboundLeader: the holder of a scope's open term registered under a
+	// login that the scope's binding (pgleader scope bind, made after it was
+	// elected) no longer admits.
+	AlertUnboundLeader AlertKind = "unbound_leader"
 )
 
 // ForeignSession is a session that holds or waits on a scope's advisory lock
 // without being one of its candidates (pgleader.interference, schema version 7).
-// Role, ApplicationName and ClientAddr come from pg_stat_activity; ClientAddr is
-// empty for a Unix-socket session, and when the schema's owner role may not read
+// Role, ApplicationName and ClientAddr come from pg_stat_activity; NodeLogin says
+// whether Role is a member of the node role (under the hardening, the only roles
+// that can take an advisory lock at all); ClientAddr is empty for a Unix-socket
+// session, and when the schema's owner role may not read
 // other roles' statistics (pg_read_all_stats).
 type ForeignSession struct {
 	PID             int       `json:"pid"`
@@ -89,6 +100,7 @@ type ForeignSession struct {
 	ClientAddr      string    `json:"client_addr,omitempty"`
 	BackendStart    time.Time `json:"backend_start,omitzero"`
 	WaitStart       time.Time `json:"wait_start,omitzero"` // when it began to wait (waiters)
+	NodeLogin       bool      `json:"node_login,omitempty"`
 }
 
 // String describes the session in one line: pid, role, application, client, and
@@ -506,10 +518,17 @@ type Term struct {
 // Open reports whether the term has not ended.
 func (t Term) Open() bool { return t.ReleasedAt.IsZero() }
 
-// LockStats is the advisory-lock footprint against the lock table capacity.
+// LockStats is the lock footprint against the lock table capacity.
 type LockStats struct {
 	Advisory int `json:"advisory"` // granted advisory locks in the database
 	Waiting  int `json:"waiting"`  // advisory lock requests not granted
+	// Used is the granted locks of the whole server that take an entry of the
+	// shared lock table (every database's, advisory or not; fast-path locks
+	// excluded): what Capacity bounds.
+	Used int `json:"used"`
+	// NotifyQueue is pg_notification_queue_usage(): the fraction of the
+	// server's notification queue in use.
+	NotifyQueue float64 `json:"notify_queue"`
 	// Capacity is max_locks_per_transaction × (max_connections +
 	// max_prepared_transactions): the shared lock table's nominal size.
 	Capacity int `json:"capacity"`

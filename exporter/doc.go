@@ -55,6 +55,8 @@
 //	pgleader_advisory_locks                           gauge   granted advisory locks in the database
 //	pgleader_advisory_lock_waiters                    gauge   advisory lock requests not granted
 //	pgleader_lock_table_capacity                      gauge   shared lock table size (absent when unknown)
+//	pgleader_lock_table_used                          gauge   the whole server's locks in the shared lock table
+//	pgleader_notify_queue_usage_ratio                 gauge   fraction of the server's notification queue in use
 //	pgleader_collector_up                             gauge   1 when the snapshot is fresh and the database readable
 //	pgleader_collector_source                         gauge   3 logical, 2 live, 1 polling, 0 disconnected
 //	pgleader_collector_snapshot_age_seconds           gauge   age of the newest snapshot at the scrape

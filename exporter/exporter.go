@@ -126,6 +126,8 @@ var (
 	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
 	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
 	lockTableCapacity  = desc("pgleader_lock_table_capacity", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions).")
+	lockTableUsed      = desc("pgleader_lock_table_used", "Granted locks of the whole server that take an entry of the shared lock table (every database's, advisory or not; fast-path locks excluded).")
+	notifyQueueUsage   = desc("pgleader_notify_queue_usage_ratio", "pg_notification_queue_usage(): the fraction of the server's notification queue in use (at 1 every NOTIFY fails, pgleader's claims and releases included).")
 	databaseTimeline   = desc("pgleader_database_timeline", "WAL timeline the database writes on; it rises when a standby is promoted (a failover). Absent while unknown (the collector reads a standby).")
 	epochFloor         = desc("pgleader_epoch_floor", "Every epoch granted on the current timeline is above this value: (timeline - 1) * 2^40, 0 before any failover. Absent while unknown.")
 	collectorUp        = desc("pgleader_collector_up", "1 when the collector's newest snapshot is fresh and the database readable, else 0.")
@@ -151,7 +153,7 @@ var allDescs = []*prometheus.Desc{
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
 	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, alertActive, fenceRejected,
 	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter, nodeChildUp, nodeChildRestarts,
-	advisoryLocks, advisoryWaiters, lockTableCapacity, databaseTimeline, epochFloor,
+	advisoryLocks, advisoryWaiters, lockTableCapacity, lockTableUsed, notifyQueueUsage, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorCoalesced, collectorReconnect, collectorDropped,
 	collectorSlotLag, collectorChangeAge, collectorDecodeErr,
@@ -307,6 +309,8 @@ func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 		// Absent rather than 0 when unknown: the lock-pressure rule divides by it.
 		e.gauge(ch, lockTableCapacity, float64(s.Locks.Capacity))
 	}
+	e.gauge(ch, lockTableUsed, float64(s.Locks.Used))
+	e.gauge(ch, notifyQueueUsage, s.Locks.NotifyQueue)
 	if s.Timeline > 0 {
 		e.gauge(ch, databaseTimeline, float64(s.Timeline))
 		e.gauge(ch, epochFloor, float64(s.EpochFloor))

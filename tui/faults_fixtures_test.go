@@ -194,7 +194,7 @@ func (c *faultCluster) staleNode(id string, since time.Time) {
 	n := c.node(id)
 	c.alert(collector.Alert{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: id,
 		Summary: fmt.Sprintf("node %s (%s, os pid %d) was last seen %s ago and did not stop cleanly", id, n.Hostname, n.OSPID, human.Duration(c.now.Sub(n.LastSeen))),
-		Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, mark it stopped (UPDATE pgleader.nodes SET stopped_at = now() WHERE node_id = '%s')", n.Hostname, id),
+		Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, forget it: pgleader node forget '%s'", n.Hostname, id),
 		Since:   since})
 }
 
