@@ -114,6 +114,7 @@ into pgleader.demo_actions every D.`,
 	}
 	f.register(cmd)
 	_ = cmd.MarkFlagRequired("scope")
+	cmd.AddCommand(a.forgetCommand())
 	return cmd
 }
 

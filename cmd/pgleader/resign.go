@@ -37,13 +37,6 @@ the pgleader tables, and nothing is cut off mid-write.`,
 				return err
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				cfg := t.Config.Copy()
-				cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
-				conn, err := pgsession.Connect(ctx, cfg)
-				if err != nil {
-					return err
-				}
-				defer conn.Close(context.WithoutCancel(ctx))
 				by := operatorVia("pgleader resign")
 				var want *int64
 				if cmd.Flags().Changed("epoch") {
@@ -52,7 +45,7 @@ the pgleader tables, and nothing is cut off mid-write.`,
 				var ok bool
 				var holder *string
 				var current *int64
-				if err := pgsession.InTx(ctx, conn, func(tx pgx.Tx) error {
+				if err := operatorTx(ctx, t, func(tx pgx.Tx) error {
 					return tx.QueryRow(ctx, `SELECT pgleader.request_resign($1, $2, $3),
 					(SELECT holder FROM pgleader.leader_state WHERE scope = $1),
 					(SELECT epoch FROM pgleader.leader_state WHERE scope = $1)`, scope, want, by).Scan(&ok, &holder, &current)
@@ -82,4 +75,18 @@ func orUnknown(s *string) string {
 		return "(unknown)"
 	}
 	return termsafe.String(*s)
+}
+
+// operatorTx runs fn in one transaction on a short-lived connection to t, with
+// unnamed statements (through any pooler): the shape of an operator's request
+// (resign, node forget).
+func operatorTx(ctx context.Context, t cli.Target, fn func(pgx.Tx) error) error {
+	cfg := t.Config.Copy()
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	conn, err := pgsession.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return pgsession.InTx(ctx, conn, fn)
 }

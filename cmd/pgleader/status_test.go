@@ -280,3 +280,33 @@ func TestResignCommand(t *testing.T) {
 		t.Fatalf("stale epoch: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// node forget: refused for a running node, then the stopped node leaves status;
+// the stale_node hint names the command, its id quoted for a shell.
+func TestNodeForgetCommand(t *testing.T) {
+	dsn, c := startNodes(t, "fg", "f1", "f2")
+	waitFor(t, "a leader", func() bool {
+		l, _ := c.Leader("fg")
+		_, _ = c.Poll()
+		return l != ""
+	})
+	if r := pgleader(t, nil, "node", "forget", "f2", "--dsn", dsn); r.code != 1 || !strings.Contains(r.stderr, "is running") {
+		t.Fatalf("forget a running node: exit %d, %q", r.code, r.stderr)
+	}
+	if r := pgleader(t, nil, "node", "forget", "f\x1b[2Jx", "--dsn", dsn); r.code != 2 || strings.Contains(r.stderr, "\x1b") {
+		t.Fatalf("forget a malformed id: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := c.Node("f2").Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "f2's session gone", func() bool {
+		r := pgleader(t, nil, "node", "forget", "f2", "--dsn", dsn)
+		return r.code == 0 && strings.Contains(r.stdout, "forgot node f2")
+	})
+	if r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json"); strings.Contains(r.stdout, `"f2"`) {
+		t.Fatalf("status still shows the forgotten node:\n%s", r.stdout)
+	}
+	if r := pgleader(t, nil, "node", "forget", "f2", "--dsn", dsn); r.code != 1 || !strings.Contains(r.stderr, "nothing to forget") {
+		t.Fatalf("forget it again: exit %d, %q", r.code, r.stderr)
+	}
+}
