@@ -296,14 +296,21 @@ func (s *Supervisor) end(code int, err error) (int, error) {
 // another node is seen leading it past Wait (false, finishing with ErrNotRun).
 func (s *Supervisor) awaitTurn(ctx context.Context, finish func(int, error)) bool {
 	sc := s.e.Scope(s.cfg.Scope)
-	wait := s.cfg.Wait
-	if wait == 0 {
-		// One claim round: a free scope is claimed within a heartbeat interval of
-		// the start (a candidate of higher priority may defer it that long).
-		wait = s.e.Config().HeartbeatInterval + s.e.Config().HeartbeatTimeout
+	cfg := s.e.Config()
+	// With Wait 0, one claim round: a free scope is claimed within a heartbeat
+	// interval of the node's first claims (a candidate of higher priority may
+	// defer it that long). The round is counted from the node's first heartbeat,
+	// which follows its session's opening and first claims, not from the start of
+	// the process: on a loaded host the session may take longer than a round to
+	// open (seen: a cron host exiting "no leader" before it had claimed at all).
+	// Until then the bound is the time a session may take to open.
+	var deadline time.Time
+	if s.cfg.Wait > 0 {
+		deadline = time.Now().Add(s.cfg.Wait)
+	} else {
+		deadline = time.Now().Add(sessionUpBound)
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
+	roundFrom := time.Time{}
 	for {
 		if sc.Role() == election.RoleLeader {
 			return true
@@ -313,12 +320,15 @@ func (s *Supervisor) awaitTurn(ctx context.Context, finish func(int, error)) boo
 			finish(0, ErrNotRun)
 			return false
 		}
-		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				finish(0, nil)
-				return false
-			}
+		if s.cfg.Wait == 0 && roundFrom.IsZero() && !s.e.Health().LastHeartbeat.IsZero() {
+			roundFrom = time.Now()
+			deadline = roundFrom.Add(cfg.HeartbeatInterval + cfg.HeartbeatTimeout)
+		}
+		if ctx.Err() != nil {
+			finish(0, nil)
+			return false
+		}
+		if time.Now().After(deadline) {
 			node, epoch := sc.Leader()
 			if node == "" {
 				finish(1, fmt.Errorf("no leader of scope %q within --wait %v: is the database reachable?", s.cfg.Scope, s.cfg.Wait))
@@ -327,10 +337,17 @@ func (s *Supervisor) awaitTurn(ctx context.Context, finish func(int, error)) boo
 			s.cfg.Log.Info("another node leads: not running the command", "scope", s.cfg.Scope, "leader", node, "epoch", epoch, "waited", s.cfg.Wait)
 			finish(0, ErrNotRun)
 			return false
+		}
+		select {
+		case <-ctx.Done():
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
+
+// sessionUpBound bounds, with --wait 0, the wait for the node's session to open
+// and make its first claims (the engine gives a session 10 s to open).
+const sessionUpBound = 15 * time.Second
 
 // readReports turns the guard's reports into the supervisor's state and its
 // exits channel; the guard's disappearance is an exit with cause "guard_gone".
