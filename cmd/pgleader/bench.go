@@ -293,6 +293,8 @@ func (a *app) benchFailoverCommand() *cobra.Command {
 		mode      string
 		keep      bool
 		split     bool
+		baseline  string
+		pairs     int
 	)
 	cmd := &cobra.Command{
 		Use:   "failover",
@@ -345,8 +347,16 @@ one more backend woken by the death. It also samples, beside each limit sample,
 a second reference: the same holder, whose process also keeps an idle session
 (an advisory lock and a LISTEN, the shape of a node's guard session). Every idle
 backend of a killed process exits at the same moment, so this is the floor for
-any leader with two sessions on this machine.`,
+any leader with two sessions on this machine.
+
+--baseline REF (a git commit or tag of this repository, built once and cached,
+or the path of a pgleader binary) measures an earlier build beside this one in
+the same run: --pairs times, alternately (the baseline first in odd pairs), the
+same scenarios on each, every side on its own database of the throwaway server,
+migrated by its own build (so its nodes run its own SQL). The table gives both
+sides pair by pair and pooled, with this build's difference and ratio.`,
 		Example: `  pgleader bench failover -n 50 --json docs/bench-failover.json
+  pgleader bench failover -n 50 --scenarios crash,handover --baseline a00a362 --pairs 3
   pgleader bench failover -n 10 --scenarios crash,graceful
   pgleader bench failover -n 20 --scenarios crash --split
   pgleader bench failover --mode lease -n 20 --scenarios crash,frozen,load`,
@@ -369,9 +379,31 @@ any leader with two sessions on this machine.`,
 			if mode == "lease" && cmd.Flags().Changed("scenarios") && contains(scenarios, "terminate") {
 				return cli.BadInput("--scenarios terminate has no meaning with --mode lease (a lease-mode node has no leadership session to terminate); leave it out")
 			}
+			opts := bench.Options{N: n, Nodes: nodes, Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs),
+				Progress: a.stderr, Mode: mode, Split: split}
+			if baseline != "" {
+				if pairs < 1 {
+					return cli.BadInput("--pairs must be ≥ 1 (got %d)", pairs)
+				}
+				if a.harnessDSN() != "" {
+					return cli.BadInput("--baseline needs the throwaway PostgreSQL (each build gets a database of its own there): leave out --dsn and DATABASE_URL")
+				}
+				bin, label, err := baselineBinary(baseline)
+				if err != nil {
+					return err
+				}
+				return runReport(a, cmd, "A/B "+strings.Join(scenarios, ", "), jsonPath, keep, func(ctx context.Context, h *harness) (*bench.Comparison, error) {
+					dsn, err := baselineDatabase(ctx, h, bin)
+					if err != nil {
+						return nil, err
+					}
+					opts.Bin, opts.DSN, opts.Dir = h.bin, h.dsn, h.dir
+					return bench.Compare(ctx, opts, bench.Baseline{Label: label, Bin: bin, DSN: dsn}, pairs)
+				})
+			}
 			return runReport(a, cmd, strings.Join(scenarios, ", "), jsonPath, keep, func(ctx context.Context, h *harness) (*bench.Report, error) {
-				return bench.Run(ctx, bench.Options{Bin: h.bin, DSN: h.dsn, Dir: h.dir, N: n, Nodes: nodes,
-					Scenarios: scenarios, NodeArgs: strings.Fields(nodeArgs), Progress: a.stderr, Mode: mode, Split: split})
+				opts.Bin, opts.DSN, opts.Dir = h.bin, h.dsn, h.dir
+				return bench.Run(ctx, opts)
 			})
 		}),
 	}
@@ -384,6 +416,8 @@ any leader with two sessions on this machine.`,
 	f.StringVar(&mode, "mode", "lock", "`MODE` of the nodes: lock, or lease (through a PgBouncer in transaction pooling that the benchmark starts)")
 	f.BoolVar(&keep, "keep", false, "keep the nodes' events files and logs (to look into an outlier: the iteration's timestamps are on the nodes' mono_ns clock)")
 	f.BoolVar(&split, "split", false, "crash: also time when the leader's locks are freed (a bare waiter on its beacon), splitting death from election")
+	f.StringVar(&baseline, "baseline", "", "also measure an earlier build in the same run: a git `REF` of this repository (built and cached) or a pgleader binary's path")
+	f.IntVar(&pairs, "pairs", 3, "with --baseline: alternating pairs of runs (baseline, this build)")
 	return cmd
 }
 

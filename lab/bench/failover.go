@@ -53,7 +53,8 @@ import (
 
 // Options configure a failover benchmark.
 type Options struct {
-	Bin       string        // pgleader binary for the nodes
+	Bin       string        // pgleader binary: the nodes', unless NodeBin; the limit probe's
+	NodeBin   string        // pgleader binary of the nodes and of `pgleader handover` (a baseline build); empty: Bin
 	DSN       string        // a migrated database
 	Dir       string        // scratch directory (events files, logs)
 	N         int           // iterations per fault scenario
@@ -237,8 +238,11 @@ func (o Options) cluster(scope string) *cluster.Cluster {
 	if o.Mode == "lease" {
 		dsn, args = o.nodeDSN, append(args, "--mode", "lease")
 	}
-	return cluster.New(cluster.Options{Bin: o.Bin, DSN: dsn, Dir: o.Dir, Scopes: []string{scope}, NodeArgs: args})
+	return cluster.New(cluster.Options{Bin: o.nodeBin(), DSN: dsn, Dir: o.Dir, Scopes: []string{scope}, NodeArgs: args})
 }
+
+// nodeBin is the binary the nodes run: NodeBin, else Bin.
+func (o Options) nodeBin() string { return cmp.Or(o.NodeBin, o.Bin) }
 
 func isFault(scenario string) bool { return slices.Contains(faultScenarios, scenario) }
 
@@ -435,7 +439,7 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 			t0, err = n.Kill()
 		case "handover":
 			t0 = monotime.Now()
-			if out, herr := exec.CommandContext(ctx, o.Bin, "handover", scope, "--to", target, "--timeout", "10s",
+			if out, herr := exec.CommandContext(ctx, o.nodeBin(), "handover", scope, "--to", target, "--timeout", "10s",
 				"--dsn", o.DSN).CombinedOutput(); herr != nil {
 				err = fmt.Errorf("pgleader handover %s --to %s: %w: %s", scope, target, herr, out)
 			}
