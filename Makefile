@@ -1,8 +1,10 @@
 # pgleader — make help lists the targets.
 GO      ?= go
 BIN     := bin/pgleader
-# The lab build: `pgleader node` gains the hidden --test-* fault hooks that chaos's
-# pause-write scenario drives. Never shipped; `make chaos` runs it.
+# The lab build (-tags pgleader_lab): the chaos harness (toxiproxy) and the
+# benchmarks, and `pgleader node`'s hidden --test-* fault hooks that chaos's
+# pause-write scenario drives. `make chaos` and `make bench` run it; the production
+# binary has none of it (its chaos and bench say where they went).
 LAB_BIN := bin/pgleader-lab
 PKGS    := ./...
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
@@ -24,7 +26,7 @@ deps: ## install what a fresh machine lacks (PostgreSQL server binaries); idempo
 build: ## build bin/pgleader
 	$(GO) build -o $(BIN) ./cmd/pgleader
 
-build-lab: ## build bin/pgleader-lab: the node with its fault-test hooks (for chaos)
+build-lab: ## build bin/pgleader-lab: chaos, bench and the node's fault-test hooks
 	$(GO) build -tags pgleader_lab -o $(LAB_BIN) ./cmd/pgleader
 
 test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process faults; -race
@@ -42,18 +44,18 @@ lint: ## gofmt + go vet + staticcheck
 	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
-	$(BIN) bench failover -n 50 --json docs/bench-failover.json
-	$(BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
-	$(BIN) bench collector -n 200 --json docs/bench-collector.json
-	$(BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
-	$(BIN) bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json
-	$(BIN) bench demo -n 5 --json docs/bench-demo.json
-	$(BIN) bench run -n 20 --json docs/bench-run.json
+bench: deps build-lab ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
+	$(LAB_BIN) bench failover -n 50 --json docs/bench-failover.json
+	$(LAB_BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
+	$(LAB_BIN) bench collector -n 200 --json docs/bench-collector.json
+	$(LAB_BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
+	$(LAB_BIN) bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json
+	$(LAB_BIN) bench demo -n 5 --json docs/bench-demo.json
+	$(LAB_BIN) bench run -n 20 --json docs/bench-run.json
 	$(GO) test -run '^$$' -bench 'BenchmarkScrape|BenchmarkView|BenchmarkPoll' -benchtime 2s ./exporter/ ./tui/ ./collector/ | tee docs/bench-go.txt
 
-bench-quick: deps build ## a short failover benchmark run (n=10)
-	$(BIN) bench failover -n 10
+bench-quick: deps build-lab ## a short failover benchmark run (n=10)
+	$(LAB_BIN) bench failover -n 10
 
 chaos: deps build-lab ## the soak: every chaos scenario for 60s (about 22 minutes); writes docs/chaos-soak.json
 	$(LAB_BIN) chaos --duration 60s --json docs/chaos-soak.json
