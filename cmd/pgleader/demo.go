@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -138,15 +140,4 @@ func (a *app) reapCommand() *cobra.Command {
 			reaper.Serve(os.Stdin, a.stderr)
 		},
 	}
-}
-
-// harnessDSN is the database a harness command was pointed at: --dsn, else
-// DATABASE_URL; empty means "start a throwaway PostgreSQL". The PG* variables are
-// deliberately not used here: running faults against a database needs an explicit
-// choice.
-func (a *app) harnessDSN() string {
-	if a.dsn != "" {
-		return a.dsn
-	}
-	return os.Getenv("DATABASE_URL")
 }
