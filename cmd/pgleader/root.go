@@ -51,6 +51,7 @@ unreachable server, PostgreSQL older than 14, missing schema, unsafe timing).`,
 	root.AddCommand(a.migrateCommand(), a.nodeCommand(), a.statusCommand(), a.historyCommand(),
 		a.runCommand(), a.isLeaderCommand(), a.resignCommand(), a.handoverCommand(), a.scopeCommand(), a.topCommand(), a.exporterCommand(), a.slotsCommand(), a.benchCommand(), a.demoCommand(), a.chaosCommand(), a.reapCommand(), a.versionCommand())
 	root.AddCommand(a.labCommands()...)
+	root.AddCommand(a.docsCommands()...)
 	a.onlyOnLinux(root)
 	return root
 }
