@@ -7,6 +7,14 @@ BIN     := bin/pgleader
 # binary has none of it (its chaos and bench say where they went).
 LAB_BIN := bin/pgleader-lab
 PKGS    := ./...
+# The release version (VERSION, the only place it is written) and the commit,
+# -dirty when the checkout has changes: stamped into every binary (pgleader version).
+VERSION := $(shell cat VERSION)
+COMMIT  := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/dev/null)
+# Binaries as a release ships them: static, paths trimmed, without DWARF and the
+# symbol table (stack traces keep their names), version and commit stamped.
+# A plain go build / go install says what the toolchain recorded instead.
+RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
 # Packages run one at a time (-p 1): the process-level fault tests measure takeovers
 # on 2 cores and must not compete with another package's tests for them.
@@ -15,7 +23,7 @@ TEST_TIMEOUT ?= 12m
 # 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
 SCALE_ARGS ?= --nodes 5 --scopes 200
 
-.PHONY: help build build-lab test lint bench bench-quick chaos demo clean deps
+.PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,11 +31,14 @@ help: ## list targets
 deps: ## install what a fresh machine lacks (PostgreSQL server binaries); idempotent
 	@./.ci/install-deps
 
-build: ## build bin/pgleader
-	$(GO) build -o $(BIN) ./cmd/pgleader
+build: ## build bin/pgleader: the production binary, as make dist ships it
+	$(RELEASE_BUILD) -o $(BIN) ./cmd/pgleader
 
 build-lab: ## build bin/pgleader-lab: chaos, bench and the node's fault-test hooks
-	$(GO) build -tags pgleader_lab -o $(LAB_BIN) ./cmd/pgleader
+	$(RELEASE_BUILD) -tags pgleader_lab -o $(LAB_BIN) ./cmd/pgleader
+
+dist: ## the release in dist/: archives (linux amd64/arm64, darwin arm64; the lab's), .debs, SHA256SUMS
+	$(GO) run ./lab/release -o dist -version $(VERSION) -commit $(COMMIT)
 
 test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process faults; -race
 	$(GO) vet $(PKGS)
@@ -64,4 +75,4 @@ demo: deps build ## a local cluster you can break, on the dashboard, on a throwa
 	$(BIN) demo
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin dist
