@@ -80,7 +80,7 @@ func (r *release) writeTarGz(file, dir string, es []entry) (err error) {
 			err = cerr
 		}
 	}()
-	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(f, gzip.DefaultCompression)
 	if err != nil {
 		return err
 	}

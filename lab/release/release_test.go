@@ -43,6 +43,7 @@ var (
 // runs the packaged pgleader (version, --help, a man page's command), and has
 // systemd-analyze verify the units where systemd-analyze exists.
 func TestDeb(t *testing.T) {
+	skipRace(t)
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("the package test runs on linux/amd64 (this is %s/%s)", runtime.GOOS, runtime.GOARCH)
 	}
@@ -195,6 +196,7 @@ func verifyUnits(t *testing.T, dest string) {
 // completions, all owned by root and dated the commit's time; SHA256SUMS checks
 // with sha256sum -c.
 func TestArchive(t *testing.T) {
+	skipRace(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +292,15 @@ func TestChangelogNamesVersion(t *testing.T) {
 		}
 	}
 	t.Error("CHANGELOG.md has no ## section")
+}
+
+// skipRace skips a packaging test under -race: packaging runs in one
+// goroutine, and compressing 20 MB in race-instrumented code takes minutes.
+// make test runs this package again without -race.
+func skipRace(t *testing.T) {
+	if raceEnabled {
+		t.Skip("packaging runs in one goroutine: make test runs this test without -race")
+	}
 }
 
 func run(t *testing.T, name string, args ...string) string {
