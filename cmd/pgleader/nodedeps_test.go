@@ -92,9 +92,14 @@ func TestShippedNodeHasNoTestHooks(t *testing.T) {
 var labOnly = []string{"github.com/Shopify/toxiproxy", "github.com/pgleader/pgleader/lab/chaos",
 	"github.com/pgleader/pgleader/lab/faultnet", "github.com/pgleader/pgleader/lab/bench"}
 
+// buildOnly are what builds and packages pgleader (lab/release: nfpm; the docs
+// build: cobra/doc): no pgleader binary links them.
+var buildOnly = []string{"github.com/goreleaser/nfpm", "github.com/spf13/cobra/doc", "github.com/pgleader/pgleader/lab/release"}
+
 // TestShippedBinaryHasNoLab: the production build of cmd/pgleader links neither
 // the fault lab nor the benchmarks (they double its modules for commands no
-// production host runs), and the lab build still links both.
+// production host runs), and the lab build still links both; neither links
+// the release tooling.
 func TestShippedBinaryHasNoLab(t *testing.T) {
 	deps := func(tags ...string) []string {
 		args := append([]string{"list", "-deps"}, tags...)
@@ -114,6 +119,13 @@ func TestShippedBinaryHasNoLab(t *testing.T) {
 		}
 		if !has(lab) {
 			t.Errorf("pgleader-lab does not link %s", want)
+		}
+	}
+	for _, dep := range append(shipped, lab...) {
+		for _, bad := range buildOnly {
+			if strings.HasPrefix(dep, bad) {
+				t.Errorf("a pgleader binary links %s, which only builds and packages it", dep)
+			}
 		}
 	}
 }
