@@ -2,6 +2,7 @@ package main
 
 import (
 	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"unicode"
 )
+
+// errNoLicense: a linked module without a license file in the module cache.
+var errNoLicense = errors.New("no license file")
 
 // copyrightHead is the machine-readable Debian copyright file's header and
 // pgleader's own paragraph; copyright appends one paragraph per module the

@@ -28,7 +28,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -230,6 +229,3 @@ func sha256File(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-// errNoLicense: a linked module without a license file in the module cache.
-var errNoLicense = errors.New("no license file")
