@@ -1,10 +1,20 @@
 # pgleader — make help lists the targets.
 GO      ?= go
 BIN     := bin/pgleader
-# The lab build: `pgleader node` gains the hidden --test-* fault hooks that chaos's
-# pause-write scenario drives. Never shipped; `make chaos` runs it.
+# The lab build (-tags pgleader_lab): the chaos harness (toxiproxy) and the
+# benchmarks, and `pgleader node`'s hidden --test-* fault hooks that chaos's
+# pause-write scenario drives. `make chaos` and `make bench` run it; the production
+# binary has none of it (its chaos and bench say where they went).
 LAB_BIN := bin/pgleader-lab
 PKGS    := ./...
+# The release version (VERSION, the only place it is written) and the commit,
+# -dirty when the checkout has changes: stamped into every binary (pgleader version).
+VERSION := $(shell cat VERSION)
+COMMIT  := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/dev/null)
+# Binaries as a release ships them: static, paths trimmed, without DWARF and the
+# symbol table (stack traces keep their names), version and commit stamped.
+# A plain go build / go install says what the toolchain recorded instead.
+RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
 # Packages run one at a time (-p 1): the process-level fault tests measure takeovers
 # on 2 cores and must not compete with another package's tests for them.
@@ -13,7 +23,7 @@ TEST_TIMEOUT ?= 12m
 # 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
 SCALE_ARGS ?= --nodes 5 --scopes 200
 
-.PHONY: help build build-lab test lint bench bench-quick chaos demo clean deps
+.PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -21,20 +31,26 @@ help: ## list targets
 deps: ## install what a fresh machine lacks (PostgreSQL server binaries); idempotent
 	@./.ci/install-deps
 
-build: ## build bin/pgleader
-	$(GO) build -o $(BIN) ./cmd/pgleader
+build: ## build bin/pgleader: the production binary, as make dist ships it
+	$(RELEASE_BUILD) -o $(BIN) ./cmd/pgleader
 
-build-lab: ## build bin/pgleader-lab: the node with its fault-test hooks (for chaos)
-	$(GO) build -tags pgleader_lab -o $(LAB_BIN) ./cmd/pgleader
+build-lab: ## build bin/pgleader-lab: chaos, bench and the node's fault-test hooks
+	$(RELEASE_BUILD) -tags pgleader_lab -o $(LAB_BIN) ./cmd/pgleader
+
+dist: ## the release in dist/: archives (linux amd64/arm64, darwin arm64; the lab's), .debs, SHA256SUMS
+	$(GO) run ./lab/release -o dist -version $(VERSION) -commit $(COMMIT)
 
 test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process faults; -race
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v /lab/release)
 	# Allocation counts mean nothing under -race (it adds its own): the assertions
 	# that count them run once more without it.
 	$(GO) test -count=1 -run 'TestLeadDo/NoAllocation' ./election
+	# The release packaging (a .deb built and checked with dpkg-deb) runs in one
+	# goroutine; -race would only multiply its compression time.
+	$(GO) test -count=1 ./lab/release
 
 lint: ## gofmt + go vet + staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -42,18 +58,18 @@ lint: ## gofmt + go vet + staticcheck
 	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-bench: deps build ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
-	$(BIN) bench failover -n 50 --json docs/bench-failover.json
-	$(BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
-	$(BIN) bench collector -n 200 --json docs/bench-collector.json
-	$(BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
-	$(BIN) bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json
-	$(BIN) bench demo -n 5 --json docs/bench-demo.json
-	$(BIN) bench run -n 20 --json docs/bench-run.json
+bench: deps build-lab ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
+	$(LAB_BIN) bench failover -n 50 --json docs/bench-failover.json
+	$(LAB_BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
+	$(LAB_BIN) bench collector -n 200 --json docs/bench-collector.json
+	$(LAB_BIN) bench dashboard -n 50 --json docs/bench-dashboard.json
+	$(LAB_BIN) bench dashboard --databases 10 -n 30 --json docs/bench-dashboard-fleet.json
+	$(LAB_BIN) bench demo -n 5 --json docs/bench-demo.json
+	$(LAB_BIN) bench run -n 20 --json docs/bench-run.json
 	$(GO) test -run '^$$' -bench 'BenchmarkScrape|BenchmarkView|BenchmarkPoll' -benchtime 2s ./exporter/ ./tui/ ./collector/ | tee docs/bench-go.txt
 
-bench-quick: deps build ## a short failover benchmark run (n=10)
-	$(BIN) bench failover -n 10
+bench-quick: deps build-lab ## a short failover benchmark run (n=10)
+	$(LAB_BIN) bench failover -n 10
 
 chaos: deps build-lab ## the soak: every chaos scenario for 60s (about 22 minutes); writes docs/chaos-soak.json
 	$(LAB_BIN) chaos --duration 60s --json docs/chaos-soak.json
@@ -62,4 +78,4 @@ demo: deps build ## a local cluster you can break, on the dashboard, on a throwa
 	$(BIN) demo
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin dist

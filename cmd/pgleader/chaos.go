@@ -1,3 +1,5 @@
+//go:build pgleader_lab
+
 package main
 
 import (
@@ -56,9 +58,8 @@ stop-long, terminate and the PostgreSQL restarts and failover, checked as above
 plus: every child's exit recorded, no two nodes' children running at once, no child
 alive after the run.
 
-pause-write drives the node's fault-test hooks, which only a lab build has
-(go build -tags pgleader_lab; make chaos builds bin/pgleader-lab): this binary
-skips it otherwise, saying so.`,
+pause-write drives the node's fault-test hooks (--test-pause-before-write), which
+this lab build's nodes have and the production binary's do not.`,
 		Example: `  pgleader chaos --duration 20s
   pgleader chaos --scenario kill9 --scenario stop-long --seed 42 --json chaos.json
   pgleader chaos --mode lease --duration 30s`,

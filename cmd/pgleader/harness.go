@@ -1,3 +1,5 @@
+//go:build pgleader_lab
+
 package main
 
 import (
@@ -21,17 +23,6 @@ type harness struct {
 	dsn string
 	srv *pgserver.Server // the throwaway server, when no database was named
 	dir string
-}
-
-// harnessDSN is the database a harness command was pointed at: --dsn, else
-// DATABASE_URL; empty means "start a throwaway PostgreSQL". The PG* variables are
-// deliberately not used here: running faults against a database needs an explicit
-// choice.
-func (a *app) harnessDSN() string {
-	if a.dsn != "" {
-		return a.dsn
-	}
-	return os.Getenv("DATABASE_URL")
 }
 
 // withHarness prepares a harness and runs fn on it, with a context that SIGINT

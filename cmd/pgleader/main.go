@@ -18,14 +18,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/supervisor"
 )
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == supervisor.GuardArg && os.Args[2] == "--" {
-		// The guard of pgleader run's child (supervisor/guard.go): nothing else
-		// may start in this process first.
-		os.Exit(supervisor.RunGuard(os.Args[3:]))
+	if code, ok := runGuard(os.Args); ok {
+		os.Exit(code)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

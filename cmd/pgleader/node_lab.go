@@ -5,8 +5,9 @@ package main
 import "github.com/spf13/cobra"
 
 // labBuild reports a lab build: `pgleader node` has the --test-* fault hooks.
-// Only the lab's harnesses build with -tags pgleader_lab (cluster.Build for the
-// tests, `make chaos` for bin/pgleader-lab); the shipped binary never does.
+// Only the lab builds with -tags pgleader_lab (cluster.Build for the tests,
+// `make build-lab` for bin/pgleader-lab, with chaos and bench); the production
+// binary never does.
 const labBuild = true
 
 // addHookFlags registers the hidden fault-test flags of `pgleader node`.

@@ -49,7 +49,9 @@ unreachable server, PostgreSQL older than 14, missing schema, unsafe timing).`,
 	pf.StringVar(&a.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
 
 	root.AddCommand(a.migrateCommand(), a.nodeCommand(), a.statusCommand(), a.historyCommand(),
-		a.runCommand(), a.isLeaderCommand(), a.resignCommand(), a.handoverCommand(), a.scopeCommand(), a.topCommand(), a.exporterCommand(), a.slotsCommand(), a.benchCommand(), a.demoCommand(), a.chaosCommand(), a.reapCommand())
+		a.runCommand(), a.isLeaderCommand(), a.resignCommand(), a.handoverCommand(), a.scopeCommand(), a.topCommand(), a.exporterCommand(), a.slotsCommand(), a.benchCommand(), a.demoCommand(), a.chaosCommand(), a.reapCommand(), a.versionCommand())
 	root.AddCommand(a.labCommands()...)
+	root.AddCommand(a.docsCommands()...)
+	a.onlyOnLinux(root)
 	return root
 }

@@ -100,3 +100,14 @@ func collectorError(err error) error {
 	}
 	return err
 }
+
+// harnessDSN is the database a harness command was pointed at: --dsn, else
+// DATABASE_URL; empty means "start a throwaway PostgreSQL". The PG* variables are
+// deliberately not used here: running faults against a database needs an explicit
+// choice.
+func (a *app) harnessDSN() string {
+	if a.dsn != "" {
+		return a.dsn
+	}
+	return os.Getenv("DATABASE_URL")
+}

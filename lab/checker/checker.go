@@ -3,6 +3,8 @@
 // database recorded (pgleader.terms and pgleader.demo_actions) and which faults the
 // runner applied. Check returns the safety violations found, figures describing the
 // run, and the expected footprints that are missing (the vacuity guard).
+// ReadHistory gathers the database's half of a History; chaos, the demo's
+// headless verdict and the rolling-upgrade test share it.
 //
 // # Safety rules
 //

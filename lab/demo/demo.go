@@ -37,7 +37,6 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/lab/cluster"
-	"github.com/pgleader/pgleader/lab/faultnet"
 	"github.com/pgleader/pgleader/lab/reaper"
 	"github.com/pgleader/pgleader/tui"
 )
@@ -164,7 +163,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer os.RemoveAll(dir)
 
 	l := &lab{dsn: dsn, srv: srv, scopes: o.Scopes, work: o.Work, reap: reap.Process,
-		notes: make(chan string, 256), proxies: map[string]*faultnet.Proxy{}, frozen: map[string]bool{},
+		notes: make(chan string, 256), proxies: map[string]*link{}, frozen: map[string]bool{},
 		hung: map[string]bool{}, removed: map[string]bool{}, dead: map[string]time.Time{}}
 	// Headless, the checker judges the whole history; on the dashboard no one reads
 	// it, and at many scopes the heartbeats alone would grow it by megabytes a minute.

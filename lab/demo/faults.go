@@ -16,7 +16,6 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
-	"github.com/pgleader/pgleader/lab/faultnet"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/tui"
 )
@@ -45,7 +44,7 @@ type lab struct {
 
 	mu       sync.Mutex
 	lead     cluster.Leadership // who leads each scope, from the records observe saw
-	proxies  map[string]*faultnet.Proxy
+	proxies  map[string]*link
 	frozen   map[string]bool      // node id → SIGSTOPped
 	hung     map[string]bool      // node id → database link hung
 	removed  map[string]bool      // removed on purpose: not restarted
@@ -105,7 +104,7 @@ func (l *lab) startNode(id string) (*cluster.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if p, err = faultnet.New(id, up); err != nil {
+		if p, err = newLink(up); err != nil {
 			return nil, err
 		}
 		l.mu.Lock()

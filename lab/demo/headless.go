@@ -13,7 +13,6 @@ import (
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/monotime"
-	"github.com/pgleader/pgleader/lab/chaos"
 	"github.com/pgleader/pgleader/lab/checker"
 )
 
@@ -72,7 +71,7 @@ func headless(ctx context.Context, o Options, l *lab) error {
 	faults := slices.Clone(l.faults)
 	failovers := slices.Clone(l.failover)
 	l.mu.Unlock()
-	h, err := chaos.History(jctx, l.dsn, l.scopes, l.c.Events(), faults, end)
+	h, err := checker.ReadHistory(jctx, l.dsn, l.scopes, l.c.Events(), faults, end)
 	if err != nil {
 		return fmt.Errorf("read the history: %w", err)
 	}

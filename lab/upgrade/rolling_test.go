@@ -12,7 +12,6 @@ import (
 
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
-	"github.com/pgleader/pgleader/lab/chaos"
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/pgtest"
@@ -94,7 +93,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if _, err := c.Poll(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := chaos.History(context.Background(), dsn, scopes, c.Events(), r.faults, end)
+	h, err := checker.ReadHistory(context.Background(), dsn, scopes, c.Events(), r.faults, end)
 	if err != nil {
 		t.Fatal(err)
 	}
