@@ -22,6 +22,10 @@ TEST_TIMEOUT ?= 12m
 # `make bench`'s scale run: modest, about half a minute (the command's own default is
 # 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
 SCALE_ARGS ?= --nodes 5 --scopes 200
+# `make bench`'s A/B: the build it measures this one against, in the same run (a
+# git ref, built once and cached): by default the previous release, the build a
+# rolling upgrade starts from (lab/upgrade.PreviousRelease).
+BENCH_BASELINE ?= 2ef21015a191a26647edd562a5882876df59d0e6
 
 .PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps
 
@@ -60,6 +64,7 @@ lint: ## gofmt + go vet + staticcheck
 
 bench: deps build-lab ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
 	$(LAB_BIN) bench failover -n 50 --json docs/bench-failover.json
+	$(LAB_BIN) bench failover -n 50 --scenarios crash,handover --baseline $(BENCH_BASELINE) --pairs 3 --json docs/bench-failover-ab.json
 	$(LAB_BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
 	$(LAB_BIN) bench collector -n 200 --json docs/bench-collector.json
 	$(LAB_BIN) bench dashboard -n 50 --json docs/bench-dashboard.json

@@ -1,3 +1,5 @@
+//go:build pgleader_lab
+
 package main
 
 import (
