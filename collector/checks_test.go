@@ -361,13 +361,13 @@ func TestNodes(t *testing.T) {
 		return e.Kind == EventNodeJoined && e.Node == "old" && e.Reason == "registered"
 	})
 	// It stops heartbeating: stale, left.
-	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '1 h' WHERE node_id = 'old'")
+	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '10 min' WHERE node_id = 'old'")
 	s := waitSnap(t, c, "stale_node", func(s *Snapshot) bool { _, ok := alert(s, AlertStaleNode, ""); return ok })
 	if a, _ := alert(s, AlertStaleNode, ""); a.Node != "old" || a.Severity != SeverityWarning ||
 		!strings.HasSuffix(a.Hint, "pgleader node forget 'old'") {
 		t.Fatalf("alert %+v", a)
 	}
-	if n, _ := s.Node("old"); n.Live || n.State != NodeDown || n.LastSeenAge < time.Hour {
+	if n, _ := s.Node("old"); n.Live || n.State != NodeDown || n.LastSeenAge < 10*time.Minute {
 		t.Fatalf("node %+v", n)
 	}
 	rec.waitEvent(t, "old left (down)", func(e Event) bool {
@@ -382,11 +382,17 @@ func TestNodes(t *testing.T) {
 	rec.waitEvent(t, "old left (stopped)", func(e Event) bool {
 		return e.Kind == EventNodeLeft && e.Node == "old" && e.Reason == "stopped"
 	})
-	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '1 h' WHERE node_id = 'old'")
+	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '10 min' WHERE node_id = 'old'")
 	settle(t, c, 3)
 	if _, ok := alert(c.Snapshot(), AlertStaleNode, ""); ok {
 		t.Fatal("stale_node for a node that stopped cleanly")
 	}
+	if _, ok := c.Snapshot().Node("old"); !ok {
+		t.Fatal("a node stopped 10 minutes ago left the views before the retention (1h)")
+	}
+	// Past NodeRetention it leaves the snapshot (the views and the metrics).
+	exec(t, admin, "UPDATE pgleader.nodes SET last_seen = now() - interval '2 h', stopped_at = now() - interval '2 h' WHERE node_id = 'old'")
+	waitSnap(t, c, "old gone past the retention", func(s *Snapshot) bool { _, ok := s.Node("old"); return !ok })
 }
 
 func TestFlapping(t *testing.T) {

@@ -53,6 +53,7 @@ type Collector struct {
 	// 16: fence_waits, fenced_blockers, may_campaign), as the last connection
 	// found.
 	guards        atomic.Bool
+	truth         atomic.Bool // schema 17: terms' last_sign, nodes' restarts
 	notifications atomic.Uint64
 	notifyPending atomic.Bool   // a notification arrived since the last read started
 	coalesced     atomic.Uint64 // notifications that arrived while one was pending

@@ -24,6 +24,7 @@ const (
 	DefaultFenceAlertFor      = 5 * time.Minute
 	DefaultLockPressure       = 0.5
 	DefaultNotifyQueue        = 0.1
+	DefaultNodeRetention      = time.Hour
 	DefaultCollectorDownAfter = 5 * time.Second
 	DefaultRecentTerms        = 50
 	DefaultTermsWindow        = 5 * time.Minute
@@ -120,6 +121,11 @@ type Config struct {
 	// nominal size before every session of the server starts failing.
 	LockPressure float64
 
+	// NodeRetention: a node that stopped, or has not been seen, for longer than
+	// this leaves the snapshot (the views, the checks, the exporter's series).
+	// pgleader node forget removes one at once.
+	NodeRetention time.Duration
+
 	// NotifyQueuePressure: the server's notification queue fuller than this
 	// fraction raises AlertNotifyQueue (warning), well before it is full and every
 	// NOTIFY (each claim's and release's) fails.
@@ -203,6 +209,7 @@ func (c *Config) applyDefaults() {
 	def(&c.FenceAlertFor, DefaultFenceAlertFor)
 	def(&c.CollectorDownAfter, DefaultCollectorDownAfter)
 	def(&c.EvictAfter, DefaultEvictAfter)
+	def(&c.NodeRetention, DefaultNodeRetention)
 	def(&c.TermsWindow, DefaultTermsWindow)
 	if c.FlapMax == 0 {
 		c.FlapMax = DefaultFlapMax

@@ -134,6 +134,7 @@ func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error
 	c.nodesLoginRole.Store(loginRole)
 	c.nodesSupervisor.Store(supervisor)
 	c.guards.Store(schema >= guardsSchema)
+	c.truth.Store(schema >= truthSchema)
 	version := conn.PgConn().ParameterStatus("server_version")
 	if version == "" {
 		ctx, cancel := context.WithTimeout(ctx, readTimeout)

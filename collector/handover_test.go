@@ -94,7 +94,7 @@ func TestCrashedCandidatesKeepAlerting(t *testing.T) {
 	// A candidate registered for "jobs" that never stopped (its process died
 	// before it claimed), last seen long ago.
 	exec(t, conn, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, heartbeat_interval_ms,
-	               trust_window_ms, session_lease_ms, last_seen) VALUES ('gone', 'h', 1, 'v', '{jobs}', 100, 300, 500, now() - interval '1 hour')`)
+	               trust_window_ms, session_lease_ms, last_seen) VALUES ('gone', 'h', 1, 'v', '{jobs}', 100, 300, 500, now() - interval '30 minutes')`)
 	s := waitSnap(t, c, "a no_leader alert", func(s *Snapshot) bool {
 		_, ok := alert(s, AlertNoLeader, "jobs")
 		return ok

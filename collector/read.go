@@ -236,7 +236,7 @@ SELECT s.scope, coalesce(n.login_role, '')
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
-       failback_after_ms, session_alive, %s, %s
+       failback_after_ms, session_alive, %s, %s, %s
   FROM pgleader.watch_nodes_v1 ORDER BY node_id`
 
 	// Whether watch_nodes_v1 has login_role, and supervisor: a repeatable view,
@@ -250,10 +250,10 @@ SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
                 WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
                   AND a.attname = 'supervisor' AND NOT a.attisdropped)`
 
-	// $1: how many.
+	// $1: how many. %s: last_sign, or NULL before schema 17.
 	sqlTerms = `
 SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at, release_reason,
-       handover_gap_us, handed_to
+       handover_gap_us, handed_to, %s
   FROM pgleader.watch_terms_v1 ORDER BY id DESC LIMIT $1`
 
 	// The terms of each scope that ended within the last $1 seconds: of the
@@ -263,7 +263,7 @@ SELECT id, scope, epoch, holder, hostname, holder_pid, acquired_at, released_at,
 	// scopes are out of the views.
 	sqlWindowTerms = `
 SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
-       t.handover_gap_us, t.handed_to
+       t.handover_gap_us, t.handed_to, %s
   FROM pgleader.leader_state s
  CROSS JOIN LATERAL (
        (SELECT w.* FROM pgleader.watch_terms_v1 w
@@ -320,6 +320,10 @@ const readSchema = 13
 // proofs' state (fence_waits, fenced_blockers, may_campaign).
 const guardsSchema = 16
 
+// truthSchema is the schema version from which the views carry terms' last sign
+// of life and nodes' restarts (watch_terms_v1.last_sign, watch_nodes_v1.restarts).
+const truthSchema = 17
+
 // readCursor says which audit rows a read takes (state.cursor).
 type readCursor struct {
 	skip    bool    // none
@@ -337,6 +341,15 @@ type readShape struct {
 	loginRole  bool
 	supervisor bool
 	guards     bool // schema 16 on
+	truth      bool // schema 17 on
+}
+
+// termsSQL is q (sqlTerms, sqlWindowTerms) for the shape's view.
+func (s readShape) termsSQL(q string) string {
+	if s.truth {
+		return fmt.Sprintf(q, "last_sign")
+	}
+	return fmt.Sprintf(q, "NULL::timestamptz")
 }
 
 // nodesSQL is sqlNodes for the shape's view.
@@ -348,7 +361,11 @@ func (s readShape) nodesSQL() string {
 	if s.supervisor {
 		sup = "supervisor::text"
 	}
-	return fmt.Sprintf(sqlNodes, role, sup)
+	restarts := "0"
+	if s.truth {
+		restarts = "restarts"
+	}
+	return fmt.Sprintf(sqlNodes, role, sup, restarts)
 }
 
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
@@ -366,8 +383,8 @@ func read(ctx context.Context, conn *pgx.Conn, cfg *Config, cur readCursor, shap
 	b.Queue(sqlInterference)
 	b.Queue(sqlMeta)
 	b.Queue(shape.nodesSQL())
-	b.Queue(sqlTerms, cfg.RecentTerms)
-	b.Queue(sqlWindowTerms, cfg.TermsWindow.Seconds(), maxWindowTerms)
+	b.Queue(shape.termsSQL(sqlTerms), cfg.RecentTerms)
+	b.Queue(shape.termsSQL(sqlWindowTerms), cfg.TermsWindow.Seconds(), maxWindowTerms)
 	b.Queue(sqlKeyOverrides)
 	if shape.guards {
 		b.Queue(sqlFenceWaits)
@@ -564,7 +581,7 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		supervisor         *string
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role, &supervisor); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role, &supervisor, &n.Restarts); err != nil {
 		return n, err
 	}
 	n.LoginRole = str(role)
@@ -595,10 +612,12 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 		rel    *time.Time
 		gap    *int64
 		to     *string
+		sign   *time.Time
 	)
-	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap, &to); err != nil {
+	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap, &to, &sign); err != nil {
 		return t, err
 	}
+	t.LastSign = tm(sign)
 	t.HandedTo = str(to)
 	t.Hostname, t.HolderPID, t.ReleasedAt, t.EndedBy = str(host), num(pid), tm(rel), protocol.Reason(str(reason))
 	if gap != nil {

@@ -227,7 +227,7 @@ SELECT s.scope, s.lock_key, s.mode, s.epoch, coalesce(s.holder, ''), s.last_hear
 	// heartbeat through its handover gap). $1 From, $2 To.
 	sqlReplayTerms = `
 SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
-       t.handover_gap_us, t.handed_to
+       t.handover_gap_us, t.handed_to, NULL::timestamptz
   FROM pgleader.leader_state s
  CROSS JOIN LATERAL (
        (SELECT w.* FROM pgleader.watch_terms_v1 w WHERE w.scope = s.scope AND w.acquired_at < $1
@@ -251,10 +251,16 @@ SELECT DISTINCT ON (a.scope) a.scope, a.kind = 'scope_retired'
  WHERE a.kind IN ('scope_retired', 'scope_revived') AND a.at < $1 AND a.scope IS NOT NULL
  ORDER BY a.scope, a.at DESC, a.id DESC`
 
+	// %s: first_registered_at (schema 17), else started_at, which meant it before.
 	sqlReplayNodes = `
-SELECT n.node_id, n.hostname, n.version, n.started_at, n.registered_at, n.last_seen, n.stopped_at, n.scopes,
+SELECT n.node_id, n.hostname, n.version, %s, n.registered_at, n.last_seen, n.stopped_at, n.scopes,
        n.heartbeat_interval_ms, n.trust_window_ms, n.session_lease_ms, n.priority, n.mode
   FROM pgleader.nodes n ORDER BY n.node_id`
+
+	// Whether nodes has first_registered_at (schema 17).
+	sqlReplayFirstRegistered = `
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = 'pgleader.nodes'::regclass AND a.attname = 'first_registered_at' AND NOT a.attisdropped)`
 
 	// The nearest transitions outside the window. $1 From, $2 To, $3 kinds.
 	sqlReplayOutside = `
@@ -332,7 +338,15 @@ func ReadHistory(ctx context.Context, conn *pgx.Conn, at time.Time, window time.
 	if _, err := pgx.ForEachRow(rows, []any{&rs, &rr}, func() error { h.retired[rs] = rr; return nil }); err != nil {
 		return nil, fmt.Errorf("replay: read retirements: %w", err)
 	}
-	rows, _ = tx.Query(ctx, sqlReplayNodes)
+	var firstReg bool
+	if err := tx.QueryRow(ctx, sqlReplayFirstRegistered).Scan(&firstReg); err != nil {
+		return nil, fmt.Errorf("replay: read the nodes' columns: %w", err)
+	}
+	since := "n.started_at"
+	if firstReg {
+		since = "coalesce(n.first_registered_at, n.started_at)"
+	}
+	rows, _ = tx.Query(ctx, fmt.Sprintf(sqlReplayNodes, since))
 	h.nodes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (HistoryNode, error) {
 		var (
 			n                  HistoryNode

@@ -122,9 +122,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 	}
 
 	terms := withWindow(r.Terms, r.WindowTerms)
-	for i := range terms {
-		terms[i].HeldFor = heldFor(terms[i], r.Now)
-	}
+	settleTerms(terms, scopes, r.Now)
 	if terms == nil {
 		terms = []Term{}
 	}
@@ -230,12 +228,24 @@ func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) (
 	}
 	var evs []Event
 	seen := make(map[string]bool, len(nodes))
+	// Nodes that stopped, or went down, longer than NodeRetention ago leave
+	// the views, the checks and the metrics (pgleader node forget removes one
+	// at once): a restart under a generated id adds a node every time.
+	nodes = slices.DeleteFunc(nodes, func(n Node) bool {
+		return !n.LastSeen.IsZero() && r.Now.Sub(n.LastSeen) > cfg.NodeRetention
+	})
 	for i := range nodes {
 		n := &nodes[i]
 		seen[n.ID] = true
 		n.LastSeenAge = max(0, r.Now.Sub(n.LastSeen))
 		n.State = nodeState(n, cfg.StaleNodeAfter)
 		n.Live = n.State == NodeLive
+		if sv := n.Supervisor; sv != nil && !n.Live {
+			// A node that is not live says nothing of its child now.
+			c := *sv
+			c.State, c.PID = "unknown", 0
+			n.Supervisor = &c
+		}
 		up := n.State == NodeLive || n.State == NodeLate
 		prev, known := st.nodes[n.ID]
 		st.nodes[n.ID] = nodeMem{live: up, startedAt: n.StartedAt}
@@ -327,6 +337,7 @@ func buildScope(r *dbRead, row scopeRow, ro roster, byID map[string]*Node) Scope
 	}
 	if t := row.Latest; t != nil && t.Open() {
 		open := *t
+		markOpen(&open, &sc, r.Now)
 		open.HeldFor = heldFor(open, r.Now)
 		sc.OpenTerm = &open
 	}
@@ -378,9 +389,60 @@ func withWindow(recent, window []Term) []Term {
 	return out
 }
 
+// settleTerms gives each term its last sign of life, whether an open one's
+// holder is silent, and how long it was held. An open term of a scope led now
+// is held until dbNow; one whose holder leads no more (the scope shows no
+// leader, or another epoch) is silent since its last heartbeat. A closed term
+// without a recorded last sign (a schema before 17) takes it from its
+// successor's handover gap when the successor is in terms.
+func settleTerms(terms []Term, scopes []Scope, dbNow time.Time) {
+	byName := make(map[string]*Scope, len(scopes))
+	for i := range scopes {
+		byName[scopes[i].Name] = &scopes[i]
+	}
+	next := map[string]*Term{} // terms are newest first: the successor is seen first
+	for i := range terms {
+		t := &terms[i]
+		switch {
+		case t.Open():
+			markOpen(t, byName[t.Scope], dbNow)
+		case t.LastSign.IsZero():
+			if s := next[t.Scope]; s != nil && s.Epoch > t.Epoch && s.HandoverGap > 0 {
+				t.LastSign = s.AcquiredAt.Add(-s.HandoverGap)
+			}
+		}
+		t.HeldFor = heldFor(*t, dbNow)
+		next[t.Scope] = t
+	}
+}
+
+// markOpen sets an open term's last sign of life and whether its holder is
+// silent: led now (the holder holds the scope and heartbeat within its trust
+// window), its last sign is dbNow; else it is the last heartbeat on record.
+func markOpen(t *Term, sc *Scope, dbNow time.Time) {
+	if sc != nil && sc.Epoch == t.Epoch && sc.leadsNow() {
+		t.LastSign, t.Silent = dbNow, false
+		return
+	}
+	t.Silent = true
+	if sc != nil && sc.Epoch == t.Epoch && !sc.LastHeartbeat.IsZero() {
+		t.LastSign = sc.LastHeartbeat
+	}
+}
+
+// heldFor is how long t's holder led (Term.HeldFor).
 func heldFor(t Term, dbNow time.Time) time.Duration {
-	if t.Open() {
+	switch {
+	case t.Open() && !t.Silent:
 		return max(0, dbNow.Sub(t.AcquiredAt))
+	case !t.LastSign.IsZero():
+		end := t.LastSign
+		if !t.ReleasedAt.IsZero() && t.ReleasedAt.Before(end) {
+			end = t.ReleasedAt
+		}
+		return max(0, end.Sub(t.AcquiredAt))
+	case t.Open():
+		return 0 // silent, and never seen: nothing known to be held
 	}
 	return max(0, t.ReleasedAt.Sub(t.AcquiredAt))
 }

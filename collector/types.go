@@ -309,6 +309,15 @@ func (s Scope) HasLeader() bool {
 	return s.Leader != "" && len(s.LockPIDs) > 0
 }
 
+// leadsNow reports whether the scope's holder leads now: it holds the scope
+// (HasLeader) and its last heartbeat is within its trust window (its gate may be
+// open). A frozen holder keeps its lock until its session lease ends, but its
+// gate closed at its trust window: it leads no more.
+func (s Scope) leadsNow() bool {
+	w := s.Timing.TrustWindow
+	return s.HasLeader() && (w <= 0 || s.HeartbeatAge <= w)
+}
+
 // Role of a node in a scope.
 type Role string
 
@@ -434,8 +443,13 @@ type Node struct {
 	// its shape.
 	LoginRole string `json:"-"`
 	// Supervisor: what the node supervises when it is `pgleader run` (nil for a
-	// plain node, or before schema 15).
+	// plain node, or before schema 15). Its state is "unknown" while the node is
+	// not live: a down node's last report says nothing of its child now.
 	Supervisor *Supervised `json:"supervisor,omitempty"`
+	// Restarts counts the registrations of this node id by another process
+	// (schema 17): a crash loop under a fixed id. StartedAt is the last
+	// process's start.
+	Restarts int `json:"restarts"`
 	// Database names the fleet member the node registered in (Fleet; "" with
 	// one database). Node ids repeat across databases: (Database, ID) is the key.
 	Database string `json:"database,omitempty"`
@@ -508,7 +522,21 @@ type Term struct {
 	// exceeds the real gap by at most one heartbeat interval (the time between
 	// the last heartbeat and the death).
 	HandoverGap time.Duration `json:"handover_gap"`
-	// HeldFor is ReleasedAt − AcquiredAt, or DB now − AcquiredAt while open.
+	// LastSign is when the holder was last seen leading: its release for a term
+	// it ended itself, its last heartbeat for a term its successor closed (a
+	// crash, a frozen holder, a database outage) and, while the term is open, its
+	// last heartbeat. Zero when unknown (a schema before 17 records it for closed
+	// terms only from then on).
+	LastSign time.Time `json:"last_sign,omitzero"`
+	// Silent: the term is open in the database, but its holder leads no more:
+	// it has not been seen leading (lock held, heartbeat within its trust window)
+	// since LastSign. A crashed, frozen or cut-off holder, until a successor
+	// closes the term.
+	Silent bool `json:"silent,omitempty"`
+	// HeldFor is how long the holder led: LastSign − AcquiredAt for a closed or
+	// silent term (time after the holder's last sign of life is not held: it is
+	// the gap before the next term), DB now − AcquiredAt for a term led now;
+	// ReleasedAt − AcquiredAt where LastSign is unknown.
 	HeldFor time.Duration `json:"held_for"`
 	// Database names the fleet member the term is in (Fleet; "" with one
 	// database).

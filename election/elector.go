@@ -25,7 +25,7 @@ type Elector struct {
 	cfg    Config
 	base   *pgx.ConnConfig
 	log    *slog.Logger
-	osPid  int
+	osPid  int // this process, with processStarted: what a registration records
 	scopes map[string]*Scope
 	order  []*Scope
 	broker *broker
@@ -418,3 +418,9 @@ func backoff(n int) time.Duration { return reconnect.Delay(n) }
 
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) { retry.Sleep(ctx, d) }
+
+// processStarted is when this process started (as near as the package's
+// initialisation): the registration records it, so that a node id registered
+// again by another process counts as a restart, and one registered again by
+// this process after a lost session does not.
+var processStarted = time.Now()

@@ -135,10 +135,10 @@ func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	c := e.cfg
-	if _, err := conn.Exec(cctx, "SELECT pgleader.lease_register($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+	if _, err := conn.Exec(cctx, "SELECT pgleader.lease_register($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
 		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
-		s.leaseToken, c.priority(), c.ResignCooldown.Milliseconds(), c.failbackMS()); err != nil {
+		s.leaseToken, c.priority(), c.ResignCooldown.Milliseconds(), c.failbackMS(), processStarted); err != nil {
 		s.cancel()
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("register node (lease mode): %w", err)

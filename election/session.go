@@ -123,10 +123,10 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 	// Register (bound to this backend and login role) and tell the node whose ring
 	// successor this one now is to watch it from now on, not from its next
 	// heartbeat: a crash in between would go unwatched.
-	if _, err := lead.Exec(cctx, "SELECT pgleader.register_node($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+	if _, err := lead.Exec(cctx, "SELECT pgleader.register_node($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
 		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
-		s.beaconKey, s.guardKey, c.priority(), c.ResignCooldown.Milliseconds(), c.failbackMS()); err != nil {
+		s.beaconKey, s.guardKey, c.priority(), c.ResignCooldown.Milliseconds(), c.failbackMS(), processStarted); err != nil {
 		return fail(fmt.Errorf("register node: %w", err))
 	}
 	if c.priority() > 0 { // a node that never leads never claims: nothing to warm up

@@ -80,7 +80,7 @@ func Repeatables() ([]Repeatable, error) {
 // Latest is the schema version this build of pgleader requires; it equals the
 // number of the newest numbered file and what pgleader.schema_version()
 // (functions/schema_version.sql) returns once the files are applied.
-const Latest = 16
+const Latest = 17
 
 // Version reads the schema version a database has (0 when pgleader was never
 // migrated there) through pgleader.schema_version().

@@ -10,4 +10,4 @@ package protocol
 // keeps every function of the previous protocol version for one release (the
 // rolling-upgrade rule, README "Upgrades"). TestProtocolVersion holds the page
 // to this constant.
-const Version = 16
+const Version = 17

@@ -228,7 +228,7 @@ BEGIN
       RETURNING s.scope
     ), closed AS (
       -- Every term left open (also ones an operator bypassed by editing the epoch).
-      UPDATE pgleader.terms t SET released_at = c.at, release_reason = c.reason
+      UPDATE pgleader.terms t SET released_at = c.at, release_reason = c.reason, last_sign = c.old_hb
         FROM calc c WHERE c.was_open AND t.scope = c.scope AND t.released_at IS NULL
       RETURNING t.scope
     ), opened AS (

@@ -139,7 +139,7 @@ BEGIN
       FROM calc c WHERE s.scope = c.scope
     RETURNING s.scope
   ), closed AS (
-    UPDATE pgleader.terms t SET released_at = c.at, release_reason = c.reason
+    UPDATE pgleader.terms t SET released_at = c.at, release_reason = c.reason, last_sign = c.old_hb
       FROM calc c WHERE c.was_open AND t.scope = c.scope AND t.released_at IS NULL
     RETURNING t.scope
   ), opened AS (

@@ -35,6 +35,10 @@ BEGIN
          session_lease_ms = EXCLUDED.session_lease_ms, beacon_key = NULL, guard_key = NULL,
          login_role = EXCLUDED.login_role, priority = EXCLUDED.priority,
          resign_cooldown_ms = EXCLUDED.resign_cooldown_ms, mode = 'lease', lease_token = EXCLUDED.lease_token,
+         started_at = CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
+                           THEN now() ELSE x.started_at END,
+         restarts = x.restarts + CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
+                                      THEN 1 ELSE 0 END,
          last_seen = now(), stopped_at = NULL, leads = '{}',
          registered_at = now(), failback_after_ms = NULL;
   WITH revived AS (
@@ -60,4 +64,22 @@ BEGIN
                                   p_interval_ms, p_trust_ms, p_lease_ms, p_token, p_priority, p_cooldown_ms);
   UPDATE pgleader.nodes n SET failback_after_ms = p_failback_ms
    WHERE n.node_id = p_node AND n.lease_token = p_token;
+END $function$;
+
+-- lease_register with the process's start (schema 17; the engine calls this
+-- form): as the 12-argument form, with started_at and restarts as
+-- register_node's 14-argument form.
+CREATE OR REPLACE FUNCTION pgleader.lease_register(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_token bigint, p_priority integer, p_cooldown_ms integer, p_failback_ms integer, p_started_at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  prev pgleader.nodes;
+BEGIN
+  SELECT * INTO prev FROM pgleader.nodes x WHERE x.node_id = p_node;
+  PERFORM pgleader.lease_register(p_node, p_hostname, p_os_pid, p_version, p_scopes,
+                                  p_interval_ms, p_trust_ms, p_lease_ms, p_token, p_priority, p_cooldown_ms, p_failback_ms);
+  PERFORM pgleader.note_process_start(p_node, prev, p_started_at);
 END $function$;

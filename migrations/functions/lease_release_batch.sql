@@ -31,7 +31,7 @@ BEGIN
               AND st.released_at IS NULL AND st.mode = 'lease';
     IF v_ours THEN
       v_to := CASE WHEN st.handover_epoch = st.epoch AND st.handover_deadline > v_now THEN st.handover_to END;
-      UPDATE pgleader.terms t SET released_at = v_now, release_reason = p_reasons[i], handed_to = v_to
+      UPDATE pgleader.terms t SET released_at = v_now, release_reason = p_reasons[i], handed_to = v_to, last_sign = v_now
        WHERE t.scope = st.scope AND t.epoch = st.epoch AND t.released_at IS NULL;
       UPDATE pgleader.leader_state s SET holder = NULL, released_at = v_now, lease_seq = s.lease_seq + 1,
              last_holder = p_node,

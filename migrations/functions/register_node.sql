@@ -36,6 +36,11 @@ BEGIN
          session_lease_ms = EXCLUDED.session_lease_ms,
          beacon_key = EXCLUDED.beacon_key, guard_key = EXCLUDED.guard_key,
          login_role = EXCLUDED.login_role,
+         -- another process under this id (a restart): its start, counted
+         started_at = CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
+                           THEN now() ELSE x.started_at END,
+         restarts = x.restarts + CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
+                                      THEN 1 ELSE 0 END,
          last_seen = now(), stopped_at = NULL, leads = '{}';
   PERFORM pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', p_node)::text);
 END $function$;
@@ -87,4 +92,25 @@ BEGIN
                                  p_priority, p_cooldown_ms);
   UPDATE pgleader.nodes n SET failback_after_ms = p_failback_ms
    WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
+END $function$;
+
+-- register_node with the process's start (schema 17; the engine calls this
+-- form): as the 13-argument form, and started_at is p_started_at (the node's
+-- own clock, never after the database's now), restarts counting each
+-- registration by a process that started at another time. The older forms tell
+-- a new process by its os pid or hostname instead.
+CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint, p_priority integer, p_cooldown_ms integer, p_failback_ms integer, p_started_at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
+AS $function$
+DECLARE
+  prev pgleader.nodes;
+BEGIN
+  SELECT * INTO prev FROM pgleader.nodes x WHERE x.node_id = p_node;
+  PERFORM pgleader.register_node(p_node, p_hostname, p_os_pid, p_version, p_scopes,
+                                 p_interval_ms, p_trust_ms, p_lease_ms, p_beacon_key, p_guard_key,
+                                 p_priority, p_cooldown_ms, p_failback_ms);
+  PERFORM pgleader.note_process_start(p_node, prev, p_started_at);
 END $function$;

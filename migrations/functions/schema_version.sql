@@ -3,4 +3,4 @@ CREATE OR REPLACE FUNCTION pgleader.schema_version()
  LANGUAGE sql
  IMMUTABLE
  SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
-AS $function$ SELECT 16 $function$;
+AS $function$ SELECT 17 $function$;

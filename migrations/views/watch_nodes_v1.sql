@@ -10,7 +10,8 @@
 -- binding and an operator's GRANT concern; NULL for a row written otherwise.
 -- supervisor: what a `pgleader run` node supervises (schema 15,
 -- node_supervisor): {command, state, pid, epoch, restarts, last_exit}; NULL for
--- a plain node.
+-- a plain node. restarts (schema 17): how many times another process registered
+-- this node id; started_at is the last one's start.
 CREATE OR REPLACE VIEW pgleader.watch_nodes_v1 AS
 SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.stopped_at,
        n.backend_pid, n.scopes, n.leads, n.heartbeat_interval_ms, n.trust_window_ms,
@@ -22,5 +23,6 @@ SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.
                     AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = current_database()))
        END AS session_alive,
        n.login_role,
-       n.supervisor
+       n.supervisor,
+       n.restarts
   FROM pgleader.nodes n;

@@ -1,0 +1,27 @@
+-- pgleader schema, version 17: what the watchers show is what happened.
+--
+-- terms.last_sign: when the term's holder was last seen leading — its release
+-- for a term it ended itself, its last heartbeat for a term its successor
+-- closed. A term's length is last_sign − acquired_at: the time after the
+-- holder's last sign of life (a crash, a database outage) is a gap, not time
+-- held. released_at keeps when the term was closed. Rows of earlier schemas are
+-- filled from their successor's handover gap.
+--
+-- nodes.restarts: how many times a node id was registered again by a new
+-- process (a crash loop under a fixed id shows); started_at is now the start of
+-- the process that registered last, first_registered_at when the id was first
+-- registered (what started_at said before).
+
+-- +goose Up
+ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS last_sign timestamptz;
+ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS restarts int NOT NULL DEFAULT 0;
+ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS first_registered_at timestamptz;
+UPDATE pgleader.nodes SET first_registered_at = started_at WHERE first_registered_at IS NULL;
+ALTER TABLE pgleader.nodes ALTER COLUMN first_registered_at SET DEFAULT now();
+
+UPDATE pgleader.terms t
+   SET last_sign = CASE WHEN t.release_reason IN ('resigned', 'shutdown', 'handed_over') THEN t.released_at
+                        ELSE coalesce((SELECT s.acquired_at - s.handover_gap FROM pgleader.terms s
+                                        WHERE s.scope = t.scope AND s.epoch > t.epoch AND s.handover_gap IS NOT NULL
+                                        ORDER BY s.epoch LIMIT 1), t.released_at) END
+ WHERE t.released_at IS NOT NULL AND t.last_sign IS NULL;
