@@ -84,7 +84,9 @@ before anything starts.
 --events FILE appends one JSON object per line (mono_ns, time, node, scope, event,
 epoch, …) for each engine event (acquired, gate_open, heartbeat_ok,
 heartbeat_failed, gate_closed, lost, resigned, leader_observed) and workload
-outcome (action_ok, action_rejected, action_unknown).
+outcome (action_ok, action_rejected, action_unknown). The file is created with
+mode 0600; a symbolic link, a file of another user, a hard link or a file group
+or others may write is refused (exit 2).
 
 --priority N ranks this node among the candidates of its scopes: when a scope is
 free, the live candidate of highest priority wins it (not whoever claims first);
@@ -195,7 +197,9 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 	}
 	ns := &nodeSetup{t: t, lead: lead, cfg: cfg, e: e}
 	if f.events != "" {
-		if ns.events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
+		if ns.events, err = eventlog.Open(f.events, cfg.NodeID); errors.Is(err, eventlog.ErrUnsafeFile) {
+			return nil, cli.BadInput("--events: %v", err)
+		} else if err != nil {
 			return nil, cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
 		}
 		if !f.eventHeartbeats {

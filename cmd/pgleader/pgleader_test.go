@@ -59,6 +59,16 @@ func TestBadInput(t *testing.T) {
 	fresh := pgtest.DSN(t) // a database without the pgleader schema
 	migrated := pgtest.MigratedDSN(t)
 	eventsPath := filepath.Join(t.TempDir(), "events.jsonl")
+	// Events paths another user could have prepared: a link to a file of ours,
+	// a file anyone may write.
+	unsafeDir := t.TempDir()
+	eventsVictim, eventsLink, eventsOpen := filepath.Join(unsafeDir, "victim"), filepath.Join(unsafeDir, "link.jsonl"), filepath.Join(unsafeDir, "open.jsonl")
+	if err := os.Symlink(eventsVictim, eventsLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(eventsOpen, nil, 0o600); err != nil || os.Chmod(eventsOpen, 0o666) != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		env  []string
@@ -112,6 +122,10 @@ func TestBadInput(t *testing.T) {
 			[]string{`invalid --log-level "loud"`}},
 		{"EventsUnwritable", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", "/nonexistent/dir/e.jsonl"},
 			[]string{"cannot use --events /nonexistent/dir/e.jsonl", "writable file"}},
+		{"EventsSymlink", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", eventsLink},
+			[]string{"--events", eventsLink, "symbolic link", "regular file"}},
+		{"EventsWorldWritable", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", eventsOpen},
+			[]string{"--events", "mode 0666", "chmod 600 " + eventsOpen}},
 		{"DemoScopeCount", nil, []string{"demo", "--headless", "--scopes", "0"},
 			[]string{"--scopes must be between 1 and 10000 (got 0)"}},
 		{"DemoScopesAndCount", nil, []string{"demo", "--headless", "--scope", "a", "--scopes", "3"},
@@ -139,6 +153,15 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("UnsafeEventsLeftAlone", func(t *testing.T) {
+		if _, err := os.Lstat(eventsVictim); !os.IsNotExist(err) {
+			t.Errorf("the file behind the events link was created (%v)", err)
+		}
+		if fi, err := os.Stat(eventsOpen); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o666 {
+			t.Errorf("the world-writable events file was changed: %v %v", fi, err)
+		}
+	})
 
 	t.Run("MissingSchemaLeavesNothing", func(t *testing.T) {
 		if _, err := os.Stat(eventsPath); !os.IsNotExist(err) {
