@@ -20,7 +20,7 @@ type listenFlags struct {
 
 func (l *listenFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&l.addr, "listen", "", "serve the local leadership API on `ADDR`: 127.0.0.1:PORT or unix:PATH (GET /v1/leader/{scope}: 200 while this node leads; docs/any-language.md) (default off)")
+	fl.StringVar(&l.addr, "listen", "", "serve the local leadership API on `ADDR`: 127.0.0.1:PORT or unix:PATH (a socket file of mode 0660; abstract unix:@NAME is refused) (GET /v1/leader/{scope}: 200 while this node leads; docs/any-language.md) (default off)")
 	fl.BoolVar(&l.allowRemote, "listen-allow-remote", false, "allow a --listen address that is not loopback (anyone who reaches it learns who leads)")
 	fl.BoolVar(&l.allowResign, "listen-allow-resign", false, "enable POST /v1/resign/{scope} on the local API")
 }

@@ -38,7 +38,9 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pgleader/pgleader/election"
@@ -306,30 +308,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // ErrRemote reports a --listen address that is not loopback.
 var ErrRemote = errors.New("not a loopback address")
 
-// Listen opens ADDR: "unix:PATH" (a Unix socket, mode 0660, replacing a stale
-// socket file but never a live one or any other file) or HOST:PORT, which must
-// be a loopback address unless allowRemote.
+// Listen opens ADDR: "unix:PATH" (a Unix socket file of mode 0660, replacing a
+// stale socket file but never a live one or any other file) or HOST:PORT, which
+// must be a loopback address unless allowRemote. An abstract socket
+// ("unix:@NAME") is refused: it has no file, so no permission keeps any local
+// user out.
 func Listen(addr string, allowRemote bool) (net.Listener, error) {
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		if path == "" {
-			return nil, errors.New("empty socket path: use unix:/run/pgleader/NAME.sock")
-		}
-		if fi, err := os.Lstat(path); err == nil {
-			if fi.Mode()&os.ModeSocket == 0 {
-				return nil, fmt.Errorf("%s exists and is not a socket: choose another path", path)
-			}
-			if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("another process listens on %s: stop it or choose another path", path)
-			}
-			_ = os.Remove(path) // a stale socket of a process that died
-		}
-		ln, err := net.Listen("unix", path)
-		if err != nil {
-			return nil, err
-		}
-		_ = os.Chmod(path, 0o660)
-		return ln, nil
+		return listenUnix(path)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -346,6 +332,78 @@ func Listen(addr string, allowRemote bool) (net.Listener, error) {
 		host = ip.String()
 	}
 	return net.Listen("tcp", net.JoinHostPort(host, port))
+}
+
+// listenUnix creates the socket where no other user can reach it, then moves
+// it into place: bind(2) creates the file with the umask's mode (0777 under
+// umask 000), and a chmod after it leaves a moment in which anyone may
+// connect. The socket is bound in a fresh 0700 directory beside PATH,
+// narrowed to 0660 there, and renamed to PATH (atomic: PATH never exists with
+// another mode); the directory is removed.
+func listenUnix(path string) (net.Listener, error) {
+	switch {
+	case path == "":
+		return nil, errors.New("empty socket path: use unix:/run/pgleader/NAME.sock")
+	case strings.HasPrefix(path, "@"):
+		return nil, fmt.Errorf("unix:%s is an abstract socket, which any local user can connect to (it has no file permissions): use a path, e.g. unix:/run/pgleader/%s.sock", path, strings.TrimPrefix(path, "@"))
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket: choose another path", path)
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("another process listens on %s: stop it or choose another path", path)
+		}
+		// A stale socket of a process that died: the rename below replaces it.
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".pgleader-sock-")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the socket beside %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false) // its name moves; socketListener unlinks PATH
+	err = os.Chmod(tmp, 0o660)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = os.Lstat(path)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &socketListener{UnixListener: ln, path: path, file: fi}, nil
+}
+
+// socketListener is a Unix listener whose socket file was renamed into place:
+// Close removes the file, unless another has taken its path since.
+type socketListener struct {
+	*net.UnixListener
+	path string
+	file os.FileInfo
+	once sync.Once
+}
+
+// Addr is the socket's path (not the temporary name it was bound under).
+func (l *socketListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
+
+// Close stops listening and removes the socket file.
+func (l *socketListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() {
+		if fi, serr := os.Lstat(l.path); serr == nil && os.SameFile(fi, l.file) {
+			_ = os.Remove(l.path)
+		}
+	})
+	return err
 }
 
 // Serve serves h on ln until ctx ends, then closes the listener and every

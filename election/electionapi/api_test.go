@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,12 +190,25 @@ func TestListen(t *testing.T) {
 	if _, err := electionapi.Listen("unix:"+sock, false); err == nil || !strings.Contains(err.Error(), "another process listens") {
 		t.Fatalf("second Listen on a live socket: %v, want refused", err)
 	}
-	// A stale socket (its listener gone without unlinking it) is replaced.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("the socket file outlived its listener (%v)", err)
+	}
+	// A stale socket (its listener gone without unlinking it) is replaced.
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
 	ln, err = electionapi.Listen("unix:"+sock, false)
 	if err != nil {
 		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	if c, err := net.Dial("unix", sock); err != nil {
+		t.Fatalf("dial the new socket: %v", err)
+	} else {
+		c.Close()
 	}
 	ln.Close()
 	file := filepath.Join(dir, "file")
@@ -204,5 +218,72 @@ func TestListen(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep me" {
 		t.Fatal("the regular file was changed")
+	}
+}
+
+// TestListenAbstractRefused: an abstract socket (unix:@NAME) has no file and so
+// no permissions: any local user could connect. It is refused.
+func TestListenAbstractRefused(t *testing.T) {
+	ln, err := electionapi.Listen("unix:@pgleader-test", false)
+	if err == nil {
+		ln.Close()
+		t.Fatal("Listen accepted an abstract socket")
+	}
+	if !strings.Contains(err.Error(), "abstract") || !strings.Contains(err.Error(), "unix:/") {
+		t.Fatalf("Listen(unix:@…) = %v; want a refusal naming the abstract socket and a path to use instead", err)
+	}
+}
+
+// TestListenSocketNeverWider: under umask 0 a socket file created by bind(2)
+// is 0777 until something narrows it. The path must never be seen with a mode
+// wider than 0660, not for a moment: a watcher polls it while Listen runs,
+// many times over, and nothing Listen used is left beside it.
+func TestListenSocketNeverWider(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "api.sock")
+	var wider atomic.Int64
+	var seen atomic.Int64
+	for range 300 {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if fi, err := os.Lstat(sock); err == nil {
+					seen.Add(1)
+					if fi.Mode().Perm()&^0o660 != 0 {
+						wider.Add(1)
+					}
+				}
+			}
+		}()
+		ln, err := electionapi.Listen("unix:"+sock, false)
+		if err != nil {
+			close(stop)
+			t.Fatal(err)
+		}
+		fi, err := os.Lstat(sock)
+		if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm()&^0o660 != 0 {
+			t.Fatalf("after Listen: %v %v; want a socket of mode 0660 or narrower", fi, err)
+		}
+		ln.Close()
+		close(stop)
+		<-done
+	}
+	if n := wider.Load(); n > 0 {
+		t.Fatalf("the socket path was seen %d times (of %d) with a mode wider than 0660", n, seen.Load())
+	}
+	if seen.Load() == 0 {
+		t.Fatal("the watcher never saw the socket: the test proves nothing")
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 0 {
+		t.Fatalf("left in the socket's directory: %v", left)
 	}
 }
