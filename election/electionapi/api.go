@@ -58,6 +58,12 @@ type Options struct {
 	// run: its child runs); /v1/ready/{scope} answers 200 only while the node
 	// leads and Ready says so. Nil: /v1/ready is /v1/leader.
 	Ready func(scope string) bool
+	// Hosts are names, besides loopback addresses, "localhost" and the address
+	// a connection arrived at, that a request's Host header may carry (the
+	// host of --listen when it is a name). Any other Host is refused with 421:
+	// a web page that had its own name resolved to this address (DNS
+	// rebinding) must not read the API.
+	Hosts []string
 	// Log receives one line per resign request and per failed stream write.
 	Log *slog.Logger
 }
@@ -94,7 +100,7 @@ func Handler(e *election.Elector, opt Options) http.Handler {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{e: e, opt: opt}
+	h := &handler{e: e, opt: opt, cop: http.NewCrossOriginProtection()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/leader/{scope}", h.leader)
 	mux.HandleFunc("GET /v1/ready/{scope}", h.ready)
@@ -105,12 +111,80 @@ func Handler(e *election.Elector, opt Options) http.Handler {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path +
 			"; try GET /v1/leader/{scope}, GET /v1/ready/{scope}, GET /v1/scopes, GET /v1/transitions, POST /v1/resign/{scope}"})
 	})
-	return mux
+	h.mux = mux
+	return h
 }
 
 type handler struct {
 	e   *election.Elector
 	opt Options
+	mux *http.ServeMux
+	cop *http.CrossOriginProtection
+}
+
+// RequestHeader is the header a request that changes state (POST) must carry,
+// with any value (X-Pgleader: 1). A browser sends a custom header cross-site
+// only after a CORS preflight, which the API never grants.
+const RequestHeader = "X-Pgleader"
+
+// ServeHTTP checks who a request is addressed to and, for a request that
+// changes state, where it comes from, before the endpoints see it.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r) {
+		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": fmt.Sprintf(
+			"Host %q is not a name of this node's API (a web page may have pointed its own name here: DNS rebinding); address it as 127.0.0.1, localhost or its --listen host", r.Host)})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	default:
+		if err := h.cop.Check(r); err != nil {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-site request refused (" + err.Error() + "): a web page may not change this node's leadership; send the request from a script or tool, with the header " + RequestHeader + ": 1"})
+			return
+		}
+		if r.Header.Get(RequestHeader) == "" {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": r.Method + " needs the header " + RequestHeader + ": 1 (which a web page cannot send cross-site), e.g. curl -X POST -H '" + RequestHeader + ": 1' …"})
+			return
+		}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether r is addressed to this API: no Host (HTTP/1.0,
+// which no browser sends), a loopback address, localhost, the address the
+// connection arrived at, or a name of Options.Hosts. A connection over a
+// Unix socket is not checked: a browser cannot open one.
+func (h *handler) hostAllowed(r *http.Request) bool {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if local != nil && local.Network() == "unix" {
+		return true
+	}
+	host := r.Host
+	if hp, _, err := net.SplitHostPort(host); err == nil {
+		host = hp
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.WithZone("").Unmap()
+		if ip.IsLoopback() {
+			return true
+		}
+		if ta, ok := local.(*net.TCPAddr); ok {
+			if lip, ok := netip.AddrFromSlice(ta.IP); ok && lip.Unmap() == ip {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range h.opt.Hosts {
+		if strings.EqualFold(host, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *handler) scope(w http.ResponseWriter, r *http.Request) *election.Scope {

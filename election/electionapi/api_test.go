@@ -2,9 +2,11 @@ package electionapi_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -52,6 +54,16 @@ func get(t *testing.T, url string) (int, electionapi.ScopeState) {
 	var st electionapi.ScopeState
 	_ = json.NewDecoder(resp.Body).Decode(&st)
 	return resp.StatusCode, st
+}
+
+// postResign sends POST /v1/resign as a script does: with X-Pgleader.
+func postResign(url string) (*http.Response, error) {
+	req, err := http.NewRequest("POST", url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Pgleader", "1")
+	return http.DefaultClient.Do(req)
 }
 
 func TestHandler(t *testing.T) {
@@ -104,7 +116,7 @@ func TestHandler(t *testing.T) {
 	})
 
 	t.Run("ResignOnlyWhenAllowed", func(t *testing.T) {
-		resp, err := http.Post(srvB.URL+"/v1/resign/api-s", "", nil)
+		resp, err := postResign(srvB.URL + "/v1/resign/api-s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +150,7 @@ func TestHandler(t *testing.T) {
 			t.Fatalf("first event %+v, want b's state: follower of api-a", ev)
 		}
 		// a resigns through its API: b is elected and says so on the stream.
-		resp2, err := http.Post(srvA.URL+"/v1/resign/api-s", "", nil)
+		resp2, err := postResign(srvA.URL + "/v1/resign/api-s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,4 +298,142 @@ func TestListenSocketNeverWider(t *testing.T) {
 	if len(left) != 0 {
 		t.Fatalf("left in the socket's directory: %v", left)
 	}
+}
+
+// do sends one request to srv with the given Host (none: the URL's) and
+// headers, and returns the status and the body's error field.
+func do(t *testing.T, c *http.Client, method, url, host string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var body struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(b, &body)
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("%s %s: answered with Access-Control-Allow-Origin %q", method, url, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	if resp.StatusCode >= 400 && (body.Error == "" || bytes.Count(b, []byte("\n")) != 1) {
+		t.Errorf("%s %s: %d with body %q; want one JSON line naming the problem", method, url, resp.StatusCode, b)
+	}
+	return resp.StatusCode, body.Error
+}
+
+// TestCrossSiteRefused: a web page in a browser on the node's host can send
+// requests to the API — a form POST with no CORS preflight, or reads through
+// DNS rebinding (the page's own name, resolved to 127.0.0.1). The API answers
+// only requests addressed to it by a loopback literal, localhost, the
+// listening address or a configured name, and changes state only for requests
+// that carry X-Pgleader and are not cross-site.
+func TestCrossSiteRefused(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	e, stop := start(t, fast(dsn, "xs-a", "xs"))
+	defer stop()
+	if _, err := e.Scope("xs").Await(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(electionapi.Handler(e, electionapi.Options{AllowResign: true, Hosts: []string{"api.internal"}}))
+	defer srv.Close()
+	c := srv.Client()
+	c.Timeout = 10 * time.Second // a stream answered 200 would never end
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	leading := func() bool { return e.Scope("xs").Role() == election.RoleLeader }
+
+	t.Run("HostNames", func(t *testing.T) {
+		for _, tt := range []struct {
+			host string
+			want int
+		}{
+			{"", 200}, // the URL's: 127.0.0.1:PORT
+			{"localhost:" + port, 200},
+			{"LOCALHOST", 200},
+			{"127.0.0.2:" + port, 200},
+			{"[::1]:" + port, 200},
+			{"api.internal:" + port, 200},
+			{"rebind.attacker.example:" + port, 421},
+			{"rebind.attacker.example", 421},
+			{"localhost.attacker.example:" + port, 421},
+			{"192.0.2.7:" + port, 421}, // an address this connection did not arrive at
+		} {
+			code, msg := do(t, c, "GET", srv.URL+"/v1/scopes", tt.host, nil)
+			if code != tt.want {
+				t.Errorf("GET /v1/scopes with Host %q: %d (%s), want %d", tt.host, code, msg, tt.want)
+			}
+			if code == 421 && !strings.Contains(msg, "Host") {
+				t.Errorf("Host %q refused with %q: want the message to name the Host", tt.host, msg)
+			}
+		}
+		for _, path := range []string{"/v1/leader/xs", "/v1/ready/xs", "/v1/transitions", "/nope"} {
+			if code, _ := do(t, c, "GET", srv.URL+path, "rebind.attacker.example:"+port, nil); code != 421 {
+				t.Errorf("GET %s through a rebound name: %d, want 421", path, code)
+			}
+		}
+	})
+
+	t.Run("BrowserFormPost", func(t *testing.T) {
+		// What a <form method=post action=http://127.0.0.1:PORT/v1/resign/xs> sends.
+		for _, hdr := range []map[string]string{
+			{"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://attacker.example", "Sec-Fetch-Site": "cross-site"},
+			{"Content-Type": "text/plain", "Origin": "https://attacker.example"},                             // a browser without Sec-Fetch-*
+			{"Content-Type": "text/plain", "Origin": "null"},                                                 // a sandboxed frame
+			{"Content-Type": "text/plain", "Sec-Fetch-Site": "same-site", "Origin": "http://localhost:3000"}, // another local web app
+			{"Content-Type": "text/plain"}, // no browser headers, but no X-Pgleader either
+			{"X-Pgleader": "1", "Origin": "https://attacker.example"},
+			{"X-Pgleader": "1", "Sec-Fetch-Site": "cross-site"},
+		} {
+			code, msg := do(t, c, "POST", srv.URL+"/v1/resign/xs", "", hdr)
+			if code != 403 {
+				t.Errorf("POST /v1/resign/xs with %v: %d (%s), want 403", hdr, code, msg)
+			}
+		}
+		if !leading() {
+			t.Fatal("a refused request ended the term")
+		}
+		if code, _ := do(t, c, "OPTIONS", srv.URL+"/v1/resign/xs", "", map[string]string{
+			"Origin": "https://attacker.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-pgleader"}); code < 400 {
+			t.Errorf("CORS preflight: %d; want it refused", code)
+		}
+	})
+
+	t.Run("ResignWithTheHeader", func(t *testing.T) {
+		code, msg := do(t, c, "POST", srv.URL+"/v1/resign/xs", "", map[string]string{"X-Pgleader": "1", "Origin": srv.URL})
+		if code != 200 {
+			t.Fatalf("same-origin POST with X-Pgleader: %d (%s), want 200", code, msg)
+		}
+		pgtest.WaitFor(t, "the term to end", 5*time.Second, func() bool { return !leading() })
+	})
+
+	t.Run("UnixSocketAnyHost", func(t *testing.T) {
+		sock := filepath.Join(t.TempDir(), "api.sock")
+		ln, err := electionapi.Listen("unix:"+sock, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		us := &http.Server{Handler: electionapi.Handler(e, electionapi.Options{})}
+		served := make(chan error, 1)
+		go func() { served <- us.Serve(ln) }()
+		defer func() { us.Close(); <-served }()
+		uc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+		defer uc.CloseIdleConnections()
+		if code, msg := do(t, uc, "GET", "http://pgleader/v1/scopes", "", nil); code != 200 {
+			t.Fatalf("GET over the socket with Host pgleader: %d (%s), want 200", code, msg)
+		}
+	})
 }
