@@ -126,6 +126,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"--listen unix:@pgleader", "abstract socket", "use a path, e.g. unix:/run/pgleader/pgleader.sock"}},
 		{"ListenAbstractSocketRun", nil, []string{"run", "--scope", "a", "--dsn", migrated, "--listen", "unix:@x", "--", "true"},
 			[]string{"--listen unix:@x", "abstract socket"}},
+		{"ListenMaxStreams", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--listen", "127.0.0.1:0", "--listen-max-streams", "0"},
+			[]string{"--listen-max-streams (0)", "at least 1"}},
 		{"EventsSymlink", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", eventsLink},
 			[]string{"--events", eventsLink, "symbolic link", "regular file"}},
 		{"EventsWorldWritable", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", eventsOpen},

@@ -29,7 +29,6 @@
 package electionapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,10 +36,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgleader/pgleader/election"
@@ -64,9 +61,16 @@ type Options struct {
 	// a web page that had its own name resolved to this address (DNS
 	// rebinding) must not read the API.
 	Hosts []string
+	// MaxStreams bounds the /v1/transitions streams open at once
+	// (DefaultMaxStreams when ≤ 0); one more is answered 503.
+	MaxStreams int
 	// Log receives one line per resign request and per failed stream write.
 	Log *slog.Logger
 }
+
+// DefaultMaxStreams is how many /v1/transitions streams a Handler serves at
+// once by default.
+const DefaultMaxStreams = 32
 
 // ScopeState is one scope as this node sees it, at the moment of the request.
 type ScopeState struct {
@@ -100,6 +104,9 @@ func Handler(e *election.Elector, opt Options) http.Handler {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
+	if opt.MaxStreams <= 0 {
+		opt.MaxStreams = DefaultMaxStreams
+	}
 	h := &handler{e: e, opt: opt, cop: http.NewCrossOriginProtection()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/leader/{scope}", h.leader)
@@ -120,6 +127,8 @@ type handler struct {
 	opt Options
 	mux *http.ServeMux
 	cop *http.CrossOriginProtection
+
+	streams atomic.Int64 // /v1/transitions streams open
 }
 
 // RequestHeader is the header a request that changes state (POST) must carry,
@@ -288,12 +297,23 @@ func released(r election.Reason) bool {
 	return r == election.ReasonResigned || r == election.ReasonShutdown || r == election.ReasonHandedOver
 }
 
+// streamWriteTimeout bounds each write of a stream: a client that stops
+// reading is dropped once the socket's buffers are full for that long.
+const streamWriteTimeout = 5 * time.Second
+
 func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "streaming unsupported"})
+	if n := h.streams.Add(1); n > int64(h.opt.MaxStreams) {
+		h.streams.Add(-1)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf(
+			"too many /v1/transitions streams (%d open): close one (the limit is --listen-max-streams)", h.opt.MaxStreams)})
 		return
 	}
+	defer h.streams.Add(-1)
+	// The server's read and write timeouts bound a request; a stream lives on,
+	// and bounds each of its writes instead. Without a read deadline the
+	// server's background read still ends the request when the client hangs up.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
 	ndjson := r.URL.Query().Get("format") == "ndjson" || strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
 	// Subscribe first, then send the current state: no transition falls between.
 	ch, cancel := h.e.Subscribe()
@@ -307,14 +327,17 @@ func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	send := func(ev Event) error {
 		b, _ := json.Marshal(ev)
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		var err error
 		if ndjson {
 			_, err = fmt.Fprintf(w, "%s\n", b)
 		} else {
 			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Event, b)
 		}
-		fl.Flush()
-		return err
+		if err != nil {
+			return err
+		}
+		return rc.Flush()
 	}
 	for _, sc := range h.e.Scopes() {
 		st := State(h.e, sc)
@@ -334,10 +357,10 @@ func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-keepalive.C:
 			if !ndjson {
-				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
 					return
 				}
-				fl.Flush()
 			}
 			continue
 		case ev = <-draining:
@@ -377,126 +400,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	b, _ := json.Marshal(v)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// ErrRemote reports a --listen address that is not loopback.
-var ErrRemote = errors.New("not a loopback address")
-
-// Listen opens ADDR: "unix:PATH" (a Unix socket file of mode 0660, replacing a
-// stale socket file but never a live one or any other file) or HOST:PORT, which
-// must be a loopback address unless allowRemote. An abstract socket
-// ("unix:@NAME") is refused: it has no file, so no permission keeps any local
-// user out.
-func Listen(addr string, allowRemote bool) (net.Listener, error) {
-	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		return listenUnix(path)
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("%q: want HOST:PORT (e.g. 127.0.0.1:8008) or unix:PATH", addr)
-	}
-	if !allowRemote {
-		ip, err := netip.ParseAddr(host)
-		if host == "localhost" {
-			err, ip = nil, netip.MustParseAddr("127.0.0.1")
-		}
-		if err != nil || !ip.IsLoopback() {
-			return nil, fmt.Errorf("%s is %w: the API can resign and tells who leads; listen on 127.0.0.1 or unix:PATH, or pass --listen-allow-remote", net.JoinHostPort(host, port), ErrRemote)
-		}
-		host = ip.String()
-	}
-	return net.Listen("tcp", net.JoinHostPort(host, port))
-}
-
-// listenUnix creates the socket where no other user can reach it, then moves
-// it into place: bind(2) creates the file with the umask's mode (0777 under
-// umask 000), and a chmod after it leaves a moment in which anyone may
-// connect. The socket is bound in a fresh 0700 directory beside PATH,
-// narrowed to 0660 there, and renamed to PATH (atomic: PATH never exists with
-// another mode); the directory is removed.
-func listenUnix(path string) (net.Listener, error) {
-	switch {
-	case path == "":
-		return nil, errors.New("empty socket path: use unix:/run/pgleader/NAME.sock")
-	case strings.HasPrefix(path, "@"):
-		return nil, fmt.Errorf("unix:%s is an abstract socket, which any local user can connect to (it has no file permissions): use a path, e.g. unix:/run/pgleader/%s.sock", path, strings.TrimPrefix(path, "@"))
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s exists and is not a socket: choose another path", path)
-		}
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another process listens on %s: stop it or choose another path", path)
-		}
-		// A stale socket of a process that died: the rename below replaces it.
-	}
-	dir, err := os.MkdirTemp(filepath.Dir(path), ".pgleader-sock-")
-	if err != nil {
-		return nil, fmt.Errorf("cannot create the socket beside %s: %w", path, err)
-	}
-	defer os.RemoveAll(dir)
-	tmp := filepath.Join(dir, "s")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	ln.SetUnlinkOnClose(false) // its name moves; socketListener unlinks PATH
-	err = os.Chmod(tmp, 0o660)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = os.Lstat(path)
-	}
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return &socketListener{UnixListener: ln, path: path, file: fi}, nil
-}
-
-// socketListener is a Unix listener whose socket file was renamed into place:
-// Close removes the file, unless another has taken its path since.
-type socketListener struct {
-	*net.UnixListener
-	path string
-	file os.FileInfo
-	once sync.Once
-}
-
-// Addr is the socket's path (not the temporary name it was bound under).
-func (l *socketListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
-
-// Close stops listening and removes the socket file.
-func (l *socketListener) Close() error {
-	err := l.UnixListener.Close()
-	l.once.Do(func() {
-		if fi, serr := os.Lstat(l.path); serr == nil && os.SameFile(fi, l.file) {
-			_ = os.Remove(l.path)
-		}
-	})
-	return err
-}
-
-// Serve serves h on ln until ctx ends, then closes the listener and every
-// stream within a second.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = srv.Close()
-	}
-	<-done
-	return err
 }

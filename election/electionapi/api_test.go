@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -434,6 +435,137 @@ func TestCrossSiteRefused(t *testing.T) {
 		defer uc.CloseIdleConnections()
 		if code, msg := do(t, uc, "GET", "http://pgleader/v1/scopes", "", nil); code != 200 {
 			t.Fatalf("GET over the socket with Host pgleader: %d (%s), want 200", code, msg)
+		}
+	})
+}
+
+// rawGet sends GET path on a new connection to addr and returns the
+// connection and the status code of its answer (0: closed without one).
+func rawGet(t *testing.T, addr, path string) (net.Conn, *bufio.Reader, int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second)) // an answer that never comes fails the test, not the run
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path); err != nil {
+		return c, nil, 0
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("GET %s: no answer within 20s: the connection was queued", path)
+		}
+		return c, br, 0
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		var body struct{ Error string }
+		if json.Unmarshal(b, &body) != nil || body.Error == "" {
+			t.Errorf("GET %s: %d with body %q; want a JSON error", path, resp.StatusCode, b)
+		}
+	}
+	return c, br, resp.StatusCode
+}
+
+// TestLimits: a client of the API cannot take the node's file descriptors or
+// memory. Connections beyond the limit are answered 503 at once (not queued),
+// streams beyond theirs too, and a connection that never finishes its request
+// is closed.
+func TestLimits(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	e, stop := start(t, fast(dsn, "lim-a", "lim"))
+	defer stop()
+	if _, err := e.Scope("lim").Await(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := electionapi.Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	const maxConns, maxStreams = 6, 3
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- electionapi.Serve(ctx, ln, electionapi.Handler(e, electionapi.Options{MaxStreams: maxStreams}), maxConns)
+	}()
+	defer func() { cancel(); <-served }()
+
+	t.Run("Streams", func(t *testing.T) {
+		var open []net.Conn
+		for range maxStreams {
+			c, _, code := rawGet(t, addr, "/v1/transitions?format=ndjson")
+			if code != 200 {
+				t.Fatalf("stream within the limit: %d", code)
+			}
+			open = append(open, c)
+		}
+		if _, _, code := rawGet(t, addr, "/v1/transitions?format=ndjson"); code != 503 {
+			t.Fatalf("stream %d of %d allowed: %d, want 503", maxStreams+1, maxStreams, code)
+		}
+		if _, _, code := rawGet(t, addr, "/v1/leader/lim"); code != 200 {
+			t.Fatalf("GET /v1/leader beside the streams: %d, want 200", code)
+		}
+		open[0].Close()
+		pgtest.WaitFor(t, "a stream's place to free up", 10*time.Second, func() bool {
+			c, _, code := rawGet(t, addr, "/v1/transitions?format=ndjson")
+			c.Close()
+			return code == 200
+		})
+		for _, c := range open {
+			c.Close()
+		}
+	})
+
+	t.Run("Connections", func(t *testing.T) {
+		// Wait for the streams of the subtest before to be gone.
+		var held []net.Conn
+		pgtest.WaitFor(t, "every connection slot to be free", 20*time.Second, func() bool {
+			for _, c := range held {
+				c.Close()
+			}
+			held = held[:0]
+			for range maxConns {
+				c, _, code := rawGet(t, addr, "/v1/leader/lim") // kept alive: it keeps its slot
+				if code != 200 {
+					return false
+				}
+				held = append(held, c)
+			}
+			return true
+		})
+		for i := range 50 { // far beyond the limit; each answered at once
+			if c, _, code := rawGet(t, addr, "/v1/scopes"); code != 503 {
+				t.Fatalf("connection %d beyond the limit of %d: %d, want 503", i+1, maxConns, code)
+			} else {
+				c.Close()
+			}
+		}
+		held[0].Close()
+		pgtest.WaitFor(t, "a freed slot to serve again", 10*time.Second, func() bool {
+			c, _, code := rawGet(t, addr, "/v1/scopes")
+			c.Close()
+			return code == 200
+		})
+		for _, c := range held {
+			c.Close()
+		}
+	})
+
+	t.Run("SlowRequestClosed", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprint(c, "GET /v1/scopes HTTP/1.1\r\nHost: 127.0.0.1\r\n") // and never the end of the head
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, err = io.ReadAll(c)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("a request head that never ends kept its connection for 30s")
 		}
 	})
 }
