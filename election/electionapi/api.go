@@ -16,16 +16,41 @@
 //	GET  /v1/scopes           every scope: role, epoch, leader, trust remaining
 //	GET  /v1/transitions      a stream: one "state" event per scope, then every
 //	                          transition (elected, draining, ended,
-//	                          leader_observed) as Server-Sent Events, or as
-//	                          newline-delimited JSON with ?format=ndjson
-//	POST /v1/resign/{scope}   resign the scope (403 unless Options.AllowResign)
+//	                          leader_observed); a "trust" event per scope whose
+//	                          gate is open every StreamInterval (500 ms) and
+//	                          whenever its trust changes (one more, with 0, when
+//	                          the gate closes); a keepalive every
+//	                          StreamInterval. As Server-Sent Events (the
+//	                          keepalive is the comment ": keepalive"), or as
+//	                          newline-delimited JSON with ?format=ndjson (the
+//	                          keepalive is {"event":"keepalive","at":TIME})
+//	POST /v1/resign/{scope}   resign the scope (403 unless Options.AllowResign);
+//	                          the request must carry X-Pgleader (RequestHeader)
 //
-// trust_remaining_ms is computed when the request is served, from the gate's
-// own deadline: a client that acts outside the database may bound its action
-// by it (less its own clock's error and the time since the answer).
+// trust_remaining_ms is computed when the answer or the event is written, from
+// the gate's own deadline: a client that acts outside the database may bound
+// its action by it (less its own clock's error and the time since the answer).
 //
-// The API tells; it does not fence. A client that writes to the database fences
-// each write with SELECT pgleader.fence(scope, epoch) in its own transaction.
+// An answer is true when it is written, not after. Right before a side effect
+// outside the database (an HTTP call, a payment, a message), check
+// /v1/leader/{scope} again, or take the trust_remaining_ms of the latest trust
+// event less its age; a stream that carries no line for more than 1 s (twice
+// StreamInterval) means a node frozen, gone or cut off: treat it as not
+// leading. The API tells; it does not fence. A client that writes to the
+// database fences each write with SELECT pgleader.fence(scope, epoch) in its
+// own transaction.
+//
+// Who may ask. Every process that can reach the address can read the API, so
+// it listens on loopback or a Unix socket (mode 0660) unless told otherwise.
+// A request whose Host is not a loopback address, localhost, the address the
+// connection arrived at or a name of Options.Hosts is answered 421: a web page
+// that had its own name resolved to 127.0.0.1 (DNS rebinding) reads nothing. A
+// request that changes state must carry X-Pgleader and must not come from
+// another site (Sec-Fetch-Site, Origin): a browser cannot send such a request
+// from a web page without a CORS preflight, which the API never grants. Serve
+// holds at most DefaultMaxConns connections and a Handler DefaultMaxStreams
+// streams; more are answered 503 at once, and slow or idle clients are cut off
+// (see Serve).
 package electionapi
 
 import (
@@ -38,7 +63,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/pgleader/pgleader/election"
 )
@@ -274,123 +298,6 @@ func (h *handler) resign(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": fmt.Sprintf("node %s does not lead %q", h.e.NodeID(), sc.Name())})
 	default:
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-	}
-}
-
-// Event is one line of /v1/transitions.
-type Event struct {
-	Event  string    `json:"event"` // state, elected, draining, ended, leader_observed
-	Scope  string    `json:"scope"`
-	Epoch  int64     `json:"epoch"`
-	Leader string    `json:"leader"`
-	Reason string    `json:"reason,omitempty"` // ended: why the term ended
-	Lost   bool      `json:"lost,omitempty"`   // ended suddenly (not resigned, shut down or handed over)
-	At     time.Time `json:"at"`
-	// Role and TrustRemainingMS: for state events.
-	Role             election.Role `json:"role,omitempty"`
-	TrustRemainingMS float64       `json:"trust_remaining_ms,omitempty"`
-	Missed           int           `json:"missed,omitempty"` // transitions dropped before this one (a slow reader)
-}
-
-// released reasons end a term on request; every other reason is a loss.
-func released(r election.Reason) bool {
-	return r == election.ReasonResigned || r == election.ReasonShutdown || r == election.ReasonHandedOver
-}
-
-// streamWriteTimeout bounds each write of a stream: a client that stops
-// reading is dropped once the socket's buffers are full for that long.
-const streamWriteTimeout = 5 * time.Second
-
-func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
-	if n := h.streams.Add(1); n > int64(h.opt.MaxStreams) {
-		h.streams.Add(-1)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf(
-			"too many /v1/transitions streams (%d open): close one (the limit is --listen-max-streams)", h.opt.MaxStreams)})
-		return
-	}
-	defer h.streams.Add(-1)
-	// The server's read and write timeouts bound a request; a stream lives on,
-	// and bounds each of its writes instead. Without a read deadline the
-	// server's background read still ends the request when the client hangs up.
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	ndjson := r.URL.Query().Get("format") == "ndjson" || strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
-	// Subscribe first, then send the current state: no transition falls between.
-	ch, cancel := h.e.Subscribe()
-	defer cancel()
-	if ndjson {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-	} else {
-		w.Header().Set("Content-Type", "text/event-stream")
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	send := func(ev Event) error {
-		b, _ := json.Marshal(ev)
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		var err error
-		if ndjson {
-			_, err = fmt.Fprintf(w, "%s\n", b)
-		} else {
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Event, b)
-		}
-		if err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
-	for _, sc := range h.e.Scopes() {
-		st := State(h.e, sc)
-		if send(Event{Event: "state", Scope: st.Scope, Epoch: st.Epoch, Leader: st.Leader, At: time.Now(),
-			Role: st.Role, TrustRemainingMS: st.TrustRemainingMS}) != nil {
-			return
-		}
-	}
-	draining := make(chan Event, 16)
-	ctx := r.Context()
-	keepalive := time.NewTicker(15 * time.Second)
-	defer keepalive.Stop()
-	for {
-		var ev Event
-		select {
-		case <-ctx.Done():
-			return
-		case <-keepalive.C:
-			if !ndjson {
-				_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
-					return
-				}
-			}
-			continue
-		case ev = <-draining:
-		case t, ok := <-ch:
-			if !ok {
-				return // the Elector stopped
-			}
-			ev = Event{Event: t.Kind.String(), Scope: t.Scope, Epoch: t.Epoch, Leader: t.Holder, At: t.At, Missed: t.Missed}
-			switch t.Kind {
-			case election.Revoked:
-				ev.Event, ev.Reason, ev.Lost = "ended", string(t.Reason), !released(t.Reason)
-			case election.Elected:
-				// Draining is a moment within the term: watch the token for it.
-				go func(tok election.Token) {
-					select {
-					case <-tok.Draining():
-						select {
-						case draining <- Event{Event: "draining", Scope: tok.Scope, Epoch: tok.Epoch, Leader: tok.Holder, At: time.Now()}:
-						case <-ctx.Done():
-						}
-					case <-tok.Context().Done():
-					case <-ctx.Done():
-					}
-				}(t.Token)
-			}
-		}
-		if send(ev) != nil {
-			h.opt.Log.Debug("transitions stream closed by the client", "remote", r.RemoteAddr)
-			return
-		}
 	}
 }
 

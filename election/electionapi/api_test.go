@@ -569,3 +569,171 @@ func TestLimits(t *testing.T) {
 		}
 	})
 }
+
+// streamLines reads /v1/transitions?format=ndjson from url as raw JSON objects.
+type streamLines struct {
+	t     *testing.T
+	lines *bufio.Scanner
+}
+
+func openStream(t *testing.T, url string) *streamLines {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a silent stream fails the test
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/v1/transitions?format=ndjson", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: %s", resp.Status)
+	}
+	return &streamLines{t: t, lines: bufio.NewScanner(resp.Body)}
+}
+
+func (s *streamLines) next() map[string]any {
+	s.t.Helper()
+	if !s.lines.Scan() {
+		s.t.Fatalf("stream ended: %v", s.lines.Err())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(s.lines.Bytes(), &m); err != nil {
+		s.t.Fatalf("line %q: %v", s.lines.Text(), err)
+	}
+	return m
+}
+
+// TestStreamTellsTrust: a watcher of /v1/transitions must be able to tell a
+// live node from a frozen one, and how long this node's gate stays open
+// without asking. Every stream carries a keepalive line at least every second
+// ({"event":"keepalive","at":…}, nothing else), and a leader's stream a trust
+// event per led scope with trust_remaining_ms computed when it is written;
+// when the gate closes, one more trust event says 0.
+func TestStreamTellsTrust(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	a, stopA := start(t, fast(dsn, "tr-a", "tr"))
+	defer stopA()
+	if _, err := a.Scope("tr").Await(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, stopB := start(t, fast(dsn, "tr-b", "tr"))
+	defer stopB()
+	srvA := httptest.NewServer(electionapi.Handler(a, electionapi.Options{}))
+	defer srvA.Close()
+	srvB := httptest.NewServer(electionapi.Handler(b, electionapi.Options{}))
+	defer srvB.Close()
+
+	t.Run("Leader", func(t *testing.T) {
+		s := openStream(t, srvA.URL)
+		if st := s.next(); st["event"] != "state" || st["role"] != "leader" || st["trust_remaining_ms"] == nil {
+			t.Fatalf("first line %v; want the leader's state with trust_remaining_ms", st)
+		}
+		keepalives, trusts := 0, 0
+		for keepalives < 3 || trusts < 3 {
+			m := s.next()
+			switch m["event"] {
+			case "keepalive":
+				keepalives++
+				if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["at"])); err != nil || len(m) != 2 {
+					t.Fatalf("keepalive line %v; want exactly {\"event\":\"keepalive\",\"at\":TIME}", m)
+				}
+			case "trust":
+				trusts++
+				ms, _ := m["trust_remaining_ms"].(float64)
+				if m["scope"] != "tr" || m["role"] != "leader" || m["leader"] != "tr-a" || m["epoch"] == float64(0) || ms <= 0 || ms > 300 {
+					t.Fatalf("trust line %v; want scope tr, leader tr-a, 0 < trust_remaining_ms ≤ 300 (the trust window)", m)
+				}
+			}
+		}
+		// The gate closes: a last trust event says so.
+		if err := a.Scope("tr").Resign(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m := s.next()
+			if m["event"] == "trust" && m["trust_remaining_ms"] == float64(0) {
+				if m["role"] == "leader" {
+					t.Fatalf("trust line %v: no trust left, yet role leader", m)
+				}
+				break
+			}
+			if m["event"] == "trust" && m["role"] != "leader" {
+				t.Fatalf("trust line %v: not leading, yet trust left", m)
+			}
+		}
+	})
+
+	t.Run("FollowerHearsKeepalives", func(t *testing.T) {
+		pgtest.WaitFor(t, "a node to lead again", 10*time.Second, func() bool {
+			return a.Scope("tr").Role() == election.RoleLeader || b.Scope("tr").Role() == election.RoleLeader
+		})
+		follower := srvB.URL
+		if b.Scope("tr").Role() == election.RoleLeader {
+			follower = srvA.URL
+		}
+		s := openStream(t, follower)
+		if st := s.next(); st["event"] != "state" || st["trust_remaining_ms"] != float64(0) {
+			t.Fatalf("first line %v; want the follower's state with trust_remaining_ms 0", st)
+		}
+		for keepalives := 0; keepalives < 3; {
+			switch m := s.next(); m["event"] {
+			case "keepalive":
+				keepalives++
+			case "trust":
+				if m["trust_remaining_ms"] != float64(0) {
+					t.Fatalf("a follower's stream says %v", m)
+				}
+			}
+		}
+	})
+
+	t.Run("ServerSentEvents", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", srvA.URL+"/v1/transitions", nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sawComment := false; !sawComment; {
+			if !sc.Scan() {
+				t.Fatalf("stream ended: %v", sc.Err())
+			}
+			sawComment = sc.Text() == ": keepalive"
+		}
+	})
+}
+
+// TestStreamOutlivesServerTimeouts: Serve bounds reading and writing a request
+// by 5 s each; a stream lifts them for itself and keeps going.
+func TestStreamOutlivesServerTimeouts(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	e, stop := start(t, fast(dsn, "long-a", "long"))
+	defer stop()
+	ln, err := electionapi.Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- electionapi.Serve(ctx, ln, electionapi.Handler(e, electionapi.Options{}), 0) }()
+	defer func() { cancel(); <-served }()
+	s := openStream(t, "http://"+ln.Addr().String())
+	var first time.Time
+	for {
+		m := s.next()
+		if m["event"] != "keepalive" {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(m["at"]))
+		if first.IsZero() {
+			first = at
+		}
+		if at.Sub(first) > 11*time.Second { // past the read and the write timeout, both
+			return
+		}
+	}
+}
