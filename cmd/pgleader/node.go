@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -160,12 +159,11 @@ func (a *app) checkNode(f *nodeFlags) (t, lead cli.Target, cfg election.Config, 
 	}
 	lead = t
 	if f.leaderDSN != "" {
-		if w := cli.PasswordWarning("--leader-dsn", f.leaderDSN); w != "" {
-			fmt.Fprintln(a.stderr, w)
-		}
+		a.warn(cli.PasswordWarning("--leader-dsn", f.leaderDSN))
 		if lead, err = cli.ResolveDSN(f.leaderDSN); err != nil {
 			return t, lead, cfg, cli.BadInput("--leader-dsn: %v", err)
 		}
+		a.warn(cli.PassfileWarning(lead.DSN))
 	}
 	cfg = f.config(lead.DSN)
 	cfg.Logger = a.log

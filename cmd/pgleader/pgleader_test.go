@@ -485,3 +485,35 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestSecretFileWarnings: a password file or a config file holding passwords
+// that group or others may read is still used — the command does what it did
+// — with one warning naming the file and chmod 600, printed once however many
+// targets share the file.
+func TestSecretFileWarnings(t *testing.T) {
+	dir := t.TempDir()
+	loose := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil || os.Chmod(p, 0o644) != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pass := loose("pgpass", "*:*:*:*:hunter2\n")
+	migrated := pgtest.MigratedDSN(t)
+
+	r := pgleader(t, []string{"PGPASSFILE=" + pass}, "migrate", "--dsn", migrated)
+	if r.code != 0 || strings.Count(r.stderr, "chmod 600 "+pass) != 1 || !strings.HasPrefix(r.stderr, "pgleader: warning: password file "+pass) {
+		t.Errorf("migrate with a loose PGPASSFILE: exit %d, stderr:\n%s\nwant exit 0 and one warning naming chmod 600 %s", r.code, r.stderr, pass)
+	}
+	r = pgleader(t, []string{"PGPASSFILE=" + pass}, "status", "--dsn", "postgres://u@127.0.0.1:1/db?connect_timeout=2")
+	if lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); r.code != cli.ExitBadInput || len(lines) != 2 || !strings.HasSuffix(lines[0], "chmod 600 "+pass) {
+		t.Errorf("status, unreachable, loose PGPASSFILE: exit %d, stderr:\n%s\nwant exit 2, the warning, then the error", r.code, r.stderr)
+	}
+
+	conf := loose("config.yaml", "targets:\n  - {name: a, dsn: 'postgres://u:s3cr3t@127.0.0.1:1/db?connect_timeout=2'}\n  - {name: b, dsn: 'host=127.0.0.1 port=1 password=s3cr3t connect_timeout=2'}\n")
+	r = pgleader(t, nil, "status", "--config", conf, "--all-targets")
+	if strings.Count(r.stderr, "chmod 600 "+conf) != 1 || strings.Contains(r.stderr+r.stdout, "s3cr3t") {
+		t.Errorf("status over a loose config file holding passwords: stderr:\n%s\nwant the chmod 600 warning once, never the password", r.stderr)
+	}
+}
