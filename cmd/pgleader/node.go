@@ -102,6 +102,15 @@ the pooler for the workload; a transaction pooler on the leadership path is
 refused at start (exit 2). Where only a transaction pooler is reachable, run every
 candidate with --mode lease (docs/poolers.md).
 
+--listen ADDR serves the local API (docs/any-language.md): GET /v1/leader/{scope}
+answers 200 while this node leads; /v1/transitions streams the transitions, a
+keepalive every 500ms and the leader's remaining trust (no line for over 1s:
+treat the node as not leading). It holds at most --listen-max-conns connections
+and --listen-max-streams streams, answering more with 503 at once; a request
+addressed by a Host other than a loopback address, localhost or the --listen
+host is refused (421), and POST /v1/resign/{scope} (--listen-allow-resign) needs
+the header X-Pgleader: 1 and refuses cross-site requests.
+
 --work-interval D runs the demo workload: while leading a scope, one fenced write
 into pgleader.demo_actions every D.`,
 		Example: `  pgleader node --dsn postgres://app@db:5432/app --scope billing
