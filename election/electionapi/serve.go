@@ -249,3 +249,13 @@ func (c *slotConn) Close() error {
 	c.once.Do(c.free)
 	return err
 }
+
+// CloseWrite half-closes a TCP or Unix connection, as net/http does before it
+// closes one whose request it did not read to the end (so the client gets the
+// answer, not a reset).
+func (c *slotConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
