@@ -124,7 +124,7 @@ func TestListenHostile(t *testing.T) {
 		})
 		return epoch, backend
 	}
-	_, backend1 := leader("the node to lead", 0)
+	epoch1, backend1 := leader("the node to lead", 0)
 	pgtest.WaitFor(t, "the API to answer", 30*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/v1/leader/hostile")
 		if err != nil {
@@ -193,6 +193,14 @@ func TestListenHostile(t *testing.T) {
 	// The API's share: its connections and the refusals under way (64).
 	if bound := fdsBefore + electionapi.DefaultMaxConns + 64; fdsAttack > bound {
 		t.Errorf("the node holds %d descriptors during the attack; want at most %d", fdsAttack, bound)
+	}
+
+	// The attack alone changed nothing: the same term, on the same session.
+	var holder string
+	var epoch, backend int64
+	if err := db.QueryRow(ctx, "SELECT holder, epoch, holder_pid FROM pgleader.leader_state WHERE scope = 'hostile'").Scan(&holder, &epoch, &backend); err != nil ||
+		holder != "hostile-node" || epoch != epoch1 || backend != int64(backend1) {
+		t.Errorf("after the attack: holder %q epoch %d backend %d (%v); want hostile-node still leading epoch %d on backend %d", holder, epoch, backend, err, epoch1, backend1)
 	}
 
 	// While the attack goes on (new connections all the time), the node's
