@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,7 +28,13 @@ func (a *app) isLeaderCommand() *cobra.Command {
 		Long: `is-leader asks a running pgleader node or pgleader run, through its local API
 (--listen), whether it leads the scope at this moment: exit 0 while its gate is
 open, 1 otherwise (also when no node answers at ADDR: a node that is not running
-leads nothing), 2 for bad input. For scripts that cannot speak HTTP.
+leads nothing; or when the API is too busy to answer), 2 for bad input — a
+missing flag, or a scope the node does not campaign for. For scripts that
+cannot speak HTTP.
+
+The answer holds when it is given: right before an action outside the
+database, ask again (or bound the action by the trust remaining it prints),
+and fence every write in the database.
 
 Inside a command started by pgleader run --listen, both flags default to the
 environment it was given (PGLEADER_LISTEN, PGLEADER_SCOPE).`,
@@ -39,6 +46,10 @@ environment it was given (PGLEADER_LISTEN, PGLEADER_SCOPE).`,
 				return cli.BadInput("is-leader needs --api ADDR (the node's --listen) and --scope NAME (or PGLEADER_LISTEN and PGLEADER_SCOPE)")
 			}
 			st, err := askLeader(cmd.Context(), api, scope, timeout)
+			var in *cli.InputError
+			if errors.As(err, &in) {
+				return err
+			}
 			if err != nil {
 				fmt.Fprintf(a.stderr, "pgleader: not leading %s: %v\n", scope, err)
 				return &cli.StatusError{Code: cli.ExitFailure}
@@ -88,7 +99,19 @@ func askLeader(ctx context.Context, addr, scope string, timeout time.Duration) (
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable {
+	var refusal struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(b, &refusal)
+	switch {
+	case resp.StatusCode == http.StatusNotFound && refusal.Error != "":
+		// The node answers, and does not run the scope: a wrong --scope, not
+		// "another node leads".
+		return nil, cli.BadInput("is-leader --scope %s: %s; check --scope (or PGLEADER_SCOPE) against the node's --scope", scope, refusal.Error)
+	case resp.StatusCode == http.StatusMisdirectedRequest:
+		return nil, cli.BadInput("is-leader --api %s: %s", addr, refusal.Error)
+	case resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusServiceUnavailable,
+		refusal.Error != "": // 503 for a busy API, not a state
 		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	var st electionapi.ScopeState

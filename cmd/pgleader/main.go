@@ -36,9 +36,10 @@ type app struct {
 	logLevel  string
 	log       *slog.Logger
 
-	target  cli.Target // set by resolve
-	secrets []string   // the passwords of the config file's targets in use (never printed)
-	started bool       // a command's RunE began: errors before that are usage errors
+	target  cli.Target      // set by resolve
+	secrets []string        // the passwords of the config file's targets in use (never printed)
+	started bool            // a command's RunE began: errors before that are usage errors
+	warned  map[string]bool // the warnings printed: each once
 }
 
 // run executes the command line args and returns the exit code.
@@ -81,13 +82,25 @@ func (a *app) runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra
 
 // resolve resolves the database of this invocation (cli.ResolveDSN).
 func (a *app) resolve() (cli.Target, error) {
-	if w := cli.PasswordWarning("--dsn", a.dsn); w != "" {
-		fmt.Fprintln(a.stderr, w)
-	}
+	a.warn(cli.PasswordWarning("--dsn", a.dsn))
 	t, err := cli.ResolveDSN(a.dsn)
 	if err != nil {
 		return cli.Target{}, err
 	}
+	a.warn(cli.PassfileWarning(t.DSN))
 	a.target = t
 	return t, nil
+}
+
+// warn prints a one-line warning on stderr, once per run; an empty one is
+// none.
+func (a *app) warn(w string) {
+	if w == "" || a.warned[w] {
+		return
+	}
+	if a.warned == nil {
+		a.warned = map[string]bool{}
+	}
+	a.warned[w] = true
+	fmt.Fprintln(a.stderr, w)
 }

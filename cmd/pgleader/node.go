@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -84,7 +83,9 @@ before anything starts.
 --events FILE appends one JSON object per line (mono_ns, time, node, scope, event,
 epoch, …) for each engine event (acquired, gate_open, heartbeat_ok,
 heartbeat_failed, gate_closed, lost, resigned, leader_observed) and workload
-outcome (action_ok, action_rejected, action_unknown).
+outcome (action_ok, action_rejected, action_unknown). The file is created with
+mode 0600; a symbolic link, a file of another user, a hard link or a file group
+or others may write is refused (exit 2).
 
 --priority N ranks this node among the candidates of its scopes: when a scope is
 free, the live candidate of highest priority wins it (not whoever claims first);
@@ -100,6 +101,15 @@ Behind a connection pooler: lock mode needs its own sessions, so give it
 the pooler for the workload; a transaction pooler on the leadership path is
 refused at start (exit 2). Where only a transaction pooler is reachable, run every
 candidate with --mode lease (docs/poolers.md).
+
+--listen ADDR serves the local API (docs/any-language.md): GET /v1/leader/{scope}
+answers 200 while this node leads; /v1/transitions streams the transitions, a
+keepalive every 500ms and the leader's remaining trust (no line for over 1s:
+treat the node as not leading). It holds at most --listen-max-conns connections
+and --listen-max-streams streams, answering more with 503 at once; a request
+addressed by a Host other than a loopback address, localhost or the --listen
+host is refused (421), and POST /v1/resign/{scope} (--listen-allow-resign) needs
+the header X-Pgleader: 1 and refuses cross-site requests.
 
 --work-interval D runs the demo workload: while leading a scope, one fenced write
 into pgleader.demo_actions every D.`,
@@ -159,12 +169,11 @@ func (a *app) checkNode(f *nodeFlags) (t, lead cli.Target, cfg election.Config, 
 	}
 	lead = t
 	if f.leaderDSN != "" {
-		if w := cli.PasswordWarning("--leader-dsn", f.leaderDSN); w != "" {
-			fmt.Fprintln(a.stderr, w)
-		}
+		a.warn(cli.PasswordWarning("--leader-dsn", f.leaderDSN))
 		if lead, err = cli.ResolveDSN(f.leaderDSN); err != nil {
 			return t, lead, cfg, cli.BadInput("--leader-dsn: %v", err)
 		}
+		a.warn(cli.PassfileWarning(lead.DSN))
 	}
 	cfg = f.config(lead.DSN)
 	cfg.Logger = a.log
@@ -196,7 +205,9 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 	}
 	ns := &nodeSetup{t: t, lead: lead, cfg: cfg, e: e}
 	if f.events != "" {
-		if ns.events, err = eventlog.Open(f.events, cfg.NodeID); err != nil {
+		if ns.events, err = eventlog.Open(f.events, cfg.NodeID); errors.Is(err, eventlog.ErrUnsafeFile) {
+			return nil, cli.BadInput("--events: %v", err)
+		} else if err != nil {
 			return nil, cli.BadInput("cannot use --events %s: %v; pass a writable file path", f.events, err)
 		}
 		if !f.eventHeartbeats {

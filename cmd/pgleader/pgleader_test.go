@@ -59,6 +59,16 @@ func TestBadInput(t *testing.T) {
 	fresh := pgtest.DSN(t) // a database without the pgleader schema
 	migrated := pgtest.MigratedDSN(t)
 	eventsPath := filepath.Join(t.TempDir(), "events.jsonl")
+	// Events paths another user could have prepared: a link to a file of ours,
+	// a file anyone may write.
+	unsafeDir := t.TempDir()
+	eventsVictim, eventsLink, eventsOpen := filepath.Join(unsafeDir, "victim"), filepath.Join(unsafeDir, "link.jsonl"), filepath.Join(unsafeDir, "open.jsonl")
+	if err := os.Symlink(eventsVictim, eventsLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(eventsOpen, nil, 0o600); err != nil || os.Chmod(eventsOpen, 0o666) != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		env  []string
@@ -112,6 +122,16 @@ func TestBadInput(t *testing.T) {
 			[]string{`invalid --log-level "loud"`}},
 		{"EventsUnwritable", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", "/nonexistent/dir/e.jsonl"},
 			[]string{"cannot use --events /nonexistent/dir/e.jsonl", "writable file"}},
+		{"ListenAbstractSocket", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--listen", "unix:@pgleader"},
+			[]string{"--listen unix:@pgleader", "abstract socket", "use a path, e.g. unix:/run/pgleader/pgleader.sock"}},
+		{"ListenAbstractSocketRun", nil, []string{"run", "--scope", "a", "--dsn", migrated, "--listen", "unix:@x", "--", "true"},
+			[]string{"--listen unix:@x", "abstract socket"}},
+		{"ListenMaxStreams", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--listen", "127.0.0.1:0", "--listen-max-streams", "0"},
+			[]string{"--listen-max-streams (0)", "at least 1"}},
+		{"EventsSymlink", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", eventsLink},
+			[]string{"--events", eventsLink, "symbolic link", "regular file"}},
+		{"EventsWorldWritable", nil, []string{"node", "--scope", "a", "--dsn", migrated, "--events", eventsOpen},
+			[]string{"--events", "mode 0666", "chmod 600 " + eventsOpen}},
 		{"DemoScopeCount", nil, []string{"demo", "--headless", "--scopes", "0"},
 			[]string{"--scopes must be between 1 and 10000 (got 0)"}},
 		{"DemoScopesAndCount", nil, []string{"demo", "--headless", "--scope", "a", "--scopes", "3"},
@@ -139,6 +159,15 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("UnsafeEventsLeftAlone", func(t *testing.T) {
+		if _, err := os.Lstat(eventsVictim); !os.IsNotExist(err) {
+			t.Errorf("the file behind the events link was created (%v)", err)
+		}
+		if fi, err := os.Stat(eventsOpen); err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o666 {
+			t.Errorf("the world-writable events file was changed: %v %v", fi, err)
+		}
+	})
 
 	t.Run("MissingSchemaLeavesNothing", func(t *testing.T) {
 		if _, err := os.Stat(eventsPath); !os.IsNotExist(err) {
@@ -455,4 +484,36 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestSecretFileWarnings: a password file or a config file holding passwords
+// that group or others may read is still used — the command does what it did
+// — with one warning naming the file and chmod 600, printed once however many
+// targets share the file.
+func TestSecretFileWarnings(t *testing.T) {
+	dir := t.TempDir()
+	loose := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil || os.Chmod(p, 0o644) != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pass := loose("pgpass", "*:*:*:*:hunter2\n")
+	migrated := pgtest.MigratedDSN(t)
+
+	r := pgleader(t, []string{"PGPASSFILE=" + pass}, "migrate", "--dsn", migrated)
+	if r.code != 0 || strings.Count(r.stderr, "chmod 600 "+pass) != 1 || !strings.HasPrefix(r.stderr, "pgleader: warning: password file "+pass) {
+		t.Errorf("migrate with a loose PGPASSFILE: exit %d, stderr:\n%s\nwant exit 0 and one warning naming chmod 600 %s", r.code, r.stderr, pass)
+	}
+	r = pgleader(t, []string{"PGPASSFILE=" + pass}, "status", "--dsn", "postgres://u@127.0.0.1:1/db?connect_timeout=2")
+	if lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); r.code != cli.ExitBadInput || len(lines) != 2 || !strings.HasSuffix(lines[0], "chmod 600 "+pass) {
+		t.Errorf("status, unreachable, loose PGPASSFILE: exit %d, stderr:\n%s\nwant exit 2, the warning, then the error", r.code, r.stderr)
+	}
+
+	conf := loose("config.yaml", "targets:\n  - {name: a, dsn: 'postgres://u:s3cr3t@127.0.0.1:1/db?connect_timeout=2'}\n  - {name: b, dsn: 'host=127.0.0.1 port=1 password=s3cr3t connect_timeout=2'}\n")
+	r = pgleader(t, nil, "status", "--config", conf, "--all-targets")
+	if strings.Count(r.stderr, "chmod 600 "+conf) != 1 || strings.Contains(r.stderr+r.stdout, "s3cr3t") {
+		t.Errorf("status over a loose config file holding passwords: stderr:\n%s\nwant the chmod 600 warning once, never the password", r.stderr)
+	}
 }

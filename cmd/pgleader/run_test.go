@@ -165,7 +165,14 @@ type process struct {
 // failed.
 func startBinary(t *testing.T, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary, args...), stderr: &syncBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
+	return startCommand(t, exec.Command(binary, args...), args[0])
+}
+
+// startCommand starts cmd (a pgleader process, maybe behind a shell that execs
+// it) as startBinary does; label names it in the failure log.
+func startCommand(t *testing.T, cmd *exec.Cmd, label string) *process {
+	t.Helper()
+	p := &process{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
 	p.cmd.Env = cleanEnv()
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -180,7 +187,7 @@ func startBinary(t *testing.T, args ...string) *process {
 			<-p.done
 		}
 		if t.Failed() {
-			t.Logf("%s stderr:\n%s", args[0], p.stderr.String())
+			t.Logf("%s stderr:\n%s", label, p.stderr.String())
 		}
 	})
 	return p

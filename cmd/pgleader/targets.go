@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -91,8 +90,8 @@ func (a *app) targets(f *targetFlags) ([]cli.NamedTarget, error) {
 		return nil, err
 	}
 	for _, t := range ts {
-		if t.Warning != "" {
-			fmt.Fprintln(a.stderr, t.Warning)
+		for _, w := range t.Warnings {
+			a.warn(w)
 		}
 		if t.Config.Password != "" {
 			a.secrets = append(a.secrets, t.Config.Password)

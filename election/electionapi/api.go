@@ -16,20 +16,44 @@
 //	GET  /v1/scopes           every scope: role, epoch, leader, trust remaining
 //	GET  /v1/transitions      a stream: one "state" event per scope, then every
 //	                          transition (elected, draining, ended,
-//	                          leader_observed) as Server-Sent Events, or as
-//	                          newline-delimited JSON with ?format=ndjson
-//	POST /v1/resign/{scope}   resign the scope (403 unless Options.AllowResign)
+//	                          leader_observed); a "trust" event per scope whose
+//	                          gate is open every StreamInterval (500 ms) and
+//	                          whenever its trust changes (one more, with 0, when
+//	                          the gate closes); a keepalive every
+//	                          StreamInterval. As Server-Sent Events (the
+//	                          keepalive is the comment ": keepalive"), or as
+//	                          newline-delimited JSON with ?format=ndjson (the
+//	                          keepalive is {"event":"keepalive","at":TIME})
+//	POST /v1/resign/{scope}   resign the scope (403 unless Options.AllowResign);
+//	                          the request must carry X-Pgleader (RequestHeader)
 //
-// trust_remaining_ms is computed when the request is served, from the gate's
-// own deadline: a client that acts outside the database may bound its action
-// by it (less its own clock's error and the time since the answer).
+// trust_remaining_ms is computed when the answer or the event is written, from
+// the gate's own deadline: a client that acts outside the database may bound
+// its action by it (less its own clock's error and the time since the answer).
 //
-// The API tells; it does not fence. A client that writes to the database fences
-// each write with SELECT pgleader.fence(scope, epoch) in its own transaction.
+// An answer is true when it is written, not after. Right before a side effect
+// outside the database (an HTTP call, a payment, a message), check
+// /v1/leader/{scope} again, or take the trust_remaining_ms of the latest trust
+// event less its age; a stream that carries no line for more than 1 s (twice
+// StreamInterval) means a node frozen, gone or cut off: treat it as not
+// leading. The API tells; it does not fence. A client that writes to the
+// database fences each write with SELECT pgleader.fence(scope, epoch) in its
+// own transaction.
+//
+// Who may ask. Every process that can reach the address can read the API, so
+// it listens on loopback or a Unix socket (mode 0660) unless told otherwise.
+// A request whose Host is not a loopback address, localhost, the address the
+// connection arrived at or a name of Options.Hosts is answered 421: a web page
+// that had its own name resolved to 127.0.0.1 (DNS rebinding) reads nothing. A
+// request that changes state must carry X-Pgleader and must not come from
+// another site (Sec-Fetch-Site, Origin): a browser cannot send such a request
+// from a web page without a CORS preflight, which the API never grants. Serve
+// holds at most DefaultMaxConns connections and a Handler DefaultMaxStreams
+// streams; more are answered 503 at once, and slow or idle clients are cut off
+// (see Serve).
 package electionapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,9 +61,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"strings"
-	"time"
+	"sync/atomic"
 
 	"github.com/pgleader/pgleader/election"
 )
@@ -56,9 +79,22 @@ type Options struct {
 	// run: its child runs); /v1/ready/{scope} answers 200 only while the node
 	// leads and Ready says so. Nil: /v1/ready is /v1/leader.
 	Ready func(scope string) bool
+	// Hosts are names, besides loopback addresses, "localhost" and the address
+	// a connection arrived at, that a request's Host header may carry (the
+	// host of --listen when it is a name). Any other Host is refused with 421:
+	// a web page that had its own name resolved to this address (DNS
+	// rebinding) must not read the API.
+	Hosts []string
+	// MaxStreams bounds the /v1/transitions streams open at once
+	// (DefaultMaxStreams when ≤ 0); one more is answered 503.
+	MaxStreams int
 	// Log receives one line per resign request and per failed stream write.
 	Log *slog.Logger
 }
+
+// DefaultMaxStreams is how many /v1/transitions streams a Handler serves at
+// once by default.
+const DefaultMaxStreams = 32
 
 // ScopeState is one scope as this node sees it, at the moment of the request.
 type ScopeState struct {
@@ -92,7 +128,10 @@ func Handler(e *election.Elector, opt Options) http.Handler {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{e: e, opt: opt}
+	if opt.MaxStreams <= 0 {
+		opt.MaxStreams = DefaultMaxStreams
+	}
+	h := &handler{e: e, opt: opt, cop: http.NewCrossOriginProtection()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/leader/{scope}", h.leader)
 	mux.HandleFunc("GET /v1/ready/{scope}", h.ready)
@@ -103,12 +142,82 @@ func Handler(e *election.Elector, opt Options) http.Handler {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + r.Method + " " + r.URL.Path +
 			"; try GET /v1/leader/{scope}, GET /v1/ready/{scope}, GET /v1/scopes, GET /v1/transitions, POST /v1/resign/{scope}"})
 	})
-	return mux
+	h.mux = mux
+	return h
 }
 
 type handler struct {
 	e   *election.Elector
 	opt Options
+	mux *http.ServeMux
+	cop *http.CrossOriginProtection
+
+	streams atomic.Int64 // /v1/transitions streams open
+}
+
+// RequestHeader is the header a request that changes state (POST) must carry,
+// with any value (X-Pgleader: 1). A browser sends a custom header cross-site
+// only after a CORS preflight, which the API never grants.
+const RequestHeader = "X-Pgleader"
+
+// ServeHTTP checks who a request is addressed to and, for a request that
+// changes state, where it comes from, before the endpoints see it.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r) {
+		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": fmt.Sprintf(
+			"Host %q is not a name of this node's API (a web page may have pointed its own name here: DNS rebinding); address it as 127.0.0.1, localhost or its --listen host", r.Host)})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	default:
+		if err := h.cop.Check(r); err != nil {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "cross-site request refused (" + err.Error() + "): a web page may not change this node's leadership; send the request from a script or tool, with the header " + RequestHeader + ": 1"})
+			return
+		}
+		if r.Header.Get(RequestHeader) == "" {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": r.Method + " needs the header " + RequestHeader + ": 1 (which a web page cannot send cross-site), e.g. curl -X POST -H '" + RequestHeader + ": 1' …"})
+			return
+		}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether r is addressed to this API: no Host (HTTP/1.0,
+// which no browser sends), a loopback address, localhost, the address the
+// connection arrived at, or a name of Options.Hosts. A connection over a
+// Unix socket is not checked: a browser cannot open one.
+func (h *handler) hostAllowed(r *http.Request) bool {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if local != nil && local.Network() == "unix" {
+		return true
+	}
+	host := r.Host
+	if hp, _, err := net.SplitHostPort(host); err == nil {
+		host = hp
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.WithZone("").Unmap()
+		if ip.IsLoopback() {
+			return true
+		}
+		if ta, ok := local.(*net.TCPAddr); ok {
+			if lip, ok := netip.AddrFromSlice(ta.IP); ok && lip.Unmap() == ip {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range h.opt.Hosts {
+		if strings.EqualFold(host, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *handler) scope(w http.ResponseWriter, r *http.Request) *election.Scope {
@@ -192,179 +301,10 @@ func (h *handler) resign(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Event is one line of /v1/transitions.
-type Event struct {
-	Event  string    `json:"event"` // state, elected, draining, ended, leader_observed
-	Scope  string    `json:"scope"`
-	Epoch  int64     `json:"epoch"`
-	Leader string    `json:"leader"`
-	Reason string    `json:"reason,omitempty"` // ended: why the term ended
-	Lost   bool      `json:"lost,omitempty"`   // ended suddenly (not resigned, shut down or handed over)
-	At     time.Time `json:"at"`
-	// Role and TrustRemainingMS: for state events.
-	Role             election.Role `json:"role,omitempty"`
-	TrustRemainingMS float64       `json:"trust_remaining_ms,omitempty"`
-	Missed           int           `json:"missed,omitempty"` // transitions dropped before this one (a slow reader)
-}
-
-// released reasons end a term on request; every other reason is a loss.
-func released(r election.Reason) bool {
-	return r == election.ReasonResigned || r == election.ReasonShutdown || r == election.ReasonHandedOver
-}
-
-func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "streaming unsupported"})
-		return
-	}
-	ndjson := r.URL.Query().Get("format") == "ndjson" || strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
-	// Subscribe first, then send the current state: no transition falls between.
-	ch, cancel := h.e.Subscribe()
-	defer cancel()
-	if ndjson {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-	} else {
-		w.Header().Set("Content-Type", "text/event-stream")
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	send := func(ev Event) error {
-		b, _ := json.Marshal(ev)
-		var err error
-		if ndjson {
-			_, err = fmt.Fprintf(w, "%s\n", b)
-		} else {
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Event, b)
-		}
-		fl.Flush()
-		return err
-	}
-	for _, sc := range h.e.Scopes() {
-		st := State(h.e, sc)
-		if send(Event{Event: "state", Scope: st.Scope, Epoch: st.Epoch, Leader: st.Leader, At: time.Now(),
-			Role: st.Role, TrustRemainingMS: st.TrustRemainingMS}) != nil {
-			return
-		}
-	}
-	draining := make(chan Event, 16)
-	ctx := r.Context()
-	keepalive := time.NewTicker(15 * time.Second)
-	defer keepalive.Stop()
-	for {
-		var ev Event
-		select {
-		case <-ctx.Done():
-			return
-		case <-keepalive.C:
-			if !ndjson {
-				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
-					return
-				}
-				fl.Flush()
-			}
-			continue
-		case ev = <-draining:
-		case t, ok := <-ch:
-			if !ok {
-				return // the Elector stopped
-			}
-			ev = Event{Event: t.Kind.String(), Scope: t.Scope, Epoch: t.Epoch, Leader: t.Holder, At: t.At, Missed: t.Missed}
-			switch t.Kind {
-			case election.Revoked:
-				ev.Event, ev.Reason, ev.Lost = "ended", string(t.Reason), !released(t.Reason)
-			case election.Elected:
-				// Draining is a moment within the term: watch the token for it.
-				go func(tok election.Token) {
-					select {
-					case <-tok.Draining():
-						select {
-						case draining <- Event{Event: "draining", Scope: tok.Scope, Epoch: tok.Epoch, Leader: tok.Holder, At: time.Now()}:
-						case <-ctx.Done():
-						}
-					case <-tok.Context().Done():
-					case <-ctx.Done():
-					}
-				}(t.Token)
-			}
-		}
-		if send(ev) != nil {
-			h.opt.Log.Debug("transitions stream closed by the client", "remote", r.RemoteAddr)
-			return
-		}
-	}
-}
-
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	b, _ := json.Marshal(v)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// ErrRemote reports a --listen address that is not loopback.
-var ErrRemote = errors.New("not a loopback address")
-
-// Listen opens ADDR: "unix:PATH" (a Unix socket, mode 0660, replacing a stale
-// socket file but never a live one or any other file) or HOST:PORT, which must
-// be a loopback address unless allowRemote.
-func Listen(addr string, allowRemote bool) (net.Listener, error) {
-	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		if path == "" {
-			return nil, errors.New("empty socket path: use unix:/run/pgleader/NAME.sock")
-		}
-		if fi, err := os.Lstat(path); err == nil {
-			if fi.Mode()&os.ModeSocket == 0 {
-				return nil, fmt.Errorf("%s exists and is not a socket: choose another path", path)
-			}
-			if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("another process listens on %s: stop it or choose another path", path)
-			}
-			_ = os.Remove(path) // a stale socket of a process that died
-		}
-		ln, err := net.Listen("unix", path)
-		if err != nil {
-			return nil, err
-		}
-		_ = os.Chmod(path, 0o660)
-		return ln, nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("%q: want HOST:PORT (e.g. 127.0.0.1:8008) or unix:PATH", addr)
-	}
-	if !allowRemote {
-		ip, err := netip.ParseAddr(host)
-		if host == "localhost" {
-			err, ip = nil, netip.MustParseAddr("127.0.0.1")
-		}
-		if err != nil || !ip.IsLoopback() {
-			return nil, fmt.Errorf("%s is %w: the API can resign and tells who leads; listen on 127.0.0.1 or unix:PATH, or pass --listen-allow-remote", net.JoinHostPort(host, port), ErrRemote)
-		}
-		host = ip.String()
-	}
-	return net.Listen("tcp", net.JoinHostPort(host, port))
-}
-
-// Serve serves h on ln until ctx ends, then closes the listener and every
-// stream within a second.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = srv.Close()
-	}
-	<-done
-	return err
 }

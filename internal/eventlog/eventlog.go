@@ -15,14 +15,23 @@
 // The lines of one event are written with a single write(2) on a file opened with
 // O_APPEND, so lines of concurrent writers never interleave and a crash loses at most the line
 // being written. A Writer is safe for concurrent use.
+//
+// The file is the node's own: it is created with mode 0600, never through a
+// symbolic link (O_NOFOLLOW), and an existing path is used only if it is a
+// regular file of the current user, with one link, that neither group nor
+// others may write (ErrUnsafeFile otherwise): a path another user prepared
+// could otherwise make the node write where it did not mean to, or let that
+// user rewrite the record a checker trusts.
 package eventlog
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pgleader/pgleader/election"
@@ -84,26 +93,76 @@ type Writer struct {
 	err error // the first write error, returned by Close
 }
 
-// Open opens (creating it if needed) the events file at path for appending.
-// node fills the node field of action lines.
+// Open opens (creating it, mode 0600, if needed) the events file at path for
+// appending. node fills the node field of action lines. A path that is not
+// safe to write (see the package doc) is an error wrapping ErrUnsafeFile that
+// names the fix; the path is left as it is.
 func Open(path, node string) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := openFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("open events file: %w", err)
+		return nil, err
 	}
 	return &Writer{node: node, path: path, f: f}, nil
+}
+
+// ErrUnsafeFile reports an events file path that is not the node's own regular
+// file: a symbolic link, a FIFO or another kind of file, a hard link, a file of
+// another user, or one that group or others may write.
+var ErrUnsafeFile = errors.New("unsafe events file")
+
+// openFile opens path for appending as the package doc says. O_NONBLOCK keeps
+// a FIFO from blocking the open (it is refused by its type just after); on a
+// regular file it changes nothing, and it is cleared anyway.
+func openFile(path string) (*os.File, error) {
+	unsafe := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s %s", ErrUnsafeFile, path, fmt.Sprintf(format, args...))
+	}
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, unsafe("is a symbolic link, which pgleader does not follow there; pass the path of a regular file")
+	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENXIO): // ENXIO: a FIFO without a reader, a socket
+		return nil, unsafe("is not a regular file; pass the path of a regular file")
+	case err != nil:
+		return nil, fmt.Errorf("open events file: %w", &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("open events file: %w", &os.PathError{Op: "fstat", Path: path, Err: err})
+	}
+	mode := os.FileMode(st.Mode & 0o777)
+	switch uid := os.Geteuid(); {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		err = unsafe("is not a regular file; pass the path of a regular file")
+	case int(st.Uid) != uid:
+		err = unsafe("is owned by uid %d, not by this user (uid %d); remove it, or pass a path of your own", st.Uid, uid)
+	case st.Nlink != 1:
+		err = unsafe("is a hard link (%d names); remove it, or pass another path", st.Nlink)
+	case mode&0o022 != 0:
+		err = unsafe("may be written by group or others (mode %04o); chmod 600 %s", mode, path)
+	}
+	if err == nil {
+		err = syscall.SetNonblock(fd, false)
+	}
+	if err != nil {
+		_ = syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // OmitHeartbeats leaves heartbeat_ok lines out of the file from now on.
 func (w *Writer) OmitHeartbeats() { w.omitHeartbeats.Store(true) }
 
 // Reopen closes the file and opens its path again, creating it if needed: after
-// logrotate moved it away (SIGHUP), lines go to a new file at the same path. On
-// failure the old file stays in use and the error is returned.
+// logrotate moved it away (SIGHUP), lines go to a new file at the same path.
+// The path is checked as by Open. On failure the old file stays in use and the
+// error is returned.
 func (w *Writer) Reopen() error {
-	f, err := os.OpenFile(w.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := openFile(w.path)
 	if err != nil {
-		return fmt.Errorf("reopen events file: %w", err)
+		return fmt.Errorf("reopen: %w", err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

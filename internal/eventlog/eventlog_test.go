@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,3 +249,136 @@ func TestTailReadsOnlyCompleteNewLines(t *testing.T) {
 		t.Fatalf("third read returned old lines: %+v", rs)
 	}
 }
+
+// TestOpenRefusesUnsafeFiles: the events file is the node's own. A path
+// another user prepared — a symbolic link to a file of the node's user, a file
+// that user owns, a file anyone may write, a FIFO that would block the open, a
+// hard link to another file — is refused with ErrUnsafeFile and left as it is;
+// a new file is created 0600 whatever the umask; an existing 0600 or 0644 file
+// of the user is appended to.
+func TestOpenRefusesUnsafeFiles(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+
+	t.Run("NewFileIs0600", func(t *testing.T) {
+		path := filepath.Join(dir, "new.jsonl")
+		w, err := Open(path, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = w.Close()
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("created with mode %v (%v), want 0600 under umask 0", fi.Mode(), err)
+		}
+	})
+
+	t.Run("AppendsToOwnFiles", func(t *testing.T) {
+		for _, mode := range []os.FileMode{0o600, 0o644, 0o400 | 0o200} {
+			path := filepath.Join(dir, fmt.Sprintf("own-%o.jsonl", mode))
+			if err := os.WriteFile(path, []byte(`{"mono_ns":1}`+"\n"), mode); err != nil {
+				t.Fatal(err)
+			}
+			w, err := Open(path, "n1")
+			if err != nil {
+				t.Fatalf("mode %o: %v", mode, err)
+			}
+			w.Action(ActionOK, "a", 1, "r", "")
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := readLines(t, path); len(got) != 2 {
+				t.Fatalf("mode %o: %d lines after appending, want 2", mode, len(got))
+			}
+		}
+	})
+
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		name, want string
+		prepare    func(path string) error
+	}{
+		{"Symlink", "symbolic link", func(p string) error { return os.Symlink(victim, p) }},
+		{"DanglingSymlink", "symbolic link", func(p string) error { return os.Symlink(filepath.Join(dir, "nowhere"), p) }},
+		{"WorldWritable", "chmod 600", func(p string) error { return os.WriteFile(p, nil, 0o666) }},
+		{"GroupWritable", "chmod 600", func(p string) error { return os.WriteFile(p, nil, 0o620) }},
+		{"FIFO", "not a regular file", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"Directory", "not a regular file", func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"HardLink", "hard link", func(p string) error { return os.Link(victim, p) }},
+		{"OtherOwner", "owned by", func(p string) error {
+			if os.Geteuid() != 0 {
+				return errSkip
+			}
+			if err := os.WriteFile(p, nil, 0o600); err != nil {
+				return err
+			}
+			return os.Chown(p, 101, 101) // any uid but ours
+		}},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, tt.name+".jsonl")
+			if err := tt.prepare(path); errors.Is(err, errSkip) {
+				t.Skip("needs root to give a file to another user")
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.Lstat(path)
+			done := make(chan error, 1)
+			go func() {
+				w, err := Open(path, "n1")
+				if err == nil {
+					_ = w.Close()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Open blocked (a FIFO without a reader?)")
+			}
+			if !errors.Is(err, ErrUnsafeFile) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("Open = %v; want ErrUnsafeFile, one line containing %q", err, tt.want)
+			}
+			after, _ := os.Lstat(path)
+			if before.Mode() != after.Mode() || before.Size() != after.Size() {
+				t.Errorf("the refused path changed: %v %d → %v %d", before.Mode(), before.Size(), after.Mode(), after.Size())
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+				t.Fatalf("the file behind the link was written: %q", b)
+			}
+		})
+	}
+
+	t.Run("ReopenRefusesToo", func(t *testing.T) {
+		path := filepath.Join(dir, "rotated.jsonl")
+		w, err := Open(path, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		// logrotate moved the file away; someone put a link in its place.
+		if err := os.Rename(path, path+".1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, path); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Reopen(); !errors.Is(err, ErrUnsafeFile) {
+			t.Fatalf("Reopen over a symlink = %v, want ErrUnsafeFile", err)
+		}
+		w.Action(ActionOK, "a", 1, "r", "") // still goes to the old file
+		if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
+			t.Fatalf("the file behind the link was written: %q", b)
+		}
+		if got := readLines(t, path+".1"); len(got) != 1 {
+			t.Fatalf("old file: %d lines, want 1", len(got))
+		}
+	})
+}
+
+var errSkip = errors.New("skip")

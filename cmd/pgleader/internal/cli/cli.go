@@ -2,7 +2,8 @@
 // command in cmd/pgleader is only flag wiring:
 //
 //   - where the database comes from (ResolveDSN: --dsn, then DATABASE_URL, then the
-//     standard PG* variables);
+//     standard PG* variables), and the warnings about where its password is kept
+//     (PasswordWarning, PassfileWarning: a file of passwords others may read);
 //   - how a failure becomes one line on stderr and an exit code (Message, ExitCode):
 //     bad input — a malformed connection string, an unreachable server, PostgreSQL
 //     older than 14, a missing schema, an invalid configuration, a usage mistake —

@@ -55,9 +55,10 @@ func DefaultConfigPath() string {
 type NamedTarget struct {
 	Name string
 	Target
-	// Warning is a one-line warning to print before use (a password in the
-	// file), or empty.
-	Warning string
+	// Warnings are one-line warnings to print before use: a password in the
+	// config file, a config file or password file group or others may read.
+	// Several targets may give the same one; print each once.
+	Warnings []string
 }
 
 // Config is a parsed config file.
@@ -254,10 +255,16 @@ func (c *Config) resolveOne(ct ConfigTarget) (NamedTarget, error) {
 	if inFile {
 		for _, pw := range dsnPasswords(ct.DSN) {
 			if pw != "" {
-				nt.Warning = "pgleader: warning: " + where + ": its dsn holds a password in the file; move it to a passfile (passfile: PATH), ~/.pgpass or an environment variable (dsn: env:VARIABLE)"
+				nt.Warnings = append(nt.Warnings, "pgleader: warning: "+where+": its dsn holds a password in the file; move it to a passfile (passfile: PATH), ~/.pgpass or an environment variable (dsn: env:VARIABLE)")
+				if w := looseSecretFile("config file", c.Path); w != "" {
+					nt.Warnings = append(nt.Warnings, w)
+				}
 				break
 			}
 		}
+	}
+	if w := PassfileWarning(dsn); w != "" {
+		nt.Warnings = append(nt.Warnings, w)
 	}
 	return nt, nil
 }

@@ -42,8 +42,8 @@ targets:
 		t.Errorf("passfile not applied: %q", all[2].DSN)
 	}
 	for _, nt := range all {
-		if nt.Warning != "" {
-			t.Errorf("%s: unexpected warning %q", nt.Name, nt.Warning)
+		if len(nt.Warnings) != 0 {
+			t.Errorf("%s: unexpected warnings %q", nt.Name, nt.Warnings)
 		}
 	}
 	two, err := cfg.Resolve([]string{"orders", "billing"})
@@ -57,8 +57,8 @@ targets:
 		t.Fatal(err)
 	}
 	r, err := pw.Resolve(nil)
-	if err != nil || r[0].Warning == "" || strings.Contains(r[0].Warning, "s3cr3t") {
-		t.Errorf("password warning %q, %v", r[0].Warning, err)
+	if err != nil || len(r[0].Warnings) != 1 || strings.Contains(r[0].Warnings[0], "s3cr3t") {
+		t.Errorf("password warnings %q, %v; want one that does not quote it", r[0].Warnings, err)
 	}
 
 	bad := []struct{ name, text, want string }{
