@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/human"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // finding is a check result before the grace and Since rules apply.
@@ -160,13 +161,68 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 		}
 	}
 
-	if row.Changes > cfg.FlapMax {
+	// Flapping counts the changes nobody planned: a term that follows one its
+	// holder ended itself (resigned, handed over, shut down: a rolling restart,
+	// a handover, a cron job's run) is not a leader lost.
+	if planned := plannedChanges(r.termsOf(row.Name), r.Now.Add(-cfg.FlapWindow)); row.Changes-planned > cfg.FlapMax {
+		what := ""
+		if planned > 0 {
+			what = fmt.Sprintf(", %d of them after a planned release", planned)
+		}
 		out = append(out, finding{alert: Alert{Kind: AlertFlapping, Severity: SeverityWarning, Scope: row.Name,
-			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d)", row.Changes, row.Name, human.Duration(cfg.FlapWindow), cfg.FlapMax),
+			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d unplanned%s)", row.Changes, row.Name, human.Duration(cfg.FlapWindow), cfg.FlapMax, what),
 			Hint:    "leaders keep losing the scope: read the release reasons (pgleader history); heartbeat_timeout points at database latency, crashed at a crash loop, database_failover at the database, resigned at the application",
 			Runbook: runbook(AlertFlapping)}})
 	}
+	if f, ok := slowFailover(cfg, r, row, sc); ok {
+		out = append(out, f)
+	}
 	return out
+}
+
+// plannedChanges counts the terms of terms (one scope's, by epoch) that began
+// after since and followed a term its holder ended itself.
+func plannedChanges(terms []Term, since time.Time) int {
+	n := 0
+	for i := 1; i < len(terms); i++ {
+		t, prev := terms[i], terms[i-1]
+		if t.AcquiredAt.After(since) && prev.Epoch < t.Epoch && prev.EndedBy.Clean() {
+			n++
+		}
+	}
+	return n
+}
+
+// slowFailover raises AlertSlowFailover for a led scope whose term began more
+// than SlowFailover after its predecessor's last sign of life, in its first
+// SlowFailoverFor, unless the predecessor's term ended with the database.
+func slowFailover(cfg *Config, r *dbRead, row scopeRow, sc *Scope) (finding, bool) {
+	if !sc.HasLeader() || row.Latest == nil || !row.Latest.Open() || row.Latest.Epoch != row.Epoch {
+		return finding{}, false
+	}
+	t := *row.Latest
+	if t.HandoverGap <= cfg.SlowFailover || r.Now.Sub(t.AcquiredAt) > cfg.SlowFailoverFor {
+		return finding{}, false
+	}
+	terms := r.termsOf(row.Name)
+	var prev *Term
+	for i := range terms {
+		if terms[i].Epoch < t.Epoch {
+			prev = &terms[i]
+		}
+	}
+	reason := "its predecessor"
+	if prev != nil {
+		if prev.EndedBy == protocol.ReasonDatabaseFailover {
+			return finding{}, false // the database was down: collector_down's, not the election's
+		}
+		reason = fmt.Sprintf("%s's term %d ended as %s", prev.Holder, prev.Epoch, cmp.Or(string(prev.EndedBy), "?"))
+	}
+	return finding{alert: Alert{Kind: AlertSlowFailover, Severity: SeverityWarning, Scope: row.Name, Node: t.Holder,
+		Summary: fmt.Sprintf("%s was without a leader for %s before term %d began (more than %s): %s",
+			row.Name, human.Duration(t.HandoverGap), t.Epoch, human.Duration(cfg.SlowFailover), reason),
+		Hint:    "a crash fails over in milliseconds and a frozen or cut-off holder within its session lease: a longer gap means the candidates were late, deferred or absent; read the node logs around the gap (pgleader history shows it)",
+		Runbook: runbook(AlertSlowFailover)}}, true
 }
 
 // interference describes the sessions on a scope's lock that are not its
@@ -293,7 +349,9 @@ func verdict(sc *Scope, late, idle bool) Verdict {
 		}
 	}
 	switch {
-	case !sc.HasLeader() && idle && len(sc.Alerts) == 0:
+	case !sc.HasLeader() && idle:
+		// Nobody is meant to lead (a cron scope between runs): its alerts
+		// show, but it is not a scope without the leader it should have.
 		return VerdictIdle
 	case !sc.HasLeader():
 		return VerdictNoLeader

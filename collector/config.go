@@ -25,6 +25,8 @@ const (
 	DefaultLockPressure       = 0.5
 	DefaultNotifyQueue        = 0.1
 	DefaultNodeRetention      = time.Hour
+	DefaultSlowFailover       = 5 * time.Second
+	DefaultSlowFailoverFor    = 30 * time.Minute
 	DefaultCollectorDownAfter = 5 * time.Second
 	DefaultRecentTerms        = 50
 	DefaultTermsWindow        = 5 * time.Minute
@@ -121,6 +123,13 @@ type Config struct {
 	// nominal size before every session of the server starts failing.
 	LockPressure float64
 
+	// SlowFailover and SlowFailoverFor: an open term that began more than
+	// SlowFailover after its predecessor's last sign of life raises
+	// AlertSlowFailover (warning) for its first SlowFailoverFor (the same
+	// thresholds as the PgleaderSlowFailover rule, which reads this alert).
+	SlowFailover    time.Duration
+	SlowFailoverFor time.Duration
+
 	// NodeRetention: a node that stopped, or has not been seen, for longer than
 	// this leaves the snapshot (the views, the checks, the exporter's series).
 	// pgleader node forget removes one at once.
@@ -210,6 +219,8 @@ func (c *Config) applyDefaults() {
 	def(&c.CollectorDownAfter, DefaultCollectorDownAfter)
 	def(&c.EvictAfter, DefaultEvictAfter)
 	def(&c.NodeRetention, DefaultNodeRetention)
+	def(&c.SlowFailover, DefaultSlowFailover)
+	def(&c.SlowFailoverFor, DefaultSlowFailoverFor)
 	def(&c.TermsWindow, DefaultTermsWindow)
 	if c.FlapMax == 0 {
 		c.FlapMax = DefaultFlapMax

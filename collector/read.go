@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -63,6 +64,29 @@ type dbRead struct {
 	// (first read with events only): transactions still in flight.
 	InFlight []int64
 	Cursor   readCursor // how Audit was read
+
+	byScope map[string][]Term // termsOf's index
+}
+
+// termsOf returns the terms of scope the read has (the recent ones and the
+// window's), each once, by epoch.
+func (r *dbRead) termsOf(scope string) []Term {
+	if r.byScope == nil {
+		r.byScope = map[string][]Term{}
+		seen := map[int64]bool{}
+		for _, ts := range [][]Term{r.Terms, r.WindowTerms} {
+			for _, t := range ts {
+				if !seen[t.ID] {
+					seen[t.ID] = true
+					r.byScope[t.Scope] = append(r.byScope[t.Scope], t)
+				}
+			}
+		}
+		for _, ts := range r.byScope {
+			slices.SortFunc(ts, func(a, b Term) int { return cmp.Compare(a.Epoch, b.Epoch) })
+		}
+	}
+	return r.byScope[scope]
 }
 
 // scopeRow is a scope name (from leader_state or from a candidate's scopes), its

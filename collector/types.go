@@ -82,6 +82,11 @@ const (
 	// login that the scope's binding (pgleader scope bind, made after it was
 	// elected) no longer admits.
 	AlertUnboundLeader AlertKind = "unbound_leader"
+	// AlertSlowFailover: the open term began more than Config.SlowFailover after
+	// its predecessor's last sign of life, within Config.SlowFailoverFor of its
+	// start; not raised when the predecessor's term ended with the database
+	// (database_failover: the outage is collector_down's, not a slow election).
+	AlertSlowFailover AlertKind = "slow_failover"
 )
 
 // ForeignSession is a session that holds or waits on a scope's advisory lock
