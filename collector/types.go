@@ -147,7 +147,11 @@ type Verdict string
 // Verdicts, from worst to best.
 const (
 	VerdictSplitBrain Verdict = "SPLIT BRAIN"
-	VerdictNoLeader   Verdict = "NO LEADER"
+	// VerdictUnreachable: the database could not be read: nothing is known of
+	// its scopes now (a fleet's member, status over named targets). Worse than
+	// NO LEADER, which it may hide; better than a known split brain.
+	VerdictUnreachable Verdict = "UNREACHABLE"
+	VerdictNoLeader    Verdict = "NO LEADER"
 	VerdictDegraded   Verdict = "DEGRADED"
 	VerdictOK         Verdict = "OK"
 	// VerdictIdle: no leader, and nobody is meant to lead: every candidate of the
@@ -169,18 +173,19 @@ var verdictTable = [...]struct {
 	glyph string
 }{
 	{VerdictSplitBrain, 0, "‼"},
-	{VerdictNoLeader, 1, "✖"},
-	{VerdictDegraded, 2, "▲"},
-	// rank 3: any unknown verdict (unknownRank)
-	{VerdictOK, 4, "✔"},
-	{VerdictIdle, 5, "·"},
+	{VerdictUnreachable, 1, "?"},
+	{VerdictNoLeader, 2, "✖"},
+	{VerdictDegraded, 3, "▲"},
+	// rank 4: any unknown verdict (unknownRank)
+	{VerdictOK, 5, "✔"},
+	{VerdictIdle, 6, "·"},
 }
 
 // unknownRank and unknownGlyph stand for a verdict that is not one of the
 // constants: it ranks after what is known to be wrong and before what is known
 // to be fine (it is Troubled: something to look at).
 const (
-	unknownRank  = 3
+	unknownRank  = 4
 	unknownGlyph = "?"
 )
 
@@ -207,14 +212,22 @@ func (v Verdict) index() int {
 }
 
 // Rank orders verdicts worst first (lower is worse), the order every view
-// sorts, counts and judges them in: SPLIT BRAIN 0, NO LEADER 1, DEGRADED 2,
-// any unknown verdict 3, OK 4, IDLE 5. Known verdicts have distinct ranks;
-// unknown ones share theirs.
+// sorts, counts and judges them in: SPLIT BRAIN 0, UNREACHABLE 1, NO LEADER 2,
+// DEGRADED 3, any unknown verdict 4, OK 5, IDLE 6. Known verdicts have
+// distinct ranks; unknown ones share theirs.
 func (v Verdict) Rank() int {
 	if i := v.index(); i >= 0 {
 		return verdictTable[i].rank
 	}
 	return unknownRank
+}
+
+// WorseOf returns the worse of v and w (Rank).
+func (v Verdict) WorseOf(w Verdict) Verdict {
+	if v.Rank() < w.Rank() {
+		return v
+	}
+	return w
 }
 
 // Glyph is the one-character mark of the verdict ("‼", "✖", "▲", "✔", "·"),

@@ -85,7 +85,7 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 		snap, err := c.Poll(ctx)
 		return read{snap}, err
 	})
-	worst, failed := collector.VerdictOK, false
+	worst := collector.VerdictOK
 	type jsonTarget struct {
 		Target string          `json:"target"`
 		Status json.RawMessage `json:"status,omitempty"`
@@ -95,22 +95,21 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 	for i, r := range results {
 		name := r.target.Name
 		if r.err != nil {
-			failed = true
+			worst = collector.VerdictUnreachable.WorseOf(worst)
 			line := a.targetError(name, r.err)
-			switch output { // said once: where the output has room for it, else on stderr
+			fmt.Fprintln(a.stderr, line) // errors on stderr, in every format
+			switch output {
 			case cli.FormatJSON:
 				docs = append(docs, jsonTarget{Target: name, Error: line})
 			case cli.FormatTable:
-				fmt.Fprintf(a.stdout, "%s── %s ── cannot be read: %s\n", sectionGap(i), name, strings.TrimPrefix(line, "pgleader: target "+name+": "))
-			default:
-				fmt.Fprintln(a.stderr, line)
+				fmt.Fprintf(a.stdout, "%s── %s ── %s (see stderr)\n", sectionGap(i), name, collector.VerdictUnreachable.Label())
 			}
 			continue
 		}
 		var b bytes.Buffer
 		v := writeStatus(&b, r.value.snap, scopes, output)
-		if v.Known() && v.Rank() < worst.Rank() {
-			worst = v
+		if v.Known() {
+			worst = v.WorseOf(worst)
 		}
 		switch output {
 		case cli.FormatJSON:
@@ -134,10 +133,7 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 			Targets []jsonTarget      `json:"targets"`
 		}{worst, docs})
 	}
-	if failed && worst != collector.VerdictSplitBrain {
-		return &cli.StatusError{Code: cli.ExitFailure}
-	}
-	return statusExit(worst)
+	return statusExit(worst) // UNREACHABLE, unless a split brain is known elsewhere
 }
 
 // collectorInterval is the poll interval of a collector that reads once.
@@ -183,11 +179,16 @@ func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQu
 		target string
 	}
 	var rows []row
-	failed := false
+	type targetError struct {
+		Target string `json:"target"`
+		Error  string `json:"error"`
+	}
+	var errs []targetError
 	for _, r := range results {
 		if r.err != nil {
-			failed = true
-			fmt.Fprintln(a.stderr, a.targetError(r.target.Name, r.err))
+			line := a.targetError(r.target.Name, r.err)
+			fmt.Fprintln(a.stderr, line) // errors on stderr, in every format
+			errs = append(errs, targetError{r.target.Name, line})
 			continue
 		}
 		for _, t := range r.value {
@@ -200,11 +201,24 @@ func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQu
 	for i, r := range rows {
 		terms[i], targets[i] = r.term, r.target
 	}
-	if err := writeTargetTerms(a.stdout, terms, targets, output); err != nil {
+	if output == cli.FormatJSON && len(errs) > 0 {
+		// The terms, then one {"target", "error"} per database that could not be
+		// read: a reader of the JSON alone knows what it lacks.
+		out := make([]any, 0, len(terms)+len(errs))
+		for i, t := range terms {
+			out = append(out, targetTerm{targets[i], t})
+		}
+		for _, e := range errs {
+			out = append(out, e)
+		}
+		if err := cli.WriteJSON(a.stdout, out); err != nil {
+			return err
+		}
+	} else if err := writeTargetTerms(a.stdout, terms, targets, output); err != nil {
 		return err
 	}
-	if failed {
-		return &cli.StatusError{Code: cli.ExitFailure}
+	if len(errs) > 0 {
+		return &cli.StatusError{Code: cli.ExitUnreachable}
 	}
 	return nil
 }

@@ -81,6 +81,7 @@ func TestBadInput(t *testing.T) {
 			[]string{"invalid connection string from --dsn", "fix it"}},
 		{"MalformedDatabaseURL", []string{"DATABASE_URL=postgres://bad host:x"}, []string{"migrate"},
 			[]string{"invalid connection string from DATABASE_URL"}},
+		// Unreachable is not bad input: exit 6 (cli.ExitUnreachable).
 		{"Unreachable", nil, []string{"node", "--scope", "a", "--dsn", unreachable},
 			[]string{"database unreachable", "127.0.0.1:1", "check --dsn"}},
 		{"UnreachableMigrate", nil, []string{"migrate", "--dsn", unreachable},
@@ -142,8 +143,12 @@ func TestBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := pgleader(t, tt.env, tt.args...)
-			if r.code != cli.ExitBadInput {
-				t.Errorf("exit %d, want %d", r.code, cli.ExitBadInput)
+			want := cli.ExitBadInput
+			if strings.HasPrefix(tt.name, "Unreachable") {
+				want = cli.ExitUnreachable // the same one line, and its own exit code
+			}
+			if r.code != want {
+				t.Errorf("exit %d, want %d", r.code, want)
 			}
 			line, ok := strings.CutSuffix(r.stderr, "\n")
 			if !ok || strings.Contains(line, "\n") || !strings.HasPrefix(line, "pgleader: ") {

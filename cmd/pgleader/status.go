@@ -57,19 +57,25 @@ Retired scopes are counted, not shown (-o json: retired).
 
 Exit codes, for scripts and health checks:
   0  every scope is OK or IDLE
-  1  runtime failure (e.g. the connection broke)
-  2  bad input: flags, connection string, unreachable server, missing schema
+  1  runtime failure
+  2  bad input: flags, connection string, wrong login or password, no such
+     database, missing schema
   3  some scope has no leader
-  4  some scope has a split brain (the worst: 4 wins over 3 and 5)
+  4  some scope has a split brain (the worst: 4 wins over 6, 3 and 5)
   5  every scope is led, but some are DEGRADED (alerts: a late heartbeat, a
      fence rejection, no live follower, …)
+  6  a database could not be read (not reached, refused, timed out, shutting
+     down or starting, or the connection was lost), with --dsn as with --target;
+     6 wins over 3 and 5: an unread database may hide either
 
 Over named targets (--target, --all-targets) each database is read in
 parallel: -o table prints a section per database, -o tsv adds a leading target
 column, -o json is {"verdict": …, "targets": [{"target": NAME, "status": {the
-single database's object}} or {"target": NAME, "error": "…"}]}. A database that
-cannot be read is reported (and on stderr) and makes the exit code 1, unless a
-split brain elsewhere makes it 4.
+single database's object}} or {"target": NAME, "error": "…"}]}; the top-level
+verdict is the worst of the databases', UNREACHABLE included. A database that
+cannot be read says so on stderr, in every format (the table keeps its section,
+marked UNREACHABLE), and makes the exit code 6, unless a split brain elsewhere
+makes it 4.
 
 With --watch it redraws every --interval until Ctrl-C (exit code of the last frame),
 and on every change the collector learns of in between. With --watch:
@@ -227,6 +233,8 @@ func statusExit(worst collector.Verdict) error {
 	switch worst {
 	case collector.VerdictSplitBrain:
 		return &cli.StatusError{Code: cli.ExitSplitBrain}
+	case collector.VerdictUnreachable:
+		return &cli.StatusError{Code: cli.ExitUnreachable}
 	case collector.VerdictNoLeader:
 		return &cli.StatusError{Code: cli.ExitNoLeader}
 	case collector.VerdictDegraded:

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
@@ -52,8 +53,8 @@ func TestTargets(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the moment is in the past of every clock here
 		at := led.Format(time.RFC3339Nano)
 		r := pgleader(t, env, "status", "--config", conf, "--all-targets", "--at", at, "-o", "json")
-		if r.code != 1 {
-			t.Errorf("exit %d, want 1 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
+		if r.code != cli.ExitUnreachable {
+			t.Errorf("exit %d, want 6 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		var doc struct {
 			Targets []struct {
@@ -95,16 +96,19 @@ func TestTargets(t *testing.T) {
 	})
 	t.Run("StatusTable", func(t *testing.T) {
 		r := pgleader(t, env, "status", "--config", conf, "--all-targets")
-		if r.code != 1 {
-			t.Errorf("exit %d, want 1 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
+		if r.code != cli.ExitUnreachable {
+			t.Errorf("exit %d, want 6 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		for _, want := range []string{"── billing ──", "── orders ──", "── down ── cannot be read: database unreachable", "a1", "b1"} {
+		for _, want := range []string{"── billing ──", "── orders ──", "── down ── ? UNREACHABLE (see stderr)", "a1", "b1"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 			}
 		}
-		if strings.Contains(r.stdout, "check --dsn") {
-			t.Errorf("the advice of a target names --dsn:\n%s", r.stdout)
+		if !strings.Contains(r.stderr, "pgleader: target down: database unreachable") || strings.Contains(r.stdout, "database unreachable") {
+			t.Errorf("the error belongs on stderr, only there:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stderr, "check --dsn") {
+			t.Errorf("the advice of a target names --dsn:\n%s", r.stderr)
 		}
 	})
 	t.Run("StatusJSON", func(t *testing.T) {
@@ -133,15 +137,30 @@ func TestTargets(t *testing.T) {
 			len(doc.Targets[1].Status.Scopes) != 1 || doc.Targets[1].Status.Scopes[0].Leader != "a1" {
 			t.Errorf("status -o json over two targets:\n%s", r.stdout)
 		}
-		r = pgleader(t, env, "status", "--config", conf, "--target", "down", "-o", "json")
-		if r.code != 1 || !strings.Contains(r.stdout, `"error": "pgleader: target down: database unreachable`) {
-			t.Errorf("down target in JSON: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		r = pgleader(t, env, "status", "--config", conf, "--target", "down", "--target", "billing", "-o", "json")
+		if r.code != cli.ExitUnreachable || !strings.Contains(r.stdout, `"error": "pgleader: target down: database unreachable`) ||
+			!strings.Contains(r.stdout, `"verdict": "UNREACHABLE"`) || !strings.Contains(r.stderr, "target down") {
+			t.Errorf("down target in JSON: exit %d; want 6, the verdict UNREACHABLE (the worst of the databases'), the error on stderr too\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	})
 	t.Run("History", func(t *testing.T) {
 		r := pgleader(t, env, "history", "--config", conf, "--all-targets", "-o", "tsv")
-		if r.code != 1 || !strings.Contains(r.stderr, "pgleader: target down: database unreachable") {
-			t.Errorf("exit %d, stderr %q: want 1 and the down target named", r.code, r.stderr)
+		if r.code != cli.ExitUnreachable || !strings.Contains(r.stderr, "pgleader: target down: database unreachable") {
+			t.Errorf("exit %d, stderr %q: want 6 and the down target named", r.code, r.stderr)
+		}
+		rj := pgleader(t, env, "history", "--config", conf, "--all-targets", "-o", "json")
+		var docs []map[string]any
+		if err := json.Unmarshal([]byte(rj.stdout), &docs); err != nil {
+			t.Fatalf("history -o json: %v\n%s", err, rj.stdout)
+		}
+		var sawErr bool
+		for _, d := range docs {
+			if d["target"] == "down" && strings.Contains(fmt.Sprint(d["error"]), "database unreachable") {
+				sawErr = true
+			}
+		}
+		if rj.code != cli.ExitUnreachable || !sawErr {
+			t.Errorf("history -o json: exit %d, want 6 and a {target: down, error} entry:\n%s", rj.code, rj.stdout)
 		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		if len(lines) != 3 || !strings.HasSuffix(lines[0], "\ttarget") {

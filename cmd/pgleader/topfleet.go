@@ -32,7 +32,7 @@ type topFleetOptions struct {
 
 // topFleet runs the dashboard (or --once) over several named databases: a
 // collector per database, merged by a collector.Fleet; actions go to the
-// collector of the scope's database. --once exits 1 when a database could
+// collector of the scope's database. --once exits 6 when a database could
 // not be read, as status does.
 func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOptions) error {
 	members := make([]collector.FleetMember, 0, len(ts))
@@ -60,7 +60,7 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 			return err
 		}
 		// As status: a database that cannot be read is said on stderr, and
-		// exits 1 once the others are printed.
+		// exits 6 once the others are printed.
 		failed := false
 		for _, d := range snap.Databases {
 			if !d.Up() {
@@ -69,7 +69,7 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 			}
 		}
 		if failed {
-			return &cli.StatusError{Code: cli.ExitFailure}
+			return &cli.StatusError{Code: cli.ExitUnreachable}
 		}
 		return nil
 	}

@@ -36,8 +36,8 @@ func TestTopFleetOnce(t *testing.T) {
 	}
 
 	r := pgleader(t, nil, "top", "--once", "-o", "json", "--config", conf, "--all-targets")
-	if r.code != 1 || !strings.Contains(r.stderr, "target down") {
-		t.Fatalf("exit %d, want 1 (a database cannot be read), and its line on stderr\n%s%s", r.code, r.stdout, r.stderr)
+	if r.code != 6 || !strings.Contains(r.stderr, "target down") {
+		t.Fatalf("exit %d, want 6 (a database cannot be read), and its line on stderr\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var doc struct {
 		Snapshot struct {
@@ -74,7 +74,7 @@ func TestTopFleetOnce(t *testing.T) {
 	}
 
 	r = pgleader(t, nil, "top", "--once", "--width", "100", "--config", conf, "--all-targets")
-	if r.code != 1 || !strings.Contains(r.stdout, "down ✖ UNREACHABLE") || !strings.Contains(r.stdout, "billing 1 ✔") {
+	if r.code != 6 || !strings.Contains(r.stdout, "down ✖ UNREACHABLE") || !strings.Contains(r.stdout, "billing 1 ✔") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/pgleader/pgleader/election"
 )
 
@@ -111,8 +113,14 @@ func TestMessageAndExitCode(t *testing.T) {
 		{"Config", fmt.Errorf("new: %w", &election.ConfigError{Field: "TrustWindow", Rule: "must exceed I + T"}), ExitBadInput,
 			`^pgleader: invalid configuration: TrustWindow: must exceed I \+ T \(flag --trust-window\)$`},
 		{"ConfigNoFlag", &election.ConfigError{Field: "LockKeys", Rule: "r"}, ExitBadInput, `^pgleader: invalid configuration: LockKeys: r$`},
-		{"Unreachable", fmt.Errorf("%w: cannot connect to db:5432: refused\ndb:5432: refused", election.ErrUnreachable), ExitBadInput,
+		{"Unreachable", fmt.Errorf("%w: cannot connect to db:5432: refused\ndb:5432: refused", election.ErrUnreachable), ExitUnreachable,
 			`^pgleader: database unreachable: cannot connect to db:5432: refused; check --dsn`},
+		// A server that answered with a refusal the user can fix is bad input,
+		// not a database that cannot be read.
+		{"WrongPassword", fmt.Errorf("%w: %w", election.ErrUnreachable, &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}), ExitBadInput, `password authentication failed`},
+		{"NoSuchDatabase", fmt.Errorf("%w: %w", election.ErrUnreachable, &pgconn.PgError{Code: "3D000", Message: "database \"x\" does not exist"}), ExitBadInput, `does not exist`},
+		{"ShuttingDown", fmt.Errorf("read: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), ExitUnreachable, `terminating connection`},
+		{"ConnectionException", fmt.Errorf("read: %w", &pgconn.PgError{Code: "08006", Message: "connection failure"}), ExitUnreachable, `connection failure`},
 		{"Unsupported", fmt.Errorf("%w: server is 13.4", election.ErrUnsupportedServer), ExitBadInput,
 			`^pgleader: unsupported PostgreSQL version: server is 13\.4; point --dsn at PostgreSQL 14 or newer$`},
 		{"SchemaMissingWithFix", fmt.Errorf("%w: no schema: run `pgleader migrate`", election.ErrSchemaMissing), ExitBadInput,

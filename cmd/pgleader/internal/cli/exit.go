@@ -3,9 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/termsafe"
@@ -24,6 +29,13 @@ const (
 	// ExitDegraded: `pgleader status` found every scope led, but some with
 	// alerts (DEGRADED): worth a look, not an outage.
 	ExitDegraded = 5
+	// ExitUnreachable: the database could not be read (not reached, refused,
+	// timed out, shutting down or starting, the connection lost mid-read), the
+	// same with --dsn and with --target; a fleet where some database cannot be
+	// read (4 still wins). Bad configuration (a malformed DSN, a wrong password,
+	// no such database, no schema) stays ExitBadInput: a health check tells a
+	// wrong config from a down database.
+	ExitUnreachable = 6
 )
 
 // StatusError ends a command with Code after it has printed what it had to say;
@@ -48,10 +60,11 @@ func BadInput(format string, args ...any) error {
 	return &InputError{msg: fmt.Sprintf(format, args...)}
 }
 
-// ExitCode maps err to the process exit code: 0 for nil; ExitBadInput for bad
-// input, an invalid configuration, an unreachable server, an unsupported server,
-// a missing or outdated schema and more scopes than the server's lock table holds;
-// ExitFailure for anything else.
+// ExitCode maps err to the process exit code: 0 for nil; ExitUnreachable when
+// the database could not be read (Unreachable); ExitBadInput for bad input, an
+// invalid configuration, a server that refuses the login or has no such
+// database, an unsupported server, a missing or outdated schema and more scopes
+// than the server's lock table holds; ExitFailure for anything else.
 func ExitCode(err error) int {
 	var in *InputError
 	var st *StatusError
@@ -60,7 +73,11 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &st):
 		return st.Code
-	case errors.As(err, &in),
+	case errors.As(err, &in):
+		return ExitBadInput
+	case Unreachable(err):
+		return ExitUnreachable
+	case
 		errors.Is(err, election.ErrInvalidConfig),
 		errors.Is(err, election.ErrUnreachable),
 		errors.Is(err, election.ErrUnsupportedServer),
@@ -193,4 +210,31 @@ func ForTarget(name string, err error) error {
 		return nil
 	}
 	return &TargetError{Name: name, Err: err}
+}
+
+// Unreachable reports whether err says the database could not be read: the
+// engine's ErrUnreachable, a connection that could not be made or was lost (a
+// network error, a timeout, a connection exception (SQLSTATE class 08), a
+// server shutting down or starting (57P01–57P03)) — but not a server that
+// answered with a refusal the user can fix: a wrong password or login
+// (28000, 28P01), a database that does not exist (3D000), a missing privilege
+// (42501), which are bad input.
+func Unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "28000" || pe.Code == "28P01" || pe.Code == "3D000" || pe.Code == "42501":
+			return false
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
+			return true
+		}
+	}
+	if errors.Is(err, election.ErrUnreachable) {
+		return pe == nil || !strings.HasPrefix(pe.Code, "28") && pe.Code != "3D000"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
