@@ -498,10 +498,16 @@ func checkLockPressure(cfg *Config, r *dbRead) (finding, bool) {
 }
 
 // collectorDown is the alert of an outage: no successful read for quiet, since
-// the first failed read.
+// the first failed read. The server and the cause come first (the part of the
+// line that an 80-column view keeps), then the database and how long.
 func collectorDown(h Health, quiet time.Duration, since time.Time) Alert {
+	db, server := splitDatabase(h.Database)
 	return Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Since: since,
-		Summary: fmt.Sprintf("no successful read of %s for %s: %s", h.Database, human.Duration(quiet), oneLine(h.LastError)),
-		Hint:    "check that the database is up and reachable from the collector's host (credentials, network, max_connections); the state shown is the last good read",
+		Summary: fmt.Sprintf("%s %s — %s unread for %s", server+":", shortCause(h.LastError), db, human.Duration(quiet)),
+		Hint:    downHint,
 		Runbook: runbook(AlertCollectorDown)}
 }
+
+// downHint is collector_down's hint, one database or several.
+const downHint = "check the server and the path from this host first (is it up, does it accept connections, max_connections); the state shown is the last good read, greyed"
+

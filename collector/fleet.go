@@ -41,7 +41,7 @@ type Fleet struct {
 
 	mu   sync.Mutex // guards seq, down, last and the members' caches
 	seq  uint64
-	down map[string]Alert // the unreachable members' alerts, by name
+	down map[string]Alert // the collector_down alerts of the unreachable members, by server
 	last *Snapshot        // the last merge's; its Databases and the members' from tell what it was made of
 }
 
@@ -431,23 +431,37 @@ func (f *Fleet) merge(now time.Time) *Snapshot {
 				out.FenceRejected[m.name+"/"+scope] = n
 			}
 		}
-		a, wasDown := f.down[m.name]
-		switch {
-		case st.Status == DatabaseUnreachable:
-			if !wasDown {
-				a = unreachableAlert(st, now)
-				f.down[m.name] = a
-				evs = append(evs, Event{At: now, Kind: EventAlertFiring, Detail: a.Summary, Alert: &a, Database: m.name})
+		if st.Status != DatabaseUnreachable && snaps[i] != nil {
+			// An unreachable member's own alerts are last-known: not shown; its
+			// server's one collector_down is (below). A member's own
+			// collector_down, raised before the fleet calls it unreachable, is
+			// the same outage: also left to the server's alert.
+			for _, a := range m.alerts {
+				if a.Kind != AlertCollectorDown {
+					out.Alerts = append(out.Alerts, a)
+				}
 			}
-			out.Alerts = append(out.Alerts, a) // its own alerts are last-known: not shown
-		default:
-			if wasDown {
-				delete(f.down, m.name)
-				evs = append(evs, Event{At: now, Kind: EventAlertResolved, Detail: a.Summary, Alert: &a, Database: m.name})
+		}
+	}
+	// One collector_down per server whose databases cannot be read, naming them.
+	down := unreachableAlerts(out.Databases, now)
+	for key, a := range down {
+		prev, was := f.down[key]
+		if was && prev.Summary == a.Summary {
+			a = prev
+		} else {
+			if was {
+				a.Since = prev.Since
 			}
-			if snaps[i] != nil {
-				out.Alerts = append(out.Alerts, m.alerts...)
-			}
+			evs = append(evs, Event{At: now, Kind: EventAlertFiring, Detail: a.Summary, Alert: &a, Database: a.Database})
+		}
+		f.down[key] = a
+		out.Alerts = append(out.Alerts, a)
+	}
+	for key, a := range f.down {
+		if _, still := down[key]; !still {
+			delete(f.down, key)
+			evs = append(evs, Event{At: now, Kind: EventAlertResolved, Detail: a.Summary, Alert: &a, Database: a.Database})
 		}
 	}
 	slices.SortStableFunc(out.Terms, func(a, b Term) int { return b.AcquiredAt.Compare(a.AcquiredAt) })
@@ -460,17 +474,53 @@ func (f *Fleet) merge(now time.Time) *Snapshot {
 	return out
 }
 
-// unreachableAlert is the one alert a member that cannot be read shows, in
-// place of its own.
-func unreachableAlert(st DatabaseState, now time.Time) Alert {
-	since := "never read"
-	if !st.LastRead.IsZero() {
-		since = "last read at " + st.LastRead.Format("15:04:05")
+// unreachableAlerts are the collector_down alerts of the members that cannot be
+// read, one per server (databases of one server fail together: one outage, one
+// alert), by server: the server and the cause first, then the databases (their
+// fleet names, in Alert.Database too) and since when they are unread.
+func unreachableAlerts(states []DatabaseState, now time.Time) map[string]Alert {
+	type group struct {
+		names []string
+		cause string
+		since time.Time // the oldest last read; zero: one was never read
+		never bool
 	}
-	return Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Database: st.Name,
-		Summary: fmt.Sprintf("database %s unreachable (%s): %s", st.Name, since, st.Reason),
-		Hint:    "check the database and the network from this host; its last-known scopes stay on screen, greyed",
-		Runbook: "docs/runbooks.md#collector_down", Since: cmp.Or(st.LastRead, now)}
+	groups := map[string]*group{}
+	var order []string
+	for _, st := range states {
+		if st.Status != DatabaseUnreachable {
+			continue
+		}
+		_, server := splitDatabase(st.Database)
+		if server == "?" {
+			server = st.Name // no server known: the member alone
+		}
+		g := groups[server]
+		if g == nil {
+			g = &group{cause: shortCause(st.Reason)}
+			groups[server] = g
+			order = append(order, server)
+		}
+		g.names = append(g.names, st.Name)
+		switch {
+		case st.LastRead.IsZero():
+			g.never = true
+		case g.since.IsZero() || st.LastRead.Before(g.since):
+			g.since = st.LastRead
+		}
+	}
+	out := make(map[string]Alert, len(groups))
+	for _, server := range order {
+		g := groups[server]
+		when := "never read"
+		if !g.never {
+			when = "unread since " + g.since.Format("15:04:05")
+		}
+		out[server] = Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Database: strings.Join(g.names, ", "),
+			Summary: fmt.Sprintf("%s: %s — %s %s", server, g.cause, strings.Join(g.names, ", "), when),
+			Hint:    downHint, Runbook: runbook(AlertCollectorDown), Since: cmp.Or(g.since, now)}
+	}
+	return out
 }
 
 // sortFleetAlerts orders alerts as a collector does (critical first, then

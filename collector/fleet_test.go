@@ -159,7 +159,7 @@ func TestFleetUnreachableMember(t *testing.T) {
 		for _, a := range s.Alerts {
 			if a.Database == "orders" {
 				ordersAlerts++
-				if a.Kind != AlertCollectorDown || !strings.Contains(a.Summary, "database orders unreachable") {
+				if a.Kind != AlertCollectorDown || !strings.Contains(a.Summary, "h:5432: reads not finishing — orders unread since") {
 					t.Fatalf("orders' alert %+v", a)
 				}
 			}
@@ -347,6 +347,38 @@ func drain(ch <-chan Event) []Event {
 			out = append(out, e)
 		default:
 			return out
+		}
+	}
+}
+
+// Databases of one server that cannot be read are one outage: one
+// collector_down naming the server, its cause and every database; another
+// server's, its own.
+func TestUnreachableAlertsPerServer(t *testing.T) {
+	now := time.Date(2026, 11, 28, 21, 54, 0, 0, time.UTC)
+	read := now.Add(-time.Minute)
+	states := []DatabaseState{
+		{Name: "orders", Status: DatabaseUnreachable, Database: "orders @ db1:5432", LastRead: read, Reason: "collector: connect: dial tcp 10.0.0.1:5432: connect: connection refused"},
+		{Name: "billing", Status: DatabaseUnreachable, Database: "billing @ db1:5432", LastRead: read.Add(time.Second), Reason: "dial tcp: connection refused"},
+		{Name: "jobs", Status: DatabaseUp, Database: "jobs @ db2:5432"},
+		{Name: "audit", Status: DatabaseUnreachable, Database: "audit @ db2:5433", Reason: "read: timeout: context deadline exceeded"},
+	}
+	got := unreachableAlerts(states, now)
+	if len(got) != 2 {
+		t.Fatalf("%d alerts, want one per server (2): %+v", len(got), got)
+	}
+	a := got["db1:5432"]
+	if a.Summary != "db1:5432: connection refused — orders, billing unread since 21:53:00" || a.Database != "orders, billing" {
+		t.Errorf("db1's alert: %q (database %q)", a.Summary, a.Database)
+	}
+	if b := got["db2:5433"]; b.Summary != "db2:5433: timed out — audit never read" {
+		t.Errorf("db2:5433's alert: %q", b.Summary)
+	}
+	// The server and the cause lead, and fit an 80-column alert line after
+	// its "‼ CRITICAL collector_down: " (27 columns).
+	for _, a := range got {
+		if head, _, ok := strings.Cut(a.Summary, " — "); !ok || len([]rune(head)) > 80-27 {
+			t.Errorf("%q: the server and the cause do not lead within 53 columns", a.Summary)
 		}
 	}
 }

@@ -51,3 +51,49 @@ func pqLiteral(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// splitDatabase splits a Health.Database ("app @ db1:5432") into the database's
+// name and its server; a value without a server is the name, server "?".
+func splitDatabase(d string) (name, server string) {
+	if n, srv, ok := strings.Cut(d, " @ "); ok {
+		return n, srv
+	}
+	return cmp.Or(d, "?"), "?"
+}
+
+// shortCause is the gist of a connection or read error, for the front of a
+// collector_down line: the kind of failure PostgreSQL or the network reported,
+// else the error's last clause, cut to 60 characters.
+func shortCause(err string) string {
+	e := strings.ToLower(err)
+	for _, k := range []struct{ has, say string }{
+		{"connection refused", "connection refused"},
+		{"no such host", "no such host"},
+		{"no route to host", "no route to host"},
+		{"network is unreachable", "network unreachable"},
+		{"the database system is starting up", "starting up"},
+		{"the database system is shutting down", "shutting down"},
+		{"the database system is in recovery mode", "in recovery"},
+		{"terminating connection due to administrator command", "shut down (admin)"},
+		{"too many clients", "too many clients"},
+		{"password authentication failed", "password refused"},
+		{"timeout", "timed out"},
+		{"deadline exceeded", "timed out"},
+		{"no read has finished", "reads not finishing"},
+		{"connection reset", "connection reset"},
+		{"unexpected eof", "connection lost"},
+		{"broken pipe", "connection lost"},
+	} {
+		if strings.Contains(e, k.has) {
+			return k.say
+		}
+	}
+	s := oneLine(err)
+	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
+		s = s[i+2:]
+	}
+	if r := []rune(s); len(r) > 60 {
+		s = string(r[:59]) + "…"
+	}
+	return cmp.Or(s, "not read")
+}

@@ -30,7 +30,7 @@ func TestLinuxOnlyCommands(t *testing.T) {
 	}
 	// The rest is untouched: status parses its flags and reaches for the database.
 	var stdout, stderr strings.Builder
-	if code := run([]string{"status", "--dsn", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"}, &stdout, &stderr); code != 2 ||
+	if code := run([]string{"status", "--dsn", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2"}, &stdout, &stderr); code != 6 ||
 		!strings.Contains(stderr.String(), "database unreachable") {
 		t.Errorf("status on darwin: exit %d, stderr %q; want the real command's unreachable error", code, stderr.String())
 	}
