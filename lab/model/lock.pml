@@ -205,7 +205,14 @@ inline grant(n) {
 	CHECK_S1(e);
 	repoch = e; rholder = n; ropen = 1; rguard = n; rstale = 0;
 	role[n] = R_PEND; tep[n] = e; tage[n] = 0; wage[n] = 0;
-	want[n] = 0; bsy[n] = 0; bage[n] = 0
+	want[n] = 0; bsy[n] = 0; bage[n] = 0;
+#ifdef FIX_ARM_PINGS
+	if
+	:: gh[n] == C_OK -> gidle[n] = 0
+	:: else -> skip
+	fi;
+#endif
+	s3_writes()
 }
 
 /* pgleader.node_heartbeat, the led row: ok only if the row still has this
