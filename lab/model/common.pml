@@ -108,6 +108,7 @@ byte tage[N];         /* ticks since the start of the last confirmation (claim o
 bit  gate[N];         /* the gate: open until tage reaches W, or the term ends */
 byte hbage[N];        /* ticks since the last heartbeat started */
 bit  hang[N];         /* a heartbeat waits on a server that is gone */
+byte cool[N];         /* ticks left of the resign cooldown (ResignCooldown = 2 I) after a handover */
 bit  want[N];         /* a heartbeat saw the scope without a live holder: claim now */
 byte toks[N];         /* the application's tokens: bit e-1 set for every epoch whose gate opened here */
 

@@ -212,7 +212,7 @@ inline end_fenced(n) {
 		lc[n] == C_CLOSED || \
 		(lc[n] != C_NONE && !hang[n] && hbage[n] >= I && !FOLLOWS(n)) || \
 		(hang[n] && hbage[n] >= T) || \
-		(lc[n] == C_OK && dbup && role[n] == R_FOLLOW && (want[n] || (wq[n] && wage[n] >= L)) && CLAIMABLE(n) && !(FENCED_ANY && bsy[n])) || \
+		(lc[n] == C_OK && dbup && role[n] == R_FOLLOW && cool[n] == 0 && (want[n] || (wq[n] && wage[n] >= L)) && CLAIMABLE(n) && !(FENCED_ANY && bsy[n])) || \
 		(bsy[n] && bage[n] >= W && lc[n] == C_OK && dbup && (FREE || EXPIRED)))) || \
 	(gate[n] && tage[n] >= W) || \
 	(fxown == n && proc[n] == P_FROZEN && fage[n] >= L) || \
@@ -234,7 +234,7 @@ proctype Node(byte n) {
 		lose(n) }
 	/* A claim: at a heartbeat that saw the lease free, at the lease timer
 	 * (armLeaseTimer), or on any hint. */
-	:: d_step { LIVE(n) && lc[n] == C_OK && dbup && role[n] == R_FOLLOW && (want[n] || (CLAIMABLE(n) && !(FENCED_ANY && bsy[n]))) ->
+	:: d_step { LIVE(n) && lc[n] == C_OK && dbup && role[n] == R_FOLLOW && cool[n] == 0 && (want[n] || (CLAIMABLE(n) && !(FENCED_ANY && bsy[n]))) ->
 		lease_claim_scopes(n) }
 	:: d_step { LIVE(n) && bsy[n] && bage[n] >= W && lc[n] == C_OK && dbup && (FREE || EXPIRED) -> end_fenced(n) }
 	:: d_step { LIVE(n) && dbup && fxown == NOBODY && MAY_WRITE(n) ->
@@ -266,7 +266,7 @@ proctype Node(byte n) {
 		:: else -> skip
 		fi;
 		lc[n] = C_NONE; hang[n] = 0; want[n] = 0; hbage[n] = 0; bsy[n] = 0; bage[n] = 0; toks[n] = 0;
-		proc[n] = P_DOWN; fage[n] = 0;
+		proc[n] = P_DOWN; fage[n] = 0; cool[n] = 0;
 		printf("FAULT crash: %c is killed (kill -9); its lease stays until it runs out\n", NAME(n));
 		FAULT;
 		REACHED(crash) }
@@ -283,7 +283,7 @@ proctype Node(byte n) {
 	:: d_step { F_HANDOVER && faults < MAXF && LIVE(n) && role[n] == R_LEAD && lc[n] == C_OK && dbup && !FENCED_ANY ->
 		e = tep[n];
 		lease_release_batch(n);
-		e = 0;
+		e = 0; cool[n] = 2 * I;
 		FAULT;
 		REACHED(handover) }
 	od
@@ -327,6 +327,10 @@ proctype Env() {
 			fi;
 			if
 			:: proc[i] == P_FROZEN -> SAT(fage[i], FMAX)
+			:: else -> skip
+			fi;
+			if
+			:: cool[i] > 0 -> cool[i]--
 			:: else -> skip
 			fi;
 			if

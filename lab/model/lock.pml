@@ -203,7 +203,8 @@ inline grant(n) {
 	fi;
 	printf(")\n");
 	CHECK_S1(e);
-	repoch = e; rholder = n; ropen = 1; rguard = n; rstale = 0;
+	repoch = e; rholder = n; ropen = 1; rstale = 0;
+	rguard = (HELD(n) -> n : DEADKEY);      /* p_guard_key: the caller's guard, dead if its session is */
 	role[n] = R_PEND; tep[n] = e; tage[n] = 0; wage[n] = 0;
 	want[n] = 0; bsy[n] = 0; bage[n] = 0;
 #ifdef FIX_ARM_PINGS
@@ -352,7 +353,7 @@ inline end_fenced(n) {
 		lh[n] == C_CLOSED || gh[n] == C_CLOSED || \
 		(lh[n] != C_NONE && !hang[n] && hbage[n] >= I && !FOLLOWS(n)) || \
 		(hang[n] && hbage[n] >= T) || \
-		(want[n] && lh[n] == C_OK && role[n] == R_FOLLOW) || \
+		(want[n] && lh[n] == C_OK && role[n] == R_FOLLOW && cool[n] == 0) || \
 		(role[n] == R_PEND && glease[n] && WAIT_DONE(n)) || \
 		(bsy[n] && bage[n] >= W && lockh == NOBODY && dbup && lh[n] == C_OK))) || \
 	(gate[n] && tage[n] >= W) || \
@@ -375,7 +376,7 @@ proctype Node(byte n) {
 	:: d_step { LIVE(n) && hang[n] && hbage[n] >= T ->
 		printf("%c heartbeat timed out: gates closed, sessions dropped\n", NAME(n));
 		lose(n) }
-	:: d_step { LIVE(n) && lh[n] == C_OK && role[n] == R_FOLLOW -> claim_scopes(n) }
+	:: d_step { LIVE(n) && lh[n] == C_OK && role[n] == R_FOLLOW && cool[n] == 0 -> claim_scopes(n) }
 	:: d_step { LIVE(n) && role[n] == R_PEND && glease[n] && WAIT_DONE(n) -> open_gate(n) }
 	:: d_step { LIVE(n) && bsy[n] && bage[n] >= W && lockh == NOBODY && dbup && lh[n] == C_OK -> end_fenced(n) }
 	:: d_step { LIVE(n) && dbup && fxown == NOBODY && MAY_WRITE(n) ->
@@ -422,7 +423,7 @@ proctype Node(byte n) {
 		fi;
 		lh[n] = C_NONE; gh[n] = C_NONE; lidle[n] = 0; gidle[n] = 0; glease[n] = 0;
 		hang[n] = 0; want[n] = 0; hbage[n] = 0; bsy[n] = 0; bage[n] = 0; toks[n] = 0;
-		proc[n] = P_DOWN; fage[n] = 0;
+		proc[n] = P_DOWN; fage[n] = 0; cool[n] = 0;
 		printf("FAULT crash: %c is killed (kill -9): its sessions close, the server frees its locks\n", NAME(n));
 		FAULT;
 		REACHED(crash) }
@@ -449,7 +450,7 @@ proctype Node(byte n) {
 	:: d_step { F_HANDOVER && faults < MAXF && LIVE(n) && role[n] == R_LEAD && lh[n] == C_OK && !FENCED_ANY ->
 		e = tep[n];
 		release_batch(n);
-		e = 0;
+		e = 0; cool[n] = 2 * I;
 		FAULT;
 		REACHED(handover) }
 	od
@@ -499,6 +500,10 @@ proctype Env() {
 			fi;
 			if
 			:: proc[i] == P_FROZEN -> SAT(fage[i], FMAX)
+			:: else -> skip
+			fi;
+			if
+			:: cool[i] > 0 -> cool[i]--
 			:: else -> skip
 			fi;
 			if

@@ -125,8 +125,9 @@ func (c Check) Run(ctx context.Context, work string) (Result, error) {
 		return r, err
 	}
 	spinArgs, ccArgs, panArgs := c.flags()
-	r.Command = fmt.Sprintf("spin -a %s %s && gcc %s && ./pan %s",
-		strings.Join(spinArgs, " "), c.Model, strings.Join(ccArgs, " "), strings.Join(panArgs, " "))
+	r.Command = fmt.Sprintf("spin %s && gcc %s && ./pan %s",
+		strings.Join(append(append([]string{"-a"}, spinArgs...), c.Model), " "),
+		strings.Join(ccArgs, " "), strings.Join(panArgs, " "))
 	if _, err := run(ctx, work, "spin", append(append([]string{"-a"}, spinArgs...), c.Model)...); err != nil {
 		return r, err
 	}
@@ -229,7 +230,7 @@ func (r *Result) parsePan(out []byte) error {
 
 var (
 	// storyLine: the model's own printf lines (spin's replay prints more).
-	storyLine = regexp.MustCompile(`^(@tick|[ABC] |FAULT |VIOLATION |a write |server |another |the |model bound|<<<<<START OF CYCLE>>>>>)`)
+	storyLine = regexp.MustCompile(`^(@tick|[ABC]('s)? |FAULT |VIOLATION |a write |server |another |the |model bound|<<<<<START OF CYCLE>>>>>)`)
 	// relTime: "{t+3}", a time relative to the line's own.
 	relTime  = regexp.MustCompile(`\{t\+(\d+)\}`)
 	brokenRe = regexp.MustCompile(`^VIOLATION (\S+?):`)

@@ -144,6 +144,7 @@ C node_heartbeat: epoch 1 ok, trust until {t+3}
 @tick
 @tick
 B gate opens (epoch 2)
+B's application: a write with epoch 2 passes fence and commits
 VIOLATION S5: gates of B and C open at once
 spin: lock.pml:272, Error: assertion violated
 a write with epoch 2 passes fence and commits
@@ -153,6 +154,7 @@ a write with epoch 2 passes fence and commits
 		"t=0 C claim_scopes: acquired epoch 1 (previous term 0 closed; guards to wait for: none)",
 		"t=1 C node_heartbeat: epoch 1 ok, trust until t=4",
 		"t=3 B gate opens (epoch 2)",
+		"t=3 B's application: a write with epoch 2 passes fence and commits",
 		"t=3 VIOLATION S5: gates of B and C open at once",
 	}
 	if broken != "S5" || !slices.Equal(story, want) {
