@@ -262,7 +262,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	giveUp := monotime.Now() + int64(e.cfg.TrustWindow)
 	for !sess.isLost() {
 		gctx, cancel := sess.stmtCtx(e.cfg.HeartbeatTimeout)
-		err := sess.m.armGuard(gctx, sess)
+		err := sess.m.armGuard(gctx, sess, r.start)
 		cancel()
 		if err == nil {
 			break

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/monotime"
 )
 
 // guardReq is a statement for guardLoop to run on the guard connection.
@@ -103,14 +105,25 @@ func (s *session) guardBeat(ctx context.Context) error {
 	})
 }
 
-// armGuard makes sure the guard's lease is armed, without a ping when it already
-// is: before a new term's gate may open (lead), and speculatively alongside a claim
-// by a node that leads nothing, so that a won claim does not wait for it. A lease
-// armed for a claim that was lost is disarmed by the next heartbeat.
-func (s *session) armGuard(ctx context.Context) error {
+// armGuard makes sure the guard's lease is armed, and that its idle timer runs
+// out no earlier than since + W (since: monotonic): before a new term's gate may open
+// (lead, since = the claim's start), and speculatively alongside a claim by a
+// node that leads nothing (since = now), so that a won claim does not wait for a
+// guard round trip. A lease armed by a guard statement that started at or after
+// since − (L − W) needs nothing more; one armed earlier (for a claim that was
+// lost, the next heartbeat not yet come) gets a ping: its timer may run out while the new
+// term's gate is open, freeing the guard a successor waits for (found by the
+// protocol's model: docs/model.md §8.2).
+func (s *session) armGuard(ctx context.Context, since int64) error {
 	return s.guardDo(ctx, func(ctx context.Context) error {
-		if s.guardLease {
+		// The guard's timer runs out L after its last statement ended; the
+		// term's trust, W after since: a statement that started no earlier
+		// than since − (L − W) outlasts it.
+		switch {
+		case s.guardLease && s.guardStmt >= since-int64(s.e.cfg.SessionLease-s.e.cfg.TrustWindow):
 			return nil
+		case s.guardLease:
+			return s.pingGuard(ctx)
 		}
 		return s.setGuardLease(ctx, true)
 	})
@@ -118,6 +131,7 @@ func (s *session) armGuard(ctx context.Context) error {
 
 // pingGuard resets the guard's idle timer (guardLoop only).
 func (s *session) pingGuard(ctx context.Context) error {
+	s.guardStmt = monotime.Now()
 	if err := s.guard.Ping(ctx); err != nil {
 		return err
 	}
@@ -133,6 +147,7 @@ func (s *session) setGuardLease(ctx context.Context, on bool) error {
 	// No arguments: pgx sends it with the simple protocol, one round trip (with an
 	// argument its first use costs a prepare round trip too, inside a heartbeat's
 	// deadline).
+	s.guardStmt = monotime.Now()
 	if _, err := s.guard.Exec(ctx, "SELECT pg_catalog.set_config('idle_session_timeout', '"+lease+"', false)"); err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ type sessionMode interface {
 	claim(ctx context.Context, s *session, names []string, keys []int64, scopes []*Scope, ann *string) ([]claimResult, error)
 	// armGuard makes sure a freeze of this process frees the term's scope
 	// together with its gate, before the gate of a won term may open.
-	armGuard(ctx context.Context, s *session) error
+	armGuard(ctx context.Context, s *session, since int64) error
 	// awaitPredecessors keeps the new term t pending until no earlier holder of
 	// its scope can trust its gate.
 	awaitPredecessors(ctx context.Context, sc *Scope, t *term, s *session, r claimResult)

@@ -84,7 +84,7 @@ func (leaseMode) claim(ctx context.Context, s *session, names []string, _ []int6
 	return got, err
 }
 
-func (leaseMode) armGuard(context.Context, *session) error { return nil }
+func (leaseMode) armGuard(context.Context, *session, int64) error { return nil }
 
 func (leaseMode) awaitPredecessors(context.Context, *Scope, *term, *session, claimResult) {}
 

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/monotime"
 )
 
 // lockMode is the default mode (Config.Mode = ModeLock): a scope is held by a
@@ -46,7 +48,7 @@ func (lockMode) beforeClaim(s *session) {
 		go func() { // lead() waits for it if the claim is won
 			actx, cancel := s.stmtCtx(c.HeartbeatTimeout)
 			defer cancel()
-			_ = s.armGuard(actx) // a guard statement that broke the connection lost the session
+			_ = s.armGuard(actx, monotime.Now()) // a guard statement that broke the connection lost the session
 		}()
 	}
 }
@@ -62,7 +64,9 @@ func (lockMode) claim(ctx context.Context, s *session, names []string, keys []in
 	return got, err
 }
 
-func (lockMode) armGuard(ctx context.Context, s *session) error { return s.armGuard(ctx) }
+func (lockMode) armGuard(ctx context.Context, s *session, since int64) error {
+	return s.armGuard(ctx, since)
+}
 
 func (lockMode) awaitPredecessors(ctx context.Context, sc *Scope, t *term, s *session, r claimResult) {
 	sc.lockAwaitPredecessors(ctx, t, s, r)

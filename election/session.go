@@ -38,6 +38,7 @@ type session struct {
 	guardReqs  chan guardReq
 	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
 	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
+	guardStmt  int64     // monotonic start of the guard's last statement (guardLoop only)
 
 	// m is the session's mode. A lease-mode session (mode_lease.go) has lead as
 	// its only connection (guard is nil), and leaseToken binds its calls to its

@@ -12,8 +12,14 @@
 -- the process that registered last, first_registered_at when the id was first
 -- registered (what started_at said before).
 
+-- leader_state.fenced_off_epoch: the dead term whose fenced transactions
+-- end_fenced ended; fence refuses that epoch from then on, so that a writer that
+-- keeps fencing with it cannot hold the row forever (found by the protocol's
+-- model: docs/model.md §8.3).
+
 -- +goose Up
 ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS last_sign timestamptz;
+ALTER TABLE pgleader.leader_state ADD COLUMN IF NOT EXISTS fenced_off_epoch bigint;
 ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS restarts int NOT NULL DEFAULT 0;
 ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS first_registered_at timestamptz;
 UPDATE pgleader.nodes SET first_registered_at = started_at WHERE first_registered_at IS NULL;

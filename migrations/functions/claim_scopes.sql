@@ -199,6 +199,16 @@ BEGIN
              greatest(s.unresolved_trust_ms,
                       CASE WHEN s.holder IS NOT NULL AND s.released_at IS NULL AND s.holder_guard_key IS NOT NULL
                            THEN coalesce(s.trust_window_ms, 0) ELSE 0 END) AS trust,
+             -- blind: a predecessor whose sessions ended with the server (an open
+             -- term from before a restart, any term of an older timeline), or a
+             -- debt carried from a successor that never opened its gate (a NULL
+             -- in unresolved_guards). Its guard proves nothing (every guard is
+             -- free after a restart; a promoted standby never had them): the new
+             -- term waits out the predecessor's trust window.
+             ((s.holder IS NOT NULL AND s.released_at IS NULL AND pg_postmaster_start_time() > s.last_heartbeat)
+              OR (v_floor > 0 AND s.epoch <= v_floor)
+              OR array_position(s.unresolved_guards, NULL) IS NOT NULL) AS blind,
+             greatest(s.unresolved_trust_ms, coalesce(s.trust_window_ms, 0)) AS blind_trust,
              CASE WHEN s.holder IS NULL OR s.released_at IS NOT NULL THEN NULL
                   WHEN s.epoch < v_floor OR pg_postmaster_start_time() > s.last_heartbeat THEN 'database_failover'
                   WHEN s.last_heartbeat < clock_timestamp() - make_interval(secs => coalesce(s.session_lease_ms, 0) / 1000.0)
@@ -218,8 +228,9 @@ BEGIN
           epoch = c.bump_from + 1, holder = p_node, holder_pid = pg_backend_pid(),
           holder_guard_key = p_guard_key, acquired_at = c.at, released_at = NULL,
           last_heartbeat = c.at, heartbeat_interval_ms = p_interval_ms,
-          unresolved_guards = c.wait,
-          unresolved_trust_ms = CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END,
+          unresolved_guards = c.wait || CASE WHEN c.blind THEN ARRAY[NULL::bigint] ELSE '{}'::bigint[] END,
+          unresolved_trust_ms = CASE WHEN c.blind THEN greatest(c.trust, c.blind_trust)
+                                     WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END,
           heartbeat_timeout_ms = p_timeout_ms, trust_window_ms = p_trust_ms,
           session_lease_ms = p_lease_ms, resign_requested_epoch = NULL, resign_requested_by = NULL,
           handover_to = NULL, handover_epoch = NULL, handover_deadline = NULL, handover_by = NULL,
@@ -259,9 +270,12 @@ BEGIN
       ORDER BY a.scope, a.ord
       RETURNING 1
     )
-    SELECT c.scope, true, false, c.bump_from + 1, p_node, c.old_holder, c.stored_epoch, NOT c.was_open,
-           c.old_guard, c.was_open AND coalesce(c.guard_held, false),
-           CASE WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END, c.reason, c.wait, NULL::text
+    -- A blind predecessor is answered as an open term with no guard on record:
+    -- the engine waits out prev_trust_ms (and the guards in wait_guards).
+    SELECT c.scope, true, false, c.bump_from + 1, p_node, c.old_holder, c.stored_epoch, NOT (c.was_open OR c.blind),
+           CASE WHEN c.blind THEN NULL ELSE c.old_guard END, c.was_open AND NOT c.blind AND coalesce(c.guard_held, false),
+           CASE WHEN c.blind THEN greatest(c.trust, c.blind_trust) WHEN cardinality(c.wait) = 0 THEN 0 ELSE c.trust END,
+           c.reason, c.wait, NULL::text
       FROM calc c JOIN upd ON upd.scope = c.scope;
     -- (The data-modifying parts above run to completion whatever the outer query reads.)
     PERFORM pg_notify('leader_change', json_build_object(

@@ -16,7 +16,9 @@
 -- fenced_tx_found row was committed before this call (same pid, backend start
 -- and transaction start) is terminated and audited (fenced_tx_ended; state
 -- 'ended', or 'refused' without pg_signal_backend). The engine calls again at
--- once after a 'found'. A prepared transaction cannot be ended: state
+-- once after a 'found'. The term is fenced off first (fenced_off_epoch): fence
+-- refuses its epoch from then on, so no new fenced transaction takes the place
+-- of those ended. A prepared transaction cannot be ended: state
 -- 'prepared', named by its gid.
 CREATE OR REPLACE FUNCTION pgleader.end_fenced(p_node text, p_token bigint, p_scope text)
  RETURNS TABLE(pid integer, login_role text, application text, xact_start timestamp with time zone, state text)
@@ -62,6 +64,10 @@ BEGIN
         MESSAGE = format('pgleader: scope %L is led: its fenced transactions belong to a live term', p_scope);
     END IF;
   END IF;
+  -- The dead term is fenced off: fence refuses its epoch from now on (a
+  -- non-key update: it does not wait for the fenced transactions' row locks).
+  UPDATE pgleader.leader_state s SET fenced_off_epoch = st.epoch
+   WHERE s.scope = p_scope AND s.epoch = st.epoch AND s.fenced_off_epoch IS DISTINCT FROM st.epoch;
   BEGIN
     FOR r IN SELECT b.* FROM pgleader.fenced_blockers(p_scope) b ORDER BY b.pid NULLS LAST, b.prepared_gid LIMIT 100 LOOP
       pid := r.pid; login_role := r.login_role; application := r.application; xact_start := r.xact_start;

@@ -15,6 +15,9 @@
 --      transactions the transaction touches a temporary table of the session's,
 --      which makes it impossible to PREPARE: a fenced transaction always has a
 --      backend that end_fenced can end.
+-- A term whose fenced transactions end_fenced ended (fenced_off_epoch) is
+-- refused too: its holder is gone, and a writer that keeps fencing with its epoch
+-- would hold the row against every successor.
 -- The refusal says the epoch is stale, not which epoch or holder is current.
 CREATE OR REPLACE FUNCTION pgleader.fence(p_scope text, p_epoch bigint, p_holder text DEFAULT NULL::text)
  RETURNS void
@@ -60,7 +63,8 @@ BEGIN
                        p_scope, p_epoch, pgleader.wal_timeline(), v_floor);
   END IF;
   IF st.scope IS NULL OR st.epoch IS DISTINCT FROM p_epoch OR st.released_at IS NOT NULL
-     OR st.holder IS NULL OR (p_holder IS NOT NULL AND st.holder IS DISTINCT FROM p_holder) THEN
+     OR st.holder IS NULL OR (p_holder IS NOT NULL AND st.holder IS DISTINCT FROM p_holder)
+     OR st.fenced_off_epoch IS NOT DISTINCT FROM st.epoch THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF01',
       MESSAGE = format('pgleader: fenced: write for scope %L carries epoch %s, which is no longer current', p_scope, p_epoch);
   END IF;

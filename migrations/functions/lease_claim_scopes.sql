@@ -28,6 +28,7 @@ DECLARE
   v_busy    text[];
   v_me      pgleader.nodes;
   v_bad     text;
+  v_since   timestamptz;     -- leases count from no earlier than this (lease_claimable)
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
   IF NOT EXISTS (SELECT 1 FROM pgleader.nodes n
@@ -51,6 +52,9 @@ BEGIN
       HINT = 'register the node again with the scope (lease_register)';
   END IF;
   PERFORM pgleader.note_timeline(p_node);
+  v_since := greatest(pg_postmaster_start_time(),
+                      CASE WHEN v_floor > 0 THEN (SELECT t.first_claim_at FROM pgleader.timelines t
+                                                   WHERE t.timeline = pgleader.wal_timeline()) END);
   v_prio := v_me.priority;
   INSERT INTO pgleader.leader_state AS s (scope, lock_key, mode)
   SELECT u.s, pgleader.lock_key(u.s), 'lease' FROM unnest(p_scopes) AS u(s)
@@ -63,9 +67,7 @@ BEGIN
   -- statements would let two nodes claim one lease.
   SELECT coalesce(array_agg(x.scope), '{}') INTO v_locked
     FROM (SELECT s.scope FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
-           WHERE s.holder IS NULL OR s.released_at IS NOT NULL
-              OR (s.lease_seq = u.q AND s.last_heartbeat
-                    + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp())
+           WHERE pgleader.lease_claimable(s.*, u.q, p_lease_ms, v_since, v_floor)
              FOR UPDATE OF s SKIP LOCKED) x;
   -- Reservations and priorities, as in claim_batch.
   IF cardinality(v_locked) > 0 THEN
@@ -98,9 +100,7 @@ BEGIN
   SELECT coalesce(array_agg(s.scope), '{}') INTO v_busy
     FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
    WHERE s.scope <> ALL (v_locked) AND NOT v_defer ? s.scope
-     AND (s.holder IS NULL OR s.released_at IS NOT NULL
-          OR (s.lease_seq = u.q AND s.last_heartbeat
-                + make_interval(secs => coalesce(s.session_lease_ms, p_lease_ms) / 1000.0) < clock_timestamp()));
+     AND pgleader.lease_claimable(s.*, u.q, p_lease_ms, v_since, v_floor);
   IF cardinality(v_busy) > 0 THEN
     INSERT INTO pgleader.fence_waits AS w (scope, node_id, epoch)
     SELECT s.scope, p_node, s.epoch FROM pgleader.leader_state s WHERE s.scope = ANY (v_busy)
