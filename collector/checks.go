@@ -510,4 +510,3 @@ func collectorDown(h Health, quiet time.Duration, since time.Time) Alert {
 
 // downHint is collector_down's hint, one database or several.
 const downHint = "check the server and the path from this host first (is it up, does it accept connections, max_connections); the state shown is the last good read, greyed"
-

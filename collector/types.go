@@ -152,8 +152,8 @@ const (
 	// NO LEADER, which it may hide; better than a known split brain.
 	VerdictUnreachable Verdict = "UNREACHABLE"
 	VerdictNoLeader    Verdict = "NO LEADER"
-	VerdictDegraded   Verdict = "DEGRADED"
-	VerdictOK         Verdict = "OK"
+	VerdictDegraded    Verdict = "DEGRADED"
+	VerdictOK          Verdict = "OK"
 	// VerdictIdle: no leader, and nobody is meant to lead: every candidate of the
 	// scope stopped cleanly (or dropped it from its configuration) and no term is
 	// open. Not an incident; pgleader scope retire takes it out of the views.
