@@ -55,6 +55,15 @@ func auditEvent(a auditRow) (Event, bool) {
 		ev.Detail = "by " + cmp.Or(d.By, "?") + via(d.Via)
 	case "scope_revived":
 		ev.Kind = EventScopeRevived
+	case "child_exited":
+		if d.ExitCode == nil {
+			return Event{}, false
+		}
+		c := TermChild{Exits: d.Exits, ExitCode: *d.ExitCode, Cause: d.Cause}
+		ev.Kind, ev.Detail = EventChildExited, c.String()
+		if c.Crashed() {
+			ev.Reason = "crashed"
+		}
 	default:
 		return Event{}, false
 	}

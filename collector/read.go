@@ -28,7 +28,7 @@ const (
 
 // auditKinds are the audit rows that become events.
 var auditKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted", "resign_requested",
-	"handover_requested", "handover_cancelled", "scope_retired", "scope_revived"}
+	"handover_requested", "handover_cancelled", "scope_retired", "scope_revived", "child_exited"}
 
 // dbRead is the raw result of one read: everything comes from one REPEATABLE READ
 // transaction, except the lock table, which is not transactional and is read by
@@ -181,9 +181,12 @@ type auditDetail struct {
 	CurrentEpoch *int64  `json:"current_epoch"`
 	Detail       *string `json:"detail"`
 	PID          int     `json:"pid"`
-	By           string  `json:"by"`  // the login role (schema 7 on; before, what the caller said)
-	Via          string  `json:"via"` // what the caller said it is (schema 7 on)
-	To           string  `json:"to"`  // handover_requested, handover_cancelled, released: the handover's target
+	By           string  `json:"by"`        // the login role (schema 7 on; before, what the caller said)
+	Via          string  `json:"via"`       // what the caller said it is (schema 7 on)
+	To           string  `json:"to"`        // handover_requested, handover_cancelled, released: the handover's target
+	ExitCode     *int    `json:"exit_code"` // child_exited (schema 17)
+	Cause        string  `json:"cause"`     // child_exited: exit or signal
+	Exits        int     `json:"exits"`     // child_exited: the how-manieth in its term
 }
 
 // The statements of one read. sqlScopes comes first: the first statement of a
@@ -371,9 +374,9 @@ type readShape struct {
 // termsSQL is q (sqlTerms, sqlWindowTerms) for the shape's view.
 func (s readShape) termsSQL(q string) string {
 	if s.truth {
-		return fmt.Sprintf(q, "last_sign")
+		return fmt.Sprintf(q, "last_sign, child_exits, child_exit_code, child_exit_cause")
 	}
-	return fmt.Sprintf(q, "NULL::timestamptz")
+	return fmt.Sprintf(q, "NULL::timestamptz, 0, NULL::int, NULL::text")
 }
 
 // nodesSQL is sqlNodes for the shape's view.
@@ -637,9 +640,16 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 		gap    *int64
 		to     *string
 		sign   *time.Time
+		exits  int32
+		code   *int32
+		cause  *string
 	)
-	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap, &to, &sign); err != nil {
+	if err := row.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &host, &pid, &t.AcquiredAt, &rel, &reason, &gap, &to, &sign,
+		&exits, &code, &cause); err != nil {
 		return t, err
+	}
+	if exits > 0 && code != nil {
+		t.Child = &TermChild{Exits: int(exits), ExitCode: int(*code), Cause: str(cause)}
 	}
 	t.LastSign = tm(sign)
 	t.HandedTo = str(to)

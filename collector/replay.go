@@ -206,7 +206,7 @@ func NewHistory(r HistoryRows) *History {
 // transitionKinds are the audit kinds that change what a replay shows, or
 // that an operator steps to.
 var transitionKinds = []string{"elected", "released", "term_closed_by_successor", "fence_rejected", "evicted",
-	"resign_requested", "handover_requested", "handover_cancelled", "scope_retired", "scope_revived", "epoch_floor_raised"}
+	"resign_requested", "handover_requested", "handover_cancelled", "scope_retired", "scope_revived", "epoch_floor_raised", "child_exited"}
 
 const (
 	sqlReplayMeta = `
@@ -227,7 +227,7 @@ SELECT s.scope, s.lock_key, s.mode, s.epoch, coalesce(s.holder, ''), s.last_hear
 	// heartbeat through its handover gap). $1 From, $2 To.
 	sqlReplayTerms = `
 SELECT t.id, t.scope, t.epoch, t.holder, t.hostname, t.holder_pid, t.acquired_at, t.released_at, t.release_reason,
-       t.handover_gap_us, t.handed_to, NULL::timestamptz
+       t.handover_gap_us, t.handed_to, NULL::timestamptz, 0, NULL::int, NULL::text
   FROM pgleader.leader_state s
  CROSS JOIN LATERAL (
        (SELECT w.* FROM pgleader.watch_terms_v1 w WHERE w.scope = s.scope AND w.acquired_at < $1

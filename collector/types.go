@@ -173,7 +173,7 @@ var verdictTable = [...]struct {
 	glyph string
 }{
 	{VerdictSplitBrain, 0, "‼"},
-	{VerdictUnreachable, 1, "?"},
+	{VerdictUnreachable, 1, "✖"}, // known not to be known: never the unknown glyph
 	{VerdictNoLeader, 2, "✖"},
 	{VerdictDegraded, 3, "▲"},
 	// rank 4: any unknown verdict (unknownRank)
@@ -479,6 +479,35 @@ type TermRun struct {
 	ExitCode *int   `json:"exit_code,omitempty"` // nil: the run never ended (its host died, or the term ended first)
 }
 
+// TermChild is how a supervised command ended on its own during a term
+// (pgleader.terms.child_exit_code, child_exit_cause, child_exits).
+type TermChild struct {
+	Exits    int    `json:"exits"`     // how many times it ended on its own in the term (a restart policy restarts it)
+	ExitCode int    `json:"exit_code"` // the last exit's status, 128+signal for a signal
+	Cause    string `json:"cause"`     // exit or signal
+}
+
+// Crashed reports whether the child's last exit was a failure: a non-zero
+// status or a signal.
+func (c TermChild) Crashed() bool { return c.ExitCode != 0 || c.Cause == "signal" }
+
+// String is "exit 0", "exit 3" or "signal 9 (SIGKILL)".
+func (c TermChild) String() string {
+	if c.Cause == "signal" && c.ExitCode > 128 {
+		n := c.ExitCode - 128
+		if name, ok := posixSignals[n]; ok {
+			return fmt.Sprintf("signal %d (%s)", n, name)
+		}
+		return fmt.Sprintf("signal %d", n)
+	}
+	return fmt.Sprintf("exit %d", c.ExitCode)
+}
+
+// posixSignals names the signals whose numbers POSIX fixes: the number comes
+// from the node's host, which need not be the watcher's kind of system.
+var posixSignals = map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP",
+	6: "SIGABRT", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}
+
 // Supervised is what a `pgleader run` node supervises, as it last recorded it
 // (pgleader.nodes.supervisor).
 type Supervised struct {
@@ -488,6 +517,25 @@ type Supervised struct {
 	Epoch    int64  `json:"epoch,omitempty"` // the term it runs under
 	Restarts int    `json:"restarts"`
 	LastExit *int   `json:"last_exit,omitempty"`
+	// LastExitCause is how the last child ended: exit or signal (on its own),
+	// killed, drained, deadline or guard_gone (stopped when its term ended).
+	LastExitCause string `json:"last_exit_cause,omitempty"`
+	LastExitEpoch int64  `json:"last_exit_epoch,omitempty"` // the term the last child ran in
+}
+
+// LastExitText says how the last child ended: "exit 3", "signal 9 (SIGKILL)",
+// or "stopped at term end (drained)" when it was stopped because its term
+// ended ("" for none). The views print it after "last ".
+func (s Supervised) LastExitText() string {
+	switch {
+	case s.LastExit == nil:
+		return ""
+	case s.LastExitCause == "exit" || s.LastExitCause == "signal":
+		return TermChild{ExitCode: *s.LastExit, Cause: s.LastExitCause}.String()
+	case s.LastExitCause == "":
+		return fmt.Sprintf("exit %d", *s.LastExit) // recorded by a node before 1.0
+	}
+	return "stopped at term end (" + s.LastExitCause + ")"
 }
 
 // Eligible reports whether the node may be handed a scope it campaigns for: it is
@@ -534,6 +582,11 @@ type Term struct {
 	// Run is the run `pgleader run --once-per` or `--once-key` recorded in this
 	// term (pgleader.runs; pgleader history reads it), nil for none.
 	Run *TermRun `json:"run,omitempty"`
+	// Child is the command `pgleader run` supervised in this term when it ended
+	// on its own while the term was led (nil: it did not, or no command was
+	// supervised). A term that then ended as shutdown ended because its child
+	// exited: Child says whether it crashed.
+	Child *TermChild `json:"child,omitempty"`
 	// HandoverGap is this term's start minus the predecessor's last sign of
 	// leadership: its release, or, for a term that ended otherwise, its last
 	// heartbeat. An upper bound of the time without a leader: for a crash it
@@ -712,6 +765,11 @@ const (
 	// retire; Detail: who); EventScopeRevived: a node campaigns for it again (Node).
 	EventScopeRetired EventKind = "scope_retired"
 	EventScopeRevived EventKind = "scope_revived"
+	// EventChildExited: the command `pgleader run` supervises under Node's term
+	// Epoch ended on its own (pgleader.term_child_exit; Detail: "exit 3",
+	// "signal 9 (SIGKILL)"; Reason "crashed" when it failed). The term's end
+	// (shutdown) or the command's restart follows.
+	EventChildExited EventKind = "child_exited"
 	// EventAuditReset: pgleader.audit lost rows the collector had read (a
 	// TRUNCATE, with or without RESTART IDENTITY, or a restore): the audit
 	// history in the database was rewritten. The collector follows the new rows

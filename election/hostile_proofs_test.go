@@ -380,6 +380,50 @@ func TestHostileRunLedger(t *testing.T) {
 	}
 }
 
+// term_child_exit: only the login of the term's holder records how its child
+// ended, only while the term is current, and only a code 0–255 with cause exit
+// or signal; the audit keeps the first 100 of a term.
+func TestHostileTermChildExit(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.MigratedDSN(t)
+	_, as := loginRoles(t, dsn)
+	a := startNode(t, fastConfig(as("node"), "job-a", "nightly"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("nightly") })
+	tok, err := a.Scope("nightly").Require(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rec = `SELECT pgleader.term_child_exit($1, $2, $3, $4)`
+	refused(t, as("node2"), "PLF12", rec, "nightly", tok.Epoch, 3, "exit")
+	refused(t, as("app"), "42501", rec, "nightly", tok.Epoch, 3, "exit")
+	refused(t, as("node"), "PLF12", rec, "nightly", tok.Epoch+1, 3, "exit") // not the current term
+	for _, bad := range []struct {
+		code  any
+		cause any
+	}{{-1, "exit"}, {256, "exit"}, {3, "oops"}, {nil, "exit"}, {3, nil}} {
+		refused(t, as("node"), "PLF11", rec, "nightly", tok.Epoch, bad.code, bad.cause)
+	}
+	if n := queryInt(t, dsn, `SELECT child_exits FROM pgleader.terms WHERE scope = 'nightly' AND epoch = $1`, tok.Epoch); n != 0 {
+		t.Fatalf("refused calls recorded %d exits", n)
+	}
+	withConn(t, as("node"), func(ctx context.Context, c *pgx.Conn) error {
+		for i := range 102 {
+			if _, err := c.Exec(ctx, rec, "nightly", tok.Epoch, i%2, "exit"); err != nil {
+				return err
+			}
+		}
+		_, err := c.Exec(ctx, rec, "nightly", tok.Epoch, 139, "signal")
+		return err
+	})
+	if got := queryInt(t, dsn, `SELECT child_exits * 1000 + child_exit_code FROM pgleader.terms
+	                             WHERE scope = 'nightly' AND epoch = $1 AND child_exit_cause = 'signal'`, tok.Epoch); got != 103139 {
+		t.Errorf("terms row: exits*1000+code = %d, want 103139", got)
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'child_exited' AND scope = 'nightly'`); n != 100 {
+		t.Errorf("%d child_exited audit rows, want the first 100", n)
+	}
+}
+
 // session_lock takes a guard or a beacon, two a session at most, and never the
 // key of a scope anyone knows: under the hardening a node login cannot fill the
 // server's lock table or squat a scope through it.

@@ -12,6 +12,11 @@
 -- the process that registered last, first_registered_at when the id was first
 -- registered (what started_at said before).
 
+-- terms.child_exits, child_exit_code, child_exit_cause: the command `pgleader
+-- run` supervised ended on its own while the term was led (term_child_exit):
+-- how many times, and the last exit's code and cause (exit or signal). A term
+-- that ended after its child crashed reads as such, not as a clean shutdown.
+
 -- leader_state.fenced_off_epoch: the dead term whose fenced transactions
 -- end_fenced ended; fence refuses that epoch from then on, so that a writer that
 -- keeps fencing with it cannot hold the row forever (found by the protocol's
@@ -20,6 +25,9 @@
 -- +goose Up
 ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS last_sign timestamptz;
 ALTER TABLE pgleader.leader_state ADD COLUMN IF NOT EXISTS fenced_off_epoch bigint;
+ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS child_exits int NOT NULL DEFAULT 0;
+ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS child_exit_code int;
+ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS child_exit_cause text;
 ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS restarts int NOT NULL DEFAULT 0;
 ALTER TABLE pgleader.nodes ADD COLUMN IF NOT EXISTS first_registered_at timestamptz;
 UPDATE pgleader.nodes SET first_registered_at = started_at WHERE first_registered_at IS NULL;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
@@ -74,4 +75,22 @@ func ReportTo(cfg *pgx.ConnConfig, node string, log *slog.Logger) (report func(S
 		<-finished
 	}
 	return report, stop
+}
+
+// ExitRecorderTo returns a Config.RecordExit that records a child's exit in its
+// term's row (pgleader.term_child_exit) on a connection of its own, opened for
+// the call and closed after it: a child's exit is rare, and a session held for
+// it would cost every successor time when this process dies (see ReportTo).
+// The database accepts it only from the login of the term's holder while the
+// term is current.
+func ExitRecorderTo(cfg *pgx.ConnConfig) func(ctx context.Context, tok election.Token, code int, cause string) error {
+	return func(ctx context.Context, tok election.Token, code int, cause string) error {
+		conn, err := pgsession.Connect(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, "SELECT pgleader.term_child_exit($1::text, $2::bigint, $3::int, $4::text)", tok.Scope, tok.Epoch, code, cause)
+		return err
+	}
 }

@@ -89,6 +89,12 @@ type Config struct {
 	Events string
 	// Recorder, if set, records the child's starts and exits (the events file).
 	Recorder Recorder
+	// RecordExit, if set, records in the term's row that the child ended on its
+	// own while the term was led (code: exit status or 128+signal; cause: exit
+	// or signal), before the term ends or the child restarts: history then says
+	// the term ended after its child crashed, not that it was shut down cleanly.
+	// ExitRecorderTo returns one (pgleader.term_child_exit). An error is logged.
+	RecordExit func(ctx context.Context, tok election.Token, code int, cause string) error
 	// Report, if set, is called with the new Status at every change (the child
 	// started, exited, restarted; a drain). It must not block: pgleader run hands
 	// the latest to a goroutine that records it in pgleader.nodes.supervisor.
@@ -168,6 +174,11 @@ type Status struct {
 	Epoch    int64  `json:"epoch,omitempty"`
 	Restarts int    `json:"restarts"`
 	LastExit *int   `json:"last_exit,omitempty"`
+	// LastExitCause is how the last child ended: exit or signal (on its own),
+	// killed, drained, deadline or guard_gone (stopped when the term ended).
+	LastExitCause string `json:"last_exit_cause,omitempty"`
+	// LastExitEpoch is the term the last child ran in.
+	LastExitEpoch int64 `json:"last_exit_epoch,omitempty"`
 }
 
 // Supervisor runs a command while its node leads a scope.
@@ -345,6 +356,10 @@ func (s *Supervisor) awaitTurn(ctx context.Context, finish func(int, error)) boo
 	}
 }
 
+// recordExitTimeout bounds the recording of a child's exit in its term: the
+// term's end (or the child's restart) waits for it at most this long.
+const recordExitTimeout = 2 * time.Second
+
 // sessionUpBound bounds, with --wait 0, the wait for the node's session to open
 // and make its first claims (the engine gives a session 10 s to open).
 const sessionUpBound = 15 * time.Second
@@ -412,6 +427,13 @@ func (s *Supervisor) term(ctx context.Context, tok election.Token, finish func(i
 			return ctx.Err() // leadership ended, or a stop: Lead decides what follows
 		}
 		// The child exited on its own while leading.
+		if s.cfg.RecordExit != nil {
+			rctx, cancel := context.WithTimeout(ctx, recordExitTimeout)
+			if err := s.cfg.RecordExit(rctx, tok, code, cause); err != nil {
+				s.cfg.Log.Warn("could not record the command's exit in the term", "scope", tok.Scope, "epoch", tok.Epoch, "exit_code", code, "err", err)
+			}
+			cancel()
+		}
 		if s.cfg.Ledger != nil {
 			if err := s.cfg.Ledger.End(ctx, tok, key, code); err != nil {
 				s.cfg.Log.Warn("could not record the run's end", "scope", tok.Scope, "run_key", key, "err", err)
@@ -501,7 +523,7 @@ func (s *Supervisor) runChild(ctx context.Context, tok election.Token, key strin
 			}
 			s.mu.Lock()
 			c := code
-			s.status.LastExit = &c
+			s.status.LastExit, s.status.LastExitCause, s.status.LastExitEpoch = &c, cause, tok.Epoch
 			s.mu.Unlock()
 			s.setState("waiting", 0, tok.Epoch)
 			_ = s.guard.deadline(0)

@@ -477,6 +477,13 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 		kind = "↺ scope revived"
 		what = e.Scope + " by " + e.Node
 		t = toneMuted
+	case collector.EventChildExited:
+		kind = "■ cmd exited"
+		what = e.Scope + " command of " + e.Node + ": " + e.Detail
+		t = toneMuted
+		if e.Reason == "crashed" {
+			kind, t = "✖ cmd crashed", toneBad
+		}
 	case collector.EventEvictFailed:
 		kind = "✖ evict failed"
 		what = e.Node + " on " + e.Scope

@@ -216,7 +216,7 @@ func supervisedLine(sv *collector.Supervised) string {
 	}
 	t += " · " + strconv.Itoa(sv.Restarts) + " restarts"
 	if sv.LastExit != nil {
-		t += " · last exit " + strconv.Itoa(*sv.LastExit)
+		t += " · last " + termsafe.String(sv.LastExitText())
 	}
 	return t
 }

@@ -56,6 +56,12 @@ How a term ended (release_reason):
                      or a standby was promoted since its last heartbeat
   evicted            an operator or the collector terminated it
 
+A term of pgleader run whose command ended on its own while it led says how
+after its reason: "shutdown · command crashed (exit 3)", "· command crashed
+(signal 9 (SIGKILL))", "· command exited (exit 0)" (×N when a restart policy
+restarted it N−1 times). JSON: "child" {exits, exit_code, cause}; TSV:
+child_exit.
+
 --since and --until bound a window: the terms open at some point of it. --since
 takes a duration before now (1h) or a TIME, --until a TIME; TIME is RFC 3339
 (2026-11-27T03:12:04.250Z), a local time (2026-11-27 03:12:04, optionally
@@ -166,9 +172,16 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, w term
 	var out []collector.Term
 	err = pgsession.InTx(ctx, conn, func(tx pgx.Tx) error {
 		// The runs of pgleader run --once-per (schema 15), where the table exists.
-		var runs bool
-		if err := tx.QueryRow(ctx, "SELECT pg_catalog.to_regclass('pgleader.runs') IS NOT NULL").Scan(&runs); err != nil {
+		// The exits of pgleader run's children (schema 17), where recorded.
+		var runs, child bool
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.to_regclass('pgleader.runs') IS NOT NULL,
+		       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'pgleader.terms'::regclass
+		                  AND a.attname = 'child_exits' AND NOT a.attisdropped)`).Scan(&runs, &child); err != nil {
 			return err
+		}
+		childCols := `0, NULL::int, NULL::text`
+		if child {
+			childCols = `t.child_exits, t.child_exit_code, t.child_exit_cause`
 		}
 		run := `NULL::text, NULL::int`
 		join := ``
@@ -183,7 +196,7 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, w term
 		       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
 		       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
 		       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8,
-		       coalesce(t.handed_to, ''), `+run+`
+		       coalesce(t.handed_to, ''), `+run+`, `+childCols+`
 		  FROM pgleader.terms t `+join+`
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
 		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
@@ -212,10 +225,17 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 			gap, heldFor float64
 			runKey       *string
 			runExit      *int32
+			childExits   int32
+			childCode    *int32
+			childCause   *string
 		)
 		if err := rows.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &t.Hostname, &t.HolderPID,
-			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo, &runKey, &runExit); err != nil {
+			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo, &runKey, &runExit,
+			&childExits, &childCode, &childCause); err != nil {
 			return nil, err
+		}
+		if childExits > 0 && childCode != nil && childCause != nil {
+			t.Child = &collector.TermChild{Exits: int(childExits), ExitCode: int(*childCode), Cause: *childCause}
 		}
 		if runKey != nil {
 			t.Run = &collector.TermRun{Key: *runKey}
@@ -269,7 +289,7 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 		if targets != nil {
 			tail = "\ttarget"
 		}
-		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit"+tail)
+		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit\tchild_exit"+tail)
 		for i, t := range terms {
 			if targets != nil {
 				eol = "\t" + targets[i] + "\n"
@@ -285,9 +305,13 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 					runExit = strconv.Itoa(*t.Run.ExitCode)
 				}
 			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s%s", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
+			childExit := ""
+			if t.Child != nil {
+				childExit = t.Child.String()
+			}
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s\t%s%s", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
 				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds(), safe(t.HandedTo),
-				safe(runKey), runExit, eol)
+				safe(runKey), runExit, childExit, eol)
 		}
 		return nil
 	}
@@ -308,6 +332,11 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 		ended, held := safe(string(t.EndedBy)), human.Duration(t.HeldFor)
 		if t.HandedTo != "" {
 			ended += " → " + safe(t.HandedTo)
+		}
+		if c := t.Child; c != nil && (t.Run == nil || t.Run.ExitCode == nil) {
+			// pgleader run: the supervised command ended on its own in the term
+			// (a run of the ledger that ended says so itself, below).
+			ended += " · " + childPhrase(*c)
 		}
 		if r := t.Run; r != nil {
 			// pgleader run --once-per: the term says whether its run completed.
@@ -338,4 +367,19 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// childPhrase says how a term's supervised command ended on its own: "command
+// crashed (exit 3)", "command crashed (signal 11 (SIGSEGV))" or "command exited
+// (exit 0)", with "×N" when a restart policy saw it end N times.
+func childPhrase(c collector.TermChild) string {
+	what := "command exited"
+	if c.Crashed() {
+		what = "command crashed"
+	}
+	what += " (" + c.String() + ")"
+	if c.Exits > 1 {
+		what += fmt.Sprintf(" ×%d", c.Exits)
+	}
+	return what
 }

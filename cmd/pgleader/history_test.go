@@ -41,10 +41,10 @@ func TestHistoryHandedOver(t *testing.T) {
 	})
 	t.Run("TSV", func(t *testing.T) {
 		lines := strings.Split(strings.TrimSuffix(render(t, cli.FormatTSV), "\n"), "\n")
-		if !strings.HasSuffix(lines[0], "\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit") {
+		if !strings.HasSuffix(lines[0], "\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit\tchild_exit") {
 			t.Fatalf("tsv header %q", lines[0])
 		}
-		for i, want := range []string{"\topen\t0.000\t\t\t", "\thanded_over\t0.000\tnode-3\t\t", "\tresigned\t0.000\t\t\t"} {
+		for i, want := range []string{"\topen\t0.000\t\t\t\t", "\thanded_over\t0.000\tnode-3\t\t\t", "\tresigned\t0.000\t\t\t\t"} {
 			if !strings.HasSuffix(lines[1+i], want) {
 				t.Errorf("tsv row %d %q, want …%q", i, lines[1+i], want)
 			}

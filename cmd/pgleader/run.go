@@ -172,6 +172,7 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 	report, stopReport := supervisor.ReportTo(t.Config, cfg.NodeID, a.log)
 	defer stopReport()
 	scfg.Report = report
+	scfg.RecordExit = supervisor.ExitRecorderTo(t.Config)
 	sup, err := supervisor.New(ns.e, scfg)
 	if err != nil {
 		closeListener(ln)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,6 +152,73 @@ func TestHistoryShowsRuns(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("history lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestHistoryShowsCrashedChild: a term whose supervised command crashed (an
+// exit code, a signal) ends as shutdown (the node stopped because its command
+// did), and history says the command crashed and how, in the table, the TSV
+// and the JSON; a command that exits 0 reads as exited, not crashed.
+func TestHistoryShowsCrashedChild(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	for _, c := range []struct {
+		scope, script string
+		code          int
+	}{
+		{"child-exit3", "exit 3", 3},
+		{"child-segv", "kill -SEGV $$", 128 + 11},
+		{"child-ok", "exit 0", 0},
+	} {
+		cmd := exec.Command(binary, "run", "--dsn", dsn, "--scope", c.scope, "--", "sh", "-c", c.script)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if c.code == 0 && err != nil || c.code != 0 && (!errors.As(err, &ee) || ee.ExitCode() != c.code) {
+			t.Fatalf("run -- sh -c %q: want exit %d, got %v\n%s", c.script, c.code, err, out)
+		}
+	}
+	history := func(format string) string {
+		cmd := exec.Command(binary, "history", "--dsn", dsn, "-o", format)
+		cmd.Env = cleanEnv()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("history -o %s: %v\n%s", format, err, out)
+		}
+		return string(out)
+	}
+	table := history("table")
+	for _, want := range []string{"shutdown · command crashed (exit 3)", "shutdown · command crashed (signal 11 (SIGSEGV))",
+		"shutdown · command exited (exit 0)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("history lacks %q:\n%s", want, table)
+		}
+	}
+	var terms []struct {
+		Scope   string `json:"scope"`
+		EndedBy string `json:"ended_by"`
+		Child   *struct {
+			Exits    int    `json:"exits"`
+			ExitCode int    `json:"exit_code"`
+			Cause    string `json:"cause"`
+		} `json:"child"`
+	}
+	if err := json.Unmarshal([]byte(history("json")), &terms); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, tm := range terms {
+		if tm.Child == nil {
+			t.Errorf("JSON term of %s has no child", tm.Scope)
+			continue
+		}
+		got[tm.Scope] = fmt.Sprintf("%s %d %s %d", tm.EndedBy, tm.Child.ExitCode, tm.Child.Cause, tm.Child.Exits)
+	}
+	want := map[string]string{"child-exit3": "shutdown 3 exit 1", "child-segv": "shutdown 139 signal 1", "child-ok": "shutdown 0 exit 1"}
+	if !maps.Equal(got, want) {
+		t.Errorf("JSON child exits %v, want %v", got, want)
+	}
+	if tsv := history("tsv"); !strings.Contains(strings.SplitN(tsv, "\n", 2)[0], "\tchild_exit") || !strings.Contains(tsv, "\tsignal 11 (SIGSEGV)\n") {
+		t.Errorf("TSV lacks child_exit:\n%s", tsv)
 	}
 }
 

@@ -568,7 +568,7 @@ func supervisedText(sv *collector.Supervised) string {
 		t += ", " + plural(sv.Restarts, "restart")
 	}
 	if sv.LastExit != nil && sv.PID == 0 {
-		t += ", last exit " + strconv.Itoa(*sv.LastExit)
+		t += ", last " + termsafe.String(sv.LastExitText())
 	}
 	return t
 }
