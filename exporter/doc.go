@@ -11,6 +11,33 @@
 // collector that stops producing snapshots shows as pgleader_collector_up 0 once
 // the newest snapshot is older than Options.StaleAfter.
 //
+// # Unknown is not served as known
+//
+// While the collector cannot read the database it re-publishes its last good
+// snapshot. Its figures describe the past: served as they are, Prometheus stored
+// a leader, live nodes and a heartbeat 0.2 s old for every second of an outage,
+// and every panel (and every postmortem read from them) showed a healthy
+// cluster. So while pgleader_collector_up is 0 — the collector is disconnected,
+// or its newest snapshot is older than Options.StaleAfter — the Exporter serves
+// nothing it read from the database: no pgleader_scope_*, pgleader_node_*,
+// pgleader_fence_rejected_total, lock, notification queue, timeline, epoch
+// floor or slot lag series, and of pgleader_alert only collector_down. At the
+// next scrape Prometheus marks the missing series stale: every panel of that
+// database shows a gap, and no rule judges a figure nobody read. What is true
+// now stays: pgleader_collector_up 0, the snapshot's age (it keeps growing), the
+// time of the last successful read, the collector's counters and the
+// collector_down alert.
+//
+// The other choice was to keep serving what stays true, ages growing from the
+// last known timestamps (heartbeats, last_seen). It was not taken: an age alone
+// does not say whether a scope has a leader or a node is up (those series would
+// need a gap anyway), and every age compared with a threshold would cross it
+// during any outage longer than a trust window, so each scope and node would
+// page as stale on top of collector_down, for a fault of the collector's
+// connection. One rule for every series is simpler to read: unknown is absent.
+// A fleet judges each database alone: one that cannot be read leaves its own
+// gap, and the others are served as usual.
+//
 // # A fleet: Fleet
 //
 // Fleet serves several databases from one process (pgleader exporter
@@ -19,7 +46,8 @@
 // carries database, and the rules and dashboards aggregate per database. Each
 // database has its own collector: a scrape renders each one's newest snapshot and
 // never waits on a database, and pgleader_collector_up{database} is 0 for one
-// that is not read while the others are served as usual. Fleet.Handler adds
+// that is not read (without its other series: see above) while the others are
+// served as usual. Fleet.Handler adds
 // /probe?target=NAME (one database only: the multi-target pattern of
 // blackbox_exporter, for Prometheus-side fan-out). The lone database of
 // pgleader exporter --dsn is a fleet of one, named after its database name.
@@ -57,7 +85,7 @@
 //	pgleader_lock_table_capacity                      gauge   shared lock table size (absent when unknown)
 //	pgleader_lock_table_used                          gauge   the whole server's locks in the shared lock table
 //	pgleader_notify_queue_usage_ratio                 gauge   fraction of the server's notification queue in use
-//	pgleader_collector_up                             gauge   1 when the snapshot is fresh and the database readable
+//	pgleader_collector_up                             gauge   1 when the snapshot is fresh and the database readable; while 0, only pgleader_collector_*, pgleader_exporter_* and pgleader_alert{alert="collector_down"} are served
 //	pgleader_collector_source                         gauge   3 logical, 2 live, 1 polling, 0 disconnected
 //	pgleader_collector_snapshot_age_seconds           gauge   age of the newest snapshot at the scrape
 //	pgleader_collector_last_success_timestamp_seconds gauge   last successful read (Unix time)

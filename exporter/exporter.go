@@ -36,9 +36,10 @@ type Options struct {
 	ConstLabels prometheus.Labels
 
 	// StaleAfter: a snapshot older than this (by its At, against Now) is reported
-	// as pgleader_collector_up 0, because its figures no longer describe the
-	// cluster. Default DefaultStaleAfter (10s); keep it a few times the
-	// collector's poll interval.
+	// as pgleader_collector_up 0, and its scope, node and lock series are left
+	// out, because its figures no longer describe the cluster. Default
+	// DefaultStaleAfter (10s); keep it a few times the collector's poll
+	// interval.
 	StaleAfter time.Duration
 }
 
@@ -183,7 +184,10 @@ func SourceValue(s collector.Source) float64 {
 }
 
 // Collect renders the newest snapshot. With no snapshot it emits only
-// pgleader_collector_up 0 and the scrape metrics.
+// pgleader_collector_up 0 and the scrape metrics; with a snapshot that is not
+// current (pgleader_collector_up 0) the collector's health and its
+// collector_down alert, none of the figures it read from the database (see the
+// package doc).
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.emit(chanSink{e, ch})
 }
@@ -207,6 +211,52 @@ func (e *Exporter) emit(ch sink) {
 type flags struct{ splitBrain, staleLeader, staleNode bool }
 
 func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
+	h := s.Health
+	age := e.now().Sub(s.At)
+	up := !s.At.IsZero() && age <= e.staleAfter && h.Source != collector.SourceDisconnected
+	if up {
+		e.collectState(ch, s)
+	} else {
+		// The snapshot is the last good read, re-published: what it says of the
+		// database is not known now (package doc). Only the outage itself is.
+		for _, a := range s.Alerts {
+			if a.Kind == collector.AlertCollectorDown {
+				e.gauge(ch, alertActive, 1, string(a.Kind), string(a.Severity), a.Scope, a.Node)
+				break
+			}
+		}
+	}
+
+	e.gauge(ch, collectorUp, b2f(up))
+	e.gauge(ch, collectorSource, SourceValue(h.Source))
+	if !s.At.IsZero() {
+		e.gauge(ch, collectorAge, max(age, 0).Seconds())
+	}
+	if !h.LastPoll.IsZero() {
+		e.gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
+	}
+	e.gauge(ch, collectorPollDur, h.PollDuration.Seconds())
+	e.counter(ch, collectorPolls, float64(h.Polls))
+	e.counter(ch, collectorPollErrs, float64(h.PollErrors))
+	e.counter(ch, collectorNotifs, float64(h.Notifications))
+	e.counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
+	e.counter(ch, collectorReconnect, float64(h.Reconnects))
+	e.counter(ch, collectorDropped, float64(h.DroppedEvents))
+	if up && h.Slot != "" && h.SlotLagBytes >= 0 {
+		// Only a permanent slot reports a lag (a temporary one ends with its
+		// stream); the lag is read from the database, so it is unknown while
+		// the database is not read.
+		e.gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
+	}
+	if !h.LastChange.IsZero() {
+		e.gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
+	}
+	e.counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
+}
+
+// collectState sends the series read from the database: scopes, nodes,
+// alerts, locks. Only for a snapshot that is current (collectSnapshot).
+func (e *Exporter) collectState(ch sink, s *collector.Snapshot) {
 	scopeFlags := map[string]*flags{}
 	nodeFlags := map[string]*flags{}
 	flag := func(m map[string]*flags, key string) *flags {
@@ -315,33 +365,6 @@ func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 		e.gauge(ch, databaseTimeline, float64(s.Timeline))
 		e.gauge(ch, epochFloor, float64(s.EpochFloor))
 	}
-
-	h := s.Health
-	age := e.now().Sub(s.At)
-	fresh := !s.At.IsZero() && age <= e.staleAfter
-	e.gauge(ch, collectorUp, b2f(fresh && h.Source != collector.SourceDisconnected))
-	e.gauge(ch, collectorSource, SourceValue(h.Source))
-	if !s.At.IsZero() {
-		e.gauge(ch, collectorAge, max(age, 0).Seconds())
-	}
-	if !h.LastPoll.IsZero() {
-		e.gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
-	}
-	e.gauge(ch, collectorPollDur, h.PollDuration.Seconds())
-	e.counter(ch, collectorPolls, float64(h.Polls))
-	e.counter(ch, collectorPollErrs, float64(h.PollErrors))
-	e.counter(ch, collectorNotifs, float64(h.Notifications))
-	e.counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
-	e.counter(ch, collectorReconnect, float64(h.Reconnects))
-	e.counter(ch, collectorDropped, float64(h.DroppedEvents))
-	if h.Slot != "" && h.SlotLagBytes >= 0 {
-		// Only a permanent slot reports a lag (a temporary one ends with its stream).
-		e.gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
-	}
-	if !h.LastChange.IsZero() {
-		e.gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
-	}
-	e.counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
 }
 
 func (e *Exporter) gauge(ch sink, d *prometheus.Desc, v float64, labels ...string) {

@@ -44,7 +44,8 @@ func ledCluster() *collector.Snapshot {
 			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1,
 				Supervisor: &collector.Supervised{Command: "worker", State: "running", PID: 4242, Restarts: 1}},
 		},
-		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Capacity: 6400},
+		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Used: 40, Capacity: 6400, NotifyQueue: 0.001},
+		Timeline:      1,
 		FenceRejected: map[string]uint64{"billing": 2},
 		Health:        health(collector.SourceLive),
 	}
@@ -71,6 +72,8 @@ pgleader_scope_lock_holders{scope="billing"} 1
 pgleader_scope_lock_holders{scope="reports"} 1
 pgleader_scope_lock_waiters{scope="billing"} 1
 pgleader_scope_lock_waiters{scope="reports"} 1
+pgleader_scope_foreign_sessions{scope="billing"} 0
+pgleader_scope_foreign_sessions{scope="reports"} 0
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_split_brain{scope="reports"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
@@ -101,6 +104,10 @@ pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
+pgleader_lock_table_used 40
+pgleader_notify_queue_usage_ratio 0.001
+pgleader_database_timeline 1
+pgleader_epoch_floor 0
 pgleader_collector_up 1
 pgleader_collector_source 2
 pgleader_collector_snapshot_age_seconds 2
@@ -156,6 +163,7 @@ pgleader_scope_trust_window_seconds{scope="billing"} 1.5
 pgleader_scope_followers{scope="billing"} 2
 pgleader_scope_lock_holders{scope="billing"} 0
 pgleader_scope_lock_waiters{scope="billing"} 2
+pgleader_scope_foreign_sessions{scope="billing"} 0
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
 pgleader_scope_idle{scope="billing"} 0
@@ -178,6 +186,10 @@ pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 0
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
+pgleader_lock_table_used 0
+pgleader_notify_queue_usage_ratio 0
+pgleader_database_timeline 1
+pgleader_epoch_floor 0
 pgleader_collector_up 1
 pgleader_collector_source 2
 pgleader_collector_snapshot_age_seconds 2
@@ -233,6 +245,8 @@ pgleader_scope_lock_holders{scope="billing"} 1
 pgleader_scope_lock_holders{scope="reports"} 0
 pgleader_scope_lock_waiters{scope="billing"} 1
 pgleader_scope_lock_waiters{scope="reports"} 0
+pgleader_scope_foreign_sessions{scope="billing"} 0
+pgleader_scope_foreign_sessions{scope="reports"} 0
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_split_brain{scope="reports"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
@@ -266,6 +280,10 @@ pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
+pgleader_lock_table_used 40
+pgleader_notify_queue_usage_ratio 0.001
+pgleader_database_timeline 1
+pgleader_epoch_floor 0
 pgleader_collector_up 1
 pgleader_collector_source 2
 pgleader_collector_snapshot_age_seconds 2
@@ -322,26 +340,66 @@ pgleader_exporter_scrape_success 1
 			).Replace(ledClusterMetrics),
 		},
 		{
+			// The newest snapshot is older than StaleAfter (a read that hangs):
+			// what it says of the database is no longer known, so none of it is
+			// served; the collector's own health is.
 			name: "StaleSnapshot",
 			snap: ledCluster,
 			now:  t0.Add(11 * time.Second), // Options.StaleAfter defaults to 10s
-			want: strings.NewReplacer(
-				"pgleader_collector_up 1", "pgleader_collector_up 0",
-				"pgleader_collector_snapshot_age_seconds 2", "pgleader_collector_snapshot_age_seconds 11",
-			).Replace(ledClusterMetrics),
+			want: `
+pgleader_collector_up 0
+pgleader_collector_source 2
+pgleader_collector_snapshot_age_seconds 11
+pgleader_collector_last_success_timestamp_seconds 1.7723736e+09
+pgleader_collector_poll_duration_seconds 0.004
+pgleader_collector_polls_total 120
+pgleader_collector_poll_errors_total 1
+pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
+pgleader_collector_reconnects_total 1
+pgleader_collector_dropped_events_total 0
+pgleader_collector_decode_errors_total 0
+pgleader_exporter_scrape_success 1
+`,
 		},
 		{
+			// The collector cannot read the database: it re-publishes its last
+			// good snapshot with collector_down. Only the outage is served: the
+			// alert that says so, the age of the stream's last change (true
+			// now); not the scopes, nodes, other alerts, locks, the timeline
+			// nor the slot's lag, which are read from the database.
 			name: "Disconnected",
 			snap: func() *collector.Snapshot {
 				s := ledCluster()
 				s.Health.Source = collector.SourceDisconnected
+				s.Health.Slot, s.Health.SlotLagBytes = "pgleader_collector_1", 300<<20
+				s.Health.LastChange = t0.Add(-500 * time.Millisecond)
+				s.Timeline, s.EpochFloor = 2, 1<<40
+				s.Alerts = []collector.Alert{
+					{Kind: collector.AlertCollectorDown, Severity: collector.SeverityCritical},
+					{Kind: collector.AlertFlapping, Severity: collector.SeverityWarning, Scope: "billing"},
+				}
+				s.Scopes[0].Alerts = s.Alerts[1:]
 				return s
 			},
 			now: t0.Add(2 * time.Second),
-			want: strings.NewReplacer(
-				"pgleader_collector_up 1", "pgleader_collector_up 0",
-				"pgleader_collector_source 2", "pgleader_collector_source 0",
-			).Replace(ledClusterMetrics),
+			want: `
+pgleader_alert{alert="collector_down",node="",scope="",severity="critical"} 1
+pgleader_collector_up 0
+pgleader_collector_source 0
+pgleader_collector_snapshot_age_seconds 2
+pgleader_collector_last_success_timestamp_seconds 1.7723736e+09
+pgleader_collector_poll_duration_seconds 0.004
+pgleader_collector_polls_total 120
+pgleader_collector_poll_errors_total 1
+pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
+pgleader_collector_reconnects_total 1
+pgleader_collector_dropped_events_total 0
+pgleader_collector_last_change_age_seconds 2.5
+pgleader_collector_decode_errors_total 0
+pgleader_exporter_scrape_success 1
+`,
 		},
 		{
 			// A permanent slot: its lag and the age of the stream's last change.

@@ -39,7 +39,8 @@ func newRegistry(t testing.TB, snap *collector.Snapshot, now time.Time) *prometh
 func synthetic(scopes, nodes int) *collector.Snapshot {
 	s := &collector.Snapshot{
 		Seq: 42, At: t0, DBTime: t0,
-		Locks:         collector.LockStats{Advisory: scopes * 3, Capacity: 6400},
+		Locks:    collector.LockStats{Advisory: scopes * 3, Used: scopes * 3, Capacity: 6400, NotifyQueue: 0.0001},
+		Timeline: 2, EpochFloor: 1 << 40,
 		FenceRejected: map[string]uint64{},
 		Health: collector.Health{
 			Source: collector.SourceLogical, Database: "app @ db:5432", LastPoll: t0,
@@ -111,6 +112,11 @@ var metricInfo = map[string][2]string{
 	"pgleader_advisory_locks":                           {"gauge", "Granted advisory locks in the database (all of them, not only pgleader's)."},
 	"pgleader_advisory_lock_waiters":                    {"gauge", "Advisory lock requests not granted in the database."},
 	"pgleader_lock_table_capacity":                      {"gauge", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions)."},
+	"pgleader_scope_foreign_sessions":                   {"gauge", "Sessions that hold or wait on the scope's advisory lock without being its candidates (squatters; the interference check)."},
+	"pgleader_lock_table_used":                          {"gauge", "Granted locks of the whole server that take an entry of the shared lock table (every database's, advisory or not; fast-path locks excluded)."},
+	"pgleader_notify_queue_usage_ratio":                 {"gauge", "pg_notification_queue_usage(): the fraction of the server's notification queue in use (at 1 every NOTIFY fails, pgleader's claims and releases included)."},
+	"pgleader_database_timeline":                        {"gauge", "WAL timeline the database writes on; it rises when a standby is promoted (a failover). Absent while unknown (the collector reads a standby)."},
+	"pgleader_epoch_floor":                              {"gauge", "Every epoch granted on the current timeline is above this value: (timeline - 1) * 2^40, 0 before any failover. Absent while unknown."},
 	"pgleader_collector_up":                             {"gauge", "1 when the collector's newest snapshot is fresh and the database readable, else 0."},
 	"pgleader_collector_source":                         {"gauge", "Where the collector's picture comes from: 3 logical replication, 2 live (LISTEN), 1 polling only, 0 disconnected."},
 	"pgleader_collector_snapshot_age_seconds":           {"gauge", "Age of the collector's newest snapshot at the scrape."},
