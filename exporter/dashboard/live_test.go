@@ -4,24 +4,16 @@ package dashboard_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,23 +25,10 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/promtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// prometheusBinary returns the path of the prometheus server. Without it the
-// test is skipped, except in CI, where a missing server must not pass silently.
-func prometheusBinary(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("prometheus not found in CI: %v", err)
-		}
-		t.Skip("prometheus not found; install it with: apt-get install -y prometheus (or download a Prometheus release)")
-	}
-	return path
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -61,70 +40,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// promServer is a real Prometheus scraping one target every second.
-type promServer struct {
-	base  string // http://127.0.0.1:port
-	start time.Time
-}
-
-// startPrometheus starts the prometheus binary scraping targets (host:port)
-// every second, waits until it is ready, and stops it when the test ends.
-func startPrometheus(t *testing.T, targets ...string) *promServer {
-	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: pgleader
-    static_configs:
-      - targets: [%s]
-`, strings.Join(quoted(targets), ", "))
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	logs := &strings.Builder{}
-	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
-	p := &promServer{base: "http://" + addr, start: time.Now()}
-	pgtest.WaitFor(t, "prometheus ready", 30*time.Second, func() bool {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get(p.base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
-}
+// promServer is a real Prometheus (lab/promtest) scraping the exporters every
+// second.
+type promServer struct{ *promtest.Server }
 
 // sample is one series of a query's result: its labels and its values (one for
 // an instant query, one per step for a range query).
@@ -133,94 +51,40 @@ type sample struct {
 	values []float64
 }
 
-// query runs expr on Prometheus's HTTP API: an instant query at now, or a range
+// query runs expr as the dashboard would: an instant query at now, or a range
 // query from the server's start to now at a 1s step.
-func (p *promServer) query(instant bool, expr string) ([]sample, error) {
-	v := url.Values{"query": {expr}}
-	now := time.Now()
-	path := "/api/v1/query"
+func (p promServer) query(instant bool, expr string) ([]sample, error) {
+	var got []promtest.Series
+	var err error
 	if instant {
-		v.Set("time", strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64))
+		got, err = p.Query(expr, time.Now())
 	} else {
-		path = "/api/v1/query_range"
-		v.Set("start", strconv.FormatFloat(float64(p.start.UnixMilli())/1e3, 'f', 3, 64))
-		v.Set("end", strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64))
-		v.Set("step", "1")
+		got, err = p.QueryRange(expr, p.Started, time.Now(), time.Second)
 	}
-	resp, err := http.Get(p.base + path + "?" + v.Encode())
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  []any             `json:"value"`
-				Values [][]any           `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", path, err, body)
-	}
-	if r.Status != "success" {
-		return nil, fmt.Errorf("%s %q: %s", path, expr, r.Error)
-	}
-	var out []sample
-	for _, s := range r.Data.Result {
-		points := s.Values
-		if s.Value != nil {
-			points = [][]any{s.Value}
-		}
-		sm := sample{labels: s.Metric}
-		for _, pt := range points {
-			if len(pt) != 2 {
-				continue
-			}
-			str, _ := pt[1].(string)
-			f, err := strconv.ParseFloat(str, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s %q: value %v: %w", path, expr, pt[1], err)
-			}
-			sm.values = append(sm.values, f)
-		}
-		out = append(out, sm)
+	out := make([]sample, len(got))
+	for i, s := range got {
+		out[i] = sample{labels: s.Labels, values: s.Values()}
 	}
 	return out, nil
 }
 
+func startPrometheus(t *testing.T, targets ...string) promServer {
+	t.Helper()
+	return promServer{promtest.Start(t, targets...)}
+}
+
 // labelValues asks Prometheus for the values of label among the series of
 // metric: what Grafana's label_values(metric, label) runs.
-func labelValues(t *testing.T, p *promServer, label, metric string) []string {
+func labelValues(t *testing.T, p promServer, label, metric string) []string {
 	t.Helper()
-	resp, err := http.Get(p.base + "/api/v1/label/" + label + "/values?" + url.Values{"match[]": {metric}}.Encode())
+	vs, err := p.LabelValues(label, metric)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string   `json:"status"`
-		Data   []string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
-		t.Fatalf("label values of %s: %v, status %q", label, err, r.Status)
-	}
-	return r.Data
-}
-
-func quoted(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
+	return vs
 }
 
 // target is one query of one panel (or annotation) of the built dashboard.
@@ -390,7 +254,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 // A second database whose collector cannot connect shows as down.
 func TestDashboardQueriesLive(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	promtest.Binary(t)
 	ctx := context.Background()
 	began := time.Now()
 	dsn := pgtest.MigratedDSN(t)
@@ -558,7 +422,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	eventually(t, "every panel query to show its data", 30*time.Second, func() string {
 		clear(pending)
 		for _, tg := range tgs {
-			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 			if err != nil {
 				pending[tg.String()] = err.Error()
 				continue
@@ -584,7 +448,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 		t.Helper()
 		for _, tg := range tgs {
 			if tg.panel == panel {
-				got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+				got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 				if err != nil {
 					t.Fatalf("%s: %v", tg, err)
 				}
@@ -629,7 +493,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 			if tg.panel != panel {
 				continue
 			}
-			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 			if err != nil || len(got) != 1 || got[0].values[0] < want[0] || got[0].values[0] > want[1] {
 				t.Errorf("%s: %+v, %v; want one series in [%g, %g]", tg, got, err, want[0], want[1])
 			}
@@ -648,7 +512,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 			continue
 		}
 		for _, sel := range []string{"down", ".*", "(app|down)"} {
-			got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.start)))
+			got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.Started)))
 			if err != nil {
 				t.Errorf("%s with database %q: %v", tg, sel, err)
 				continue
@@ -667,7 +531,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	}
 	// What each query showed (go test -v).
 	for _, tg := range tgs {
-		got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+		got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 		if err != nil {
 			t.Errorf("%s: %v", tg, err)
 			continue
@@ -686,7 +550,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	// Every query also runs with All and with a multi-selection.
 	for _, tg := range tgs {
 		for _, sel := range []string{".*", "(app|down)"} {
-			if got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.start))); err != nil {
+			if got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.Started))); err != nil {
 				t.Errorf("%s with database %q: %v", tg, sel, err)
 			} else if why := check(got, faults[tg.String()]); why != "" {
 				t.Errorf("%s with database %q: %s", tg, sel, why)
@@ -732,7 +596,7 @@ func leaderNow(c *collector.Collector, scope string) string {
 
 // waitProm waits until Prometheus holds at least n samples of expr's series
 // (over the last minute).
-func waitProm(t *testing.T, p *promServer, expr string, n int) {
+func waitProm(t *testing.T, p promServer, expr string, n int) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%d scrapes of %s", n, expr), 30*time.Second, func() string {
 		got, err := p.query(true, fmt.Sprintf("count_over_time(%s[1m])", expr))
