@@ -102,9 +102,12 @@
 //	pgleader_exporter_scrape_duration_seconds         gauge   time this collection took
 //	pgleader_exporter_scrape_success                  gauge   1 when a snapshot was available
 //
-// The 0/1 alert gauges mirror the collector's own checks, so the dashboard's banner
-// and Prometheus agree; the rules in rules/pgleader.rules.yml use the collector's
-// default thresholds (collector.DefaultConfig) for the rest.
+// The 0/1 alert gauges and pgleader_alert mirror the collector's own checks, so
+// that Prometheus, pgleader status and pgleader top agree: the rules in
+// rules/pgleader.rules.yml read pgleader_alert{alert="KIND"} where a check needs
+// more than the gauges carry (flapping, slow_failover, no_follower,
+// unbound_leader), and recompute the others on the collector's default
+// thresholds (collector.DefaultConfig).
 //
 // Handler serves /metrics, /healthz, /readyz and a small index; Ready is its
 // readiness check over a collector. No endpoint shows how the collector connects:
