@@ -53,7 +53,11 @@
 // pgleader exporter --dsn is a fleet of one, named after its database name.
 //
 // Metrics (labels are database, scope and node only, so cardinality follows the
-// fleet's size and nothing else; database is left out of the list below):
+// fleet's size and nothing else; database is left out of the list below). A
+// node that stopped, or has not been seen, for longer than the collector's
+// Config.NodeRetention (pgleader exporter --node-retention, default 1h) leaves
+// the snapshot and with it every pgleader_node_* series: a node restarted under
+// a new id each time does not add series for good.
 //
 //	pgleader_scope_epoch{scope}                       gauge   current epoch (the fencing token)
 //	pgleader_scope_has_leader{scope}                  gauge   1 while a term is open and its lock is held
@@ -78,6 +82,7 @@
 //	pgleader_node_stale{node}                         gauge   1 while the stale_node check fires
 //	pgleader_node_priority{node}                      gauge   candidate priority (a free scope goes to the highest; 0 never leads)
 //	pgleader_node_failback_after_seconds{node}        gauge   a preferred node's failback delay (--preferred); 0: no failback
+//	pgleader_node_restarts{node}                      gauge   times the node id was registered again by a new process (a crash loop shows)
 //	pgleader_node_child_up{node,command}              gauge   pgleader run: 1 while its command runs (absent for a plain node)
 //	pgleader_node_child_restarts{node,command}        gauge   pgleader run: restarts of its command under --restart
 //	pgleader_advisory_locks                           gauge   granted advisory locks in the database

@@ -123,6 +123,7 @@ var (
 	nodePriority       = desc("pgleader_node_priority", "Candidate priority of the node: a free scope goes to its live candidate of highest priority; 0 never leads.", "node")
 	nodeChildUp        = desc("pgleader_node_child_up", "For a pgleader run node: 1 while its supervised command runs, else 0 (absent for a plain node).", "node", "command")
 	nodeChildRestarts  = desc("pgleader_node_child_restarts", "For a pgleader run node: how many times its command was restarted under --restart since the node started.", "node", "command")
+	nodeRestarts       = desc("pgleader_node_restarts", "Times the node id was registered again by a new process since it was first registered (a crash loop under a fixed id shows here).", "node")
 	nodeFailbackAfter  = desc("pgleader_node_failback_after_seconds", "Failback delay of a preferred node (pgleader node --preferred): it takes its scopes back from a live leader of lower priority once up this long. 0 when the node does not fail back.", "node")
 	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
 	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
@@ -153,7 +154,7 @@ var allDescs = []*prometheus.Desc{
 	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
 	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, alertActive, fenceRejected,
-	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter, nodeChildUp, nodeChildRestarts,
+	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter, nodeRestarts, nodeChildUp, nodeChildRestarts,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, lockTableUsed, notifyQueueUsage, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorCoalesced, collectorReconnect, collectorDropped,
@@ -347,6 +348,7 @@ func (e *Exporter) collectState(ch sink, s *collector.Snapshot) {
 		e.gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
 		e.gauge(ch, nodePriority, float64(n.Priority), n.ID)
 		e.gauge(ch, nodeFailbackAfter, n.FailbackAfter.Seconds(), n.ID)
+		e.gauge(ch, nodeRestarts, float64(n.Restarts), n.ID)
 		if sv := n.Supervisor; sv != nil && n.StoppedAt.IsZero() {
 			e.gauge(ch, nodeChildUp, b2f(sv.PID > 0 && (sv.State == "running" || sv.State == "draining")), n.ID, sv.Command)
 			e.gauge(ch, nodeChildRestarts, float64(sv.Restarts), n.ID, sv.Command)

@@ -41,7 +41,7 @@ func ledCluster() *collector.Snapshot {
 		},
 		Nodes: []collector.Node{
 			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true, Priority: 2, FailbackAfter: 30 * time.Second},
-			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1,
+			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1, Restarts: 3,
 				Supervisor: &collector.Supervised{Command: "worker", State: "running", PID: 4242, Restarts: 1}},
 		},
 		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Used: 40, Capacity: 6400, NotifyQueue: 0.001},
@@ -99,6 +99,8 @@ pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_restarts{node="node-a"} 0
+pgleader_node_restarts{node="node-b"} 3
 pgleader_node_child_up{command="worker",node="node-b"} 1
 pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
@@ -181,6 +183,8 @@ pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_restarts{node="node-a"} 0
+pgleader_node_restarts{node="node-b"} 3
 pgleader_node_child_up{command="worker",node="node-b"} 1
 pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 0
@@ -275,6 +279,9 @@ pgleader_node_priority{node="node-c"} 0
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
 pgleader_node_failback_after_seconds{node="node-c"} 0
+pgleader_node_restarts{node="node-a"} 0
+pgleader_node_restarts{node="node-b"} 3
+pgleader_node_restarts{node="node-c"} 0
 pgleader_node_child_up{command="worker",node="node-b"} 1
 pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
@@ -331,6 +338,7 @@ pgleader_exporter_scrape_success 1
 				"pgleader_node_stale{node=\"node-b\"} 0\n", "pgleader_node_stale{node=\"node-b\"} 0\npgleader_node_stale{node=\"node-c\"} 1\n",
 				"pgleader_node_priority{node=\"node-b\"} 1\n", "pgleader_node_priority{node=\"node-b\"} 1\npgleader_node_priority{node=\"node-c\"} 0\n",
 				"pgleader_node_failback_after_seconds{node=\"node-b\"} 0\n", "pgleader_node_failback_after_seconds{node=\"node-b\"} 0\npgleader_node_failback_after_seconds{node=\"node-c\"} 0\n",
+				"pgleader_node_restarts{node=\"node-b\"} 3\n", "pgleader_node_restarts{node=\"node-b\"} 3\npgleader_node_restarts{node=\"node-c\"} 0\n",
 				"pgleader_lock_table_capacity 6400\n", "",
 				"pgleader_scopes_retired 0\n", "pgleader_scopes_retired 0\n"+
 					`pgleader_alert{alert="split_brain",node="",scope="billing",severity="critical"} 1`+"\n"+

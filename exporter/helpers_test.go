@@ -109,6 +109,7 @@ var metricInfo = map[string][2]string{
 	"pgleader_node_stale":                               {"gauge", "1 while the collector's stale_node check fires for the node, else 0."},
 	"pgleader_node_priority":                            {"gauge", "Candidate priority of the node: a free scope goes to its live candidate of highest priority; 0 never leads."},
 	"pgleader_node_failback_after_seconds":              {"gauge", "Failback delay of a preferred node (pgleader node --preferred): it takes its scopes back from a live leader of lower priority once up this long. 0 when the node does not fail back."},
+	"pgleader_node_restarts":                            {"gauge", "Times the node id was registered again by a new process since it was first registered (a crash loop under a fixed id shows here)."},
 	"pgleader_advisory_locks":                           {"gauge", "Granted advisory locks in the database (all of them, not only pgleader's)."},
 	"pgleader_advisory_lock_waiters":                    {"gauge", "Advisory lock requests not granted in the database."},
 	"pgleader_lock_table_capacity":                      {"gauge", "Nominal size of the shared lock table: max_locks_per_transaction * (max_connections + max_prepared_transactions)."},
