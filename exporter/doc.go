@@ -71,7 +71,7 @@
 //	pgleader_scope_lock_waiters{scope}                gauge   backends waiting for it
 //	pgleader_scope_split_brain{scope}                 gauge   1 while the collector's split_brain check fires
 //	pgleader_scope_stale_leader{scope}                gauge   1 while the stale_leader check fires
-//	pgleader_scope_last_handover_gap_seconds{scope}   gauge   leaderless gap before the open term (absent when none)
+//	pgleader_scope_last_handover_gap_seconds{scope}   gauge   leaderless gap before the open term (absent when none is open, or for a first term: no gap, not 0)
 //	pgleader_scope_idle{scope}                        gauge   1 while IDLE: no leader, and nobody meant to lead
 //	pgleader_scope_handover_pending{scope}            gauge   1 while a requested handover reserves the scope
 //	pgleader_scopes_retired                           gauge   scopes retired (pgleader scope retire); they have no other series

@@ -110,7 +110,7 @@ var (
 	scopeForeign       = desc("pgleader_scope_foreign_sessions", "Sessions that hold or wait on the scope's advisory lock without being its candidates (squatters; the interference check).", "scope")
 	scopeSplitBrain    = desc("pgleader_scope_split_brain", "1 while the collector's split_brain check fires for the scope, else 0.", "scope")
 	scopeStaleLeader   = desc("pgleader_scope_stale_leader", "1 while the collector's stale_leader check fires for the scope, else 0.", "scope")
-	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open.", "scope")
+	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open or it is the scope's first.", "scope")
 	scopeIdle          = desc("pgleader_scope_idle", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0.", "scope")
 	scopeHandover      = desc("pgleader_scope_handover_pending", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0.", "scope")
 	alertActive        = desc("pgleader_alert", "1 for each alert the collector raises now (the alerts of pgleader status and top: interference, split_brain, stale_leader, …); absent when none.", "alert", "severity", "scope", "node")
@@ -316,7 +316,10 @@ func (e *Exporter) collectState(ch sink, s *collector.Snapshot) {
 		e.gauge(ch, scopeForeign, float64(len(sc.Interference)), name)
 		e.gauge(ch, scopeSplitBrain, b2f(f.splitBrain), name)
 		e.gauge(ch, scopeStaleLeader, b2f(f.staleLeader), name)
-		if sc.OpenTerm != nil {
+		if sc.OpenTerm != nil && sc.OpenTerm.HandoverGap > 0 {
+			// A scope's first term has no predecessor, so no gap: the database
+			// records none (NULL), which the collector reads as 0. Any real gap
+			// is above 0 (the claim commits after the release it follows).
 			e.gauge(ch, scopeHandoverGap, sc.OpenTerm.HandoverGap.Seconds(), name)
 		}
 		// The no-leader rule fires only for scopes that are not idle.

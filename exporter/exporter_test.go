@@ -348,6 +348,18 @@ pgleader_exporter_scrape_success 1
 			).Replace(ledClusterMetrics),
 		},
 		{
+			// reports' term is its first: no predecessor, no gap (not a gap of 0).
+			name: "FirstTerm",
+			snap: func() *collector.Snapshot {
+				s := ledCluster()
+				s.Scopes[1].OpenTerm.HandoverGap = 0
+				return s
+			},
+			now: t0.Add(2 * time.Second),
+			want: strings.Replace(ledClusterMetrics,
+				"pgleader_scope_last_handover_gap_seconds{scope=\"reports\"} 0.5\n", "", 1),
+		},
+		{
 			// The newest snapshot is older than StaleAfter (a read that hangs):
 			// what it says of the database is no longer known, so none of it is
 			// served; the collector's own health is.

@@ -97,7 +97,7 @@ var metricInfo = map[string][2]string{
 	"pgleader_scope_lock_waiters":                       {"gauge", "Backends waiting for the scope's advisory lock."},
 	"pgleader_scope_split_brain":                        {"gauge", "1 while the collector's split_brain check fires for the scope, else 0."},
 	"pgleader_scope_stale_leader":                       {"gauge", "1 while the collector's stale_leader check fires for the scope, else 0."},
-	"pgleader_scope_last_handover_gap_seconds":          {"gauge", "Time without a leader before the open term began; absent when no term is open."},
+	"pgleader_scope_last_handover_gap_seconds":          {"gauge", "Time without a leader before the open term began; absent when no term is open or it is the scope's first."},
 	"pgleader_scope_idle":                               {"gauge", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0."},
 	"pgleader_scope_handover_pending":                   {"gauge", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0."},
 	"pgleader_alert":                                    {"gauge", "1 for each alert the collector raises now (the alerts of pgleader status and top: interference, split_brain, stale_leader, …); absent when none."},
