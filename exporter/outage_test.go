@@ -82,6 +82,9 @@ func runCollector(t *testing.T, dsn string) *collector.Collector {
 // and the other database's series with no gap at all.
 func TestOutageLeavesAGap(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("stops and boots a private server")
+	}
 	promtest.Binary(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t)

@@ -80,6 +80,9 @@ var outage = map[string]during{
 // cluster. A second database, read throughout, keeps its panels.
 func TestDashboardOutage(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("stops and boots a private server")
+	}
 	tgs := targets(t)
 	for key := range outage {
 		if !slices.ContainsFunc(tgs, func(tg target) bool { return tg.String() == key }) {
