@@ -28,7 +28,9 @@ func TestExporterNodeLifecycle(t *testing.T) {
 
 	dsn, c := startNodes(t, "jobs", "crashy")
 	addr := freeAddr(t)
-	startBinary(t, "exporter", "--dsn", dsn, "--listen", addr, "--interval", "200ms", "--node-retention", "2h")
+	// notify: a logical source's temporary slot outlives a killed exporter for a
+	// moment, and the database cannot be dropped while it does.
+	startBinary(t, "exporter", "--dsn", dsn, "--listen", addr, "--interval", "200ms", "--node-retention", "2h", "--source", "notify")
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
