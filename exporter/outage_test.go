@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,9 @@ func runCollector(t *testing.T, dsn string) *collector.Collector {
 // few seconds and started again. Across the outage, /api/v1/query_range finds
 // pgleader_scope_has_leader of that database with samples before and after and
 // none while pgleader_collector_up is 0 — a gap, not a flat healthy line —
-// and the other database's series with no gap at all.
+// and the other database's series with no gap at all. The rules, loaded into
+// the same Prometheus, hold PgleaderCollectorDown pending and raise no slow
+// failover for the term that follows the outage.
 func TestOutageLeavesAGap(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -108,7 +111,7 @@ func TestOutageLeavesAGap(t *testing.T) {
 	t.Cleanup(fleetSrv.Close)
 	t.Cleanup(singleSrv.Close)
 	fleetTarget, singleTarget := strings.TrimPrefix(fleetSrv.URL, "http://"), strings.TrimPrefix(singleSrv.URL, "http://")
-	prom := promtest.Start(t, fleetTarget, singleTarget)
+	prom := promtest.StartWithRules(t, []string{filepath.Join("rules", "pgleader.rules.yml")}, fleetTarget, singleTarget)
 
 	// The series of app, each way it is served.
 	app := map[string]string{
@@ -133,11 +136,11 @@ func TestOutageLeavesAGap(t *testing.T) {
 		return n
 	}
 	is := func(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
-	waitScrapes := func(what, metric string, from time.Time, keep func(float64) bool, sels ...string) {
+	waitScrapes := func(n int, what, metric string, from time.Time, keep func(float64) bool, sels ...string) {
 		t.Helper()
 		pgtest.WaitFor(t, what, 30*time.Second, func() bool {
 			for _, sel := range sels {
-				if samples(metric, sel, from, keep) < 3 {
+				if samples(metric, sel, from, keep) < n {
 					return false
 				}
 			}
@@ -145,17 +148,19 @@ func TestOutageLeavesAGap(t *testing.T) {
 		})
 	}
 
-	waitScrapes("3 scrapes of app's scope led", "pgleader_scope_has_leader", prom.Started, is(1), app["fleet"], app["single"], otherSel)
+	waitScrapes(3, "3 scrapes of app's scope led", "pgleader_scope_has_leader", prom.Started, is(1), app["fleet"], app["single"], otherSel)
 	stopped := time.Now()
 	if err := srv.Stop("immediate"); err != nil {
 		t.Fatal(err)
 	}
-	waitScrapes("3 scrapes of app's collector down", "pgleader_collector_up", stopped, is(0), app["fleet"], app["single"])
+	// Down for longer than the slow-failover threshold (5s): the term after
+	// the outage begins more than 5s after its predecessor's last heartbeat.
+	waitScrapes(7, "7 scrapes of app's collector down", "pgleader_collector_up", stopped, is(0), app["fleet"], app["single"])
 	if err := srv.Boot(ctx); err != nil {
 		t.Fatal(err)
 	}
 	booted := time.Now()
-	waitScrapes("3 scrapes of app read again", "pgleader_collector_up", booted, is(1), app["fleet"], app["single"])
+	waitScrapes(3, "3 scrapes of app read again and led", "pgleader_scope_has_leader", booted, is(1), app["fleet"], app["single"])
 	end := time.Now()
 
 	// One query_range across the whole run, at a 1s step, as a graph panel
@@ -222,6 +227,35 @@ func TestOutageLeavesAGap(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// The rules over the same data (Prometheus evaluates them every second):
+	// the outage is pending as PgleaderCollectorDown (it waits a minute);
+	// the new term's handover gap is above 5s, which the old gauge rule paged
+	// for, but its predecessor ended with the database (database_failover),
+	// so the collector's slow_failover check, and the rule that reads it,
+	// stay silent: as pgleader status and top.
+	alerts := func(expr string) int {
+		t.Helper()
+		got, err := prom.QueryRange(expr, prom.Started, time.Now(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range got {
+			n += len(s.Points)
+		}
+		return n
+	}
+	gapAbove5 := alerts(`pgleader_scope_last_handover_gap_seconds` + app["fleet"] + ` > 5`)
+	oldRule := alerts(`pgleader_scope_last_handover_gap_seconds > 5 and pgleader_scope_tenure_seconds < 1800`)
+	pending := alerts(`ALERTS{alertname="PgleaderCollectorDown",alertstate="pending"}`)
+	slow := alerts(`ALERTS{alertname="PgleaderSlowFailover"}`) + alerts(`pgleader_alert{alert="slow_failover"}`)
+	t.Logf("after the outage: handover gap above 5s at %d steps (the old rule's expression true at %d); PgleaderCollectorDown pending at %d; slow_failover at %d",
+		gapAbove5, oldRule, pending, slow)
+	if gapAbove5 == 0 || oldRule == 0 || pending == 0 || slow != 0 {
+		t.Errorf("want a gap above 5s after the outage (the old rule's condition), PgleaderCollectorDown pending, and no slow failover (the collector's check ignores a database outage): %d, %d, %d, %d",
+			gapAbove5, oldRule, pending, slow)
 	}
 	t.Logf("stopped %v after the start, booted %v later, read again after %v",
 		stopped.Sub(prom.Started).Round(time.Millisecond), booted.Sub(stopped).Round(time.Millisecond), end.Sub(booted).Round(time.Millisecond))

@@ -58,21 +58,37 @@ type Server struct {
 // when the test ends (its log goes to the test's log if the test failed).
 func Start(t testing.TB, targets ...string) *Server {
 	t.Helper()
+	return StartWithRules(t, nil, targets...)
+}
+
+// StartWithRules is Start with rule files (paths) that the server evaluates
+// every ScrapeInterval: its alerts are the ALERTS series (no Alertmanager).
+func StartWithRules(t testing.TB, ruleFiles []string, targets ...string) *Server {
+	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
 	quoted := make([]string, len(targets))
 	for i, tg := range targets {
 		quoted[i] = strconv.Quote(tg)
 	}
+	rules := make([]string, len(ruleFiles))
+	for i, f := range ruleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules[i] = strconv.Quote(abs)
+	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: %[1]s
   scrape_timeout: %[1]s
   evaluation_interval: %[1]s
+rule_files: [%[3]s]
 scrape_configs:
   - job_name: pgleader
     static_configs:
       - targets: [%[2]s]
-`, ScrapeInterval, strings.Join(quoted, ", "))
+`, ScrapeInterval, strings.Join(quoted, ", "), strings.Join(rules, ", "))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
