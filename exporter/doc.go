@@ -69,12 +69,14 @@
 //	pgleader_scope_followers{scope}                   gauge   live candidates other than the leader
 //	pgleader_scope_lock_holders{scope}                gauge   backends holding the scope's advisory lock (1 normally)
 //	pgleader_scope_lock_waiters{scope}                gauge   backends waiting for it
+//	pgleader_scope_foreign_sessions{scope}            gauge   sessions on the scope's lock that are not its candidates (squatters)
 //	pgleader_scope_split_brain{scope}                 gauge   1 while the collector's split_brain check fires
 //	pgleader_scope_stale_leader{scope}                gauge   1 while the stale_leader check fires
 //	pgleader_scope_last_handover_gap_seconds{scope}   gauge   leaderless gap before the open term (absent when none is open, or for a first term: no gap, not 0)
 //	pgleader_scope_idle{scope}                        gauge   1 while IDLE: no leader, and nobody meant to lead
 //	pgleader_scope_handover_pending{scope}            gauge   1 while a requested handover reserves the scope
 //	pgleader_scopes_retired                           gauge   scopes retired (pgleader scope retire); they have no other series
+//	pgleader_alert{alert,severity,scope,node}         gauge   1 per alert the collector raises now (status and top show the same); absent when none
 //	pgleader_fence_rejected_total{scope}              counter fenced writes the database refused
 //	pgleader_node_up{node}                            gauge   1 when the node is live (not stopped, seen recently)
 //	pgleader_node_last_seen_age_seconds{node}         gauge   age of nodes.last_seen
@@ -90,6 +92,8 @@
 //	pgleader_lock_table_capacity                      gauge   shared lock table size (absent when unknown)
 //	pgleader_lock_table_used                          gauge   the whole server's locks in the shared lock table
 //	pgleader_notify_queue_usage_ratio                 gauge   fraction of the server's notification queue in use
+//	pgleader_database_timeline                        gauge   WAL timeline the database writes on (a promotion raises it; absent while unknown)
+//	pgleader_epoch_floor                              gauge   every epoch of the current timeline is above it: (timeline − 1)·2^40
 //	pgleader_collector_up                             gauge   1 when the snapshot is fresh and the database readable; while 0, only pgleader_collector_*, pgleader_exporter_* and pgleader_alert{alert="collector_down"} are served
 //	pgleader_collector_source                         gauge   3 logical, 2 live, 1 polling, 0 disconnected
 //	pgleader_collector_snapshot_age_seconds           gauge   age of the newest snapshot at the scrape

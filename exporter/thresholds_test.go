@@ -167,3 +167,35 @@ func TestRunbookAnchors(t *testing.T) {
 		}
 	}
 }
+
+// TestDocListsEveryMetric: the package doc's metric list (the contract of the
+// names, DESIGN §5) has every metric the exporter emits, and no other.
+func TestDocListsEveryMetric(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^//\t(pgleader_[a-z_]+)`).FindAllStringSubmatch(string(doc), -1) {
+		listed[m[1]] = true
+	}
+	// Every family a scrape can have: a cluster with alerts, a supervised
+	// node, a permanent slot, a timeline.
+	snap := synthetic(5, 4)
+	snap.Alerts = []collector.Alert{{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: snap.Nodes[3].ID}}
+	fams, err := newRegistry(t, snap, t0).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range fams {
+		name := mf.GetName()
+		if !listed[name] {
+			t.Errorf("%s is not in the package doc's metric list", name)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("the package doc lists %s, which the exporter does not emit", name)
+	}
+}
