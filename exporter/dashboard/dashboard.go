@@ -148,9 +148,9 @@ func known(expr string) string {
 	return fmt.Sprintf(`(%s) unless on (database) %s or on (database) %s * NaN`, expr, notReadNow, notReadNow)
 }
 
-// unknown maps NaN (known's) to UNKNOWN in grey.
+// unknown maps NaN (known's) to UNKNOWN in grey, and null alike.
 var unknown = sdk.ValueMapping{SpecialValueMap: &sdk.SpecialValueMap{Type: sdk.MappingTypeSpecialValue,
-	Options: sdk.DashboardSpecialValueMapOptions{Match: sdk.SpecialValueMatchNaN,
+	Options: sdk.DashboardSpecialValueMapOptions{Match: sdk.SpecialValueMatchNullAndNan,
 		Result: sdk.ValueMappingResult{Text: cog.ToPtr("UNKNOWN"), Color: cog.ToPtr(unknownColor), Index: cog.ToPtr(int32(0))}}}}
 
 const unknownColor = "#8e8e8e"
@@ -214,15 +214,19 @@ func shared(c, by, window string) string {
 }
 
 // statPanel shows one figure per database; faultColor colours it from 1 on.
-// A database not read shows UNKNOWN (known).
+// A database not read shows UNKNOWN (known); so does a panel with no data at
+// all (no exporter scraped). The reducer is last, not lastNotNull: the query
+// is instant (one value per series), and lastNotNull skips NaN, which would
+// show "No data" instead.
 func statPanel(id uint32, title, description string, q query, faultColor string) *stat.PanelBuilder {
 	q.instant = true
 	return panel(stat.NewPanelBuilder(), id, title, description, 4, 4, q).
 		ColorMode(common.BigValueColorModeBackground).
 		GraphMode(common.BigValueGraphModeNone).
 		Orientation(common.VizOrientationAuto).
-		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"last"})).
 		Mappings([]sdk.ValueMapping{unknown}).
+		NoValue("UNKNOWN").
 		Thresholds(thresholds("green", faultColor))
 }
 
