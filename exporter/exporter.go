@@ -36,9 +36,10 @@ type Options struct {
 	ConstLabels prometheus.Labels
 
 	// StaleAfter: a snapshot older than this (by its At, against Now) is reported
-	// as pgleader_collector_up 0, because its figures no longer describe the
-	// cluster. Default DefaultStaleAfter (10s); keep it a few times the
-	// collector's poll interval.
+	// as pgleader_collector_up 0, and its scope, node and lock series are left
+	// out, because its figures no longer describe the cluster. Default
+	// DefaultStaleAfter (10s); keep it a few times the collector's poll
+	// interval.
 	StaleAfter time.Duration
 }
 
@@ -109,7 +110,7 @@ var (
 	scopeForeign       = desc("pgleader_scope_foreign_sessions", "Sessions that hold or wait on the scope's advisory lock without being its candidates (squatters; the interference check).", "scope")
 	scopeSplitBrain    = desc("pgleader_scope_split_brain", "1 while the collector's split_brain check fires for the scope, else 0.", "scope")
 	scopeStaleLeader   = desc("pgleader_scope_stale_leader", "1 while the collector's stale_leader check fires for the scope, else 0.", "scope")
-	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open.", "scope")
+	scopeHandoverGap   = desc("pgleader_scope_last_handover_gap_seconds", "Time without a leader before the open term began; absent when no term is open or it is the scope's first.", "scope")
 	scopeIdle          = desc("pgleader_scope_idle", "1 while the scope is IDLE: no leader and nobody meant to lead (every candidate stopped cleanly, no term left open), else 0.", "scope")
 	scopeHandover      = desc("pgleader_scope_handover_pending", "1 while a requested handover (pgleader handover) reserves the scope for its target, else 0.", "scope")
 	alertActive        = desc("pgleader_alert", "1 for each alert the collector raises now (the alerts of pgleader status and top: interference, split_brain, stale_leader, …); absent when none.", "alert", "severity", "scope", "node")
@@ -122,6 +123,7 @@ var (
 	nodePriority       = desc("pgleader_node_priority", "Candidate priority of the node: a free scope goes to its live candidate of highest priority; 0 never leads.", "node")
 	nodeChildUp        = desc("pgleader_node_child_up", "For a pgleader run node: 1 while its supervised command runs, else 0 (absent for a plain node).", "node", "command")
 	nodeChildRestarts  = desc("pgleader_node_child_restarts", "For a pgleader run node: how many times its command was restarted under --restart since the node started.", "node", "command")
+	nodeRestarts       = desc("pgleader_node_restarts", "Times the node id was registered again by a new process since it was first registered (a crash loop under a fixed id shows here).", "node")
 	nodeFailbackAfter  = desc("pgleader_node_failback_after_seconds", "Failback delay of a preferred node (pgleader node --preferred): it takes its scopes back from a live leader of lower priority once up this long. 0 when the node does not fail back.", "node")
 	advisoryLocks      = desc("pgleader_advisory_locks", "Granted advisory locks in the database (all of them, not only pgleader's).")
 	advisoryWaiters    = desc("pgleader_advisory_lock_waiters", "Advisory lock requests not granted in the database.")
@@ -152,7 +154,7 @@ var allDescs = []*prometheus.Desc{
 	scopeEpoch, scopeHasLeader, scopeLeader, scopeHeartbeatAge, scopeTenure, scopeLeaderless,
 	scopeTrustWindow, scopeFollowers, scopeLockHolders, scopeLockWaiters, scopeForeign, scopeSplitBrain,
 	scopeStaleLeader, scopeHandoverGap, scopeIdle, scopeHandover, scopesRetired, alertActive, fenceRejected,
-	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter, nodeChildUp, nodeChildRestarts,
+	nodeUp, nodeLastSeenAge, nodeLeader, nodeStale, nodePriority, nodeFailbackAfter, nodeRestarts, nodeChildUp, nodeChildRestarts,
 	advisoryLocks, advisoryWaiters, lockTableCapacity, lockTableUsed, notifyQueueUsage, databaseTimeline, epochFloor,
 	collectorUp, collectorSource, collectorAge, collectorLastOK, collectorPollDur, collectorPolls,
 	collectorPollErrs, collectorNotifs, collectorCoalesced, collectorReconnect, collectorDropped,
@@ -183,7 +185,10 @@ func SourceValue(s collector.Source) float64 {
 }
 
 // Collect renders the newest snapshot. With no snapshot it emits only
-// pgleader_collector_up 0 and the scrape metrics.
+// pgleader_collector_up 0 and the scrape metrics; with a snapshot that is not
+// current (pgleader_collector_up 0) the collector's health and its
+// collector_down alert, none of the figures it read from the database (see the
+// package doc).
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.emit(chanSink{e, ch})
 }
@@ -207,6 +212,52 @@ func (e *Exporter) emit(ch sink) {
 type flags struct{ splitBrain, staleLeader, staleNode bool }
 
 func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
+	h := s.Health
+	age := e.now().Sub(s.At)
+	up := !s.At.IsZero() && age <= e.staleAfter && h.Source != collector.SourceDisconnected
+	if up {
+		e.collectState(ch, s)
+	} else {
+		// The snapshot is the last good read, re-published: what it says of the
+		// database is not known now (package doc). Only the outage itself is.
+		for _, a := range s.Alerts {
+			if a.Kind == collector.AlertCollectorDown {
+				e.gauge(ch, alertActive, 1, string(a.Kind), string(a.Severity), a.Scope, a.Node)
+				break
+			}
+		}
+	}
+
+	e.gauge(ch, collectorUp, b2f(up))
+	e.gauge(ch, collectorSource, SourceValue(h.Source))
+	if !s.At.IsZero() {
+		e.gauge(ch, collectorAge, max(age, 0).Seconds())
+	}
+	if !h.LastPoll.IsZero() {
+		e.gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
+	}
+	e.gauge(ch, collectorPollDur, h.PollDuration.Seconds())
+	e.counter(ch, collectorPolls, float64(h.Polls))
+	e.counter(ch, collectorPollErrs, float64(h.PollErrors))
+	e.counter(ch, collectorNotifs, float64(h.Notifications))
+	e.counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
+	e.counter(ch, collectorReconnect, float64(h.Reconnects))
+	e.counter(ch, collectorDropped, float64(h.DroppedEvents))
+	if up && h.Slot != "" && h.SlotLagBytes >= 0 {
+		// Only a permanent slot reports a lag (a temporary one ends with its
+		// stream); the lag is read from the database, so it is unknown while
+		// the database is not read.
+		e.gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
+	}
+	if !h.LastChange.IsZero() {
+		e.gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
+	}
+	e.counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
+}
+
+// collectState sends the series read from the database: scopes, nodes,
+// alerts, locks. Only for a snapshot that is current (collectSnapshot).
+func (e *Exporter) collectState(ch sink, s *collector.Snapshot) {
 	scopeFlags := map[string]*flags{}
 	nodeFlags := map[string]*flags{}
 	flag := func(m map[string]*flags, key string) *flags {
@@ -265,7 +316,10 @@ func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 		e.gauge(ch, scopeForeign, float64(len(sc.Interference)), name)
 		e.gauge(ch, scopeSplitBrain, b2f(f.splitBrain), name)
 		e.gauge(ch, scopeStaleLeader, b2f(f.staleLeader), name)
-		if sc.OpenTerm != nil {
+		if sc.OpenTerm != nil && sc.OpenTerm.HandoverGap > 0 {
+			// A scope's first term has no predecessor, so no gap: the database
+			// records none (NULL), which the collector reads as 0. Any real gap
+			// is above 0 (the claim commits after the release it follows).
 			e.gauge(ch, scopeHandoverGap, sc.OpenTerm.HandoverGap.Seconds(), name)
 		}
 		// The no-leader rule fires only for scopes that are not idle.
@@ -297,6 +351,7 @@ func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 		e.gauge(ch, nodeStale, b2f(nodeFlags[n.ID] != nil && nodeFlags[n.ID].staleNode), n.ID)
 		e.gauge(ch, nodePriority, float64(n.Priority), n.ID)
 		e.gauge(ch, nodeFailbackAfter, n.FailbackAfter.Seconds(), n.ID)
+		e.gauge(ch, nodeRestarts, float64(n.Restarts), n.ID)
 		if sv := n.Supervisor; sv != nil && n.StoppedAt.IsZero() {
 			e.gauge(ch, nodeChildUp, b2f(sv.PID > 0 && (sv.State == "running" || sv.State == "draining")), n.ID, sv.Command)
 			e.gauge(ch, nodeChildRestarts, float64(sv.Restarts), n.ID, sv.Command)
@@ -315,33 +370,6 @@ func (e *Exporter) collectSnapshot(ch sink, s *collector.Snapshot) {
 		e.gauge(ch, databaseTimeline, float64(s.Timeline))
 		e.gauge(ch, epochFloor, float64(s.EpochFloor))
 	}
-
-	h := s.Health
-	age := e.now().Sub(s.At)
-	fresh := !s.At.IsZero() && age <= e.staleAfter
-	e.gauge(ch, collectorUp, b2f(fresh && h.Source != collector.SourceDisconnected))
-	e.gauge(ch, collectorSource, SourceValue(h.Source))
-	if !s.At.IsZero() {
-		e.gauge(ch, collectorAge, max(age, 0).Seconds())
-	}
-	if !h.LastPoll.IsZero() {
-		e.gauge(ch, collectorLastOK, float64(h.LastPoll.UnixNano())/1e9)
-	}
-	e.gauge(ch, collectorPollDur, h.PollDuration.Seconds())
-	e.counter(ch, collectorPolls, float64(h.Polls))
-	e.counter(ch, collectorPollErrs, float64(h.PollErrors))
-	e.counter(ch, collectorNotifs, float64(h.Notifications))
-	e.counter(ch, collectorCoalesced, float64(h.NotificationsCoalesced))
-	e.counter(ch, collectorReconnect, float64(h.Reconnects))
-	e.counter(ch, collectorDropped, float64(h.DroppedEvents))
-	if h.Slot != "" && h.SlotLagBytes >= 0 {
-		// Only a permanent slot reports a lag (a temporary one ends with its stream).
-		e.gauge(ch, collectorSlotLag, float64(h.SlotLagBytes))
-	}
-	if !h.LastChange.IsZero() {
-		e.gauge(ch, collectorChangeAge, max(e.now().Sub(h.LastChange), 0).Seconds())
-	}
-	e.counter(ch, collectorDecodeErr, float64(h.DecodeErrors))
 }
 
 func (e *Exporter) gauge(ch sink, d *prometheus.Desc, v float64, labels ...string) {

@@ -41,10 +41,11 @@ func ledCluster() *collector.Snapshot {
 		},
 		Nodes: []collector.Node{
 			{ID: "node-a", LastSeenAge: 400 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"billing"}, Live: true, Priority: 2, FailbackAfter: 30 * time.Second},
-			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1,
+			{ID: "node-b", LastSeenAge: 300 * time.Millisecond, Scopes: []string{"billing", "reports"}, Leads: []string{"reports"}, Live: true, Priority: 1, Restarts: 3,
 				Supervisor: &collector.Supervised{Command: "worker", State: "running", PID: 4242, Restarts: 1}},
 		},
-		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Capacity: 6400},
+		Locks:         collector.LockStats{Advisory: 2, Waiting: 2, Used: 40, Capacity: 6400, NotifyQueue: 0.001},
+		Timeline:      1,
 		FenceRejected: map[string]uint64{"billing": 2},
 		Health:        health(collector.SourceLive),
 	}
@@ -71,6 +72,8 @@ pgleader_scope_lock_holders{scope="billing"} 1
 pgleader_scope_lock_holders{scope="reports"} 1
 pgleader_scope_lock_waiters{scope="billing"} 1
 pgleader_scope_lock_waiters{scope="reports"} 1
+pgleader_scope_foreign_sessions{scope="billing"} 0
+pgleader_scope_foreign_sessions{scope="reports"} 0
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_split_brain{scope="reports"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
@@ -96,11 +99,17 @@ pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_restarts{node="node-a"} 0
+pgleader_node_restarts{node="node-b"} 3
 pgleader_node_child_up{command="worker",node="node-b"} 1
 pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
+pgleader_lock_table_used 40
+pgleader_notify_queue_usage_ratio 0.001
+pgleader_database_timeline 1
+pgleader_epoch_floor 0
 pgleader_collector_up 1
 pgleader_collector_source 2
 pgleader_collector_snapshot_age_seconds 2
@@ -156,6 +165,7 @@ pgleader_scope_trust_window_seconds{scope="billing"} 1.5
 pgleader_scope_followers{scope="billing"} 2
 pgleader_scope_lock_holders{scope="billing"} 0
 pgleader_scope_lock_waiters{scope="billing"} 2
+pgleader_scope_foreign_sessions{scope="billing"} 0
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
 pgleader_scope_idle{scope="billing"} 0
@@ -173,11 +183,17 @@ pgleader_node_priority{node="node-a"} 2
 pgleader_node_priority{node="node-b"} 1
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
+pgleader_node_restarts{node="node-a"} 0
+pgleader_node_restarts{node="node-b"} 3
 pgleader_node_child_up{command="worker",node="node-b"} 1
 pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 0
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
+pgleader_lock_table_used 0
+pgleader_notify_queue_usage_ratio 0
+pgleader_database_timeline 1
+pgleader_epoch_floor 0
 pgleader_collector_up 1
 pgleader_collector_source 2
 pgleader_collector_snapshot_age_seconds 2
@@ -233,6 +249,8 @@ pgleader_scope_lock_holders{scope="billing"} 1
 pgleader_scope_lock_holders{scope="reports"} 0
 pgleader_scope_lock_waiters{scope="billing"} 1
 pgleader_scope_lock_waiters{scope="reports"} 0
+pgleader_scope_foreign_sessions{scope="billing"} 0
+pgleader_scope_foreign_sessions{scope="reports"} 0
 pgleader_scope_split_brain{scope="billing"} 0
 pgleader_scope_split_brain{scope="reports"} 0
 pgleader_scope_stale_leader{scope="billing"} 0
@@ -261,11 +279,18 @@ pgleader_node_priority{node="node-c"} 0
 pgleader_node_failback_after_seconds{node="node-a"} 30
 pgleader_node_failback_after_seconds{node="node-b"} 0
 pgleader_node_failback_after_seconds{node="node-c"} 0
+pgleader_node_restarts{node="node-a"} 0
+pgleader_node_restarts{node="node-b"} 3
+pgleader_node_restarts{node="node-c"} 0
 pgleader_node_child_up{command="worker",node="node-b"} 1
 pgleader_node_child_restarts{command="worker",node="node-b"} 1
 pgleader_advisory_locks 2
 pgleader_advisory_lock_waiters 2
 pgleader_lock_table_capacity 6400
+pgleader_lock_table_used 40
+pgleader_notify_queue_usage_ratio 0.001
+pgleader_database_timeline 1
+pgleader_epoch_floor 0
 pgleader_collector_up 1
 pgleader_collector_source 2
 pgleader_collector_snapshot_age_seconds 2
@@ -313,6 +338,7 @@ pgleader_exporter_scrape_success 1
 				"pgleader_node_stale{node=\"node-b\"} 0\n", "pgleader_node_stale{node=\"node-b\"} 0\npgleader_node_stale{node=\"node-c\"} 1\n",
 				"pgleader_node_priority{node=\"node-b\"} 1\n", "pgleader_node_priority{node=\"node-b\"} 1\npgleader_node_priority{node=\"node-c\"} 0\n",
 				"pgleader_node_failback_after_seconds{node=\"node-b\"} 0\n", "pgleader_node_failback_after_seconds{node=\"node-b\"} 0\npgleader_node_failback_after_seconds{node=\"node-c\"} 0\n",
+				"pgleader_node_restarts{node=\"node-b\"} 3\n", "pgleader_node_restarts{node=\"node-b\"} 3\npgleader_node_restarts{node=\"node-c\"} 0\n",
 				"pgleader_lock_table_capacity 6400\n", "",
 				"pgleader_scopes_retired 0\n", "pgleader_scopes_retired 0\n"+
 					`pgleader_alert{alert="split_brain",node="",scope="billing",severity="critical"} 1`+"\n"+
@@ -322,26 +348,78 @@ pgleader_exporter_scrape_success 1
 			).Replace(ledClusterMetrics),
 		},
 		{
+			// reports' term is its first: no predecessor, no gap (not a gap of 0).
+			name: "FirstTerm",
+			snap: func() *collector.Snapshot {
+				s := ledCluster()
+				s.Scopes[1].OpenTerm.HandoverGap = 0
+				return s
+			},
+			now: t0.Add(2 * time.Second),
+			want: strings.Replace(ledClusterMetrics,
+				"pgleader_scope_last_handover_gap_seconds{scope=\"reports\"} 0.5\n", "", 1),
+		},
+		{
+			// The newest snapshot is older than StaleAfter (a read that hangs):
+			// what it says of the database is no longer known, so none of it is
+			// served; the collector's own health is.
 			name: "StaleSnapshot",
 			snap: ledCluster,
 			now:  t0.Add(11 * time.Second), // Options.StaleAfter defaults to 10s
-			want: strings.NewReplacer(
-				"pgleader_collector_up 1", "pgleader_collector_up 0",
-				"pgleader_collector_snapshot_age_seconds 2", "pgleader_collector_snapshot_age_seconds 11",
-			).Replace(ledClusterMetrics),
+			want: `
+pgleader_collector_up 0
+pgleader_collector_source 2
+pgleader_collector_snapshot_age_seconds 11
+pgleader_collector_last_success_timestamp_seconds 1.7723736e+09
+pgleader_collector_poll_duration_seconds 0.004
+pgleader_collector_polls_total 120
+pgleader_collector_poll_errors_total 1
+pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
+pgleader_collector_reconnects_total 1
+pgleader_collector_dropped_events_total 0
+pgleader_collector_decode_errors_total 0
+pgleader_exporter_scrape_success 1
+`,
 		},
 		{
+			// The collector cannot read the database: it re-publishes its last
+			// good snapshot with collector_down. Only the outage is served: the
+			// alert that says so, the age of the stream's last change (true
+			// now); not the scopes, nodes, other alerts, locks, the timeline
+			// nor the slot's lag, which are read from the database.
 			name: "Disconnected",
 			snap: func() *collector.Snapshot {
 				s := ledCluster()
 				s.Health.Source = collector.SourceDisconnected
+				s.Health.Slot, s.Health.SlotLagBytes = "pgleader_collector_1", 300<<20
+				s.Health.LastChange = t0.Add(-500 * time.Millisecond)
+				s.Timeline, s.EpochFloor = 2, 1<<40
+				s.Alerts = []collector.Alert{
+					{Kind: collector.AlertCollectorDown, Severity: collector.SeverityCritical},
+					{Kind: collector.AlertFlapping, Severity: collector.SeverityWarning, Scope: "billing"},
+				}
+				s.Scopes[0].Alerts = s.Alerts[1:]
 				return s
 			},
 			now: t0.Add(2 * time.Second),
-			want: strings.NewReplacer(
-				"pgleader_collector_up 1", "pgleader_collector_up 0",
-				"pgleader_collector_source 2", "pgleader_collector_source 0",
-			).Replace(ledClusterMetrics),
+			want: `
+pgleader_alert{alert="collector_down",node="",scope="",severity="critical"} 1
+pgleader_collector_up 0
+pgleader_collector_source 0
+pgleader_collector_snapshot_age_seconds 2
+pgleader_collector_last_success_timestamp_seconds 1.7723736e+09
+pgleader_collector_poll_duration_seconds 0.004
+pgleader_collector_polls_total 120
+pgleader_collector_poll_errors_total 1
+pgleader_collector_notifications_total 30
+pgleader_collector_notifications_coalesced_total 12
+pgleader_collector_reconnects_total 1
+pgleader_collector_dropped_events_total 0
+pgleader_collector_last_change_age_seconds 2.5
+pgleader_collector_decode_errors_total 0
+pgleader_exporter_scrape_success 1
+`,
 		},
 		{
 			// A permanent slot: its lag and the age of the stream's last change.

@@ -27,8 +27,9 @@ type Member struct {
 // Fleet serves the metrics of several databases from one process: every
 // member's series labelled database="NAME". A scrape renders each member's
 // newest snapshot and never waits on a database: a member whose collector
-// cannot read is served as pgleader_collector_up{database="NAME"} 0 (with its
-// last good figures while they are fresh), and the others as usual.
+// cannot read is served as pgleader_collector_up{database="NAME"} 0, without
+// its scope, node and lock series (its last figures describe the past), and
+// the others as usual.
 type Fleet struct {
 	members []Member
 	exps    []*Exporter          // per member, in order: what /metrics writes (text.go)

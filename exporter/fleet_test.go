@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/exporter"
 )
 
@@ -111,6 +112,83 @@ func TestFleet(t *testing.T) {
 	_, body = get(t, stale.Handler(nil), "/metrics")
 	if !strings.Contains(body, `pgleader_collector_up{database="stale"} 0`) || !strings.Contains(body, `pgleader_collector_up{database="fresh"} 1`) {
 		t.Errorf("stale member:\n%s", body)
+	}
+}
+
+// TestFleetMemberNotRead: a database whose collector cannot read it (its
+// snapshot re-published, disconnected, or too old) has none of its scope, node
+// or lock series on the page, only its collector's health and the
+// collector_down alert; the database read beside it keeps every series.
+func TestFleetMemberNotRead(t *testing.T) {
+	t.Parallel()
+	disconnected := ledCluster()
+	disconnected.Health.Source = collector.SourceDisconnected
+	disconnected.Alerts = []collector.Alert{
+		{Kind: collector.AlertCollectorDown, Severity: collector.SeverityCritical},
+		{Kind: collector.AlertNoFollower, Severity: collector.SeverityWarning, Scope: "billing", Node: "node-a"},
+	}
+	old := ledCluster()
+	old.At = t0.Add(-time.Minute)
+	f, err := exporter.NewFleet([]exporter.Member{
+		{Name: "read", Source: staticSource{ledCluster()}},
+		{Name: "disconnected", Source: staticSource{disconnected}},
+		{Name: "old", Source: staticSource{old}},
+	}, exporter.Options{Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a database not read may show: its collector's health, the scrape's.
+	allowed := func(name string, m *dto.Metric) bool {
+		return strings.HasPrefix(name, "pgleader_collector_") || strings.HasPrefix(name, "pgleader_exporter_") ||
+			name == "pgleader_alert" && label(m.GetLabel(), "alert") == string(collector.AlertCollectorDown)
+	}
+	for path, h := range map[string]http.Handler{"/metrics": f.Handler(nil), "/probe?target=disconnected": f.Handler(nil)} {
+		_, body := get(t, h, path)
+		fams := parse(t, body)
+		count := map[string]int{}
+		for name, fam := range fams {
+			for _, m := range fam.GetMetric() {
+				db := label(m.GetLabel(), exporter.DatabaseLabel)
+				count[db]++
+				if db != "read" && !allowed(name, m) {
+					t.Errorf("%s: %s{database=%q} served for a database not read: %v", path, name, db, m.GetLabel())
+				}
+			}
+		}
+		for _, want := range []string{
+			`pgleader_collector_up{database="disconnected"} 0`,
+			`pgleader_collector_source{database="disconnected"} 0`,
+			`pgleader_alert{alert="collector_down",database="disconnected",node="",scope="",severity="critical"} 1`,
+		} {
+			if !strings.Contains(body, want+"\n") {
+				t.Errorf("%s lacks %s", path, want)
+			}
+		}
+		if path != "/metrics" {
+			continue
+		}
+		for _, want := range []string{
+			`pgleader_collector_up{database="old"} 0`,
+			`pgleader_collector_snapshot_age_seconds{database="old"} 60`,
+			`pgleader_scope_has_leader{database="read",scope="billing"} 1`,
+			`pgleader_scope_leader{database="read",node="node-a",scope="billing"} 1`,
+			`pgleader_node_up{database="read",node="node-b"} 1`,
+			`pgleader_lock_table_used{database="read"} 40`,
+		} {
+			if !strings.Contains(body, want+"\n") {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		// The database read is served whole: as a fleet of itself alone.
+		alone, err := exporter.NewFleet([]exporter.Member{{Name: "read", Source: staticSource{ledCluster()}}},
+			exporter.Options{Now: func() time.Time { return t0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, aloneBody := get(t, alone.Handler(nil), "/metrics")
+		if n := strings.Count(aloneBody, `database="read"`); count["read"] != n {
+			t.Errorf("the database read has %d series beside the others, %d alone", count["read"], n)
+		}
 	}
 }
 

@@ -34,12 +34,18 @@ func TestFleetTextMatchesRegistry(t *testing.T) {
 	repeated.Alerts = append(repeated.Alerts,
 		collector.Alert{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: "n\x1b"},
 		collector.Alert{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: `n\x1b`})
+	// A database the collector cannot read: its collector's health and the
+	// collector_down alert only.
+	unread := ledCluster()
+	unread.Health.Source = collector.SourceDisconnected
+	unread.Alerts = []collector.Alert{{Kind: collector.AlertCollectorDown, Severity: collector.SeverityCritical}}
 	members := []exporter.Member{
 		{Name: "big", Source: staticSource{synthetic(300, 7)}},
 		{Name: "led", Source: staticSource{ledCluster()}},
 		{Name: "hostile", Source: staticSource{hostileCluster(func(s string) string { return s + payload + `"\` })}},
 		{Name: "repeated", Source: staticSource{repeated}},
 		{Name: "none", Source: staticSource{nil}},
+		{Name: "unread", Source: staticSource{unread}},
 	}
 	f, err := exporter.NewFleet(members, exporter.Options{Now: func() time.Time { return t0 }})
 	if err != nil {
@@ -71,6 +77,10 @@ func TestFleetTextMatchesRegistry(t *testing.T) {
 			}
 			seen[name], last = true, name
 		}
+	}
+	if !strings.Contains(text, `pgleader_alert{alert="collector_down",database="unread",node="",scope="",severity="critical"} 1`) ||
+		strings.Contains(text, `pgleader_scope_epoch{database="unread"`) {
+		t.Errorf("the database not read is served as known, or its collector_down alert is missing")
 	}
 	if strings.Count(text, `pgleader_alert{alert="stale_node",database="repeated",node="n\\x1b",scope="",severity="warning"} 1`) != 1 {
 		t.Errorf("the repeated series is not there exactly once")

@@ -9,25 +9,53 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/pgleader/pgleader/collector"
 )
 
-// ruleExprs returns the expr of each alert of the rules file (exprs are kept on
-// one line there, which this relies on).
-func ruleExprs(t *testing.T) map[string]string {
+// rule is what the tests check of an alerting rule.
+type rule struct {
+	Alert string `yaml:"alert"`
+	Expr  string `yaml:"expr"`
+	For   string `yaml:"for"`
+}
+
+// rules returns the alerting rules of the rules file, by name.
+func rules(t *testing.T) map[string]rule {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("rules", "pgleader.rules.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?m)^\s*- alert: (\w+)\s*\n\s*expr: (.+)$`)
-	exprs := map[string]string{}
-	for _, m := range re.FindAllStringSubmatch(string(data), -1) {
-		exprs[m[1]] = strings.TrimSpace(m[2])
+	var file struct {
+		Groups []struct {
+			Rules []rule `yaml:"rules"`
+		} `yaml:"groups"`
 	}
-	if len(exprs) == 0 {
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]rule{}
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out[r.Alert] = r
+			}
+		}
+	}
+	if len(out) == 0 {
 		t.Fatal("no alert found in the rules file")
+	}
+	return out
+}
+
+// ruleExprs returns the expr of each alert of the rules file.
+func ruleExprs(t *testing.T) map[string]string {
+	t.Helper()
+	exprs := map[string]string{}
+	for name, r := range rules(t) {
+		exprs[name] = strings.TrimSpace(r.Expr)
 	}
 	return exprs
 }
@@ -59,10 +87,9 @@ func TestRuleThresholdsMatchCollector(t *testing.T) {
 		alert, want, field string
 	}{
 		{"PgleaderNoLeader", fmt.Sprintf("pgleader_scope_leaderless_seconds >= %g ", def.NoLeaderAfter.Seconds()), "NoLeaderAfter"},
-		{"PgleaderFlapping", fmt.Sprintf("[%v]", model.Duration(def.FlapWindow)), "FlapWindow"},
-		{"PgleaderFlapping", fmt.Sprintf(" > %d", def.FlapMax), "FlapMax"},
 		{"PgleaderFencedWriteRejected", fmt.Sprintf("[%v]", model.Duration(def.FenceAlertFor)), "FenceAlertFor"},
-		{"PgleaderLockPressure", fmt.Sprintf(" > %g", def.LockPressure), "LockPressure"},
+		{"PgleaderLockPressure", fmt.Sprintf("pgleader_lock_table_used / pgleader_lock_table_capacity > %g", def.LockPressure), "LockPressure"},
+		{"PgleaderNotifyQueueFilling", fmt.Sprintf("pgleader_notify_queue_usage_ratio > %g", def.NotifyQueuePressure), "NotifyQueuePressure"},
 	} {
 		expr, ok := exprs[c.alert]
 		if !ok {
@@ -71,6 +98,32 @@ func TestRuleThresholdsMatchCollector(t *testing.T) {
 		}
 		if !containsFigure(expr, c.want) {
 			t.Errorf("%s: expr %q does not contain %q (collector.DefaultConfig().%s)", c.alert, expr, c.want, c.field)
+		}
+	}
+}
+
+// TestRulesAgreeWithCollector: a rule whose check needs more than the gauges
+// carry reads the collector's own alert, so that it fires exactly when
+// pgleader status and pgleader top show it; and a rule that recomputes a check
+// the collector raises at once (lock pressure, notify queue) does not wait
+// (no for:), or Prometheus would stay silent while status shows the alert.
+func TestRulesAgreeWithCollector(t *testing.T) {
+	t.Parallel()
+	rs := rules(t)
+	for name, kind := range map[string]collector.AlertKind{
+		"PgleaderFlapping":      collector.AlertFlapping,
+		"PgleaderSlowFailover":  collector.AlertSlowFailover,
+		"PgleaderNoFollower":    collector.AlertNoFollower,
+		"PgleaderUnboundLeader": collector.AlertUnboundLeader,
+	} {
+		want := fmt.Sprintf(`pgleader_alert{alert="%s"} == 1`, kind)
+		if got := strings.TrimSpace(rs[name].Expr); got != want {
+			t.Errorf("%s: expr %q, want %q (the collector's %s check)", name, got, want, kind)
+		}
+	}
+	for _, name := range []string{"PgleaderLockPressure", "PgleaderNotifyQueueFilling", "PgleaderSlowFailover", "PgleaderFlapping", "PgleaderUnboundLeader"} {
+		if r := rs[name]; r.For != "" {
+			t.Errorf("%s waits %s; the collector raises its check at once", name, r.For)
 		}
 	}
 }
@@ -106,9 +159,43 @@ func TestRunbookAnchors(t *testing.T) {
 		collector.AlertNoLeader, collector.AlertSplitBrain, collector.AlertStaleLeader,
 		collector.AlertStaleNode, collector.AlertFlapping, collector.AlertFenceRejected,
 		collector.AlertLockPressure, collector.AlertCollectorDown, collector.AlertInterference,
+		collector.AlertNoFollower, collector.AlertNotifyQueue, collector.AlertUnboundLeader,
+		collector.AlertSlowFailover,
 	} {
 		if !sections[string(kind)] {
 			t.Errorf("collector alert %s has no section in docs/runbooks.md", kind)
 		}
+	}
+}
+
+// TestDocListsEveryMetric: the package doc's metric list (the contract of the
+// names, DESIGN §5) has every metric the exporter emits, and no other.
+func TestDocListsEveryMetric(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^//\t(pgleader_[a-z_]+)`).FindAllStringSubmatch(string(doc), -1) {
+		listed[m[1]] = true
+	}
+	// Every family a scrape can have: a cluster with alerts, a supervised
+	// node, a permanent slot, a timeline.
+	snap := synthetic(5, 4)
+	snap.Alerts = []collector.Alert{{Kind: collector.AlertStaleNode, Severity: collector.SeverityWarning, Node: snap.Nodes[3].ID}}
+	fams, err := newRegistry(t, snap, t0).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range fams {
+		name := mf.GetName()
+		if !listed[name] {
+			t.Errorf("%s is not in the package doc's metric list", name)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("the package doc lists %s, which the exporter does not emit", name)
 	}
 }

@@ -24,11 +24,12 @@ import (
 
 func (a *app) exporterCommand() *cobra.Command {
 	var (
-		listen     string
-		interval   time.Duration
-		evictStale bool
-		source     sourceFlags
-		targets    targetFlags
+		listen        string
+		interval      time.Duration
+		nodeRetention time.Duration
+		evictStale    bool
+		source        sourceFlags
+		targets       targetFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "exporter",
@@ -59,6 +60,12 @@ Every pgleader_* series carries database="NAME": the target's name with
 waits on a database, and pgleader_collector_up{database} is 0 for one that
 cannot be read), else the database name of --dsn.
 
+A node that stopped, or has not been seen, for longer than --node-retention
+(default 1h) leaves the metrics: its pgleader_node_* series end, so nodes
+restarted under a new id each time do not pile up series. At least 5m: a node
+that crashed is alerted on as stale first (unseen for 30s, for a minute).
+pgleader_node_restarts counts the restarts of a node under a fixed id.
+
 --evict-stale terminates a zombie leader's session (lock held, heartbeat older
 than its trust window plus a margin) after a safe delay, audited. It needs the
 pg_signal_backend role (or superuser, or the leader's own role).
@@ -73,6 +80,9 @@ pg_signal_backend role (or superuser, or the leader's own role).
 		RunE: a.runE(func(cmd *cobra.Command, _ []string) error {
 			if interval < 100*time.Millisecond || interval > time.Minute {
 				return cli.BadInput("--interval must be between 100ms and 1m (got %v)", interval)
+			}
+			if nodeRetention < minNodeRetention {
+				return cli.BadInput("--node-retention must be at least %v, so that a node that crashed is alerted on as stale before it leaves the metrics (got %v)", minNodeRetention, nodeRetention)
 			}
 			if source.slot != "" && targets.named() && (targets.all || len(targets.names) > 1) {
 				return cli.BadInput("--slot names one replication slot, and two databases of one server cannot share it: give --slot with a single --target, or leave it out (temporary slots)")
@@ -98,21 +108,30 @@ pg_signal_backend role (or superuser, or the leader's own role).
 					}
 				}
 			}
-			return a.serveExporter(ctx, ts, listen, interval, evictStale, source)
+			tune := func(c *collector.Config) { c.NodeRetention = nodeRetention }
+			return a.serveExporter(ctx, ts, listen, interval, evictStale, source, tune)
 		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", exporter.DefaultListen, "`ADDR` to serve /metrics, /healthz and /readyz on (\":9817\": every interface)")
 	f.DurationVar(&interval, "interval", time.Second, "collector poll interval")
+	f.DurationVar(&nodeRetention, "node-retention", collector.DefaultNodeRetention,
+		"how long a node that stopped or vanished stays in the metrics before its pgleader_node_* series end (at least "+minNodeRetention.String()+")")
 	f.BoolVar(&evictStale, "evict-stale", false, "terminate a zombie leader's session after a safe delay (audited)")
 	source.register(cmd)
 	targets.register(cmd)
 	return cmd
 }
 
+// minNodeRetention bounds --node-retention from below: a node that crashed
+// is stale after collector.DefaultStaleNodeAfter (30s) unseen, and
+// PgleaderNodeStale pages after a minute of that; it must still be in the
+// metrics by then, with minutes to spare.
+const minNodeRetention = 5 * time.Minute
+
 // serveExporter runs a collector per target and serves their metrics until ctx
 // ends or a collector cannot run (e.g. --source logical without it).
-func (a *app) serveExporter(ctx context.Context, ts []cli.NamedTarget, listen string, interval time.Duration, evictStale bool, source sourceFlags) error {
+func (a *app) serveExporter(ctx context.Context, ts []cli.NamedTarget, listen string, interval time.Duration, evictStale bool, source sourceFlags, tune func(*collector.Config)) error {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return cli.BadInput("--listen %s: %v", listen, err)
@@ -124,7 +143,7 @@ func (a *app) serveExporter(ctx context.Context, ts []cli.NamedTarget, listen st
 		if len(ts) > 1 {
 			log = log.With("target", t.Name)
 		}
-		c, err := newCollector(t.Target, interval, evictStale, log, source)
+		c, err := newCollector(t.Target, interval, evictStale, log, source, tune)
 		if err != nil {
 			ln.Close()
 			return cli.ForTarget(t.Name, err)

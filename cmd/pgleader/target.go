@@ -57,10 +57,13 @@ func (a *app) withCheckedTarget(cmd *cobra.Command, fn func(ctx context.Context,
 }
 
 // newCollector builds the collector of the commands that watch the database.
-func newCollector(t cli.Target, interval time.Duration, evictStale bool, log *slog.Logger, src sourceFlags) (*collector.Collector, error) {
+func newCollector(t cli.Target, interval time.Duration, evictStale bool, log *slog.Logger, src sourceFlags, tune ...func(*collector.Config)) (*collector.Collector, error) {
 	cfg := collector.DefaultConfig()
 	cfg.ConnConfig, cfg.PollInterval, cfg.Logger, cfg.EvictStale = t.Config, interval, log, evictStale
 	cfg.Source, cfg.Slot = collector.SourceMode(src.source), src.slot
+	for _, f := range tune {
+		f(&cfg)
+	}
 	c, err := collector.New(cfg)
 	if errors.Is(err, collector.ErrInvalidConfig) {
 		return nil, cli.BadInput("%v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	sdk "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
 
 	"github.com/pgleader/pgleader/exporter/dashboard"
 )
@@ -287,4 +288,43 @@ func promQuery(tg variants.Dataquery) (*prometheus.Dataquery, bool) {
 		return q, true
 	}
 	return nil, false
+}
+
+// TestDashboardStatsShowUnknown: every stat but Collector now reads a
+// database that is not read as NaN (its query's "* NaN" branch) and shows it
+// as UNKNOWN, reducing with last (lastNotNull skips NaN); no stat shows a 0
+// for it.
+func TestDashboardStatsShowUnknown(t *testing.T) {
+	t.Parallel()
+	stats := 0
+	for _, p := range panels(build(t)) {
+		if p.Type != "stat" {
+			continue
+		}
+		stats++
+		title := deref(p.Title)
+		opts, ok := p.Options.(*stat.Options)
+		if !ok || !slices.Equal(opts.ReduceOptions.Calcs, []string{"last"}) {
+			t.Errorf("stat %q: options %+v, want the reducer last", title, p.Options)
+		}
+		if p.FieldConfig == nil || deref(p.FieldConfig.Defaults.NoValue) != "UNKNOWN" {
+			t.Errorf("stat %q: no value is not shown as UNKNOWN", title)
+		}
+		if title == "Collector now" {
+			continue // 0 is DOWN: the one thing known of a database not read
+		}
+		mapped := false
+		for _, m := range p.FieldConfig.Defaults.Mappings {
+			if sm := m.SpecialValueMap; sm != nil && sm.Options.Match == sdk.SpecialValueMatchNullAndNan && deref(sm.Options.Result.Text) == "UNKNOWN" {
+				mapped = true
+			}
+		}
+		q, _ := promQuery(p.Targets[0])
+		if !mapped || !strings.Contains(q.Expr, "== 0) * NaN") || !strings.Contains(q.Expr, "unless on (database)") {
+			t.Errorf("stat %q: NaN mapped to UNKNOWN %v; query %q, want a NaN for a database not read and none of its figures", title, mapped, q.Expr)
+		}
+	}
+	if stats != 6 {
+		t.Errorf("%d stats, want the 6 of the overview", stats)
+	}
 }

@@ -17,7 +17,18 @@
 // Every panel's query is evaluated by a test against a real Prometheus that
 // scrapes an exporter over a live cluster (TestDashboardQueriesLive): each
 // returns data, and the fault panels (failovers, fenced writes rejected,
-// interference) show the faults the test causes.
+// interference) show the faults the test causes, each counted once. Across a
+// stop of a database's server (TestDashboardOutage) each query shows a gap, a
+// stat UNKNOWN, or what is true of the collector (down, its snapshot's age) —
+// never the last healthy figures.
+//
+// Counting events per interval: a bar of "Leadership changes", "Fenced writes
+// rejected" or "Reconnects" is the rise of its series within the graph's step
+// ($__interval, which the windows then tile), from the last sample before the
+// window; for the figures every exporter of a database shares, the rise of the
+// highest (two exporters see a change in different windows). changes() and
+// increase() over $__rate_interval counted each event in every overlapping
+// window.
 package dashboard
 
 //go:generate go run ./gen -o ../pgleader-dashboard.json

@@ -4,24 +4,16 @@ package dashboard_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,23 +25,10 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/promtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// prometheusBinary returns the path of the prometheus server. Without it the
-// test is skipped, except in CI, where a missing server must not pass silently.
-func prometheusBinary(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("prometheus not found in CI: %v", err)
-		}
-		t.Skip("prometheus not found; install it with: apt-get install -y prometheus (or download a Prometheus release)")
-	}
-	return path
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -61,70 +40,9 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// promServer is a real Prometheus scraping one target every second.
-type promServer struct {
-	base  string // http://127.0.0.1:port
-	start time.Time
-}
-
-// startPrometheus starts the prometheus binary scraping targets (host:port)
-// every second, waits until it is ready, and stops it when the test ends.
-func startPrometheus(t *testing.T, targets ...string) *promServer {
-	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: pgleader
-    static_configs:
-      - targets: [%s]
-`, strings.Join(quoted(targets), ", "))
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	logs := &strings.Builder{}
-	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	})
-	p := &promServer{base: "http://" + addr, start: time.Now()}
-	pgtest.WaitFor(t, "prometheus ready", 30*time.Second, func() bool {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("prometheus exited: %v\n%s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get(p.base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return p
-}
+// promServer is a real Prometheus (lab/promtest) scraping the exporters every
+// second.
+type promServer struct{ *promtest.Server }
 
 // sample is one series of a query's result: its labels and its values (one for
 // an instant query, one per step for a range query).
@@ -133,94 +51,40 @@ type sample struct {
 	values []float64
 }
 
-// query runs expr on Prometheus's HTTP API: an instant query at now, or a range
+// query runs expr as the dashboard would: an instant query at now, or a range
 // query from the server's start to now at a 1s step.
-func (p *promServer) query(instant bool, expr string) ([]sample, error) {
-	v := url.Values{"query": {expr}}
-	now := time.Now()
-	path := "/api/v1/query"
+func (p promServer) query(instant bool, expr string) ([]sample, error) {
+	var got []promtest.Series
+	var err error
 	if instant {
-		v.Set("time", strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64))
+		got, err = p.Query(expr, time.Now())
 	} else {
-		path = "/api/v1/query_range"
-		v.Set("start", strconv.FormatFloat(float64(p.start.UnixMilli())/1e3, 'f', 3, 64))
-		v.Set("end", strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64))
-		v.Set("step", "1")
+		got, err = p.QueryRange(expr, p.Started, time.Now(), time.Second)
 	}
-	resp, err := http.Get(p.base + path + "?" + v.Encode())
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	var r struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  []any             `json:"value"`
-				Values [][]any           `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", path, err, body)
-	}
-	if r.Status != "success" {
-		return nil, fmt.Errorf("%s %q: %s", path, expr, r.Error)
-	}
-	var out []sample
-	for _, s := range r.Data.Result {
-		points := s.Values
-		if s.Value != nil {
-			points = [][]any{s.Value}
-		}
-		sm := sample{labels: s.Metric}
-		for _, pt := range points {
-			if len(pt) != 2 {
-				continue
-			}
-			str, _ := pt[1].(string)
-			f, err := strconv.ParseFloat(str, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s %q: value %v: %w", path, expr, pt[1], err)
-			}
-			sm.values = append(sm.values, f)
-		}
-		out = append(out, sm)
+	out := make([]sample, len(got))
+	for i, s := range got {
+		out[i] = sample{labels: s.Labels, values: s.Values()}
 	}
 	return out, nil
 }
 
+func startPrometheus(t *testing.T, targets ...string) promServer {
+	t.Helper()
+	return promServer{promtest.Start(t, targets...)}
+}
+
 // labelValues asks Prometheus for the values of label among the series of
 // metric: what Grafana's label_values(metric, label) runs.
-func labelValues(t *testing.T, p *promServer, label, metric string) []string {
+func labelValues(t *testing.T, p promServer, label, metric string) []string {
 	t.Helper()
-	resp, err := http.Get(p.base + "/api/v1/label/" + label + "/values?" + url.Values{"match[]": {metric}}.Encode())
+	vs, err := p.LabelValues(label, metric)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string   `json:"status"`
-		Data   []string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" {
-		t.Fatalf("label values of %s: %v, status %q", label, err, r.Status)
-	}
-	return r.Data
-}
-
-func quoted(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
+	return vs
 }
 
 // target is one query of one panel (or annotation) of the built dashboard.
@@ -390,7 +254,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 // A second database whose collector cannot connect shows as down.
 func TestDashboardQueriesLive(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	promtest.Binary(t)
 	ctx := context.Background()
 	began := time.Now()
 	dsn := pgtest.MigratedDSN(t)
@@ -474,7 +338,6 @@ func TestDashboardQueriesLive(t *testing.T) {
 
 	// A leader of billing, seen by the collector, with its gate open (it opens
 	// a moment after the grant): its token is the one the failover makes stale.
-	var leader string
 	var oldEpoch int64
 	var stale election.Token
 	pgtest.WaitFor(t, "a leader of billing with an open gate", 20*time.Second, func() bool {
@@ -488,7 +351,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 				if err != nil || tok.Epoch != sc.Epoch {
 					return false
 				}
-				leader, oldEpoch, stale = sc.Leader, sc.Epoch, tok
+				oldEpoch, stale = sc.Epoch, tok
 				return true
 			}
 		}
@@ -558,7 +421,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	eventually(t, "every panel query to show its data", 30*time.Second, func() string {
 		clear(pending)
 		for _, tg := range tgs {
-			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 			if err != nil {
 				pending[tg.String()] = err.Error()
 				continue
@@ -577,36 +440,63 @@ func TestDashboardQueriesLive(t *testing.T) {
 		return b.String()
 	})
 
-	// The faults by name: the leader timeline shows billing led by the old
-	// leader, then by another node; the alerts table names the zombie's fenced
-	// write and the squatter.
-	labelSets := func(panel string) []map[string]string {
+	// The faults by name: the terms timeline shows billing's term before the
+	// failover and its successor's, each with its epoch, on one row; Leaders
+	// now names billing's new leader; the alerts table names the zombie's
+	// fenced write and the squatter.
+	results := func(panel string) []sample {
 		t.Helper()
 		for _, tg := range tgs {
 			if tg.panel == panel {
-				got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+				got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 				if err != nil {
 					t.Fatalf("%s: %v", tg, err)
 				}
-				var out []map[string]string
-				for _, s := range got {
-					out = append(out, s.labels)
-				}
-				return out
+				return got
 			}
 		}
 		t.Fatalf("no panel %q", panel)
 		return nil
 	}
-	var billingLeaders []string
-	for _, l := range labelSets("Leader per scope") {
-		if l["scope"] == "billing" {
-			billingLeaders = append(billingLeaders, l["node"])
+	labelSets := func(panel string) []map[string]string {
+		t.Helper()
+		var out []map[string]string
+		for _, s := range results(panel) {
+			out = append(out, s.labels)
+		}
+		return out
+	}
+	var billingRows int
+	var billingTerms []float64
+	for _, s := range results("Terms per scope") {
+		if s.labels["scope"] == "billing" {
+			billingRows++
+			for _, v := range s.values {
+				if v > 0 && !slices.Contains(billingTerms, v) {
+					billingTerms = append(billingTerms, v)
+				}
+			}
 		}
 	}
-	if len(billingLeaders) < 2 || !slices.Contains(billingLeaders, leader) {
-		t.Errorf("Leader per scope shows billing led by %v; want %s and its successor", billingLeaders, leader)
+	// Under load a term may last less than a scrape (the nodes' trust window is
+	// 400ms): not every epoch shows, but one row, two terms at least, and one
+	// after the failover's.
+	if billingRows != 1 || len(billingTerms) < 2 || slices.Max(billingTerms) <= float64(oldEpoch) {
+		t.Errorf("Terms per scope shows billing in %d rows with terms %v; want one row with a term after %d and an earlier one", billingRows, billingTerms, oldEpoch)
 	}
+	eventually(t, "Leaders now to name billing's leader", 10*time.Second, func() string {
+		var leadersNow []string
+		for _, l := range labelSets("Leaders now") {
+			if l["scope"] == "billing" {
+				leadersNow = append(leadersNow, l["node"])
+			}
+		}
+		got, err := prom.query(true, `pgleader_scope_leader{database="app",scope="billing"}`)
+		if err != nil || len(got) == 0 || len(leadersNow) != 1 || leadersNow[0] != got[0].labels["node"] {
+			return fmt.Sprintf("Leaders now shows billing led by %v; pgleader_scope_leader says %v (%v)", leadersNow, got, err)
+		}
+		return ""
+	})
 	alerts := map[string]string{}
 	for _, l := range labelSets("Active alerts") {
 		alerts[l["alert"]] = l["scope"] + "/" + l["node"]
@@ -615,13 +505,63 @@ func TestDashboardQueriesLive(t *testing.T) {
 		t.Errorf("Active alerts: %v; want fence_rejected on billing by %s and interference on reports", alerts, stale.Holder)
 	}
 
+	// Each new term counts once in the bars of Leadership changes (at the
+	// graph's step, $__interval): their sum over the run is the rise of
+	// billing's epoch that Prometheus saw, where changes() over
+	// $__rate_interval counted each one in four bars. Failover duration draws
+	// the failover as one point, its handover gap (and none for a first term).
+	sumOf := func(panel, scope string) (sum float64, points int) {
+		for _, s := range results(panel) {
+			if s.labels["scope"] == scope {
+				for _, v := range s.values {
+					sum += v
+					points++
+				}
+			}
+		}
+		return sum, points
+	}
+	epochs, err := prom.Query(`pgleader_scope_epoch{database="app",scope="billing"}[10m]`, time.Now())
+	if err != nil || len(epochs) == 0 {
+		t.Fatalf("billing's epochs: %v, %v", epochs, err)
+	}
+	var seen []float64
+	for _, s := range epochs { // each exporter's samples
+		seen = append(seen, s.Values()...)
+	}
+	changes, _ := sumOf("Leadership changes (failovers and handovers)", "billing")
+	if changes != slices.Max(seen)-slices.Min(seen) || changes < 1 {
+		t.Errorf("Leadership changes sums to %g new terms of billing; its epoch rose from %g to %g", changes, slices.Min(seen), slices.Max(seen))
+	}
+	if n, _ := sumOf("Fenced writes rejected", "billing"); n != 1 {
+		t.Errorf("Fenced writes rejected sums to %g for billing; want the one refused write", n)
+	}
+	// results gives a panel's first query: the handover gaps, one point per
+	// interval that began a term after another (none for a first term).
+	for _, s := range results("Failover duration") {
+		if s.labels["scope"] != "billing" {
+			continue
+		}
+		if len(s.values) < 1 || float64(len(s.values)) > changes || slices.Min(s.values) <= 0 {
+			t.Errorf("Failover duration shows billing's handover gaps as %v; want one point above 0 per interval with a new term (%g terms)", s.values, changes)
+		}
+	}
+
 	// The stats count each fault once, though two exporters report it: one
-	// scope without a leader (reports), two alerts (fenced write, squatter),
-	// one foreign session, one fenced write rejected (increase() extrapolates
-	// a little).
+	// scope without a leader (reports), one foreign session, one fenced write
+	// rejected (increase() extrapolates a little); as many alerts as the
+	// Active alerts table has rows (two at least: the fenced write and the
+	// squatter; a loaded machine may add one, as a late node).
+	eventually(t, "Alerts firing to count the Active alerts table's rows", 10*time.Second, func() string {
+		rows := len(labelSets("Active alerts"))
+		got := results("Alerts firing")
+		if rows < 2 || len(got) != 1 || got[0].values[0] != float64(rows) {
+			return fmt.Sprintf("Alerts firing %+v, %d rows in Active alerts", got, rows)
+		}
+		return ""
+	})
 	for panel, want := range map[string][2]float64{
 		"Scopes without a leader":         {1, 1},
-		"Alerts firing":                   {2, 2},
 		"Foreign sessions on scope locks": {1, 1},
 		"Fenced writes rejected in range": {1, 1.9},
 	} {
@@ -629,7 +569,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 			if tg.panel != panel {
 				continue
 			}
-			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+			got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 			if err != nil || len(got) != 1 || got[0].values[0] < want[0] || got[0].values[0] > want[1] {
 				t.Errorf("%s: %+v, %v; want one series in [%g, %g]", tg, got, err, want[0], want[1])
 			}
@@ -648,7 +588,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 			continue
 		}
 		for _, sel := range []string{"down", ".*", "(app|down)"} {
-			got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.start)))
+			got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.Started)))
 			if err != nil {
 				t.Errorf("%s with database %q: %v", tg, sel, err)
 				continue
@@ -667,7 +607,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	}
 	// What each query showed (go test -v).
 	for _, tg := range tgs {
-		got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.start)))
+		got, err := prom.query(tg.instant, expand(tg.expr, "app", time.Since(prom.Started)))
 		if err != nil {
 			t.Errorf("%s: %v", tg, err)
 			continue
@@ -686,7 +626,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	// Every query also runs with All and with a multi-selection.
 	for _, tg := range tgs {
 		for _, sel := range []string{".*", "(app|down)"} {
-			if got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.start))); err != nil {
+			if got, err := prom.query(tg.instant, expand(tg.expr, sel, time.Since(prom.Started))); err != nil {
 				t.Errorf("%s with database %q: %v", tg, sel, err)
 			} else if why := check(got, faults[tg.String()]); why != "" {
 				t.Errorf("%s with database %q: %s", tg, sel, why)
@@ -732,7 +672,7 @@ func leaderNow(c *collector.Collector, scope string) string {
 
 // waitProm waits until Prometheus holds at least n samples of expr's series
 // (over the last minute).
-func waitProm(t *testing.T, p *promServer, expr string, n int) {
+func waitProm(t *testing.T, p promServer, expr string, n int) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%d scrapes of %s", n, expr), 30*time.Second, func() string {
 		got, err := p.query(true, fmt.Sprintf("count_over_time(%s[1m])", expr))
