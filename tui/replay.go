@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,7 +100,7 @@ func (m *Model) enterReplay(hist *collector.History, at time.Time) {
 // showReplay rebuilds the shown instant: its snapshot and its event log.
 func (m *Model) showReplay() {
 	r := m.replay
-	m.apply(r.hist.At(r.at))
+	m.apply(settled(r.hist.At(r.at)))
 	m.events = newEventLog()
 	m.events.add(r.hist.Events(r.at, replayEvents)...)
 }
@@ -258,4 +259,84 @@ func (k keyMap) replayKeysHelp(detail bool) []key.Binding {
 	return []key.Binding{brief("prev", k.ReplayPrev), brief("next", k.ReplayNext), brief("live", k.Live),
 		brief("help", k.Help), brief("quit", k.Quit), brief("pane", k.NextPane), brief("detail", k.Enter),
 		brief("filter", k.Filter), brief("problems", k.Problems), brief("sort", k.Sort, k.Reverse)}
+}
+
+// settled is the replayed snapshot s with its terms as a live read gives
+// them (collector.History.At leaves them as recorded, held until the
+// instant): each term's last sign of life, whether an open one's holder was
+// silent at the instant, and HeldFor ending at the last sign, so that a crash
+// or a database outage reads as a gap, not as time held. s is not modified.
+func settled(s *collector.Snapshot) *collector.Snapshot {
+	if s == nil || s.Replay == nil {
+		return s
+	}
+	out := *s
+	at := s.DBTime
+	out.Scopes = slices.Clone(s.Scopes)
+	scopes := make(map[string]*collector.Scope, len(out.Scopes))
+	for i := range out.Scopes {
+		sc := &out.Scopes[i]
+		scopes[keyOf(sc.Database, sc.Name)] = sc
+		if sc.OpenTerm != nil {
+			t := *sc.OpenTerm
+			settleOpen(&t, sc, at)
+			t.HeldFor = heldFor(t, at)
+			sc.OpenTerm = &t
+		}
+	}
+	out.Terms = slices.Clone(s.Terms)
+	newer := map[string]*collector.Term{} // newest first: a term's successor comes before it
+	for i := range out.Terms {
+		t := &out.Terms[i]
+		k := keyOf(t.Database, t.Scope)
+		switch {
+		case t.Open():
+			settleOpen(t, scopes[k], at)
+		case !t.LastSign.IsZero():
+		case t.EndedBy.Clean():
+			t.LastSign = t.ReleasedAt
+		default:
+			// Closed by its successor: the holder's last heartbeat is the
+			// successor's start minus its handover gap.
+			if n := newer[k]; n != nil && n.Epoch > t.Epoch && n.HandoverGap > 0 {
+				t.LastSign = n.AcquiredAt.Add(-n.HandoverGap)
+			}
+		}
+		t.HeldFor = heldFor(*t, at)
+		newer[k] = t
+	}
+	return &out
+}
+
+// settleOpen sets an open term's last sign of life and whether its holder is
+// silent, from its scope at the instant: led then (LeaderLive), its last sign
+// is the instant; else the last heartbeat on record.
+func settleOpen(t *collector.Term, sc *collector.Scope, at time.Time) {
+	if sc != nil && sc.Epoch == t.Epoch && sc.LeaderLive {
+		t.LastSign, t.Silent = at, false
+		return
+	}
+	t.Silent = true
+	if sc != nil && sc.Epoch == t.Epoch && !sc.LastHeartbeat.IsZero() {
+		t.LastSign = sc.LastHeartbeat
+	}
+}
+
+// heldFor is how long t's holder led, as collector.Term.HeldFor says it:
+// up to now while it leads, else up to its last sign of life (its release
+// where that is not known).
+func heldFor(t collector.Term, now time.Time) time.Duration {
+	switch {
+	case t.Open() && !t.Silent:
+		return max(0, now.Sub(t.AcquiredAt))
+	case !t.LastSign.IsZero():
+		end := t.LastSign
+		if !t.ReleasedAt.IsZero() && t.ReleasedAt.Before(end) {
+			end = t.ReleasedAt
+		}
+		return max(0, end.Sub(t.AcquiredAt))
+	case t.Open():
+		return 0 // silent, and never seen leading
+	}
+	return max(0, t.ReleasedAt.Sub(t.AcquiredAt))
 }

@@ -460,9 +460,14 @@ func termCells(t collector.Term) []cell {
 	c[tmLeader] = cell{text: t.Holder}
 	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}
 	c[tmHeld] = cell{text: human.Cell(t.HeldFor)}
-	if t.Open() {
+	switch {
+	case t.Open() && t.Silent:
+		// Open on record, but its holder leads no more (crashed, frozen, cut
+		// off) and no successor has closed the term yet: never "(leading)".
+		c[tmEnded] = cell{text: silentText(t), tone: toneBad}
+	case t.Open():
 		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
-	} else {
+	default:
 		text := string(t.EndedBy)
 		if t.HandedTo != "" {
 			text += " → " + t.HandedTo // handed_over, to whom
@@ -475,6 +480,15 @@ func termCells(t collector.Term) []cell {
 		c[tmGap] = cell{text: "—", tone: toneMuted}
 	}
 	return c
+}
+
+// silentText is an open term's state when its holder leads no more: "holder
+// silent since 21:53:58" (its last sign of life, the view's local time).
+func silentText(t collector.Term) string {
+	if t.LastSign.IsZero() {
+		return "holder silent"
+	}
+	return "holder silent since " + fmtClock(t.LastSign)
 }
 
 // endedTone: a clean hand-over (or an open term) is normal; a crash or a silent
