@@ -183,6 +183,7 @@ func (m *Model) detailLines(w, h int) []string {
 		rows = append(rows, row{key: strconv.FormatInt(terms[i].Epoch, 10), cells: termCells(terms[i])})
 	}
 	tt := newTable(termColumns, "no terms in the snapshot")
+	tt.unsorted = true
 	tt.setRows(rows)
 	tt.cursor = -1 // no selection here
 	lines = append(lines, tt.render(st, w, max(1, len(rows)), false)...)

@@ -18,6 +18,9 @@ var legend = [][2]string{
 	{"HB AGE late", "≤ the trust window"},
 	{"HB AGE bad", "beyond it: gate closed"},
 	{"█ ▓ ▒ ░", "holders; · = nobody"},
+	{"GAP BEFORE", "no leader before the term: from its predecessor's last sign of life to its start"},
+	{"HELD FOR", "to the holder's last sign of life: a crash or an outage is the next term's gap"},
+	{"holder silent", "the term is open, its holder leads no more"},
 	{"dimmed, STALE", "old data, see error"},
 }
 

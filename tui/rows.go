@@ -62,16 +62,19 @@ var nodeColumns = []column{
 	ndVersion:  {title: "VERSION", min: 7, max: 16, drop: 1},
 }
 
-// Terms table columns.
+// Terms table columns. GAP BEFORE is the time without a leader before the
+// row's term began (collector.Term.HandoverGap): it stands before STARTED,
+// on the side of the term's beginning, not beside ENDED BY, where it would
+// read as the time the term's own end took.
 const (
 	tmDatabase = iota
 	tmEpoch
 	tmScope
 	tmLeader
+	tmGap
 	tmStarted
 	tmHeld
 	tmEnded
-	tmGap
 )
 
 var termColumns = []column{
@@ -79,10 +82,10 @@ var termColumns = []column{
 	tmEpoch:    {title: "EPOCH", min: 5, right: true},
 	tmScope:    {title: "SCOPE", min: 8, max: 24},
 	tmLeader:   {title: "LEADER", min: 8, max: 24},
+	tmGap:      {title: "GAP BEFORE", min: 10, right: true, drop: 1},
 	tmStarted:  {title: "STARTED", min: 8},
-	tmHeld:     {title: "HELD FOR", min: 6, right: true},
-	tmEnded:    {title: "ENDED BY", min: 8, max: 30},
-	tmGap:      {title: "GAP", min: 4, right: true, drop: 1},
+	tmHeld:     {title: "HELD FOR", min: 8, right: true},
+	tmEnded:    {title: "ENDED BY", min: len("holder silent since 00:00:00"), max: 30}, // squeezed no further: the time is the point
 }
 
 // ensureRows rebuilds the table rows when the snapshot, the filter, the

@@ -53,6 +53,9 @@ type table struct {
 	// the cursor along instead of pushing the old row under it off screen.
 	newestFirst bool
 	following   bool // the cursor is on the newest row and stays there
+	// unsorted tables keep their rows' order (time): no column title needs
+	// room for a sort marker.
+	unsorted bool
 
 	fleet bool // the rows are of several databases: fleet columns show
 }
@@ -65,7 +68,7 @@ func newTable(cols []column, empty string) *table {
 // following it.
 func newFollowingTable(cols []column, empty string) *table {
 	t := newTable(cols, empty)
-	t.newestFirst, t.following = true, true
+	t.newestFirst, t.following, t.unsorted = true, true, true
 	return t
 }
 
@@ -85,8 +88,12 @@ func (t *table) setRows(rows []row) {
 	if len(t.natural) != len(t.cols) {
 		t.natural = make([]int, len(t.cols))
 	}
+	marker := 1 // room for the sort marker
+	if t.unsorted {
+		marker = 0
+	}
 	for j, c := range t.cols {
-		t.natural[j] = textWidth(c.title) + 1 // room for the sort marker
+		t.natural[j] = textWidth(c.title) + marker
 	}
 	for _, r := range rows {
 		for j := range t.cols {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pgleader/pgleader/collector"
 )
@@ -171,5 +172,27 @@ func TestReplaySettlesTerms(t *testing.T) {
 		if tm.Silent || !tm.LastSign.IsZero() {
 			t.Errorf("settled modified the snapshot it was given: %+v", tm)
 		}
+	}
+}
+
+// TestGapBefore: the gap is the time without a leader before the row's term
+// began: its column is named so, stands just before the term's start (not
+// beside the ENDED BY of the row, which ended after it), and the help's
+// legend says what it measures.
+func TestGapBefore(t *testing.T) {
+	m, _ := setup(t, outageSnapshot())
+	keys(m, "tab", "tab")
+	s := screen(m)
+	head := lineWith(s, `EPOCH\s+SCOPE`)
+	if !regexp.MustCompile(`LEADER\s+GAP BEFORE\s+STARTED\s+HELD FOR\s+ENDED BY\s*$`).MatchString(head) {
+		t.Errorf("terms header %q: want GAP BEFORE between LEADER and STARTED, ENDED BY last", head)
+	}
+	if row := lineWith(s, `\b8\s+reports`); !regexp.MustCompile(`node-b\s+44s\s+03:11:00\s`).MatchString(row) {
+		t.Errorf("term 8: %q, want its 44s gap just before its start", row)
+	}
+	m.helpOpen, m.helpQuery = true, "gap before"
+	help := strings.Join(strings.Fields(ansi.Strip(strings.Join(m.helpLines(120, 40), " "))), " ") // wrapped: its words
+	if !strings.Contains(help, "GAP BEFORE") || !strings.Contains(help, "predecessor's last sign of life to its start") {
+		t.Errorf("the help's legend does not explain GAP BEFORE:\n%s", help)
 	}
 }
