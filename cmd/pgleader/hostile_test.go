@@ -167,7 +167,7 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	t.Run("TSV", func(t *testing.T) {
 		out := render(t, cli.FormatTSV)
 		assertInert(t, "history tsv", out, true)
-		assertTSV(t, "history tsv", out, 1+len(terms), 11)
+		assertTSV(t, "history tsv", out, 1+len(terms), 13) // 11, then last_sign and silent
 	})
 	t.Run("JSON", func(t *testing.T) {
 		out := render(t, cli.FormatJSON)
