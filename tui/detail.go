@@ -121,6 +121,15 @@ func (m *Model) detailLines(w, h int) []string {
 	if len(sc.Followers) > 0 {
 		fol = m.followersText(sc.Database, sc.Followers)
 	}
+	if unknown := m.unknownCandidates[m.detail]; len(unknown) > 0 {
+		// Replayed: candidates whose state then is not recorded may have followed.
+		u := st.render(toneMuted, "? "+termsafe.String(strings.Join(unknown, ", "))+" (state not recorded then)")
+		if len(sc.Followers) == 0 {
+			fol = u
+		} else {
+			fol += " · " + u
+		}
+	}
 	lines = append(lines, kv("followers", fol))
 	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
 	if sc.Mode == "lease" {

@@ -65,10 +65,13 @@ type Model struct {
 	termsByScope map[string][]collector.Term // oldest first
 	marks        holderMarks                 // each holder's glyph in the timeline
 	nodeAlerts   map[string]int
-	lastSeq      uint64
-	rowsValid    bool
-	verdicts     []int               // the header's scope order (verdictOrder)
-	verdictsOf   *collector.Snapshot // the snapshot verdicts was sorted for
+	// unknownCandidates: per scope key, the candidates other than the leader
+	// whose state a replay cannot tell (collector.NodeUnknown).
+	unknownCandidates map[string][]string
+	lastSeq           uint64
+	rowsValid         bool
+	verdicts          []int               // the header's scope order (verdictOrder)
+	verdictsOf        *collector.Snapshot // the snapshot verdicts was sorted for
 
 	helpOpen   bool
 	helpQuery  string

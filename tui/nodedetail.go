@@ -37,6 +37,8 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 		state += " · its leadership session is gone"
 	case collector.NodeStopped:
 		state += " · stopped cleanly at " + fmtClock(n.StoppedAt)
+	case collector.NodeUnknown:
+		state += " · not recorded: it registered again later and held no term then"
 	}
 	lines = append(lines, kv("state", state))
 	seen := human.Cell(n.LastSeenAge) + " ago (at " + fmtStamp(n.LastSeen) + ")"
@@ -132,7 +134,10 @@ func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string
 	// Only a live node follows: a late or down one is no scope's follower
 	// (collector.Scope.Followers).
 	follows, roleW := "follows", 7
-	if !n.Live {
+	switch {
+	case n.State == collector.NodeUnknown:
+		follows = "?" // replayed: not recorded
+	case !n.Live:
 		follows, roleW = "not following", 13
 	}
 	out := make([]string, 0, len(scopes))
@@ -177,6 +182,7 @@ func nodePriorityText(st *styles, n collector.Node) string {
 	switch {
 	case n.Priority <= 0:
 		p = st.render(toneMuted, p+": never leads")
+	case n.State == collector.NodeUnknown:
 	case !n.Eligible():
 		p += ": not live, so no handover goes to it"
 	default:

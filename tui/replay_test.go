@@ -171,3 +171,24 @@ func TestReplayReadsTheNextWindow(t *testing.T) {
 		t.Fatalf("after the read: at %v, loading %v", m.snap.Replay.At, m.replay.loading)
 	}
 }
+
+// TestReplayUnknownNodes: a node whose state the history cannot tell (it
+// registered again after the instant, and held no term then) shows as
+// unknown everywhere — never "not live", "follows none" or "not following",
+// and the scopes it may have followed say so instead of "none".
+func TestReplayUnknownNodes(t *testing.T) {
+	m, _ := replayAt(t, t0.Add(-14*time.Minute+2*time.Second))
+	s := screen(m)
+	row := lineWith(s, `node-a\s+host-a`)
+	if !strings.Contains(row, "? unknown") || !strings.Contains(row, "reports:?") || strings.Contains(row, "not live") || strings.Contains(row, "follows none") {
+		t.Errorf("node-a's row %q: want unknown, its scopes '?'", row)
+	}
+	if row := lineWith(s, `reports\s+✔ OK`); !strings.Contains(row, "1: node-c +1 unknown") {
+		t.Errorf("reports' row %q: want its unknown candidate counted", row)
+	}
+	keys(m, "tab", "enter")
+	s = screen(m)
+	if !strings.Contains(s, "? unknown · not recorded") || strings.Contains(s, "not following") || strings.Contains(s, "not live") {
+		t.Errorf("node-a's detail reads as known:\n%s", s)
+	}
+}

@@ -146,6 +146,9 @@ func (m *Model) scopeRows() []row {
 	rows := make([]row, len(scs))
 	for i, sc := range scs {
 		rows[i] = row{key: keyOf(sc.Database, sc.Name), cells: scopeCells(sc)}
+		if unknown := m.unknownCandidates[keyOf(sc.Database, sc.Name)]; len(unknown) > 0 {
+			rows[i].cells[scFollowers] = followersUnknown(sc, unknown)
+		}
 		if m.dbDown(sc.Database) {
 			m.lastKnown(rows[i].cells, scDatabase, scVerdict, sc.Verdict)
 		}
@@ -209,6 +212,17 @@ func scopeCells(sc *collector.Scope) []cell {
 	return c
 }
 
+// followersUnknown is the FOLLOWERS cell of a replayed scope some of whose
+// candidates' state the history cannot tell: "1: node-c +1 unknown", "?
+// 2 unknown"; never "none" when they may have followed.
+func followersUnknown(sc *collector.Scope, unknown []string) cell {
+	more := "+" + strconv.Itoa(len(unknown)) + " unknown"
+	if len(sc.Followers) == 0 {
+		return cell{text: "? " + strconv.Itoa(len(unknown)) + " unknown", tone: toneMuted}
+	}
+	return cell{text: strconv.Itoa(len(sc.Followers)) + ": " + strings.Join(sc.Followers, ",") + " " + more}
+}
+
 // alertCell summarises a scope's alerts: the worst kind and how many more.
 func alertCell(as []collector.Alert) cell {
 	if len(as) == 0 {
@@ -240,7 +254,7 @@ func nodeTone(s collector.NodeState) tone {
 		return toneBad
 	case collector.NodeLate:
 		return toneWarn
-	case collector.NodeStopped:
+	case collector.NodeStopped, collector.NodeUnknown:
 		return toneMuted
 	}
 	return toneOK
@@ -325,8 +339,8 @@ func priorityCell(n *collector.Node) cell {
 	switch {
 	case n.Priority <= 0:
 		return cell{text: p + " never leads", tone: toneMuted}
-	case n.State == collector.NodeStopped:
-		return cell{text: p, tone: toneMuted} // its state says it all
+	case n.State == collector.NodeStopped, n.State == collector.NodeUnknown:
+		return cell{text: p, tone: toneMuted} // its state says it all (replayed: unknown, not "not live")
 	case !n.Eligible():
 		return cell{text: p + " not live", tone: toneMuted}
 	case n.FailbackAfter > 0:
@@ -379,6 +393,11 @@ func rolesText(n *collector.Node) string {
 	if n.State == collector.NodeStopped || (len(n.Scopes) == 0 && len(n.Leads) == 0) {
 		return "—"
 	}
+	if n.State == collector.NodeUnknown {
+		// Replayed, before its current lifetime: what it led is known (its
+		// terms), whether it followed is not.
+		return unknownRoles(n)
+	}
 	if !n.Live {
 		led := "follows none"
 		if len(n.Leads) > 0 {
@@ -429,6 +448,24 @@ func rolesText(n *collector.Node) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// unknownRoles is the roles of a node whose state is unknown (replayed):
+// "billing:L reports:?".
+func unknownRoles(n *collector.Node) string {
+	var b strings.Builder
+	for _, s := range n.Leads {
+		b.WriteString(s + ":L ")
+	}
+	for _, s := range n.Scopes {
+		if !slices.Contains(n.Leads, s) {
+			b.WriteString(s + ":? ")
+		}
+		if b.Len() > nodeColumns[ndRoles].max {
+			break
+		}
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func (m *Model) termRows() []row {
