@@ -108,16 +108,16 @@ func (m *Model) ensureRows() {
 }
 
 // scopeProblem reports a scope the problems filter keeps: a troubled verdict
-// (not OK, not IDLE) or an alert.
-func scopeProblem(sc *collector.Scope) bool {
-	return sc.Verdict.Troubled() || len(sc.Alerts) > 0
+// (not OK, not IDLE), an alert, or a database that cannot be read.
+func (m *Model) scopeProblem(sc *collector.Scope) bool {
+	return sc.Verdict.Troubled() || len(sc.Alerts) > 0 || m.dbDown(sc.Database)
 }
 
 func (m *Model) visibleScopes() []*collector.Scope {
 	out := make([]*collector.Scope, 0, len(m.snap.Scopes))
 	for i := range m.snap.Scopes {
 		sc := &m.snap.Scopes[i]
-		if m.problems && !scopeProblem(sc) || !m.inView(sc.Database) {
+		if m.problems && !m.scopeProblem(sc) || !m.inView(sc.Database) {
 			continue
 		}
 		if m.filter != "" && !m.matchesFilter(append([]string{sc.Name, sc.Leader, sc.Database}, sc.Followers...)...) {
@@ -128,7 +128,7 @@ func (m *Model) visibleScopes() []*collector.Scope {
 	by := scopeSorts[m.scopeSort.col]
 	desc := m.scopeSort.desc
 	slices.SortStableFunc(out, func(a, b *collector.Scope) int {
-		c := by.cmp(a, b)
+		c := by.cmp(m, a, b)
 		if c == 0 {
 			c = cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Database, b.Database))
 		}
@@ -245,8 +245,6 @@ func alertCell(as []collector.Alert) cell {
 	return cell{text: text, tone: t}
 }
 
-func nodeStateRank(n *collector.Node) int { return n.State.Rank() }
-
 // nodeTone is how a node's state reads: down is bad, late a warning.
 func nodeTone(s collector.NodeState) tone {
 	switch s {
@@ -261,7 +259,7 @@ func nodeTone(s collector.NodeState) tone {
 }
 
 func (m *Model) nodeProblem(n *collector.Node) bool {
-	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[keyOf(n.Database, n.ID)] > 0
+	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[keyOf(n.Database, n.ID)] > 0 || m.dbDown(n.Database)
 }
 
 func (m *Model) nodeRows() []row {
@@ -279,7 +277,7 @@ func (m *Model) nodeRows() []row {
 	by := nodeSorts[m.nodeSort.col]
 	desc := m.nodeSort.desc
 	slices.SortStableFunc(ns, func(a, b *collector.Node) int {
-		c := by.cmp(a, b)
+		c := by.cmp(m, a, b)
 		if c == 0 {
 			c = cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Database, b.Database))
 		}
@@ -473,7 +471,7 @@ func (m *Model) termRows() []row {
 	if m.problems {
 		problem = map[string]bool{}
 		for i := range m.snap.Scopes {
-			if sc := &m.snap.Scopes[i]; scopeProblem(sc) {
+			if sc := &m.snap.Scopes[i]; m.scopeProblem(sc) {
 				problem[keyOf(sc.Database, sc.Name)] = true
 			}
 		}
