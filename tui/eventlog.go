@@ -298,7 +298,7 @@ func (l *eventLog) render(st *styles, width, height int, focused bool) []string 
 			// Every line starts with two blanks (linePrefix): the marker
 			// takes them, as a table's cursor row.
 			line = "▸ " + strings.TrimPrefix(line, "  ")
-			out = append(out, st.cursor.Render(fitLine(line, width)))
+			out = append(out, st.cursorTones[e.tone].Render(fitLine(line, width))) // the bar in the line's tone
 			continue
 		}
 		out = append(out, st.render(e.tone, fitLine(line, width))) // a cut line ends in an ellipsis

@@ -4,10 +4,14 @@ import (
 	"image/color"
 	"math"
 	"regexp"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pgleader/pgleader/collector"
 )
 
 // luminance is the WCAG 2 relative luminance of c.
@@ -143,3 +147,46 @@ func TestTheme(t *testing.T) {
 }
 
 var ansiColour = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-9]|9[0-7]|38;)[0-9;]*m`)
+
+// TestCursorKeepsTone: the cursor row keeps every cell's colour — a SPLIT
+// BRAIN under the cursor still reads in the split-brain colour, reversed in
+// the focused pane, bold elsewhere — and so does the event log's cursor line.
+func TestCursorKeepsTone(t *testing.T) {
+	for _, theme := range []Theme{ThemeLight, ThemeDark} {
+		t.Run(string(theme), func(t *testing.T) {
+			p := paletteFor(theme, false)
+			r, g, b, _ := lipgloss.Color(p.crit).RGBA()
+			crit := regexp.MustCompile(`\x1b\[[0-9;]*\b7;38;2;` + itoa(int(r>>8)) + `;` + itoa(int(g>>8)) + `;` + itoa(int(b>>8)) + `m‼ SPLIT BRAIN`)
+			idle := regexp.MustCompile(`\x1b\[1;[0-9;]*38;2;` + itoa(int(r>>8)) + `;` + itoa(int(g>>8)) + `;` + itoa(int(b>>8)) + `m‼ SPLIT BRAIN`)
+			m, _ := setup(t, troubleSnapshot(), func(o *Options) { o.NoColor, o.Theme = false, theme })
+			m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+			row := cursorRow(t, m.View().Content, "billing")
+			if !crit.MatchString(row) {
+				t.Errorf("focused cursor row %q: the verdict lost its colour", row)
+			}
+			keys(m, "tab") // the nodes pane has the focus; the scopes cursor idles
+			if row := cursorRow(t, m.View().Content, "billing"); !idle.MatchString(row) {
+				t.Errorf("idle cursor row %q: the verdict lost its colour", row)
+			}
+			m.Update(eventsMsg{[]collector.Event{{At: t0, Kind: collector.EventFenceRejected, Scope: "billing", Node: "node-c", Epoch: 41}}})
+			keys(m, "shift+tab", "shift+tab") // the events pane
+			r, g, b, _ = lipgloss.Color(p.bad).RGBA()
+			bad := regexp.MustCompile(`\x1b\[[0-9;]*\b7;38;2;` + itoa(int(r>>8)) + `;` + itoa(int(g>>8)) + `;` + itoa(int(b>>8)) + `m▸ .*fence rejected`)
+			if !bad.MatchString(m.View().Content) {
+				t.Errorf("the event log's cursor line lost its colour:\n%q", m.View().Content)
+			}
+		})
+	}
+}
+
+// cursorRow is the frame's line with the cursor marker and text.
+func cursorRow(t *testing.T, frame, text string) string {
+	t.Helper()
+	for _, l := range strings.Split(frame, "\n") {
+		if p := ansi.Strip(l); strings.HasPrefix(p, "▸ ") && strings.Contains(p, text) {
+			return l
+		}
+	}
+	t.Fatalf("no cursor row with %q", text)
+	return ""
+}

@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -304,14 +306,14 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 	t.offset = max(0, min(t.offset, len(t.rows)-height))
 
 	end := min(len(t.rows), t.offset+height)
+	segs := make([]segment, 0, 2*len(t.cols)+1)
 	for i := t.offset; i < end; i++ {
 		r := t.rows[i]
-		cur := i == t.cursor
-		b.Reset()
-		if cur {
-			b.WriteString("▸ ")
+		segs = segs[:0]
+		if i == t.cursor {
+			segs = append(segs, segment{"▸ ", toneNone})
 		} else {
-			b.WriteString("  ")
+			segs = append(segs, segment{"  ", toneNone})
 		}
 		first := true
 		for j, c := range t.cols {
@@ -319,39 +321,69 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 				continue
 			}
 			if !first {
-				b.WriteString(sepStr)
+				segs = append(segs, segment{sepStr, toneNone})
 			}
 			first = false
 			var cl cell
 			if j < len(r.cells) {
 				cl = r.cells[j]
 			}
-			var text string
 			if c.right {
-				text = padLeft(cl.text, ws[j])
+				segs = append(segs, segment{padLeft(cl.text, ws[j]), cl.tone})
 			} else {
-				text = padRight(cl.text, ws[j])
-			}
-			if cur {
-				b.WriteString(text) // the cursor style owns the whole line
-			} else {
-				b.WriteString(st.render(cl.tone, text))
+				segs = append(segs, segment{padRight(cl.text, ws[j]), cl.tone})
 			}
 		}
-		line := b.String()
-		if width > 0 {
-			line = fitLine(line, width)
-		}
-		if cur {
+		var style *[toneCount]lipgloss.Style // nil: each cell in its tone
+		if i == t.cursor {
+			// The cursor bar spans the row, each cell keeping its tone.
+			style = &st.idleTones
 			if focused {
-				line = st.cursor.Render(line)
-			} else {
-				line = st.cursorIdle.Render(line)
+				style = &st.cursorTones
 			}
 		}
-		lines = append(lines, line)
+		lines = append(lines, renderSegments(st, segs, width, style))
 	}
 	return lines
+}
+
+// segment is a run of a line's text in one tone.
+type segment struct {
+	text string
+	tone tone
+}
+
+// renderSegments renders segs as one line of exactly width columns (its
+// natural width when width <= 0): cut with an ellipsis or padded in the
+// last segment's style. style, when set, replaces each tone's look (the
+// cursor bar's).
+func renderSegments(st *styles, segs []segment, width int, style *[toneCount]lipgloss.Style) string {
+	if width > 0 {
+		total := 0
+		for k := range segs {
+			n := textWidth(segs[k].text)
+			if total+n > width {
+				segs[k].text = truncate(segs[k].text, width-total)
+				segs = segs[:k+1]
+				total = width
+				break
+			}
+			total += n
+		}
+		if total < width && len(segs) > 0 {
+			segs[len(segs)-1].text += strings.Repeat(" ", width-total)
+		}
+	}
+	var b strings.Builder
+	for _, sg := range segs {
+		switch {
+		case style != nil:
+			b.WriteString(style[sg.tone].Render(sg.text))
+		default:
+			b.WriteString(st.render(sg.tone, sg.text))
+		}
+	}
+	return b.String()
 }
 
 // scrollHint says which rows are visible when not all are, e.g. "12–25 of 100".
