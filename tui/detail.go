@@ -51,7 +51,11 @@ func (m *Model) detailLines(w, h int) []string {
 	if sc.Database != "" {
 		lines = append(lines, kv("database", m.databaseText(st, sc.Database)))
 	}
-	lines = append(lines, kv("verdict", st.render(vt, label)))
+	verdict := st.render(vt, label)
+	if why := degradedWhy(&sc); why != "" && !m.dbDown(sc.Database) {
+		verdict += " · " + st.render(toneWarn, why)
+	}
+	lines = append(lines, kv("verdict", verdict))
 	silent := sc.OpenTerm != nil && sc.OpenTerm.Silent && sc.OpenTerm.Epoch == sc.Epoch
 	switch {
 	case sc.Leader != "" && !sc.HasLeader():

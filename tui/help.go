@@ -10,7 +10,7 @@ import (
 // legend explains the glyphs; it is searchable like the keys.
 var legend = [][2]string{
 	{"✔ OK", "led and heartbeating"},
-	{"▲ DEGRADED", "led, something is off"},
+	{"▲ DEGRADED", "led, something is off: an alert, or hb late"},
 	{"✖ NO LEADER", "nobody leads it"},
 	{"‼ SPLIT BRAIN", "lock ≠ record: act now"},
 	{"· IDLE", "nobody meant to lead"},

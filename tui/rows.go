@@ -209,7 +209,24 @@ func scopeCells(sc *collector.Scope) []cell {
 		c[scFollowers] = cell{text: strconv.Itoa(len(sc.Followers)) + ": " + strings.Join(sc.Followers, ",")}
 	}
 	c[scAlerts] = alertCell(sc.Alerts)
+	if why := degradedWhy(sc); why != "" {
+		c[scAlerts] = cell{text: "hb late", tone: toneWarn} // DEGRADED with no alert: say why
+	}
 	return c
+}
+
+// degradedWhy says why a scope is DEGRADED when no alert does: its leader's
+// heartbeat is older than twice its interval (the collector's late check).
+// "" for any other scope.
+func degradedWhy(sc *collector.Scope) string {
+	if sc.Verdict != collector.VerdictDegraded || len(sc.Alerts) > 0 {
+		return ""
+	}
+	iv := sc.Timing.HeartbeatInterval
+	if iv > 0 && sc.HeartbeatAge > 2*iv {
+		return "heartbeat late: " + human.Cell(sc.HeartbeatAge) + " old, over 2 × its " + human.Cell(iv) + " interval"
+	}
+	return "heartbeat late: older than 2 × its interval"
 }
 
 // followersUnknown is the FOLLOWERS cell of a replayed scope some of whose

@@ -196,3 +196,22 @@ func TestGapBefore(t *testing.T) {
 		t.Errorf("the help's legend does not explain GAP BEFORE:\n%s", help)
 	}
 }
+
+// TestDegradedSaysWhy: a scope DEGRADED by a late heartbeat alone (no alert)
+// says so in its ALERTS cell and in its detail, instead of "—".
+func TestDegradedSaysWhy(t *testing.T) {
+	s := healthySnapshot()
+	b := &s.Scopes[0]
+	b.Verdict, b.HeartbeatAge, b.LastHeartbeat = collector.VerdictDegraded, 1200*time.Millisecond, t0.Add(-1200*time.Millisecond)
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, s)
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		if row := lineWith(screen(m), `billing\s+▲ DEGRADED`); !strings.HasSuffix(strings.TrimSpace(row), "hb late") {
+			t.Errorf("%dx%d: billing's row %q: want the reason in ALERTS", sz[0], sz[1], row)
+		}
+		keys(m, "enter")
+		if v := lineWith(screen(m), `verdict\s`); !strings.Contains(v, "▲ DEGRADED · heartbeat late: 1.2s old, over 2 × its 0.5s interval") {
+			t.Errorf("%dx%d: detail verdict %q: want why", sz[0], sz[1], v)
+		}
+	}
+}
