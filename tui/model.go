@@ -75,6 +75,7 @@ type Model struct {
 
 	helpOpen   bool
 	helpQuery  string
+	helpTyping bool // the help's search line has the keyboard
 	helpScroll int
 
 	detail       string    // scope shown in the scope detail view ("" = none)
@@ -223,7 +224,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.invalidate()
 		case m.helpOpen:
 			m.helpQuery += msg.Content
-			m.helpScroll = 0
+			m.helpTyping, m.helpScroll = true, 0
 		}
 		return m, nil
 	case tea.KeyPressMsg:
@@ -278,7 +279,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Quit):
 		return m.quit()
 	case key.Matches(msg, m.keys.Help):
-		m.helpOpen, m.helpQuery, m.helpScroll = true, "", 0
+		m.helpOpen, m.helpQuery, m.helpTyping, m.helpScroll = true, "", false, 0
 	case key.Matches(msg, m.keys.Pause):
 		m.togglePause()
 	case key.Matches(msg, m.keys.Slower):

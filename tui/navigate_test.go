@@ -214,7 +214,11 @@ func TestVimKeys(t *testing.T) {
 	if m.filter != "jk" {
 		t.Errorf("filter line: j k typed %q", m.filter)
 	}
-	keys(m, "esc", "?", "k")
+	keys(m, "esc", "?", "j")
+	if m.helpScroll != 1 {
+		t.Errorf("help: j scrolls to %d, want 1", m.helpScroll)
+	}
+	keys(m, "/", "k")
 	if m.helpQuery != "k" {
 		t.Errorf("help search: k typed %q", m.helpQuery)
 	}

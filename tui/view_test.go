@@ -62,6 +62,7 @@ func TestHelpSearch(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
+	keys(m, "/")
 	typed(m, "interval")
 	s = screen(m)
 	if !strings.Contains(s, "longer poll interval") || strings.Contains(s, "page up") {
@@ -70,6 +71,10 @@ func TestHelpSearch(t *testing.T) {
 	typed(m, "q") // typing goes to the search, it does not quit
 	if !m.helpOpen || !strings.Contains(screen(m), "nothing matches") {
 		t.Fatal("q in help must search, not quit")
+	}
+	keys(m, "backspace", "enter") // the search kept, the keyboard back to reading
+	if !m.helpOpen || m.helpTyping || m.helpQuery != "interval" || !strings.Contains(screen(m), "“interval” (/ edits)") {
+		t.Fatalf("enter keeps the search: open %v, typing %v, query %q", m.helpOpen, m.helpTyping, m.helpQuery)
 	}
 	keys(m, "esc")
 	if !m.helpOpen || m.helpQuery != "" {
@@ -80,11 +85,40 @@ func TestHelpSearch(t *testing.T) {
 		t.Fatal("esc closes help")
 	}
 	// Two quick escapes can arrive as one alt+esc: search cleared and closed.
-	keys(m, "?")
+	keys(m, "?", "/")
 	typed(m, "page")
 	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt})
 	if m.helpOpen {
 		t.Fatal("alt+esc must act as esc twice")
+	}
+}
+
+// TestHelpScrollsWithJK: the help screen opens to be read: j and k scroll it
+// (as the footer says), they do not type "j" into a search that then matches
+// nothing; / starts the search, where they type.
+func TestHelpScrollsWithJK(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Faults = &fakeFaults{keys: demoFaults} })
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		keys(m, "?", "j", "j")
+		scroll := m.helpScroll // a render clamps it to the last page
+		s := screen(m)
+		if m.helpQuery != "" || strings.Contains(s, "nothing matches") || scroll != 2 {
+			t.Fatalf("%dx%d: j j in help: query %q, scroll %d:\n%s", sz[0], sz[1], m.helpQuery, scroll, s)
+		}
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		if footer := lines[len(lines)-1]; !strings.Contains(footer, "↑↓/kj scroll") || !strings.Contains(footer, "/ search") {
+			t.Errorf("%dx%d: help footer %q", sz[0], sz[1], footer)
+		}
+		m.helpScroll = 2
+		keys(m, "k")
+		if m.helpScroll != 1 {
+			t.Errorf("%dx%d: k scrolls to %d, want 1", sz[0], sz[1], m.helpScroll)
+		}
+		keys(m, "/", "j", "k")
+		if m.helpQuery != "jk" || !m.helpTyping {
+			t.Errorf("%dx%d: after /, j k typed %q", sz[0], sz[1], m.helpQuery)
+		}
 	}
 }
 
