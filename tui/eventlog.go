@@ -44,6 +44,7 @@ type eventLog struct {
 	cursor, offset, height int
 	cursorID               uint64
 	follow                 bool
+	empty                  string // what the log says when no line shows ("" : no events yet)
 }
 
 // maxReorder bounds how far back an event that arrives late is put in its
@@ -274,7 +275,11 @@ func (l *eventLog) render(st *styles, width, height int, focused bool) []string 
 	l.settle()
 	l.height = height
 	if len(l.shown) == 0 {
-		out := []string{st.render(toneMuted, fitLine("  no events yet", width))}
+		empty := l.empty
+		if empty == "" {
+			empty = "no events yet"
+		}
+		out := []string{st.render(toneMuted, fitLine("  "+termsafe.String(empty), width))}
 		for len(out) < height {
 			out = append(out, strings.Repeat(" ", width))
 		}

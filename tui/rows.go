@@ -105,6 +105,34 @@ func (m *Model) ensureRows() {
 	m.nodes.setRows(m.nodeRows())
 	m.terms.setRows(m.termRows())
 	m.events.setFilter(m.filter, m.fleet.only)
+	m.scopes.empty, m.nodes.empty = m.emptyText("scopes", len(m.snap.Scopes)), m.emptyText("nodes", len(m.snap.Nodes))
+	m.terms.empty, m.events.empty = m.emptyText("terms", len(m.snap.Terms)), m.emptyText("events", -1)
+}
+
+// emptyText is what an empty pane says: that nothing is in it, or which of
+// the view's narrowings (the filter, problems only, one database) hide what
+// is ("no scopes match: filter “zz” (esc clears) · problems only (p shows
+// all)"). total is how many there are before narrowing (-1: not known).
+func (m *Model) emptyText(what string, total int) string {
+	var why []string
+	if m.filter != "" {
+		why = append(why, "filter “"+m.filter+"” ("+m.keys.Back.Help().Key+" clears)")
+	}
+	if m.problems && what != "events" {
+		why = append(why, "problems only ("+m.keys.Problems.Help().Key+" shows all)")
+	}
+	if m.fleet.only != "" {
+		why = append(why, "database "+m.fleet.only+" only ("+m.keys.Database.Help().Key+" picks)")
+	}
+	switch {
+	case len(why) > 0 && total > 0:
+		return "none of the " + itoa(total) + " " + what + " match: " + strings.Join(why, " · ")
+	case len(why) > 0:
+		return "no " + what + " match: " + strings.Join(why, " · ")
+	case what == "events":
+		return "no events yet"
+	}
+	return "no " + what
 }
 
 // scopeProblem reports a scope the problems filter keeps: a troubled verdict

@@ -288,7 +288,7 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 
 	if len(t.rows) == 0 {
 		if height > 0 {
-			lines = append(lines, st.render(toneMuted, fitOrNot("  "+t.empty, width)))
+			lines = append(lines, st.render(toneMuted, fitOrNot("  "+termsafe.String(t.empty), width)))
 		}
 		return lines
 	}
