@@ -266,6 +266,12 @@ func (l *eventLog) scroll(msg tea.KeyPressMsg, k keyMap) {
 	}
 }
 
+// followTail puts the cursor back on the newest line, following it.
+func (l *eventLog) followTail() {
+	l.follow = true
+	l.settle()
+}
+
 // render returns height lines of the log, width wide: the window that holds
 // the cursor, the cursor's line marked while focused.
 func (l *eventLog) render(st *styles, width, height int, focused bool) []string {
@@ -323,7 +329,7 @@ func (l *eventLog) hint(k keyMap) string {
 	if l.follow {
 		return s + " · following"
 	}
-	return s + " · scrolled (" + k.Bottom.Help().Key + " follows)"
+	return s + " · scrolled (" + k.Bottom.Help().Key + " or " + k.Back.Help().Key + " follows)"
 }
 
 // eventLine renders one event as a log line and says what it means.

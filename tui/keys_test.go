@@ -103,7 +103,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 				hit(m, m.keys.PrevPane)
 				screen(m) // the log scrolls by what it showed
 				hit(m, m.keys.PageUp)
-			}, want: "(f5 follows)"},
+			}, want: "(f5 or esc follows)"},
 		{name: "NextPane", b: func(k *keyMap) *key.Binding { return &k.NextPane }, footer: "f5 pane",
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.focus == paneNodes }},
 		{name: "PrevPane", b: func(k *keyMap) *key.Binding { return &k.PrevPane },

@@ -303,9 +303,12 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Filter):
 		m.filtering = true
 	case key.Matches(msg, m.keys.Back):
-		if m.filter != "" {
+		switch {
+		case m.filter != "":
 			m.filter = ""
 			m.invalidate()
+		case m.focus == paneEvents:
+			m.events.followTail() // back to the newest line
 		}
 	case key.Matches(msg, m.keys.Problems):
 		m.problems = !m.problems
@@ -313,9 +316,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Database):
 		m.openPicker()
 	case key.Matches(msg, m.keys.NextPane):
-		m.focus = (m.focus + 1) % paneCount
+		m.setFocus((m.focus + 1) % paneCount)
 	case key.Matches(msg, m.keys.PrevPane):
-		m.focus = (m.focus + paneCount - 1) % paneCount
+		m.setFocus((m.focus + paneCount - 1) % paneCount)
 	case key.Matches(msg, m.keys.Sort):
 		m.cycleSort(false)
 	case key.Matches(msg, m.keys.Reverse):
@@ -326,6 +329,16 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.navigate(msg)
 	}
 	return nil
+}
+
+// setFocus gives pane p the focus. The event log, left, follows its tail
+// again: unfocused it shows no cursor, and no key of another pane could
+// bring it back to the newest line.
+func (m *Model) setFocus(p pane) {
+	if m.focus == paneEvents && p != paneEvents {
+		m.events.followTail()
+	}
+	m.focus = p
 }
 
 // copyDSN puts Options.DSN on the terminal's clipboard with OSC 52; a
