@@ -12,6 +12,9 @@ import (
 	"github.com/pgleader/pgleader/internal/human"
 )
 
+// cellWidth is the widest a human.Cell duration gets ("59m59s").
+const cellWidth = 6
+
 // Scopes table columns.
 const (
 	scDatabase = iota
@@ -31,8 +34,8 @@ var scopeColumns = []column{
 	scVerdict:   {title: "VERDICT", min: 11},
 	scLeader:    {title: "LEADER", min: 8, max: 32},
 	scEpoch:     {title: "EPOCH", min: 5, right: true},
-	scTenure:    {title: "TENURE", min: 6, right: true, drop: 2},
-	scHeartbeat: {title: "HB AGE", min: 6, right: true},
+	scTenure:    {title: "TENURE", min: 6, right: true, drop: 2, reserve: cellWidth},
+	scHeartbeat: {title: "HB AGE", min: 6, right: true, reserve: cellWidth},
 	scFollowers: {title: "FOLLOWERS", min: 6, max: 40, drop: 3},
 	scAlerts:    {title: "ALERTS", min: 6, max: 30, drop: 1},
 }
@@ -58,7 +61,7 @@ var nodeColumns = []column{
 	ndState:    {title: "STATE", min: 7},
 	ndPriority: {title: "PRIORITY", min: 8, max: 16},
 	ndRoles:    {title: "ROLES", min: 10, max: 60},
-	ndSeen:     {title: "SEEN", min: 5, right: true},
+	ndSeen:     {title: "SEEN", min: 5, right: true, reserve: cellWidth},
 	ndVersion:  {title: "VERSION", min: 7, max: 16, drop: 1},
 }
 
@@ -84,7 +87,7 @@ var termColumns = []column{
 	tmLeader:   {title: "LEADER", min: 8, max: 24},
 	tmGap:      {title: "GAP BEFORE", min: 10, right: true, drop: 1},
 	tmStarted:  {title: "STARTED", min: 8},
-	tmHeld:     {title: "HELD FOR", min: 8, right: true},
+	tmHeld:     {title: "HELD FOR", min: 8, right: true, reserve: cellWidth},
 	tmEnded:    {title: "ENDED BY", min: len("holder silent since 00:00:00"), max: 30}, // squeezed no further: the time is the point
 }
 

@@ -19,6 +19,10 @@ type column struct {
 	drop int
 	// fleet: shown only over several databases (table.fleet).
 	fleet bool
+	// reserve is the least natural width: the widest its values get (a
+	// duration's six characters), so that the column does not widen as a
+	// value grows.
+	reserve int
 }
 
 // cell is the text of one cell and what it means.
@@ -86,16 +90,24 @@ func (t *table) setRows(rows []row) {
 			r.cells[j].text = termsafe.String(r.cells[j].text)
 		}
 	}
+	// While the rows are the same ones, in the same order, a column keeps
+	// the width it had (it only grows): a value that changes width every
+	// second ("none for 9.9s", "10s") does not move the columns to its
+	// right back and forth. Other rows start afresh.
+	same := len(t.natural) == len(t.cols) && len(rows) == len(t.rows)
+	for i := 0; same && i < len(rows); i++ {
+		same = rows[i].key == t.rows[i].key
+	}
 	t.rows = rows
-	if len(t.natural) != len(t.cols) {
+	if !same {
 		t.natural = make([]int, len(t.cols))
-	}
-	marker := 1 // room for the sort marker
-	if t.unsorted {
-		marker = 0
-	}
-	for j, c := range t.cols {
-		t.natural[j] = textWidth(c.title) + marker
+		marker := 1 // room for the sort marker
+		if t.unsorted {
+			marker = 0
+		}
+		for j, c := range t.cols {
+			t.natural[j] = max(textWidth(c.title)+marker, c.reserve)
+		}
 	}
 	for _, r := range rows {
 		for j := range t.cols {

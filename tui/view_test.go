@@ -473,3 +473,37 @@ func TestCompactPanesReachable(t *testing.T) {
 		keys(m, "tab")
 	}
 }
+
+// TestColumnsStayPut: from one snapshot to the next, values that change
+// width (a heartbeat age from 0.2s to 12s, "none for 9.9s" to "none for
+// 10s", a node's SEEN from 0.3s to 1m02s) do not move the columns: the
+// headers are where they were, at 80×24 and 120×40.
+func TestColumnsStayPut(t *testing.T) {
+	frame := func(hb, none, seen time.Duration) *collector.Snapshot {
+		s := troubleSnapshot()
+		s.Scopes[0].HeartbeatAge = hb
+		s.Scopes[1].LeaderlessFor = none
+		s.Nodes[2].LastSeenAge = seen
+		return s
+	}
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, frame(200*time.Millisecond, 9900*time.Millisecond, 300*time.Millisecond))
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		headers := func() []string {
+			var hs []string
+			for _, l := range strings.Split(screen(m), "\n") {
+				if strings.Contains(l, "SCOPE ") && strings.Contains(l, "VERDICT") || strings.Contains(l, "NODE") && strings.Contains(l, "STATE") {
+					hs = append(hs, l)
+				}
+			}
+			return hs
+		}
+		before := headers()
+		next := frame(12*time.Second, 10*time.Second, time.Minute+2*time.Second)
+		next.Seq++
+		m.Update(snapshotMsg{next})
+		if after := headers(); len(before) == 0 || strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Errorf("%dx%d: the columns moved:\n%s\n→\n%s", sz[0], sz[1], strings.Join(before, "\n"), strings.Join(after, "\n"))
+		}
+	}
+}
