@@ -65,7 +65,9 @@
 //     A database failover (new WAL timeline) is marked ⇄ on the time axis.
 //   - Colours: Options.Theme picks palettes for light or dark backgrounds, each
 //     tone at WCAG contrast ≥ 4.5:1 against white or black; the default asks the
-//     terminal. NoColor / NO_COLOR draw no colour at all.
+//     terminal, and until it answers draws colours at ≥ 3:1 against both. The
+//     cursor row keeps each cell's colour. NoColor / NO_COLOR draw no colour at
+//     all.
 //   - Every string the database or a node wrote (names, hosts, versions, alert
 //     texts, event details, errors) is shown through termsafe.String: an escape
 //     sequence, a line break or a text-direction control in a name shows as an

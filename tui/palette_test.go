@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"regexp"
@@ -91,6 +92,42 @@ func TestThemeContrast(t *testing.T) {
 	}
 }
 
+// TestFallbackContrast: the colours used before the terminal says its
+// background (or when it never does) read on white and on black alike: every
+// tone, holder mark, the focus and the modal's border at a WCAG contrast of at
+// least 3:1 against both #FFFFFF and #000000.
+func TestFallbackContrast(t *testing.T) {
+	p := &fallbackPalette
+	colours := map[string]string{"ok": p.ok, "warn": p.warn, "bad": p.bad, "crit": p.crit, "muted": p.muted, "focus": p.focus}
+	for i, h := range p.holders {
+		colours["holder "+itoa(i)] = h
+	}
+	st := newStyles(p, false)
+	for i, s := range st.tones {
+		if fg, ok := s.GetForeground().(color.Color); ok && fg != nil {
+			if _, none := fg.(lipgloss.NoColor); !none {
+				r, g, b, _ := fg.RGBA()
+				colours["tone "+itoa(i)] = fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+			}
+		}
+	}
+	if len(colours) < 6+holderTones+1 {
+		t.Fatalf("only %d colours measured", len(colours))
+	}
+	for what, c := range colours {
+		for _, bg := range []string{"#FFFFFF", "#000000"} {
+			if r := contrast(lipgloss.Color(c), lipgloss.Color(bg)); r < 3 {
+				t.Errorf("%s %s on %s: contrast %.2f:1, want at least 3:1", what, c, bg, r)
+			}
+		}
+	}
+	for _, bg := range []string{"#FFFFFF", "#000000"} {
+		if r := contrast(st.modal.GetBorderTopForeground(), lipgloss.Color(bg)); r < 3 {
+			t.Errorf("modal border on %s: contrast %.2f:1, want at least 3:1", bg, r)
+		}
+	}
+}
+
 func TestTheme(t *testing.T) {
 	colour := regexp.MustCompile(`\x1b\[[0-9;]*38;2;([0-9]+);([0-9]+);([0-9]+)`)
 	t.Run("ExplicitThemeDrawsItsPalette", func(t *testing.T) {
@@ -109,8 +146,8 @@ func TestTheme(t *testing.T) {
 	})
 	t.Run("AutoFollowsTheTerminal", func(t *testing.T) {
 		m, _ := setup(t, troubleSnapshot(), func(o *Options) { o.NoColor = false })
-		if m.look.tones[toneBad].GetForeground() != lipgloss.Color(ansiPalette.bad) {
-			t.Fatal("before the terminal answers, auto uses the terminal's own colours")
+		if m.look.tones[toneBad].GetForeground() != lipgloss.Color(fallbackPalette.bad) {
+			t.Fatal("before the terminal answers, auto uses the fallback colours")
 		}
 		m.Update(tea.BackgroundColorMsg{Color: lipgloss.Color("#fdf6e3")}) // solarized light
 		if m.look.tones[toneBad].GetForeground() != lipgloss.Color(lightPalette.bad) {

@@ -62,7 +62,8 @@ selected scope, each after a y/N confirmation and audited:
 --once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
 and bug reports. NO_COLOR=1 or --no-color renders without colours. --theme light or
 dark picks colours readable on that background; auto (the default) asks the
-terminal for its background and uses its own 16 colours until it answers.
+terminal for its background, and until it answers uses colours that read on a
+light and on a dark one alike.
 
 ` + sourceHelp + `
 
