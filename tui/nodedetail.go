@@ -79,10 +79,27 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	if n.Hostname != "" {
 		proc += " on " + termsafe.String(n.Hostname)
 	}
-	if !n.StartedAt.IsZero() {
+	replayed := m.snap != nil && m.snap.Replay != nil
+	switch {
+	case n.StartedAt.IsZero():
+	case replayed:
+		// A replay knows a node's first registration, not its processes.
+		proc += " · first registered " + fmtClock(n.StartedAt)
+	default:
 		proc += " · started " + fmtClock(n.StartedAt)
+		if up := m.snap.DBTime.Sub(n.StartedAt); up > 0 && n.StoppedAt.IsZero() && !m.snap.DBTime.IsZero() {
+			proc += " (up " + human.Cell(up) + ")"
+		}
 	}
 	lines = append(lines, kv("process", proc))
+	restarts := st.render(toneMuted, "0")
+	switch {
+	case replayed:
+		restarts = st.render(toneMuted, "n/a in replay")
+	case n.Restarts > 0:
+		restarts = st.render(toneWarn, strconv.Itoa(n.Restarts)) + " · registered again by a new process " + plural(n.Restarts, "time")
+	}
+	lines = append(lines, kv("restarts", restarts))
 	lines = append(lines, kv("backend", backendText(st, n)))
 	role := st.render(toneMuted, "— (not recorded)")
 	if n.LoginRole != "" {

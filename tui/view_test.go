@@ -507,3 +507,27 @@ func TestColumnsStayPut(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeDetailLifecycle: the node detail gives the start of the process
+// that registered last, how long it has run, and how many times a new
+// process registered the node id (a crash loop under a fixed id shows); a
+// replay says what it cannot know.
+func TestNodeDetailLifecycle(t *testing.T) {
+	snap := healthySnapshot()
+	snap.Nodes[0].Restarts, snap.Nodes[0].StartedAt = 3, t0.Add(-95*time.Second)
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, snap)
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		keys(m, "tab", "enter")
+		s := screen(m)
+		if !strings.Contains(s, "restarts    3 · registered again by a new process 3 times") ||
+			!strings.Contains(s, "process     os pid 31001 on host-a · started 03:10:25 (up 1m35s)") {
+			t.Errorf("%dx%d: node-a's detail lacks its restarts and its process start:\n%s", sz[0], sz[1], s)
+		}
+	}
+	m, _ := replayAt(t, t0.Add(-20*time.Minute))
+	keys(m, "tab", "enter")
+	if s := screen(m); !strings.Contains(s, "first registered") || !strings.Contains(s, "restarts    n/a in replay") {
+		t.Errorf("replayed node detail:\n%s", s)
+	}
+}
