@@ -230,7 +230,11 @@ func backendText(st *styles, n collector.Node) string {
 
 // supervisedLine describes a pgleader run node's command and child.
 func supervisedLine(sv *collector.Supervised) string {
-	t := termsafe.String(sv.Command) + " · " + termsafe.String(sv.State)
+	state := termsafe.String(sv.State)
+	if sv.State == "unknown" {
+		state = "? unknown now (its node is not live; its last report follows)" // the collector's word for it
+	}
+	t := termsafe.String(sv.Command) + " · " + state
 	if sv.PID > 0 {
 		t += " · pid " + strconv.Itoa(sv.PID)
 	}

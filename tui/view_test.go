@@ -335,6 +335,17 @@ func TestNodeDetailSupervised(t *testing.T) {
 	if !strings.Contains(s, want) {
 		t.Errorf("node detail lacks %q:\n%s", want, s)
 	}
+	// node-b is down: the collector says its child's state is unknown.
+	for i := range snap.Nodes {
+		if snap.Nodes[i].ID == "node-b" {
+			snap.Nodes[i].Supervisor = &collector.Supervised{Command: "billing-worker", State: "unknown", Epoch: 7, Restarts: 2}
+		}
+	}
+	m, _ = setup(t, snap)
+	keys(m, "tab", "j", "enter")
+	if s := screen(m); !strings.Contains(s, "supervises  billing-worker · ? unknown now (its node is not live; its last report follows) · epoch 7") {
+		t.Errorf("a down node's child reads as known:\n%s", s)
+	}
 }
 
 // TestNodeDetail: Enter on the nodes pane opens the node's detail, with its
