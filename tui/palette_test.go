@@ -104,7 +104,7 @@ func TestFallbackContrast(t *testing.T) {
 	}
 	st := newStyles(p, false)
 	for i, s := range st.tones {
-		if fg, ok := s.GetForeground().(color.Color); ok && fg != nil {
+		if fg := s.GetForeground(); fg != nil {
 			if _, none := fg.(lipgloss.NoColor); !none {
 				r, g, b, _ := fg.RGBA()
 				colours["tone "+itoa(i)] = fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
