@@ -338,6 +338,8 @@ func (m *Model) receiveReplay(msg replayMsg) {
 	m.enterReplay(dbs, at)
 	if len(errs) > 0 {
 		m.setStatus("reading the history failed for "+strings.Join(errs, "; "), toneBad)
+	} else {
+		m.setStatus("", toneNone) // "reading the history…" is over
 	}
 }
 

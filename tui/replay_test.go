@@ -143,6 +143,9 @@ func TestReplay(t *testing.T) {
 		if m.snap.Replay == nil || !m.snap.Replay.At.Equal(t0.Add(-13*time.Minute)) {
 			t.Fatalf("[ live: at %+v, want the last transition (node-a's registration)", m.snap.Replay)
 		}
+		if m.status != "" {
+			t.Errorf("the history is read, the status still says %q", m.status)
+		}
 	})
 }
 
