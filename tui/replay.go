@@ -208,10 +208,7 @@ func (m *Model) stepReplay(dir int) tea.Cmd {
 	if r.loading {
 		return nil
 	}
-	target := nextTransition(r.dbs, r.at)
-	if dir < 0 {
-		target = prevTransition(r.dbs, r.at)
-	}
+	target := visibleTransition(r.dbs, r.at, dir)
 	switch {
 	case target.IsZero() && dir < 0:
 		m.setStatus("no earlier transition recorded", toneNone)
@@ -249,6 +246,33 @@ func (m *Model) stepReplay(dir int) tea.Cmd {
 	r.loading = true
 	m.setStatus("reading the history around "+fmtStamp(target)+"…", toneNone)
 	return m.readHistory(append(need, failed...), target, 0)
+}
+
+// visibleTransition is the transition a step in direction dir goes to.
+// Transitions less than a millisecond apart (a claim's term row and its
+// audit row) are one instant on screen, which shows milliseconds: a step
+// leaves the run of them at at, and lands on the last of the next run, where
+// all of its rows are in the picture (zero: none).
+func visibleTransition(dbs []DatabaseHistory, at time.Time, dir int) time.Time {
+	const same = time.Millisecond
+	step := nextTransition
+	if dir < 0 {
+		step = prevTransition
+	}
+	cur, t := at, step(dbs, at)
+	for i := 0; i < 100 && !t.IsZero() && t.Sub(cur).Abs() < same; i++ {
+		cur, t = t, step(dbs, t) // still at's run
+	}
+	if dir > 0 {
+		for i := 0; i < 100 && !t.IsZero(); i++ {
+			n := nextTransition(dbs, t)
+			if n.IsZero() || n.Sub(t) >= same {
+				break
+			}
+			t = n
+		}
+	}
+	return t
 }
 
 // prevTransition is the last transition before at in any database's
@@ -353,7 +377,7 @@ func replaySnapshot(dbs []DatabaseHistory, at time.Time, seq uint64) *collector.
 		}
 		return s
 	}
-	out := &collector.Snapshot{Seq: seq, At: at, DBTime: at, FenceRejected: map[string]uint64{},
+	out := &collector.Snapshot{Seq: max(seq, 1), At: at, DBTime: at, FenceRejected: map[string]uint64{},
 		Health: collector.Health{Source: collector.SourceReplay, SlotLagBytes: -1},
 		Replay: &collector.ReplayInfo{At: at, Unknown: slices.Clone(collector.ReplayUnknown)},
 		Scopes: []collector.Scope{}, Nodes: []collector.Node{}, Terms: []collector.Term{}, Alerts: []collector.Alert{},
@@ -489,14 +513,19 @@ func (m *Model) replayHeader(w int) []string {
 	st := m.look
 	info := m.snap.Replay
 	banner := st.replay.Render(fitLine(replayBanner(info, m.opts.Now(), w), w))
+	prev, next := info.Prev, info.Next
+	if m.replay != nil {
+		// Where [ and ] go: past transitions that show as this same instant.
+		prev, next = visibleTransition(m.replay.dbs, info.At, -1), visibleTransition(m.replay.dbs, info.At, +1)
+	}
 	var steps []string
-	if !info.Prev.IsZero() {
-		steps = append(steps, m.keys.ReplayPrev.Help().Key+" "+fmtStamp(info.Prev))
+	if !prev.IsZero() {
+		steps = append(steps, m.keys.ReplayPrev.Help().Key+" "+fmtStamp(prev))
 	} else {
 		steps = append(steps, m.keys.ReplayPrev.Help().Key+" —")
 	}
-	if !info.Next.IsZero() {
-		steps = append(steps, m.keys.ReplayNext.Help().Key+" "+fmtStamp(info.Next))
+	if !next.IsZero() {
+		steps = append(steps, m.keys.ReplayNext.Help().Key+" "+fmtStamp(next))
 	} else {
 		steps = append(steps, m.keys.ReplayNext.Help().Key+" —")
 	}

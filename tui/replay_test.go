@@ -301,3 +301,30 @@ func TestReplayFleet(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayStepsVisibly: transitions microseconds apart (a claim's term row
+// and its audit row) read as one instant on screen: [ and ] step past them
+// as one, never to an instant that shows the same time.
+func TestReplayStepsVisibly(t *testing.T) {
+	claim := t0.Add(-14*time.Minute + 3*time.Second)
+	rows := collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0, DBNow: t0, Earliest: t0.Add(-time.Hour)}
+	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
+	rows.Scopes = []collector.HistoryScope{{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 2, Holder: "node-b", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)}}
+	rows.Terms = []collector.Term{
+		{ID: 1, Scope: "billing", Epoch: 1, Holder: "node-a", AcquiredAt: t0.Add(-30 * time.Minute), ReleasedAt: claim, EndedBy: protocol.ReasonResigned},
+		{ID: 2, Scope: "billing", Epoch: 2, Holder: "node-b", AcquiredAt: claim},
+	}
+	rows.Audit = []collector.HistoryAudit{{ID: 1, At: claim.Add(60 * time.Microsecond), Scope: "billing", Node: "node-b", Epoch: 2, Kind: "elected"}}
+	m, _ := setup(t, healthySnapshot(), func(o *Options) {
+		o.ReplayFrom, o.ReplayAt = oneHistory(collector.NewHistory(rows)), t0.Add(-20*time.Minute)
+	})
+	keys(m, "]")
+	at := m.snap.Replay.At
+	if !at.Equal(claim.Add(60 * time.Microsecond)) {
+		t.Fatalf("] from t0-20m: at %v, want past the claim's two rows (%v)", at, claim.Add(60*time.Microsecond))
+	}
+	keys(m, "[")
+	if got := m.snap.Replay.At; got.Sub(at).Abs() < time.Millisecond {
+		t.Errorf("[ from %v went to %v: the same instant on screen", at, got)
+	}
+}

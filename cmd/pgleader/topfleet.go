@@ -145,6 +145,11 @@ func (a *app) fleetReplayOnce(hist []tui.DatabaseHistory, o topFleetOptions) err
 		o.width = terminalWidth()
 	}
 	snap, events := tui.Replayed(hist, o.at, onceReplayEvents)
+	names := make([]string, len(hist))
+	for i, h := range hist {
+		names[i] = h.Database
+	}
+	snap.Health.Database = plural(len(hist), "database") + ": " + strings.Join(names, ", ")
 	if err := tui.RenderOnce(a.stdout, snap, events, o.output, o.width); err != nil {
 		return err
 	}
