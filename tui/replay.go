@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,9 +36,12 @@ type DatabaseReplayer struct {
 	Replayer Replayer
 }
 
+// errFleetHistory is ReplayFleet.History's refusal.
+var errFleetHistory = errors.New("a fleet's history is read per database")
+
 // History refuses (see ReplayFleet).
 func (ReplayFleet) History(context.Context, time.Time) (*collector.History, error) {
-	return nil, errNoDatabase
+	return nil, errFleetHistory
 }
 
 // DatabaseHistory is a window of history read for one database: Database
