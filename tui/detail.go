@@ -51,15 +51,35 @@ func (m *Model) detailLines(w, h int) []string {
 	if sc.Database != "" {
 		lines = append(lines, kv("database", m.databaseText(st, sc.Database)))
 	}
-	lines = append(lines, kv("verdict", st.render(vt, label)))
-	if sc.Leader != "" {
-		host := ""
-		if sc.LeaderHost != "" {
-			host = " on " + termsafe.String(sc.LeaderHost)
+	verdict := st.render(vt, label)
+	if why := degradedWhy(&sc); why != "" && !m.dbDown(sc.Database) {
+		verdict += " · " + st.render(toneWarn, why)
+	}
+	lines = append(lines, kv("verdict", verdict))
+	silent := sc.OpenTerm != nil && sc.OpenTerm.Silent && sc.OpenTerm.Epoch == sc.Epoch
+	switch {
+	case sc.Leader != "" && !sc.HasLeader():
+		// The term is open on record, its holder gone: the scope has no
+		// leader, whatever the open row says.
+		text := fmt.Sprintf("none · was %s%s, epoch %d from %s", termsafe.String(sc.Leader), hostText(sc.LeaderHost),
+			sc.Epoch, fmtClock(sc.AcquiredAt))
+		if silent {
+			text += " · " + silentText(*sc.OpenTerm)
 		}
-		lines = append(lines, kv("leader", fmt.Sprintf("%s%s · epoch %d · since %s (tenure %s)",
-			termsafe.String(sc.Leader), host, sc.Epoch, fmtClock(sc.AcquiredAt), human.Cell(sc.Tenure))))
-	} else {
+		if sc.LeaderlessFor > 0 {
+			text += " · leaderless for " + human.Cell(sc.LeaderlessFor)
+		}
+		lines = append(lines, kv("leader", st.render(toneBad, text)))
+	case sc.Leader != "":
+		text := fmt.Sprintf("%s%s · epoch %d · since %s (tenure %s)",
+			termsafe.String(sc.Leader), hostText(sc.LeaderHost), sc.Epoch, fmtClock(sc.AcquiredAt), human.Cell(sc.Tenure))
+		if silent {
+			// It holds the scope (its lock or lease) but leads no more: frozen
+			// or cut off, its gate closed.
+			text += " · " + st.render(toneBad, silentText(*sc.OpenTerm)+": it holds the scope but leads no more")
+		}
+		lines = append(lines, kv("leader", text))
+	default:
 		text := fmt.Sprintf("none · epoch %d", sc.Epoch)
 		if sc.LeaderlessFor > 0 {
 			text += " · leaderless for " + human.Cell(sc.LeaderlessFor)
@@ -104,6 +124,15 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 	if len(sc.Followers) > 0 {
 		fol = m.followersText(sc.Database, sc.Followers)
+	}
+	if unknown := m.unknownCandidates[m.detail]; len(unknown) > 0 {
+		// Replayed: candidates whose state then is not recorded may have followed.
+		u := st.render(toneMuted, "? "+termsafe.String(strings.Join(unknown, ", "))+" (state not recorded then)")
+		if len(sc.Followers) == 0 {
+			fol = u
+		} else {
+			fol += " · " + u
+		}
 	}
 	lines = append(lines, kv("followers", fol))
 	lines = append(lines, kv("changes", fmt.Sprintf("%d in the flap window", sc.Changes)))
@@ -167,6 +196,7 @@ func (m *Model) detailLines(w, h int) []string {
 		rows = append(rows, row{key: strconv.FormatInt(terms[i].Epoch, 10), cells: termCells(terms[i])})
 	}
 	tt := newTable(termColumns, "no terms in the snapshot")
+	tt.unsorted = true
 	tt.setRows(rows)
 	tt.cursor = -1 // no selection here
 	lines = append(lines, tt.render(st, w, max(1, len(rows)), false)...)
@@ -298,4 +328,12 @@ func (m *Model) openDetail() {
 	if scope != "" {
 		m.detail, m.detailScroll = scope, 0
 	}
+}
+
+// hostText is " on HOST" ("" when the host is not known).
+func hostText(host string) string {
+	if host == "" {
+		return ""
+	}
+	return " on " + termsafe.String(host)
 }

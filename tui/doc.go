@@ -18,10 +18,18 @@
 // the rows left go to the event log, and only what it cannot fill to the
 // rest of the terms. Below 100×32 the layout is compact: the terms pane
 // takes the nodes pane's place while it has the focus (tab). Enter on a scope or a node opens its detail view; ? lists
-// every key. On the event log a cursor selects a line (it follows the
-// newest until moved, like the log's tail); Enter shows that line whole,
+// every key (j/k scroll it, / searches it). On the event log a cursor selects a line (it follows the
+// newest until moved, like the log's tail, and again once the operator
+// leaves the pane or presses Esc on it); Enter shows that line whole,
 // wrapped, with the event's fields, and on a flood's one line ("heartbeat
 // late on 252 scopes") lists its member events; Esc goes back.
+//
+// The terms say what happened, not what was last written: a term is held
+// until its holder's last sign of life (collector.Term.LastSign), so a
+// crash or a database outage is the next term's GAP BEFORE, not time held,
+// and an open term whose holder leads no more reads "holder silent since
+// 21:53:58", never "(leading)"; its timeline strip stops there. A replayed
+// moment is settled the same way from its own rows.
 //
 // At scale (hundreds or thousands of scopes) nothing lists every scope: the
 // header counts the verdicts ("998 ✔ OK · 2 ✖ NO LEADER") and names only the
@@ -38,12 +46,14 @@
 // (the ones in trouble first: "orders ✖ UNREACHABLE 14s │ billing 998 ✔ · 2
 // ✖ │ reports 1000 ✔", compact when they do not fit: "… │ 8 OK"), and d
 // opens a picker (k9s's namespaces) that narrows every pane, the event log
-// included, to one database, or shows all; / and p work across databases. Scope names and node ids
+// included, to one database, or shows all; / and p work across databases;
+// [ replays all of them (ReplayFleet), each row naming its database. Scope names and node ids
 // repeat across databases, so rows, cursors, detail views, heartbeat
 // histories and the timeline's holders are keyed by (database, name) (fleet.go);
 // with one database the key is the name and nothing on screen changes. A
 // database that cannot be read keeps its last-known rows, greyed, the
-// verdict marked "? was OK" (never counted as NO LEADER), its timeline strips
+// verdict marked "? was OK" (never counted as NO LEADER, sorted as unknown:
+// after what is known wrong, before what is known fine), its timeline strips
 // cut at its last read; actions go to the scope's database
 // ([ActionsByDatabase]).
 //
@@ -65,7 +75,9 @@
 //     A database failover (new WAL timeline) is marked ⇄ on the time axis.
 //   - Colours: Options.Theme picks palettes for light or dark backgrounds, each
 //     tone at WCAG contrast ≥ 4.5:1 against white or black; the default asks the
-//     terminal. NoColor / NO_COLOR draw no colour at all.
+//     terminal, and until it answers draws colours at ≥ 3:1 against both. The
+//     cursor row keeps each cell's colour. NoColor / NO_COLOR draw no colour at
+//     all.
 //   - Every string the database or a node wrote (names, hosts, versions, alert
 //     texts, event details, errors) is shown through termsafe.String: an escape
 //     sequence, a line break or a text-direction control in a name shows as an

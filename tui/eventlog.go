@@ -44,6 +44,7 @@ type eventLog struct {
 	cursor, offset, height int
 	cursorID               uint64
 	follow                 bool
+	empty                  string // what the log says when no line shows ("" : no events yet)
 }
 
 // maxReorder bounds how far back an event that arrives late is put in its
@@ -265,6 +266,12 @@ func (l *eventLog) scroll(msg tea.KeyPressMsg, k keyMap) {
 	}
 }
 
+// followTail puts the cursor back on the newest line, following it.
+func (l *eventLog) followTail() {
+	l.follow = true
+	l.settle()
+}
+
 // render returns height lines of the log, width wide: the window that holds
 // the cursor, the cursor's line marked while focused.
 func (l *eventLog) render(st *styles, width, height int, focused bool) []string {
@@ -274,7 +281,11 @@ func (l *eventLog) render(st *styles, width, height int, focused bool) []string 
 	l.settle()
 	l.height = height
 	if len(l.shown) == 0 {
-		out := []string{st.render(toneMuted, fitLine("  no events yet", width))}
+		empty := l.empty
+		if empty == "" {
+			empty = "no events yet"
+		}
+		out := []string{st.render(toneMuted, fitLine("  "+termsafe.String(empty), width))}
 		for len(out) < height {
 			out = append(out, strings.Repeat(" ", width))
 		}
@@ -298,7 +309,7 @@ func (l *eventLog) render(st *styles, width, height int, focused bool) []string 
 			// Every line starts with two blanks (linePrefix): the marker
 			// takes them, as a table's cursor row.
 			line = "▸ " + strings.TrimPrefix(line, "  ")
-			out = append(out, st.cursor.Render(fitLine(line, width)))
+			out = append(out, st.cursorTones[e.tone].Render(fitLine(line, width))) // the bar in the line's tone
 			continue
 		}
 		out = append(out, st.render(e.tone, fitLine(line, width))) // a cut line ends in an ellipsis
@@ -318,7 +329,7 @@ func (l *eventLog) hint(k keyMap) string {
 	if l.follow {
 		return s + " · following"
 	}
-	return s + " · scrolled (" + k.Bottom.Help().Key + " follows)"
+	return s + " · scrolled (" + k.Bottom.Help().Key + " or " + k.Back.Help().Key + " follows)"
 }
 
 // eventLine renders one event as a log line and says what it means.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/pgleader/pgleader/collector"
 )
 
@@ -170,5 +172,36 @@ func TestEventLogSaysEventsWereLost(t *testing.T) {
 	line, tn := eventLine(collector.Event{At: t0, Kind: collector.EventDropped, Detail: "122 events after this point were not delivered to this subscriber"})
 	if !strings.Contains(line, "‼ events lost") || !strings.Contains(line, "122 events") || tn != toneBad {
 		t.Fatalf("line %q, tone %v", line, tn)
+	}
+}
+
+// TestEventsFollowAgain: a line selected in the event log (k, or Enter and
+// back) stops the log following the newest, as its title says; leaving the
+// pane, or esc on it, makes it follow again: an unfocused log shows no
+// cursor, and no key of another pane could bring it back to its tail.
+func TestEventsFollowAgain(t *testing.T) {
+	newEvent := func(i int) collector.Event {
+		return collector.Event{At: t0.Add(time.Duration(i) * time.Second), Kind: collector.EventNodeJoined, Node: "node-" + itoa(10+i)}
+	}
+	for _, leave := range []string{"tab", "esc"} {
+		for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+			m, _ := setup(t, healthySnapshot())
+			m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+			m.Update(eventsMsg{sampleEvents()})
+			keys(m, "shift+tab", "k", "enter", "esc") // select a line, read it, come back
+			m.Update(eventsMsg{[]collector.Event{newEvent(1)}})
+			if s := screen(m); m.events.follow || !strings.Contains(s, "scrolled (end or esc follows)") {
+				t.Fatalf("%s %dx%d: a selected line must hold the log, and say so:\n%s", leave, sz[0], sz[1], s)
+			}
+			keys(m, leave)
+			m.Update(eventsMsg{[]collector.Event{newEvent(2)}})
+			s := screen(m)
+			if !m.events.follow || !strings.Contains(s, "node-12") || !strings.Contains(s, "· following") {
+				t.Errorf("%s %dx%d: the log does not follow again:\n%s", leave, sz[0], sz[1], s)
+			}
+			if e, _ := m.events.selected(); e.ev.Node != "node-12" {
+				t.Errorf("%s %dx%d: the cursor is on %q, want the newest", leave, sz[0], sz[1], e.ev.Node)
+			}
+		}
 	}
 }

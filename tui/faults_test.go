@@ -431,7 +431,7 @@ var faultChecks = map[string]map[string][]faultCheck{
 			scopeCellIs("billing", "EPOCH", "43"),
 			scopeCellIs("billing", "FOLLOWERS", "2: node-1,node-2"),
 			termEnded("billing", "42", "resigned"),
-			{pane: "TERMS", key: map[string]string{"SCOPE": "billing", "EPOCH": "43"}, col: "GAP", has: []string{"2.0ms"}, full: true},
+			{pane: "TERMS", key: map[string]string{"SCOPE": "billing", "EPOCH": "43"}, col: "GAP BEFORE", has: []string{"2.0ms"}, full: true},
 		},
 		"settled": {
 			scopeCellIs("billing", "LEADER", "node-3"),

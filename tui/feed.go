@@ -90,11 +90,12 @@ type Options struct {
 	Notes <-chan string
 	// Replay, when set, lets the dashboard step back in time: [ from live
 	// enters replay at the last transition, and stepping past a window of
-	// history reads the next one through it.
+	// history reads the next one through it. Over a fleet, a ReplayFleet.
 	Replay Replayer
 	// ReplayFrom and ReplayAt open the dashboard in replay mode at ReplayAt,
-	// from a window of history already read (pgleader top --at).
-	ReplayFrom *collector.History
+	// from windows of history already read (pgleader top --at): one, of
+	// Database "", for one database; one per database over a fleet.
+	ReplayFrom []DatabaseHistory
 	ReplayAt   time.Time
 }
 

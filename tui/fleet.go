@@ -445,6 +445,8 @@ func (m *Model) databaseText(st *styles, db string) string {
 	switch {
 	case !ok:
 		return name
+	case d.Up() && d.Database == "":
+		return name + st.render(toneMuted, " · up")
 	case d.Up():
 		return name + st.render(toneMuted, " · up · "+termsafe.String(d.Database))
 	case d.Status == collector.DatabaseConnecting:

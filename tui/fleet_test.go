@@ -394,3 +394,41 @@ func TestFleetPicker(t *testing.T) {
 		t.Fatal("ctrl+c did not quit from the picker")
 	}
 }
+
+// TestUnreachableSortsAsUnknown: the rows of a database that cannot be read
+// are last-known ("? was OK"): the verdict sort puts them after what is known
+// to be wrong and before what is known to be fine, never among the healthy
+// ones; the state sort puts its nodes between late and live; p keeps them.
+func TestUnreachableSortsAsUnknown(t *testing.T) {
+	s := fleetSnapshot()
+	for i := range s.Scopes {
+		if sc := &s.Scopes[i]; sc.Database == "orders" {
+			sc.Verdict, sc.Alerts = collector.VerdictOK, nil // last seen healthy
+		}
+	}
+	m, _ := setup(t, s)
+	m.ensureRows()
+	var order []string
+	for _, r := range m.scopes.rows {
+		db, _ := splitKey(r.key)
+		order = append(order, db)
+	}
+	if got := strings.Join(order, " "); got != "ledger ledger orders orders billing billing" {
+		t.Errorf("scopes by verdict, databases: %s; want ledger's troubles, then orders' unknown, then billing's OK", got)
+	}
+	keys(m, "p")
+	m.ensureRows()
+	if n := len(m.scopes.rows); n != 4 {
+		t.Errorf("p keeps %d scopes, want 4: ledger's two and orders' two", n)
+	}
+	keys(m, "p", "tab", "s") // nodes by state
+	m.ensureRows()
+	order = order[:0]
+	for _, r := range m.nodes.rows {
+		db, id := splitKey(r.key)
+		order = append(order, db+"/"+id)
+	}
+	if got := strings.Join(order, " "); !strings.HasPrefix(got, "ledger/node-b orders/node-a orders/node-b orders/node-c ") {
+		t.Errorf("nodes by state: %s; want ledger's down node, then orders' (unknown), then the live ones", got)
+	}
+}

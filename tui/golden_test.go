@@ -46,12 +46,23 @@ func TestGolden(t *testing.T) {
 		{name: "event_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"shift+tab", "k", "enter"}},
 		{name: "events_focused", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"shift+tab", "k"}},
 		{name: "idle_detail", snaps: []*collector.Snapshot{handoverSnapshot()}, keys: []string{"end", "enter"}},
+		// Every node of billing killed: its open term's holder is silent.
+		{name: "dead_holder", snaps: []*collector.Snapshot{deadHolderSnapshot()}, keys: []string{"tab", "tab"}, sizes: [][2]int{{80, 24}, {120, 40}}},
+		// A 44.5 s outage: a gap between reports' terms, not time held.
+		{name: "outage", snaps: []*collector.Snapshot{outageSnapshot()}, keys: []string{"tab", "tab"}, sizes: [][2]int{{80, 24}, {120, 40}}},
 		// Replay: billing's holder silent past its trust window, its term open
 		// on record until node-c's claim; the live snapshot waits.
 		{name: "replay", snaps: []*collector.Snapshot{healthySnapshot()}, sizes: [][2]int{{80, 24}, {120, 40}},
-			opts: func(o *Options) { o.ReplayFrom, o.ReplayAt = replayHistory(), t0.Add(-14*time.Minute+2*time.Second) }},
+			opts: func(o *Options) {
+				o.ReplayFrom, o.ReplayAt = oneHistory(replayHistory()), t0.Add(-14*time.Minute+2*time.Second)
+			}},
+		// Replay over two databases whose scope names repeat.
+		{name: "replay_fleet", snaps: []*collector.Snapshot{healthySnapshot()}, sizes: [][2]int{{80, 24}, {120, 40}},
+			opts: func(o *Options) { o.ReplayFrom, o.ReplayAt = fleetHistories(), t0.Add(-14*time.Minute+2*time.Second) }},
 		{name: "replay_detail", snaps: []*collector.Snapshot{healthySnapshot()}, keys: []string{"enter"}, sizes: [][2]int{{120, 40}},
-			opts: func(o *Options) { o.ReplayFrom, o.ReplayAt = replayHistory(), t0.Add(-14*time.Minute+2*time.Second) }},
+			opts: func(o *Options) {
+				o.ReplayFrom, o.ReplayAt = oneHistory(replayHistory()), t0.Add(-14*time.Minute+2*time.Second)
+			}},
 	}
 	for _, tc := range cases {
 		sizes := tc.sizes

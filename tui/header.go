@@ -268,24 +268,7 @@ func (m *Model) alertLines(w int) []string {
 	var out []string
 	for i, a := range alerts[:limit] {
 		label, t := severityLabel(a.Severity)
-		subject := termsafe.String(a.Scope)
-		if a.Database != "" {
-			subject = termsafe.String(keyLabel(keyOf(a.Database, a.Scope)))
-			if a.Scope == "" {
-				subject = termsafe.String(a.Database)
-			}
-		}
-		if a.Node != "" {
-			if subject != "" {
-				subject += " "
-			}
-			subject += "node " + termsafe.String(a.Node)
-		}
-		head := label + " " + termsafe.String(string(a.Kind))
-		if subject != "" {
-			head += " " + subject
-		}
-		first := st.render(t, head) + ": " + termsafe.String(a.Summary)
+		first := st.render(t, alertHead(label, a)) + ": " + termsafe.String(a.Summary)
 		if i == limit-1 && len(alerts) > limit {
 			more := fmt.Sprintf("  +%d more", len(alerts)-limit)
 			first = fitLine(first, max(0, w-textWidth(more))) + st.render(toneWarn, more)
@@ -294,6 +277,33 @@ func (m *Model) alertLines(w int) []string {
 		out = append(out, st.render(toneMuted, hintLine("  → ", a, w)))
 	}
 	return out
+}
+
+// alertHead is an alert's head: its severity label, kind and subject —
+// the scope, named with its database over a fleet ("billing/reports"), or
+// the database alone, and the node ("‼ CRITICAL no_leader billing/reports",
+// "▲ WARNING stale_node orders node node-1"). Scope names and node ids
+// repeat across databases: without the database a fleet's alert names
+// nothing.
+func alertHead(label string, a collector.Alert) string {
+	subject := termsafe.String(a.Scope)
+	if a.Database != "" {
+		subject = termsafe.String(keyLabel(keyOf(a.Database, a.Scope)))
+		if a.Scope == "" {
+			subject = termsafe.String(a.Database)
+		}
+	}
+	if a.Node != "" {
+		if subject != "" {
+			subject += " "
+		}
+		subject += "node " + termsafe.String(a.Node)
+	}
+	head := label + " " + termsafe.String(string(a.Kind))
+	if subject != "" {
+		head += " " + subject
+	}
+	return head
 }
 
 // hintLine is "→ hint  (runbook)" in w columns; when it does not fit, the hint

@@ -1,16 +1,19 @@
 package tui
 
 import (
+	"math"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
 // legend explains the glyphs; it is searchable like the keys.
 var legend = [][2]string{
 	{"✔ OK", "led and heartbeating"},
-	{"▲ DEGRADED", "led, something is off"},
+	{"▲ DEGRADED", "led, something is off: an alert, or hb late"},
 	{"✖ NO LEADER", "nobody leads it"},
 	{"‼ SPLIT BRAIN", "lock ≠ record: act now"},
 	{"· IDLE", "nobody meant to lead"},
@@ -18,6 +21,9 @@ var legend = [][2]string{
 	{"HB AGE late", "≤ the trust window"},
 	{"HB AGE bad", "beyond it: gate closed"},
 	{"█ ▓ ▒ ░", "holders; · = nobody"},
+	{"GAP BEFORE", "no leader before the term: from its predecessor's last sign of life to its start"},
+	{"HELD FOR", "to the holder's last sign of life: a crash or an outage is the next term's gap"},
+	{"holder silent", "the term is open, its holder leads no more"},
 	{"dimmed, STALE", "old data, see error"},
 }
 
@@ -29,9 +35,13 @@ const helpColumn = 40
 func (m *Model) helpLines(w, h int) []string {
 	st := m.look
 	q := m.helpQuery
-	query := "type to search"
-	if q != "" {
-		query = "search: " + q + "▏"
+	search := m.keys.Filter.Help().Key
+	query := search + " searches"
+	switch {
+	case m.helpTyping:
+		query = "search: " + termsafe.String(q) + "▏"
+	case q != "":
+		query = "“" + termsafe.String(q) + "” (" + search + " edits)"
 	}
 	ncols := max(1, w/helpColumn)
 	colW := w / ncols
@@ -128,10 +138,36 @@ func (m *Model) helpLines(w, h int) []string {
 	return append([]string{title}, lines[m.helpScroll:]...)
 }
 
-// helpKey handles a key while the help screen is open: text goes to the
-// search; Back clears the search, then closes the screen, as Help and Enter
-// do.
+// helpKey handles a key while the help screen is open. It opens to be read:
+// the movement keys (j and k too) scroll it, the filter key starts a search,
+// Back clears the search, then closes the screen, as Help, Enter and Quit's
+// letter do. While the search line has the keyboard (helpTyping), text goes
+// to it; Enter keeps it, Back clears it.
 func (m *Model) helpKey(msg tea.KeyPressMsg) {
+	if m.helpTyping {
+		switch {
+		case key.Matches(msg, m.keys.Back):
+			m.helpQuery, m.helpTyping = "", false
+		case key.Matches(msg, m.keys.Enter):
+			m.helpTyping = false
+		case key.Matches(msg, m.keys.Erase):
+			if r := []rune(m.helpQuery); len(r) > 0 {
+				m.helpQuery = string(r[:len(r)-1])
+			}
+		case key.Matches(msg, m.keys.EraseAll):
+			m.helpQuery = ""
+		// The letters among the movement keys (j, k) type here; the arrows
+		// scroll.
+		case msg.Text == "" && key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown):
+			m.scrollHelp(msg)
+		default:
+			if msg.Text != "" {
+				m.helpQuery += msg.Text
+				m.helpScroll = 0
+			}
+		}
+		return
+	}
 	switch {
 	case key.Matches(msg, m.keys.Back):
 		if m.helpQuery != "" {
@@ -139,32 +175,29 @@ func (m *Model) helpKey(msg tea.KeyPressMsg) {
 		} else {
 			m.helpOpen = false
 		}
-	case key.Matches(msg, m.keys.Help):
-		if m.helpQuery == "" {
-			m.helpOpen = false
-		} else {
-			m.helpQuery += msg.Text
-		}
-	case key.Matches(msg, m.keys.Enter):
+	case key.Matches(msg, m.keys.Help, m.keys.Enter, m.keys.Quit):
 		m.helpOpen = false
-	case key.Matches(msg, m.keys.Erase):
-		if r := []rune(m.helpQuery); len(r) > 0 {
-			m.helpQuery = string(r[:len(r)-1])
-		}
-	// The letters among the movement keys (j, k) type into the search here;
-	// the arrows scroll.
-	case key.Matches(msg, m.keys.Up) && msg.Text == "":
+	case key.Matches(msg, m.keys.Filter):
+		m.helpTyping = true
+	default:
+		m.scrollHelp(msg)
+	}
+}
+
+// scrollHelp scrolls the help screen for a movement key.
+func (m *Model) scrollHelp(msg tea.KeyPressMsg) {
+	switch {
+	case key.Matches(msg, m.keys.Up):
 		m.helpScroll = max(0, m.helpScroll-1)
-	case key.Matches(msg, m.keys.Down) && msg.Text == "":
+	case key.Matches(msg, m.keys.Down):
 		m.helpScroll++
 	case key.Matches(msg, m.keys.PageUp):
 		m.helpScroll = max(0, m.helpScroll-m.pageSize())
 	case key.Matches(msg, m.keys.PageDown):
 		m.helpScroll += m.pageSize()
-	default:
-		if msg.Text != "" {
-			m.helpQuery += msg.Text
-			m.helpScroll = 0
-		}
+	case key.Matches(msg, m.keys.Top):
+		m.helpScroll = 0
+	case key.Matches(msg, m.keys.Bottom):
+		m.helpScroll = math.MaxInt32 // the render clamps it to the last page
 	}
 }

@@ -68,7 +68,7 @@ func newKeyMap(actions bool) keyMap {
 		Database: bind("show one database / all (fleet)", "d"),
 		Sort:     bind("sort by next column", "s"),
 		Reverse:  bind("reverse sort order", "S"),
-		Help:     bind("help (type to search)", "?"),
+		Help:     bind("help (/ searches it)", "?"),
 		Copy:     bind("copy the DSN to the clipboard", "c"),
 
 		Erase:    bind("erase a character", "backspace"),
@@ -231,9 +231,16 @@ func (k keyMap) eventDetailHelp() []key.Binding {
 	return []key.Binding{brief("back", k.Back), k.scrollBrief(true), brief("help", k.Help), brief("quit", k.Quit)}
 }
 
-// searchHelp is the footer on the help screen, where letters type the search.
+// helpScreenHelp is the footer on the help screen: how to close, scroll and
+// search it.
+func (k keyMap) helpScreenHelp() []key.Binding {
+	return []key.Binding{brief("close", k.Back), k.scrollBrief(true), brief("search", k.Filter), brief("page", k.PageUp, k.PageDown)}
+}
+
+// searchHelp is the footer while the help's search line has the keyboard,
+// where letters type.
 func (k keyMap) searchHelp() []key.Binding {
-	return []key.Binding{brief("close", k.Back), k.scrollBrief(false), brief("erase", k.Erase), brief("page", k.PageUp, k.PageDown)}
+	return []key.Binding{brief("keep", k.Enter), brief("clear", k.Back), k.scrollBrief(false), brief("erase", k.Erase)}
 }
 
 // filterHelp is the footer while the filter line has the keyboard.

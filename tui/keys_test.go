@@ -103,7 +103,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 				hit(m, m.keys.PrevPane)
 				screen(m) // the log scrolls by what it showed
 				hit(m, m.keys.PageUp)
-			}, want: "(f5 follows)"},
+			}, want: "(f5 or esc follows)"},
 		{name: "NextPane", b: func(k *keyMap) *key.Binding { return &k.NextPane }, footer: "f5 pane",
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.focus == paneNodes }},
 		{name: "PrevPane", b: func(k *keyMap) *key.Binding { return &k.PrevPane },
@@ -138,7 +138,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 			hint: func(m *Model) { m.opts.DSN = "postgres://app@db/app" }, want: "f5 copies"},
 		{name: "Erase", b: func(k *keyMap) *key.Binding { return &k.Erase }, before: filtering,
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "a" },
-			hint: func(m *Model) { hit(m, m.keys.Help); typed(m, "zzz") }, want: "(f5 edits, esc clears)"},
+			hint: func(m *Model) { hit(m, m.keys.Help); hit(m, m.keys.Filter); typed(m, "zzz") }, want: "(f5 edits, esc clears)"},
 		{name: "EraseAll", b: func(k *keyMap) *key.Binding { return &k.EraseAll }, before: filtering,
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "" && m.filtering }},
 		{name: "Pause", b: func(k *keyMap) *key.Binding { return &k.Pause }, footer: "f5 pause",
@@ -364,8 +364,8 @@ var keyModes = []struct {
 	{"Detail", func(m *Model) { hit(m, m.keys.Enter); hit(m, m.keys.Down) }, false},                  // scrolled down
 	{"EventDetail", func(m *Model) { hit(m, m.keys.PrevPane); hit(m, m.keys.Up); hit(m, m.keys.Enter) }, false},
 	// scrolled down, not by a key: a Down rebound to a text key types here
-	{"Help", func(m *Model) { hit(m, m.keys.Help); m.helpScroll = 1 }, true},
-	{"HelpSearch", func(m *Model) { hit(m, m.keys.Help); typed(m, "ab") }, true},
+	{"Help", func(m *Model) { hit(m, m.keys.Help); m.helpScroll = 1 }, false},
+	{"HelpSearch", func(m *Model) { hit(m, m.keys.Help); hit(m, m.keys.Filter); typed(m, "ab") }, true},
 	{"Filter", func(m *Model) { hit(m, m.keys.Filter); typed(m, "ab") }, true},
 	{"FilterKept", func(m *Model) { hit(m, m.keys.Filter); typed(m, "bill"); hit(m, m.keys.Enter) }, false},
 	{"Confirm", func(m *Model) { hit(m, m.keys.Evict) }, false},
@@ -393,7 +393,7 @@ func inMode(t *testing.T, mode int, keyMap func(*keyMap)) *Model {
 func keyState(m *Model, cmd tea.Cmd) string {
 	m.render() // a render clamps the scroll positions
 	return fmt.Sprint(m.focus, m.filter, m.filtering, m.problems, m.scopeSort, m.nodeSort,
-		m.helpOpen, m.helpQuery, m.helpScroll, m.detail, m.eventDetail != nil, m.detailScroll, m.paused, m.interval,
+		m.helpOpen, m.helpQuery, m.helpTyping, m.helpScroll, m.detail, m.eventDetail != nil, m.detailScroll, m.paused, m.interval,
 		m.confirm != nil, m.scopes.cursor, m.nodes.cursor, m.terms.cursor,
 		m.events.offset, m.events.cursor, m.events.follow, m.status, cmd != nil)
 }

@@ -65,13 +65,17 @@ type Model struct {
 	termsByScope map[string][]collector.Term // oldest first
 	marks        holderMarks                 // each holder's glyph in the timeline
 	nodeAlerts   map[string]int
-	lastSeq      uint64
-	rowsValid    bool
-	verdicts     []int               // the header's scope order (verdictOrder)
-	verdictsOf   *collector.Snapshot // the snapshot verdicts was sorted for
+	// unknownCandidates: per scope key, the candidates other than the leader
+	// whose state a replay cannot tell (collector.NodeUnknown).
+	unknownCandidates map[string][]string
+	lastSeq           uint64
+	rowsValid         bool
+	verdicts          []int               // the header's scope order (verdictOrder)
+	verdictsOf        *collector.Snapshot // the snapshot verdicts was sorted for
 
 	helpOpen   bool
 	helpQuery  string
+	helpTyping bool // the help's search line has the keyboard
 	helpScroll int
 
 	detail       string    // scope shown in the scope detail view ("" = none)
@@ -220,7 +224,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.invalidate()
 		case m.helpOpen:
 			m.helpQuery += msg.Content
-			m.helpScroll = 0
+			m.helpTyping, m.helpScroll = true, 0
 		}
 		return m, nil
 	case tea.KeyPressMsg:
@@ -275,7 +279,7 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Quit):
 		return m.quit()
 	case key.Matches(msg, m.keys.Help):
-		m.helpOpen, m.helpQuery, m.helpScroll = true, "", 0
+		m.helpOpen, m.helpQuery, m.helpTyping, m.helpScroll = true, "", false, 0
 	case key.Matches(msg, m.keys.Pause):
 		m.togglePause()
 	case key.Matches(msg, m.keys.Slower):
@@ -299,9 +303,12 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Filter):
 		m.filtering = true
 	case key.Matches(msg, m.keys.Back):
-		if m.filter != "" {
+		switch {
+		case m.filter != "":
 			m.filter = ""
 			m.invalidate()
+		case m.focus == paneEvents:
+			m.events.followTail() // back to the newest line
 		}
 	case key.Matches(msg, m.keys.Problems):
 		m.problems = !m.problems
@@ -309,9 +316,9 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Database):
 		m.openPicker()
 	case key.Matches(msg, m.keys.NextPane):
-		m.focus = (m.focus + 1) % paneCount
+		m.setFocus((m.focus + 1) % paneCount)
 	case key.Matches(msg, m.keys.PrevPane):
-		m.focus = (m.focus + paneCount - 1) % paneCount
+		m.setFocus((m.focus + paneCount - 1) % paneCount)
 	case key.Matches(msg, m.keys.Sort):
 		m.cycleSort(false)
 	case key.Matches(msg, m.keys.Reverse):
@@ -322,6 +329,16 @@ func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.navigate(msg)
 	}
 	return nil
+}
+
+// setFocus gives pane p the focus. The event log, left, follows its tail
+// again: unfocused it shows no cursor, and no key of another pane could
+// bring it back to the newest line.
+func (m *Model) setFocus(p pane) {
+	if m.focus == paneEvents && p != paneEvents {
+		m.events.followTail()
+	}
+	m.focus = p
 }
 
 // copyDSN puts Options.DSN on the terminal's clipboard with OSC 52; a

@@ -214,8 +214,38 @@ func TestVimKeys(t *testing.T) {
 	if m.filter != "jk" {
 		t.Errorf("filter line: j k typed %q", m.filter)
 	}
-	keys(m, "esc", "?", "k")
+	keys(m, "esc", "?", "j")
+	if m.helpScroll != 1 {
+		t.Errorf("help: j scrolls to %d, want 1", m.helpScroll)
+	}
+	keys(m, "/", "k")
 	if m.helpQuery != "k" {
 		t.Errorf("help search: k typed %q", m.helpQuery)
+	}
+}
+
+// TestEmptyStateNamesFilters: a pane the filter, problems only or one
+// database leave empty says so — what hides its rows and how to show them —
+// instead of "no scopes", which reads as an empty cluster.
+func TestEmptyStateNamesFilters(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, healthySnapshot())
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		m.Update(eventsMsg{sampleEvents()})
+		keys(m, "/", "z", "z", "enter")
+		s := screen(m)
+		for _, want := range []string{"none of the 2 scopes match: filter “zz” (esc clears)", "no events match: filter “zz” (esc clears)"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%dx%d: filtered to nothing, the screen lacks %q:\n%s", sz[0], sz[1], want, s)
+			}
+		}
+		keys(m, "esc", "p")
+		if s := screen(m); !strings.Contains(s, "none of the 2 scopes match: problems only (p shows all)") || strings.Contains(s, "  no scopes") {
+			t.Errorf("%dx%d: problems only on a healthy cluster:\n%s", sz[0], sz[1], s)
+		}
+	}
+	m, _ := setup(t, &collector.Snapshot{Seq: 1, At: t0, DBTime: t0, Health: health()})
+	if s := screen(m); !strings.Contains(s, "  no scopes") {
+		t.Errorf("an empty cluster:\n%s", s)
 	}
 }

@@ -37,6 +37,8 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 		state += " · its leadership session is gone"
 	case collector.NodeStopped:
 		state += " · stopped cleanly at " + fmtClock(n.StoppedAt)
+	case collector.NodeUnknown:
+		state += " · not recorded: it registered again later and held no term then"
 	}
 	lines = append(lines, kv("state", state))
 	seen := human.Cell(n.LastSeenAge) + " ago (at " + fmtStamp(n.LastSeen) + ")"
@@ -77,10 +79,27 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	if n.Hostname != "" {
 		proc += " on " + termsafe.String(n.Hostname)
 	}
-	if !n.StartedAt.IsZero() {
+	replayed := m.snap != nil && m.snap.Replay != nil
+	switch {
+	case n.StartedAt.IsZero():
+	case replayed:
+		// A replay knows a node's first registration, not its processes.
+		proc += " · first registered " + fmtClock(n.StartedAt)
+	default:
 		proc += " · started " + fmtClock(n.StartedAt)
+		if up := m.snap.DBTime.Sub(n.StartedAt); up > 0 && n.StoppedAt.IsZero() && !m.snap.DBTime.IsZero() {
+			proc += " (up " + human.Cell(up) + ")"
+		}
 	}
 	lines = append(lines, kv("process", proc))
+	restarts := st.render(toneMuted, "0")
+	switch {
+	case replayed:
+		restarts = st.render(toneMuted, "n/a in replay")
+	case n.Restarts > 0:
+		restarts = st.render(toneWarn, strconv.Itoa(n.Restarts)) + " · registered again by a new process " + plural(n.Restarts, "time")
+	}
+	lines = append(lines, kv("restarts", restarts))
 	lines = append(lines, kv("backend", backendText(st, n)))
 	role := st.render(toneMuted, "— (not recorded)")
 	if n.LoginRole != "" {
@@ -132,7 +151,10 @@ func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string
 	// Only a live node follows: a late or down one is no scope's follower
 	// (collector.Scope.Followers).
 	follows, roleW := "follows", 7
-	if !n.Live {
+	switch {
+	case n.State == collector.NodeUnknown:
+		follows = "?" // replayed: not recorded
+	case !n.Live:
 		follows, roleW = "not following", 13
 	}
 	out := make([]string, 0, len(scopes))
@@ -177,6 +199,7 @@ func nodePriorityText(st *styles, n collector.Node) string {
 	switch {
 	case n.Priority <= 0:
 		p = st.render(toneMuted, p+": never leads")
+	case n.State == collector.NodeUnknown:
 	case !n.Eligible():
 		p += ": not live, so no handover goes to it"
 	default:
@@ -207,7 +230,11 @@ func backendText(st *styles, n collector.Node) string {
 
 // supervisedLine describes a pgleader run node's command and child.
 func supervisedLine(sv *collector.Supervised) string {
-	t := termsafe.String(sv.Command) + " · " + termsafe.String(sv.State)
+	state := termsafe.String(sv.State)
+	if sv.State == "unknown" {
+		state = "? unknown now (its node is not live; its last report follows)" // the collector's word for it
+	}
+	t := termsafe.String(sv.Command) + " · " + state
 	if sv.PID > 0 {
 		t += " · pid " + strconv.Itoa(sv.PID)
 	}

@@ -78,8 +78,7 @@ func renderText(snap *collector.Snapshot, events []collector.Event, width int) s
 	}
 	for _, a := range snap.Alerts {
 		label, _ := severityLabel(a.Severity)
-		subject := strings.TrimSpace(termsafe.String(a.Scope) + " " + prefixed("node ", termsafe.String(a.Node)))
-		out = append(out, truncate(strings.TrimSpace(label+" "+termsafe.String(string(a.Kind))+" "+subject)+": "+termsafe.String(a.Summary), lw))
+		out = append(out, truncate(alertHead(label, a)+": "+termsafe.String(a.Summary), lw))
 		out = append(out, truncate("  → "+termsafe.String(a.Hint)+"  ("+termsafe.String(a.Runbook)+")", lw))
 	}
 	section := func(title string) {
@@ -118,13 +117,6 @@ func renderText(snap *collector.Snapshot, events []collector.Event, width int) s
 	}
 	// The cursor marker means nothing on paper.
 	return strings.ReplaceAll(b.String(), "\n▸ ", "\n  ")
-}
-
-func prefixed(p, s string) string {
-	if s == "" {
-		return ""
-	}
-	return p + s
 }
 
 // staticFeed serves one snapshot.

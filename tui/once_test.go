@@ -25,6 +25,34 @@ func TestRenderOnce(t *testing.T) {
 		}
 		golden.RequireEqual(t, out)
 	})
+	t.Run("fleet_alerts", func(t *testing.T) {
+		// Scope names repeat across databases: every alert line names its
+		// database.
+		snap := fleetSnapshot()
+		var b strings.Builder
+		if err := RenderOnce(&b, snap, nil, "text", 120); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(l, "‼ CRITICAL") || strings.HasPrefix(l, "▲ WARNING") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != len(snap.Alerts) || len(lines) < 3 {
+			t.Fatalf("%d alert lines for %d alerts:\n%s", len(lines), len(snap.Alerts), b.String())
+		}
+		for i, l := range lines {
+			a := snap.Alerts[i]
+			want := a.Database
+			if a.Scope != "" {
+				want = a.Database + "/" + a.Scope
+			}
+			if !strings.Contains(l, " "+want) {
+				t.Errorf("alert line %q does not name %q", l, want)
+			}
+		}
+	})
 	t.Run("text_unlimited", func(t *testing.T) {
 		var b strings.Builder
 		if err := RenderOnce(&b, troubleSnapshot(), nil, "text", 0); err != nil {

@@ -8,7 +8,8 @@ type Theme string
 const (
 	// ThemeAuto asks the terminal for its background colour and picks the
 	// light or dark palette from the answer; until it answers (or when it
-	// never does) the terminal's own 16 colours are used.
+	// never does) colours readable on a light and on a dark background alike
+	// are used.
 	ThemeAuto Theme = ""
 	// ThemeLight is for dark text on a light background.
 	ThemeLight Theme = "light"
@@ -59,14 +60,18 @@ var (
 		focus:   "#00708a",
 		holders: [holderTones]string{"#00708a", "#1f4fbf", "#7b2fa0", "#a04a00", "#1d7048", "#b02a64", "#6b6b00", "#3a3a3a"},
 	}
-	// ansiPalette is the terminal's own 16 colours: they follow its theme,
-	// whatever it is, but their contrast is the terminal's business. Used
-	// while the background is unknown.
-	ansiPalette = palette{
-		name: "terminal",
-		ok:   "2", warn: "3", bad: "1", crit: "5", muted: "8",
-		focus:   "6",
-		holders: [holderTones]string{"6", "4", "5", "3", "14", "12", "13", "11"},
+	// fallbackPalette is used while the background is unknown (the terminal
+	// has not answered, or never does): each colour reaches a WCAG contrast
+	// of at least 3:1 against white and against black alike
+	// (TestFallbackContrast), so it reads on either. The terminal's own 16
+	// colours did not: its yellow and bright cyan measure 1.07–1.7:1 on
+	// white. They are entries of the 256-colour cube, shown exactly by a
+	// terminal without true colour.
+	fallbackPalette = palette{
+		name: "fallback",
+		ok:   "#008700", warn: "#af5f00", bad: "#d70000", crit: "#af00af", muted: "#878787",
+		focus:   "#0087af",
+		holders: [holderTones]string{"#0087af", "#5f5fd7", "#af5faf", "#d75f00", "#00875f", "#d75f87", "#878700", "#875f5f"},
 	}
 )
 
@@ -80,6 +85,6 @@ func paletteFor(theme Theme, noColor bool) *palette {
 	case theme == ThemeDark:
 		return &darkPalette
 	default:
-		return &ansiPalette
+		return &fallbackPalette
 	}
 }

@@ -1,13 +1,18 @@
 package tui
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"regexp"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/pgleader/pgleader/collector"
 )
 
 // luminance is the WCAG 2 relative luminance of c.
@@ -87,6 +92,42 @@ func TestThemeContrast(t *testing.T) {
 	}
 }
 
+// TestFallbackContrast: the colours used before the terminal says its
+// background (or when it never does) read on white and on black alike: every
+// tone, holder mark, the focus and the modal's border at a WCAG contrast of at
+// least 3:1 against both #FFFFFF and #000000.
+func TestFallbackContrast(t *testing.T) {
+	p := &fallbackPalette
+	colours := map[string]string{"ok": p.ok, "warn": p.warn, "bad": p.bad, "crit": p.crit, "muted": p.muted, "focus": p.focus}
+	for i, h := range p.holders {
+		colours["holder "+itoa(i)] = h
+	}
+	st := newStyles(p, false)
+	for i, s := range st.tones {
+		if fg := s.GetForeground(); fg != nil {
+			if _, none := fg.(lipgloss.NoColor); !none {
+				r, g, b, _ := fg.RGBA()
+				colours["tone "+itoa(i)] = fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+			}
+		}
+	}
+	if len(colours) < 6+holderTones+1 {
+		t.Fatalf("only %d colours measured", len(colours))
+	}
+	for what, c := range colours {
+		for _, bg := range []string{"#FFFFFF", "#000000"} {
+			if r := contrast(lipgloss.Color(c), lipgloss.Color(bg)); r < 3 {
+				t.Errorf("%s %s on %s: contrast %.2f:1, want at least 3:1", what, c, bg, r)
+			}
+		}
+	}
+	for _, bg := range []string{"#FFFFFF", "#000000"} {
+		if r := contrast(st.modal.GetBorderTopForeground(), lipgloss.Color(bg)); r < 3 {
+			t.Errorf("modal border on %s: contrast %.2f:1, want at least 3:1", bg, r)
+		}
+	}
+}
+
 func TestTheme(t *testing.T) {
 	colour := regexp.MustCompile(`\x1b\[[0-9;]*38;2;([0-9]+);([0-9]+);([0-9]+)`)
 	t.Run("ExplicitThemeDrawsItsPalette", func(t *testing.T) {
@@ -105,8 +146,8 @@ func TestTheme(t *testing.T) {
 	})
 	t.Run("AutoFollowsTheTerminal", func(t *testing.T) {
 		m, _ := setup(t, troubleSnapshot(), func(o *Options) { o.NoColor = false })
-		if m.look.tones[toneBad].GetForeground() != lipgloss.Color(ansiPalette.bad) {
-			t.Fatal("before the terminal answers, auto uses the terminal's own colours")
+		if m.look.tones[toneBad].GetForeground() != lipgloss.Color(fallbackPalette.bad) {
+			t.Fatal("before the terminal answers, auto uses the fallback colours")
 		}
 		m.Update(tea.BackgroundColorMsg{Color: lipgloss.Color("#fdf6e3")}) // solarized light
 		if m.look.tones[toneBad].GetForeground() != lipgloss.Color(lightPalette.bad) {
@@ -143,3 +184,46 @@ func TestTheme(t *testing.T) {
 }
 
 var ansiColour = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-9]|9[0-7]|38;)[0-9;]*m`)
+
+// TestCursorKeepsTone: the cursor row keeps every cell's colour — a SPLIT
+// BRAIN under the cursor still reads in the split-brain colour, reversed in
+// the focused pane, bold elsewhere — and so does the event log's cursor line.
+func TestCursorKeepsTone(t *testing.T) {
+	for _, theme := range []Theme{ThemeLight, ThemeDark} {
+		t.Run(string(theme), func(t *testing.T) {
+			p := paletteFor(theme, false)
+			r, g, b, _ := lipgloss.Color(p.crit).RGBA()
+			crit := regexp.MustCompile(`\x1b\[[0-9;]*\b7;38;2;` + itoa(int(r>>8)) + `;` + itoa(int(g>>8)) + `;` + itoa(int(b>>8)) + `m‼ SPLIT BRAIN`)
+			idle := regexp.MustCompile(`\x1b\[1;[0-9;]*38;2;` + itoa(int(r>>8)) + `;` + itoa(int(g>>8)) + `;` + itoa(int(b>>8)) + `m‼ SPLIT BRAIN`)
+			m, _ := setup(t, troubleSnapshot(), func(o *Options) { o.NoColor, o.Theme = false, theme })
+			m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+			row := cursorRow(t, m.View().Content, "billing")
+			if !crit.MatchString(row) {
+				t.Errorf("focused cursor row %q: the verdict lost its colour", row)
+			}
+			keys(m, "tab") // the nodes pane has the focus; the scopes cursor idles
+			if row := cursorRow(t, m.View().Content, "billing"); !idle.MatchString(row) {
+				t.Errorf("idle cursor row %q: the verdict lost its colour", row)
+			}
+			m.Update(eventsMsg{[]collector.Event{{At: t0, Kind: collector.EventFenceRejected, Scope: "billing", Node: "node-c", Epoch: 41}}})
+			keys(m, "shift+tab", "shift+tab") // the events pane
+			r, g, b, _ = lipgloss.Color(p.bad).RGBA()
+			bad := regexp.MustCompile(`\x1b\[[0-9;]*\b7;38;2;` + itoa(int(r>>8)) + `;` + itoa(int(g>>8)) + `;` + itoa(int(b>>8)) + `m▸ .*fence rejected`)
+			if !bad.MatchString(m.View().Content) {
+				t.Errorf("the event log's cursor line lost its colour:\n%q", m.View().Content)
+			}
+		})
+	}
+}
+
+// cursorRow is the frame's line with the cursor marker and text.
+func cursorRow(t *testing.T, frame, text string) string {
+	t.Helper()
+	for _, l := range strings.Split(frame, "\n") {
+		if p := ansi.Strip(l); strings.HasPrefix(p, "▸ ") && strings.Contains(p, text) {
+			return l
+		}
+	}
+	t.Fatalf("no cursor row with %q", text)
+	return ""
+}

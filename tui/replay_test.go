@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func replayHistory() *collector.History {
 func replayAt(t *testing.T, at time.Time, opts ...func(*Options)) (*Model, *bundle) {
 	t.Helper()
 	h := replayHistory()
-	return setup(t, healthySnapshot(), append([]func(*Options){func(o *Options) { o.ReplayFrom, o.ReplayAt = h, at }}, opts...)...)
+	return setup(t, healthySnapshot(), append([]func(*Options){func(o *Options) { o.ReplayFrom, o.ReplayAt = oneHistory(h), at }}, opts...)...)
 }
 
 func leaderOf(t *testing.T, m *Model, scope string) collector.Scope {
@@ -142,8 +143,14 @@ func TestReplay(t *testing.T) {
 		if m.snap.Replay == nil || !m.snap.Replay.At.Equal(t0.Add(-13*time.Minute)) {
 			t.Fatalf("[ live: at %+v, want the last transition (node-a's registration)", m.snap.Replay)
 		}
+		if m.status != "" {
+			t.Errorf("the history is read, the status still says %q", m.status)
+		}
 	})
 }
+
+// oneHistory is the windows of history of one database.
+func oneHistory(h *collector.History) []DatabaseHistory { return []DatabaseHistory{{History: h}} }
 
 type fakeReplayer struct{ h *collector.History }
 
@@ -158,7 +165,7 @@ func TestReplayReadsTheNextWindow(t *testing.T) {
 	first := collector.NewHistory(collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0.Add(-10 * time.Minute),
 		DBNow: t0, Earliest: t0.Add(-time.Hour), After: later})
 	m, _ := setup(t, healthySnapshot(), func(o *Options) {
-		o.ReplayFrom, o.ReplayAt = first, t0.Add(-20*time.Minute)
+		o.ReplayFrom, o.ReplayAt = oneHistory(first), t0.Add(-20*time.Minute)
 		o.Replay = fakeReplayer{replayHistory()}
 	})
 	cmd := keys(m, "]")
@@ -167,7 +174,157 @@ func TestReplayReadsTheNextWindow(t *testing.T) {
 	}
 	keys(m, "]") // ignored while reading
 	m.Update(cmd())
-	if m.replay.loading || !m.snap.Replay.At.Equal(later) || !m.replay.hist.Contains(later) {
+	if m.replay.loading || !m.snap.Replay.At.Equal(later) || !m.replay.dbs[0].History.Contains(later) {
 		t.Fatalf("after the read: at %v, loading %v", m.snap.Replay.At, m.replay.loading)
+	}
+}
+
+// TestReplayUnknownNodes: a node whose state the history cannot tell (it
+// registered again after the instant, and held no term then) shows as
+// unknown everywhere — never "not live", "follows none" or "not following",
+// and the scopes it may have followed say so instead of "none".
+func TestReplayUnknownNodes(t *testing.T) {
+	m, _ := replayAt(t, t0.Add(-14*time.Minute+2*time.Second))
+	s := screen(m)
+	row := lineWith(s, `node-a\s+host-a`)
+	if !strings.Contains(row, "? unknown") || !strings.Contains(row, "reports:?") || strings.Contains(row, "not live") || strings.Contains(row, "follows none") {
+		t.Errorf("node-a's row %q: want unknown, its scopes '?'", row)
+	}
+	if row := lineWith(s, `reports\s+✔ OK`); !strings.Contains(row, "1: node-c +1 unknown") {
+		t.Errorf("reports' row %q: want its unknown candidate counted", row)
+	}
+	keys(m, "tab", "enter")
+	s = screen(m)
+	if !strings.Contains(s, "? unknown · not recorded") || strings.Contains(s, "not following") || strings.Contains(s, "not live") {
+		t.Errorf("node-a's detail reads as known:\n%s", s)
+	}
+}
+
+// ordersHistory is another database's history with the same scope names:
+// in orders, node-x leads billing from t0-20m until it crashes at t0-10m;
+// node-y claims it 1 s later.
+func ordersHistory() *collector.History {
+	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
+	crash := t0.Add(-10 * time.Minute)
+	node := func(id string) collector.HistoryNode {
+		return collector.HistoryNode{Node: collector.Node{ID: id, Hostname: "host-" + id, StartedAt: t0.Add(-time.Hour),
+			LastSeen: t0, Scopes: []string{"billing"}, Timing: timing, Priority: 1, Mode: "lock", Version: "v1.4.0"},
+			Registered: t0.Add(-time.Hour)}
+	}
+	return collector.NewHistory(collector.HistoryRows{
+		From: t0.Add(-40 * time.Minute), To: t0, DBNow: t0, Earliest: t0.Add(-time.Hour),
+		Scopes: []collector.HistoryScope{
+			{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 9, Holder: "node-y", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)},
+		},
+		Terms: []collector.Term{
+			{ID: 1, Scope: "billing", Epoch: 8, Holder: "node-x", Hostname: "host-node-x", AcquiredAt: t0.Add(-20 * time.Minute),
+				ReleasedAt: crash.Add(time.Second), EndedBy: protocol.ReasonCrashed},
+			{ID: 2, Scope: "billing", Epoch: 9, Holder: "node-y", Hostname: "host-node-y", AcquiredAt: crash.Add(time.Second), HandoverGap: time.Second},
+		},
+		Nodes: []collector.HistoryNode{node("node-x"), node("node-y")},
+	})
+}
+
+// fleetHistories is the windows of two databases, ledger (replayHistory) and
+// orders (ordersHistory).
+func fleetHistories() []DatabaseHistory {
+	return []DatabaseHistory{{Database: "ledger", History: replayHistory()}, {Database: "orders", History: ordersHistory()}}
+}
+
+// TestReplayFleet: top --at over several databases replays them side by
+// side, each row naming its database, and steps through the transitions of
+// all of them; a database whose history cannot be read is unreachable, not
+// left out; [ in a live fleet enters replay.
+func TestReplayFleet(t *testing.T) {
+	t.Run("SideBySide", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.ReplayFrom, o.ReplayAt = fleetHistories(), t0.Add(-12*time.Minute) })
+		s := screen(m)
+		if !strings.Contains(s, "REPLAY 03:00:00.000") || !strings.Contains(s, "DATABASE") {
+			t.Fatalf("no fleet replay on screen:\n%s", s)
+		}
+		for _, want := range []string{`ledger\s+billing\s+✔ OK\s+node-c`, `orders\s+billing\s+✔ OK\s+node-x`, `ledger\s+reports\s+✔ OK\s+node-b`} {
+			if lineWith(s, want) == "" {
+				t.Errorf("no row %s:\n%s", want, s)
+			}
+		}
+		if n := len(m.snap.Databases); n != 2 {
+			t.Errorf("%d databases in the replayed snapshot, want 2", n)
+		}
+	})
+	t.Run("StepsAcrossDatabases", func(t *testing.T) {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.ReplayFrom, o.ReplayAt = fleetHistories(), t0.Add(-12*time.Minute) })
+		crash := t0.Add(-10 * time.Minute)
+		keys(m, "]") // orders: node-x's trust window ends (its last sign is its successor's start minus the gap)
+		if got := m.snap.Replay.At; !got.After(t0.Add(-12*time.Minute)) || got.After(crash.Add(time.Second)) {
+			t.Fatalf("] from t0-12m: at %v, want orders' next transition, by %v", got, crash.Add(time.Second))
+		}
+		for m.snap.Replay.At.Before(crash.Add(time.Second)) {
+			keys(m, "]")
+		}
+		sc, _ := findScope(m.snap, keyOf("orders", "billing"))
+		if sc.Leader != "node-y" || sc.Epoch != 9 {
+			t.Errorf("orders/billing at %v: %s epoch %d, want node-y 9", m.snap.Replay.At, sc.Leader, sc.Epoch)
+		}
+		if sc, _ := findScope(m.snap, keyOf("ledger", "billing")); sc.Leader != "node-c" {
+			t.Errorf("ledger/billing moved with orders: %+v", sc)
+		}
+		keys(m, "[")
+		if sc, _ := findScope(m.snap, keyOf("orders", "billing")); sc.Leader != "node-x" {
+			t.Errorf("[ back: orders/billing led by %s, want node-x again", sc.Leader)
+		}
+	})
+	t.Run("UnreadableDatabase", func(t *testing.T) {
+		dbs := []DatabaseHistory{{Database: "ledger", History: replayHistory()}, {Database: "orders", Err: errors.New("connection refused")}}
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.ReplayFrom, o.ReplayAt = dbs, t0.Add(-12*time.Minute) })
+		s := screen(m)
+		if !strings.Contains(s, "orders ✖ UNREACHABLE") {
+			t.Errorf("orders is not shown unreachable:\n%s", s)
+		}
+		if d, _ := m.dbState("orders"); d.Up() || !strings.Contains(d.Reason, "connection refused") {
+			t.Errorf("orders: %+v", d)
+		}
+	})
+	t.Run("EnterFromLiveFleet", func(t *testing.T) {
+		m, _ := setup(t, fleetSnapshot(), func(o *Options) {
+			o.Replay = ReplayFleet{{Database: "ledger", Replayer: fakeReplayer{replayHistory()}}, {Database: "orders", Replayer: fakeReplayer{ordersHistory()}}}
+		})
+		cmd := keys(m, "[")
+		if cmd == nil {
+			t.Fatalf("[ in a live fleet: %q", m.status)
+		}
+		m.Update(cmd())
+		if m.snap.Replay == nil || len(m.snap.Databases) != 2 || !strings.Contains(screen(m), "REPLAY") {
+			t.Fatalf("[ in a live fleet does not replay it: %+v", m.snap.Replay)
+		}
+		if sc, ok := findScope(m.snap, keyOf("orders", "billing")); !ok || sc.Leader != "node-y" {
+			t.Errorf("orders/billing replayed: %+v", sc)
+		}
+	})
+}
+
+// TestReplayStepsVisibly: transitions microseconds apart (a claim's term row
+// and its audit row) read as one instant on screen: [ and ] step past them
+// as one, never to an instant that shows the same time.
+func TestReplayStepsVisibly(t *testing.T) {
+	claim := t0.Add(-14*time.Minute + 3*time.Second)
+	rows := collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0, DBNow: t0, Earliest: t0.Add(-time.Hour)}
+	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
+	rows.Scopes = []collector.HistoryScope{{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 2, Holder: "node-b", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)}}
+	rows.Terms = []collector.Term{
+		{ID: 1, Scope: "billing", Epoch: 1, Holder: "node-a", AcquiredAt: t0.Add(-30 * time.Minute), ReleasedAt: claim, EndedBy: protocol.ReasonResigned},
+		{ID: 2, Scope: "billing", Epoch: 2, Holder: "node-b", AcquiredAt: claim},
+	}
+	rows.Audit = []collector.HistoryAudit{{ID: 1, At: claim.Add(60 * time.Microsecond), Scope: "billing", Node: "node-b", Epoch: 2, Kind: "elected"}}
+	m, _ := setup(t, healthySnapshot(), func(o *Options) {
+		o.ReplayFrom, o.ReplayAt = oneHistory(collector.NewHistory(rows)), t0.Add(-20*time.Minute)
+	})
+	keys(m, "]")
+	at := m.snap.Replay.At
+	if !at.Equal(claim.Add(60 * time.Microsecond)) {
+		t.Fatalf("] from t0-20m: at %v, want past the claim's two rows (%v)", at, claim.Add(60*time.Microsecond))
+	}
+	keys(m, "[")
+	if got := m.snap.Replay.At; got.Sub(at).Abs() < time.Millisecond {
+		t.Errorf("[ from %v went to %v: the same instant on screen", at, got)
 	}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/pgleader/pgleader/internal/human"
 )
 
+// cellWidth is the widest a human.Cell duration gets ("59m59s").
+const cellWidth = 6
+
 // Scopes table columns.
 const (
 	scDatabase = iota
@@ -31,8 +34,8 @@ var scopeColumns = []column{
 	scVerdict:   {title: "VERDICT", min: 11},
 	scLeader:    {title: "LEADER", min: 8, max: 32},
 	scEpoch:     {title: "EPOCH", min: 5, right: true},
-	scTenure:    {title: "TENURE", min: 6, right: true, drop: 2},
-	scHeartbeat: {title: "HB AGE", min: 6, right: true},
+	scTenure:    {title: "TENURE", min: 6, right: true, drop: 2, reserve: cellWidth},
+	scHeartbeat: {title: "HB AGE", min: 6, right: true, reserve: cellWidth},
 	scFollowers: {title: "FOLLOWERS", min: 6, max: 40, drop: 3},
 	scAlerts:    {title: "ALERTS", min: 6, max: 30, drop: 1},
 }
@@ -58,20 +61,23 @@ var nodeColumns = []column{
 	ndState:    {title: "STATE", min: 7},
 	ndPriority: {title: "PRIORITY", min: 8, max: 16},
 	ndRoles:    {title: "ROLES", min: 10, max: 60},
-	ndSeen:     {title: "SEEN", min: 5, right: true},
+	ndSeen:     {title: "SEEN", min: 5, right: true, reserve: cellWidth},
 	ndVersion:  {title: "VERSION", min: 7, max: 16, drop: 1},
 }
 
-// Terms table columns.
+// Terms table columns. GAP BEFORE is the time without a leader before the
+// row's term began (collector.Term.HandoverGap): it stands before STARTED,
+// on the side of the term's beginning, not beside ENDED BY, where it would
+// read as the time the term's own end took.
 const (
 	tmDatabase = iota
 	tmEpoch
 	tmScope
 	tmLeader
+	tmGap
 	tmStarted
 	tmHeld
 	tmEnded
-	tmGap
 )
 
 var termColumns = []column{
@@ -79,10 +85,10 @@ var termColumns = []column{
 	tmEpoch:    {title: "EPOCH", min: 5, right: true},
 	tmScope:    {title: "SCOPE", min: 8, max: 24},
 	tmLeader:   {title: "LEADER", min: 8, max: 24},
+	tmGap:      {title: "GAP BEFORE", min: 10, right: true, drop: 1},
 	tmStarted:  {title: "STARTED", min: 8},
-	tmHeld:     {title: "HELD FOR", min: 6, right: true},
-	tmEnded:    {title: "ENDED BY", min: 8, max: 30},
-	tmGap:      {title: "GAP", min: 4, right: true, drop: 1},
+	tmHeld:     {title: "HELD FOR", min: 8, right: true, reserve: cellWidth},
+	tmEnded:    {title: "ENDED BY", min: len("holder silent since 00:00:00"), max: 30}, // squeezed no further: the time is the point
 }
 
 // ensureRows rebuilds the table rows when the snapshot, the filter, the
@@ -102,19 +108,47 @@ func (m *Model) ensureRows() {
 	m.nodes.setRows(m.nodeRows())
 	m.terms.setRows(m.termRows())
 	m.events.setFilter(m.filter, m.fleet.only)
+	m.scopes.empty, m.nodes.empty = m.emptyText("scopes", len(m.snap.Scopes)), m.emptyText("nodes", len(m.snap.Nodes))
+	m.terms.empty, m.events.empty = m.emptyText("terms", len(m.snap.Terms)), m.emptyText("events", -1)
+}
+
+// emptyText is what an empty pane says: that nothing is in it, or which of
+// the view's narrowings (the filter, problems only, one database) hide what
+// is ("no scopes match: filter “zz” (esc clears) · problems only (p shows
+// all)"). total is how many there are before narrowing (-1: not known).
+func (m *Model) emptyText(what string, total int) string {
+	var why []string
+	if m.filter != "" {
+		why = append(why, "filter “"+m.filter+"” ("+m.keys.Back.Help().Key+" clears)")
+	}
+	if m.problems && what != "events" {
+		why = append(why, "problems only ("+m.keys.Problems.Help().Key+" shows all)")
+	}
+	if m.fleet.only != "" {
+		why = append(why, "database "+m.fleet.only+" only ("+m.keys.Database.Help().Key+" picks)")
+	}
+	switch {
+	case len(why) > 0 && total > 0:
+		return "none of the " + itoa(total) + " " + what + " match: " + strings.Join(why, " · ")
+	case len(why) > 0:
+		return "no " + what + " match: " + strings.Join(why, " · ")
+	case what == "events":
+		return "no events yet"
+	}
+	return "no " + what
 }
 
 // scopeProblem reports a scope the problems filter keeps: a troubled verdict
-// (not OK, not IDLE) or an alert.
-func scopeProblem(sc *collector.Scope) bool {
-	return sc.Verdict.Troubled() || len(sc.Alerts) > 0
+// (not OK, not IDLE), an alert, or a database that cannot be read.
+func (m *Model) scopeProblem(sc *collector.Scope) bool {
+	return sc.Verdict.Troubled() || len(sc.Alerts) > 0 || m.dbDown(sc.Database)
 }
 
 func (m *Model) visibleScopes() []*collector.Scope {
 	out := make([]*collector.Scope, 0, len(m.snap.Scopes))
 	for i := range m.snap.Scopes {
 		sc := &m.snap.Scopes[i]
-		if m.problems && !scopeProblem(sc) || !m.inView(sc.Database) {
+		if m.problems && !m.scopeProblem(sc) || !m.inView(sc.Database) {
 			continue
 		}
 		if m.filter != "" && !m.matchesFilter(append([]string{sc.Name, sc.Leader, sc.Database}, sc.Followers...)...) {
@@ -125,7 +159,7 @@ func (m *Model) visibleScopes() []*collector.Scope {
 	by := scopeSorts[m.scopeSort.col]
 	desc := m.scopeSort.desc
 	slices.SortStableFunc(out, func(a, b *collector.Scope) int {
-		c := by.cmp(a, b)
+		c := by.cmp(m, a, b)
 		if c == 0 {
 			c = cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Database, b.Database))
 		}
@@ -143,6 +177,9 @@ func (m *Model) scopeRows() []row {
 	rows := make([]row, len(scs))
 	for i, sc := range scs {
 		rows[i] = row{key: keyOf(sc.Database, sc.Name), cells: scopeCells(sc)}
+		if unknown := m.unknownCandidates[keyOf(sc.Database, sc.Name)]; len(unknown) > 0 {
+			rows[i].cells[scFollowers] = followersUnknown(sc, unknown)
+		}
 		if m.dbDown(sc.Database) {
 			m.lastKnown(rows[i].cells, scDatabase, scVerdict, sc.Verdict)
 		}
@@ -203,7 +240,35 @@ func scopeCells(sc *collector.Scope) []cell {
 		c[scFollowers] = cell{text: strconv.Itoa(len(sc.Followers)) + ": " + strings.Join(sc.Followers, ",")}
 	}
 	c[scAlerts] = alertCell(sc.Alerts)
+	if why := degradedWhy(sc); why != "" {
+		c[scAlerts] = cell{text: "hb late", tone: toneWarn} // DEGRADED with no alert: say why
+	}
 	return c
+}
+
+// degradedWhy says why a scope is DEGRADED when no alert does: its leader's
+// heartbeat is older than twice its interval (the collector's late check).
+// "" for any other scope.
+func degradedWhy(sc *collector.Scope) string {
+	if sc.Verdict != collector.VerdictDegraded || len(sc.Alerts) > 0 {
+		return ""
+	}
+	iv := sc.Timing.HeartbeatInterval
+	if iv > 0 && sc.HeartbeatAge > 2*iv {
+		return "heartbeat late: " + human.Cell(sc.HeartbeatAge) + " old, over 2 × its " + human.Cell(iv) + " interval"
+	}
+	return "heartbeat late: older than 2 × its interval"
+}
+
+// followersUnknown is the FOLLOWERS cell of a replayed scope some of whose
+// candidates' state the history cannot tell: "1: node-c +1 unknown", "?
+// 2 unknown"; never "none" when they may have followed.
+func followersUnknown(sc *collector.Scope, unknown []string) cell {
+	more := "+" + strconv.Itoa(len(unknown)) + " unknown"
+	if len(sc.Followers) == 0 {
+		return cell{text: "? " + strconv.Itoa(len(unknown)) + " unknown", tone: toneMuted}
+	}
+	return cell{text: strconv.Itoa(len(sc.Followers)) + ": " + strings.Join(sc.Followers, ",") + " " + more}
 }
 
 // alertCell summarises a scope's alerts: the worst kind and how many more.
@@ -228,8 +293,6 @@ func alertCell(as []collector.Alert) cell {
 	return cell{text: text, tone: t}
 }
 
-func nodeStateRank(n *collector.Node) int { return n.State.Rank() }
-
 // nodeTone is how a node's state reads: down is bad, late a warning.
 func nodeTone(s collector.NodeState) tone {
 	switch s {
@@ -237,14 +300,14 @@ func nodeTone(s collector.NodeState) tone {
 		return toneBad
 	case collector.NodeLate:
 		return toneWarn
-	case collector.NodeStopped:
+	case collector.NodeStopped, collector.NodeUnknown:
 		return toneMuted
 	}
 	return toneOK
 }
 
 func (m *Model) nodeProblem(n *collector.Node) bool {
-	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[keyOf(n.Database, n.ID)] > 0
+	return n.State == collector.NodeDown || n.State == collector.NodeLate || m.nodeAlerts[keyOf(n.Database, n.ID)] > 0 || m.dbDown(n.Database)
 }
 
 func (m *Model) nodeRows() []row {
@@ -262,7 +325,7 @@ func (m *Model) nodeRows() []row {
 	by := nodeSorts[m.nodeSort.col]
 	desc := m.nodeSort.desc
 	slices.SortStableFunc(ns, func(a, b *collector.Node) int {
-		c := by.cmp(a, b)
+		c := by.cmp(m, a, b)
 		if c == 0 {
 			c = cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Database, b.Database))
 		}
@@ -322,8 +385,8 @@ func priorityCell(n *collector.Node) cell {
 	switch {
 	case n.Priority <= 0:
 		return cell{text: p + " never leads", tone: toneMuted}
-	case n.State == collector.NodeStopped:
-		return cell{text: p, tone: toneMuted} // its state says it all
+	case n.State == collector.NodeStopped, n.State == collector.NodeUnknown:
+		return cell{text: p, tone: toneMuted} // its state says it all (replayed: unknown, not "not live")
 	case !n.Eligible():
 		return cell{text: p + " not live", tone: toneMuted}
 	case n.FailbackAfter > 0:
@@ -375,6 +438,11 @@ func (m *Model) rankedFollowers(db string, ids []string) []follower {
 func rolesText(n *collector.Node) string {
 	if n.State == collector.NodeStopped || (len(n.Scopes) == 0 && len(n.Leads) == 0) {
 		return "—"
+	}
+	if n.State == collector.NodeUnknown {
+		// Replayed, before its current lifetime: what it led is known (its
+		// terms), whether it followed is not.
+		return unknownRoles(n)
 	}
 	if !n.Live {
 		led := "follows none"
@@ -428,12 +496,30 @@ func rolesText(n *collector.Node) string {
 	return b.String()
 }
 
+// unknownRoles is the roles of a node whose state is unknown (replayed):
+// "billing:L reports:?".
+func unknownRoles(n *collector.Node) string {
+	var b strings.Builder
+	for _, s := range n.Leads {
+		b.WriteString(s + ":L ")
+	}
+	for _, s := range n.Scopes {
+		if !slices.Contains(n.Leads, s) {
+			b.WriteString(s + ":? ")
+		}
+		if b.Len() > nodeColumns[ndRoles].max {
+			break
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
 func (m *Model) termRows() []row {
 	var problem map[string]bool
 	if m.problems {
 		problem = map[string]bool{}
 		for i := range m.snap.Scopes {
-			if sc := &m.snap.Scopes[i]; scopeProblem(sc) {
+			if sc := &m.snap.Scopes[i]; m.scopeProblem(sc) {
 				problem[keyOf(sc.Database, sc.Name)] = true
 			}
 		}
@@ -460,9 +546,14 @@ func termCells(t collector.Term) []cell {
 	c[tmLeader] = cell{text: t.Holder}
 	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}
 	c[tmHeld] = cell{text: human.Cell(t.HeldFor)}
-	if t.Open() {
+	switch {
+	case t.Open() && t.Silent:
+		// Open on record, but its holder leads no more (crashed, frozen, cut
+		// off) and no successor has closed the term yet: never "(leading)".
+		c[tmEnded] = cell{text: silentText(t), tone: toneBad}
+	case t.Open():
 		c[tmEnded] = cell{text: "(leading)", tone: toneOK}
-	} else {
+	default:
 		text := string(t.EndedBy)
 		if t.HandedTo != "" {
 			text += " → " + t.HandedTo // handed_over, to whom
@@ -475,6 +566,15 @@ func termCells(t collector.Term) []cell {
 		c[tmGap] = cell{text: "—", tone: toneMuted}
 	}
 	return c
+}
+
+// silentText is an open term's state when its holder leads no more: "holder
+// silent since 21:53:58" (its last sign of life, the view's local time).
+func silentText(t collector.Term) string {
+	if t.LastSign.IsZero() {
+		return "holder silent"
+	}
+	return "holder silent since " + fmtClock(t.LastSign)
 }
 
 // endedTone: a clean hand-over (or an open term) is normal; a crash or a silent

@@ -177,7 +177,22 @@ func (m *Model) indexSnapshot(s *collector.Snapshot) {
 		}
 	}
 
+	m.unknownCandidates = map[string][]string{}
 	if s.Replay != nil {
+		leader := map[string]string{}
+		for _, sc := range s.Scopes {
+			leader[keyOf(sc.Database, sc.Name)] = sc.Leader
+		}
+		for _, n := range s.Nodes {
+			if n.State != collector.NodeUnknown {
+				continue
+			}
+			for _, sc := range n.Scopes {
+				if k := keyOf(n.Database, sc); leader[k] != n.ID {
+					m.unknownCandidates[k] = append(m.unknownCandidates[k], n.ID)
+				}
+			}
+		}
 		return // replayed: no heartbeat ages to sample
 	}
 	live := map[string]bool{}

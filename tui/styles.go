@@ -34,13 +34,17 @@ const holderTones = int(toneCount - toneHolder0)
 type styles struct {
 	tones [toneCount]lipgloss.Style
 	plain [toneCount]bool // the tone adds no escape codes: skip Render
+	// cursorTones and idleTones are each tone on the cursor row of the
+	// focused pane (reversed: the tone's colour becomes the bar's) and of
+	// another pane (bold): the cursor never hides what a cell says.
+	cursorTones, idleTones [toneCount]lipgloss.Style
 
 	title      lipgloss.Style // "pgleader top"
 	paneTitle  lipgloss.Style
 	paneFocus  lipgloss.Style // title of the focused pane
 	colHeader  lipgloss.Style
-	cursor     lipgloss.Style // selected row in the focused pane
-	cursorIdle lipgloss.Style // selected row elsewhere
+	cursor     lipgloss.Style // selected row in the focused pane (cursorTones[toneNone])
+	cursorIdle lipgloss.Style // selected row elsewhere (idleTones[toneNone])
 	paused     lipgloss.Style
 	replay     lipgloss.Style // the REPLAY banner: never mistaken for live
 	critical   lipgloss.Style // alert banner, critical
@@ -80,14 +84,16 @@ func newStyles(p *palette, dim bool) *styles {
 	}
 	for i := range s.tones {
 		s.plain[i] = s.tones[i].Render("x") == "x"
+		s.cursorTones[i] = s.tones[i].Reverse(true)
+		s.idleTones[i] = s.tones[i].Bold(true)
 	}
 
 	s.title = base.Bold(true)
 	s.paneTitle = base.Bold(true)
 	s.paneFocus = color(base.Bold(true), p.focus)
 	s.colHeader = color(base.Bold(true), p.muted)
-	s.cursor = base.Reverse(true)
-	s.cursorIdle = base.Bold(true)
+	s.cursor = s.cursorTones[toneNone]
+	s.cursorIdle = s.idleTones[toneNone]
 	s.paused = base.Reverse(true).Bold(true)
 	s.replay = color(base.Reverse(true).Bold(true), p.warn)
 	s.critical = color(base.Bold(true), p.bad)

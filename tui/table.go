@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 
+	"charm.land/lipgloss/v2"
+
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
 
@@ -17,6 +19,10 @@ type column struct {
 	drop int
 	// fleet: shown only over several databases (table.fleet).
 	fleet bool
+	// reserve is the least natural width: the widest its values get (a
+	// duration's six characters), so that the column does not widen as a
+	// value grows.
+	reserve int
 }
 
 // cell is the text of one cell and what it means.
@@ -53,6 +59,9 @@ type table struct {
 	// the cursor along instead of pushing the old row under it off screen.
 	newestFirst bool
 	following   bool // the cursor is on the newest row and stays there
+	// unsorted tables keep their rows' order (time): no column title needs
+	// room for a sort marker.
+	unsorted bool
 
 	fleet bool // the rows are of several databases: fleet columns show
 }
@@ -65,7 +74,7 @@ func newTable(cols []column, empty string) *table {
 // following it.
 func newFollowingTable(cols []column, empty string) *table {
 	t := newTable(cols, empty)
-	t.newestFirst, t.following = true, true
+	t.newestFirst, t.following, t.unsorted = true, true, true
 	return t
 }
 
@@ -81,12 +90,24 @@ func (t *table) setRows(rows []row) {
 			r.cells[j].text = termsafe.String(r.cells[j].text)
 		}
 	}
-	t.rows = rows
-	if len(t.natural) != len(t.cols) {
-		t.natural = make([]int, len(t.cols))
+	// While the rows are the same ones, in the same order, a column keeps
+	// the width it had (it only grows): a value that changes width every
+	// second ("none for 9.9s", "10s") does not move the columns to its
+	// right back and forth. Other rows start afresh.
+	same := len(t.natural) == len(t.cols) && len(rows) == len(t.rows)
+	for i := 0; same && i < len(rows); i++ {
+		same = rows[i].key == t.rows[i].key
 	}
-	for j, c := range t.cols {
-		t.natural[j] = textWidth(c.title) + 1 // room for the sort marker
+	t.rows = rows
+	if !same {
+		t.natural = make([]int, len(t.cols))
+		marker := 1 // room for the sort marker
+		if t.unsorted {
+			marker = 0
+		}
+		for j, c := range t.cols {
+			t.natural[j] = max(textWidth(c.title)+marker, c.reserve)
+		}
 	}
 	for _, r := range rows {
 		for j := range t.cols {
@@ -279,7 +300,7 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 
 	if len(t.rows) == 0 {
 		if height > 0 {
-			lines = append(lines, st.render(toneMuted, fitOrNot("  "+t.empty, width)))
+			lines = append(lines, st.render(toneMuted, fitOrNot("  "+termsafe.String(t.empty), width)))
 		}
 		return lines
 	}
@@ -297,14 +318,14 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 	t.offset = max(0, min(t.offset, len(t.rows)-height))
 
 	end := min(len(t.rows), t.offset+height)
+	segs := make([]segment, 0, 2*len(t.cols)+1)
 	for i := t.offset; i < end; i++ {
 		r := t.rows[i]
-		cur := i == t.cursor
-		b.Reset()
-		if cur {
-			b.WriteString("▸ ")
+		segs = segs[:0]
+		if i == t.cursor {
+			segs = append(segs, segment{"▸ ", toneNone})
 		} else {
-			b.WriteString("  ")
+			segs = append(segs, segment{"  ", toneNone})
 		}
 		first := true
 		for j, c := range t.cols {
@@ -312,39 +333,69 @@ func (t *table) render(st *styles, width, height int, focused bool) []string {
 				continue
 			}
 			if !first {
-				b.WriteString(sepStr)
+				segs = append(segs, segment{sepStr, toneNone})
 			}
 			first = false
 			var cl cell
 			if j < len(r.cells) {
 				cl = r.cells[j]
 			}
-			var text string
 			if c.right {
-				text = padLeft(cl.text, ws[j])
+				segs = append(segs, segment{padLeft(cl.text, ws[j]), cl.tone})
 			} else {
-				text = padRight(cl.text, ws[j])
-			}
-			if cur {
-				b.WriteString(text) // the cursor style owns the whole line
-			} else {
-				b.WriteString(st.render(cl.tone, text))
+				segs = append(segs, segment{padRight(cl.text, ws[j]), cl.tone})
 			}
 		}
-		line := b.String()
-		if width > 0 {
-			line = fitLine(line, width)
-		}
-		if cur {
+		var style *[toneCount]lipgloss.Style // nil: each cell in its tone
+		if i == t.cursor {
+			// The cursor bar spans the row, each cell keeping its tone.
+			style = &st.idleTones
 			if focused {
-				line = st.cursor.Render(line)
-			} else {
-				line = st.cursorIdle.Render(line)
+				style = &st.cursorTones
 			}
 		}
-		lines = append(lines, line)
+		lines = append(lines, renderSegments(st, segs, width, style))
 	}
 	return lines
+}
+
+// segment is a run of a line's text in one tone.
+type segment struct {
+	text string
+	tone tone
+}
+
+// renderSegments renders segs as one line of exactly width columns (its
+// natural width when width <= 0): cut with an ellipsis or padded in the
+// last segment's style. style, when set, replaces each tone's look (the
+// cursor bar's).
+func renderSegments(st *styles, segs []segment, width int, style *[toneCount]lipgloss.Style) string {
+	if width > 0 {
+		total := 0
+		for k := range segs {
+			n := textWidth(segs[k].text)
+			if total+n > width {
+				segs[k].text = truncate(segs[k].text, width-total)
+				segs = segs[:k+1]
+				total = width
+				break
+			}
+			total += n
+		}
+		if total < width && len(segs) > 0 {
+			segs[len(segs)-1].text += strings.Repeat(" ", width-total)
+		}
+	}
+	var b strings.Builder
+	for _, sg := range segs {
+		switch {
+		case style != nil:
+			b.WriteString(style[sg.tone].Render(sg.text))
+		default:
+			b.WriteString(st.render(sg.tone, sg.text))
+		}
+	}
+	return b.String()
 }
 
 // scrollHint says which rows are visible when not all are, e.g. "12–25 of 100".

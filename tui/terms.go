@@ -375,9 +375,19 @@ func (m *Model) strip(b *strings.Builder, st *styles, terms []collector.Term, st
 // node id, and in a fleet by database too (keyOf).
 func holderKey(t collector.Term) string { return keyOf(t.Database, t.Holder) }
 
+// termEnd is where a term's strip ends: now while its holder leads, else its
+// holder's last sign of life (collector.Term.LastSign): a crash, a freeze or a
+// database outage is a gap in the strip, not time held. A closed term whose
+// last sign is not known ends at its release; a silent one never seen leading
+// ends where it began.
 func termEnd(t collector.Term, now time.Time) time.Time {
-	if t.Open() {
+	switch {
+	case t.Open() && !t.Silent:
 		return now
+	case !t.LastSign.IsZero() && (t.Open() || t.LastSign.Before(t.ReleasedAt)):
+		return t.LastSign
+	case t.Open():
+		return t.AcquiredAt
 	}
 	return t.ReleasedAt
 }

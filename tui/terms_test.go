@@ -55,7 +55,7 @@ func TestTermsFollow(t *testing.T) {
 			}
 		}
 		s := screen(m)
-		if !strings.Contains(s, "▸     49  billing") || !strings.Contains(s, "following") {
+		if lineWith(s, `^▸\s+49\s+billing`) == "" || !strings.Contains(s, "following") {
 			t.Fatalf("the newest term (49) is not under the cursor, or the pane does not say it follows:\n%s", s)
 		}
 	})

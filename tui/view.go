@@ -172,8 +172,10 @@ func (m *Model) footerKeys() []key.Binding {
 		return m.keys.filterHelp()
 	case m.fleet.picking:
 		return m.keys.pickerHelp()
-	case m.helpOpen:
+	case m.helpOpen && m.helpTyping:
 		return m.keys.searchHelp()
+	case m.helpOpen:
+		return m.keys.helpScreenHelp()
 	case m.eventDetail != nil:
 		return m.keys.eventDetailHelp()
 	case m.replay != nil:

@@ -62,6 +62,7 @@ func TestHelpSearch(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
+	keys(m, "/")
 	typed(m, "interval")
 	s = screen(m)
 	if !strings.Contains(s, "longer poll interval") || strings.Contains(s, "page up") {
@@ -70,6 +71,10 @@ func TestHelpSearch(t *testing.T) {
 	typed(m, "q") // typing goes to the search, it does not quit
 	if !m.helpOpen || !strings.Contains(screen(m), "nothing matches") {
 		t.Fatal("q in help must search, not quit")
+	}
+	keys(m, "backspace", "enter") // the search kept, the keyboard back to reading
+	if !m.helpOpen || m.helpTyping || m.helpQuery != "interval" || !strings.Contains(screen(m), "“interval” (/ edits)") {
+		t.Fatalf("enter keeps the search: open %v, typing %v, query %q", m.helpOpen, m.helpTyping, m.helpQuery)
 	}
 	keys(m, "esc")
 	if !m.helpOpen || m.helpQuery != "" {
@@ -80,11 +85,40 @@ func TestHelpSearch(t *testing.T) {
 		t.Fatal("esc closes help")
 	}
 	// Two quick escapes can arrive as one alt+esc: search cleared and closed.
-	keys(m, "?")
+	keys(m, "?", "/")
 	typed(m, "page")
 	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt})
 	if m.helpOpen {
 		t.Fatal("alt+esc must act as esc twice")
+	}
+}
+
+// TestHelpScrollsWithJK: the help screen opens to be read: j and k scroll it
+// (as the footer says), they do not type "j" into a search that then matches
+// nothing; / starts the search, where they type.
+func TestHelpScrollsWithJK(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Faults = &fakeFaults{keys: demoFaults} })
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		keys(m, "?", "j", "j")
+		scroll := m.helpScroll // a render clamps it to the last page
+		s := screen(m)
+		if m.helpQuery != "" || strings.Contains(s, "nothing matches") || scroll != 2 {
+			t.Fatalf("%dx%d: j j in help: query %q, scroll %d:\n%s", sz[0], sz[1], m.helpQuery, scroll, s)
+		}
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		if footer := lines[len(lines)-1]; !strings.Contains(footer, "↑↓/kj scroll") || !strings.Contains(footer, "/ search") {
+			t.Errorf("%dx%d: help footer %q", sz[0], sz[1], footer)
+		}
+		m.helpScroll = 2
+		keys(m, "k")
+		if m.helpScroll != 1 {
+			t.Errorf("%dx%d: k scrolls to %d, want 1", sz[0], sz[1], m.helpScroll)
+		}
+		keys(m, "/", "j", "k")
+		if m.helpQuery != "jk" || !m.helpTyping {
+			t.Errorf("%dx%d: after /, j k typed %q", sz[0], sz[1], m.helpQuery)
+		}
 	}
 }
 
@@ -301,6 +335,17 @@ func TestNodeDetailSupervised(t *testing.T) {
 	if !strings.Contains(s, want) {
 		t.Errorf("node detail lacks %q:\n%s", want, s)
 	}
+	// node-b is down: the collector says its child's state is unknown.
+	for i := range snap.Nodes {
+		if snap.Nodes[i].ID == "node-b" {
+			snap.Nodes[i].Supervisor = &collector.Supervised{Command: "billing-worker", State: "unknown", Epoch: 7, Restarts: 2}
+		}
+	}
+	m, _ = setup(t, snap)
+	keys(m, "tab", "j", "enter")
+	if s := screen(m); !strings.Contains(s, "supervises  billing-worker · ? unknown now (its node is not live; its last report follows) · epoch 7") {
+		t.Errorf("a down node's child reads as known:\n%s", s)
+	}
 }
 
 // TestNodeDetail: Enter on the nodes pane opens the node's detail, with its
@@ -437,5 +482,63 @@ func TestCompactPanesReachable(t *testing.T) {
 			t.Errorf("%s: end does not bring its last row (%q) on screen under the cursor:\n%s", names[p], last, f.text)
 		}
 		keys(m, "tab")
+	}
+}
+
+// TestColumnsStayPut: from one snapshot to the next, values that change
+// width (a heartbeat age from 0.2s to 12s, "none for 9.9s" to "none for
+// 10s", a node's SEEN from 0.3s to 1m02s) do not move the columns: the
+// headers are where they were, at 80×24 and 120×40.
+func TestColumnsStayPut(t *testing.T) {
+	frame := func(hb, none, seen time.Duration) *collector.Snapshot {
+		s := troubleSnapshot()
+		s.Scopes[0].HeartbeatAge = hb
+		s.Scopes[1].LeaderlessFor = none
+		s.Nodes[2].LastSeenAge = seen
+		return s
+	}
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, frame(200*time.Millisecond, 9900*time.Millisecond, 300*time.Millisecond))
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		headers := func() []string {
+			var hs []string
+			for _, l := range strings.Split(screen(m), "\n") {
+				if strings.Contains(l, "SCOPE ") && strings.Contains(l, "VERDICT") || strings.Contains(l, "NODE") && strings.Contains(l, "STATE") {
+					hs = append(hs, l)
+				}
+			}
+			return hs
+		}
+		before := headers()
+		next := frame(12*time.Second, 10*time.Second, time.Minute+2*time.Second)
+		next.Seq++
+		m.Update(snapshotMsg{next})
+		if after := headers(); len(before) == 0 || strings.Join(after, "\n") != strings.Join(before, "\n") {
+			t.Errorf("%dx%d: the columns moved:\n%s\n→\n%s", sz[0], sz[1], strings.Join(before, "\n"), strings.Join(after, "\n"))
+		}
+	}
+}
+
+// TestNodeDetailLifecycle: the node detail gives the start of the process
+// that registered last, how long it has run, and how many times a new
+// process registered the node id (a crash loop under a fixed id shows); a
+// replay says what it cannot know.
+func TestNodeDetailLifecycle(t *testing.T) {
+	snap := healthySnapshot()
+	snap.Nodes[0].Restarts, snap.Nodes[0].StartedAt = 3, t0.Add(-95*time.Second)
+	for _, sz := range [][2]int{{80, 24}, {120, 40}} {
+		m, _ := setup(t, snap)
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		keys(m, "tab", "enter")
+		s := screen(m)
+		if !strings.Contains(s, "restarts    3 · registered again by a new process 3 times") ||
+			!strings.Contains(s, "process     os pid 31001 on host-a · started 03:10:25 (up 1m35s)") {
+			t.Errorf("%dx%d: node-a's detail lacks its restarts and its process start:\n%s", sz[0], sz[1], s)
+		}
+	}
+	m, _ := replayAt(t, t0.Add(-20*time.Minute))
+	keys(m, "tab", "enter")
+	if s := screen(m); !strings.Contains(s, "first registered") || !strings.Contains(s, "restarts    n/a in replay") {
+		t.Errorf("replayed node detail:\n%s", s)
 	}
 }

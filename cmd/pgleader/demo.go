@@ -14,6 +14,7 @@ import (
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/lab/demo"
 	"github.com/pgleader/pgleader/lab/reaper"
+	"github.com/pgleader/pgleader/tui"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -22,6 +23,7 @@ func (a *app) demoCommand() *cobra.Command {
 		scopes     []string
 		scopeCount int
 		headless   bool
+		theme      string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -43,6 +45,10 @@ appears in the event log):
   G  the leader resigns (SIGUSR1)    B  restart PostgreSQL (throwaway server only)
   A  add a node                      D  remove a node (SIGTERM)
 Dead nodes are started again after --restart-after. q quits and removes everything.
+
+--theme light or dark picks the dashboard's colours for that background; auto
+(the default) asks the terminal, and until it answers uses colours that read on
+either. [ replays the cluster's past, as in pgleader top.
 
 The operator actions of pgleader top --allow-actions need no flag here (the demo
 acts on its own scopes only), each after a y/N question:
@@ -82,6 +88,11 @@ With --dsn the demo writes to that database (schema pgleader, created if missing
 			if cmd.Flags().Changed("work-interval") && o.Work < 10*time.Millisecond {
 				return cli.BadInput("--work-interval must be at least 10ms (got %v)", o.Work)
 			}
+			th, err := tui.ParseTheme(theme)
+			if err != nil {
+				return cli.BadInput("--%v", err)
+			}
+			o.Theme = th
 			if o.Faults && !headless {
 				return cli.BadInput("--faults goes with --headless (the dashboard has fault keys)")
 			}
@@ -126,6 +137,7 @@ With --dsn the demo writes to that database (schema pgleader, created if missing
 	f.BoolVar(&o.Faults, "faults", false, "with --headless: apply a fault every few seconds and judge the run")
 	f.Int64Var(&o.Seed, "seed", 0, "fault schedule seed of --faults (default: random, printed)")
 	f.BoolVar(&o.NoColor, "no-color", false, "dashboard without colours (also: NO_COLOR=1)")
+	f.StringVar(&theme, "theme", "auto", "dashboard colours for the terminal's background: light, dark or auto (ask the terminal)")
 	return cmd
 }
 

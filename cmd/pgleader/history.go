@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,11 +36,16 @@ func (a *app) historyCommand() *cobra.Command {
 		Use:   "history",
 		Short: "Print the leadership history of scopes: who led, when, for how long, how it ended",
 		Long: `history prints the terms of pgleader.terms, newest first: the epoch (the term's
-fencing token), the leader and its host, when the term started, how long it was
-held (still open: so far), how it ended, and the gap before it: from the
+fencing token), the leader and its host, the gap before the term: from the
 predecessor's release, or its last heartbeat when it ended otherwise, to this
 term's start (an upper bound of the time without a leader, longer than the real
-one by at most a heartbeat interval; milliseconds below a second).
+one by at most a heartbeat interval; milliseconds below a second), when the term
+started, how long it was held, and how it ended. A term is held until its
+holder's last sign of life (its release, or its last heartbeat): a crash or a
+database outage is the next term's gap, not time held. A term still led reads
+"(leading)", held "so far"; a term open on record whose holder leads no more
+(crashed, frozen or cut off, and no successor has closed it yet) reads "holder
+silent since" its last heartbeat.
 
 How a term ended (release_reason):
   resigned           the leader gave the scope up (Resign, SIGUSR1)
@@ -68,7 +74,9 @@ takes a duration before now (1h) or a TIME, --until a TIME; TIME is RFC 3339
 .250), or a duration before now (-15m). pgleader status --at and top --at show
 the whole cluster at one moment.
 
-Output: -o table (default), json (one array of terms, DESIGN §5) or tsv.
+Output: -o table (default), json (one array of terms, DESIGN §5; last_sign is
+the holder's last sign of life, silent true for an open term whose holder leads
+no more) or tsv (last_sign, silent and child_exit are its last columns).
 
 Over named targets (--target, --all-targets) the newest terms of every database
 are merged, newest first: the table gains a DATABASE column, the TSV a target
@@ -160,7 +168,11 @@ func timeArg(t time.Time) *time.Time {
 }
 
 // readTerms reads the newest terms (by acquired_at) of scopes (all when empty)
-// within the window w.
+// within the window w, each with its holder's last sign of life and how long
+// it was held up to it (collector.Term.LastSign and HeldFor): a crash or a
+// database outage is the next term's gap, not time held. An open term's
+// holder is judged by the collector (settleOpen): one that leads no more is
+// Silent.
 func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, w termsWindow, limit int) ([]collector.Term, error) {
 	cfg = cfg.Copy()
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
@@ -171,12 +183,11 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, w term
 	defer conn.Close(context.WithoutCancel(ctx))
 	var out []collector.Term
 	err = pgsession.InTx(ctx, conn, func(tx pgx.Tx) error {
-		// The runs of pgleader run --once-per (schema 15), where the table exists.
-		// The exits of pgleader run's children (schema 17), where recorded.
-		var runs, child bool
-		if err := tx.QueryRow(ctx, `SELECT pg_catalog.to_regclass('pgleader.runs') IS NOT NULL,
-		       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'pgleader.terms'::regclass
-		                  AND a.attname = 'child_exits' AND NOT a.attisdropped)`).Scan(&runs, &child); err != nil {
+		// The runs of pgleader run --once-per (schema 15), where the table
+		// exists; terms.last_sign and the children's exits (schema 17), where
+		// the columns exist.
+		var runs, lastSign, child bool
+		if err := tx.QueryRow(ctx, sqlHistoryShape).Scan(&runs, &lastSign, &child); err != nil {
 			return err
 		}
 		childCols := `0, NULL::int, NULL::text`
@@ -191,25 +202,90 @@ func readTerms(ctx context.Context, cfg *pgx.ConnConfig, scopes []string, w term
 			                            WHERE r.scope = t.scope AND r.epoch = t.epoch
 			                            ORDER BY r.started_at DESC LIMIT 1) r ON true`
 		}
-		out, err = scanTerms(tx.Query(ctx, `
-		SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
-		       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
-		       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
-		       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8,
-		       coalesce(t.handed_to, ''), `+run+`, `+childCols+`
-		  FROM pgleader.terms t `+join+`
-		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
-		   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
-		   AND ($4::timestamptz IS NULL OR coalesce(t.released_at, 'infinity') > $4)
-		   AND ($5::timestamptz IS NULL OR t.acquired_at <= $5)
-		 ORDER BY t.acquired_at DESC, t.id DESC
-		 LIMIT $3`, scopes, w.since.Seconds(), limit, timeArg(w.from), timeArg(w.until)))
+		recorded := `NULL::timestamptz`
+		if lastSign {
+			recorded = `t.last_sign`
+		}
+		out, err = scanTerms(tx.Query(ctx, fmt.Sprintf(sqlHistoryTerms, recorded, run, join, childCols),
+			scopes, w.since.Seconds(), limit, timeArg(w.from), timeArg(w.until)))
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read pgleader.terms: %w", err)
 	}
+	if err := settleOpen(ctx, cfg, out); err != nil {
+		return nil, fmt.Errorf("judge the open terms' holders: %w", err)
+	}
 	return out, nil
+}
+
+const (
+	// Whether pgleader.runs (schema 15), terms.last_sign and terms.child_exits
+	// (schema 17) exist.
+	sqlHistoryShape = `
+SELECT pg_catalog.to_regclass('pgleader.runs') IS NOT NULL,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = 'pgleader.terms'::regclass AND a.attname = 'last_sign' AND NOT a.attisdropped),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = 'pgleader.terms'::regclass AND a.attname = 'child_exits' AND NOT a.attisdropped)`
+
+	// The terms, newest first. sign is a closed term's last sign of life:
+	// as recorded (schema 17), else its release when its holder ended it,
+	// else its successor's start minus its handover gap (the holder's last
+	// heartbeat); NULL while open. %[1]s: t.last_sign or NULL; %[2]s the run
+	// columns, %[3]s their join; %[4]s the child's exit columns. $1 scopes, $2 since (s), $3 limit, $4 from,
+	// $5 until.
+	sqlHistoryTerms = `
+SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
+       t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
+       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
+       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8,
+       coalesce(t.handed_to, ''), sign.at, %[2]s, %[4]s
+  FROM pgleader.terms t
+  LEFT JOIN LATERAL (
+       SELECT CASE WHEN t.released_at IS NULL THEN NULL::timestamptz
+                   ELSE coalesce(%[1]s,
+                                 CASE WHEN t.release_reason IN ('resigned', 'shutdown', 'handed_over') THEN t.released_at
+                                      ELSE (SELECT s.acquired_at - s.handover_gap FROM pgleader.terms s
+                                             WHERE s.scope = t.scope AND s.epoch > t.epoch AND s.handover_gap IS NOT NULL
+                                             ORDER BY s.epoch LIMIT 1) END) END AS at) sign ON true
+  %[3]s
+ WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR t.scope = ANY ($1))
+   AND ($2::float8 = 0 OR coalesce(t.released_at, 'infinity') > now() - make_interval(secs => $2))
+   AND ($4::timestamptz IS NULL OR coalesce(t.released_at, 'infinity') > $4)
+   AND ($5::timestamptz IS NULL OR t.acquired_at <= $5)
+ ORDER BY t.acquired_at DESC, t.id DESC
+ LIMIT $3`
+)
+
+// settleOpen gives each open term of terms its holder's last sign of life,
+// whether it is silent (open on record, its holder leading no more: crashed,
+// frozen or cut off, and no successor has closed the term yet) and how long
+// it was held, as the collector judges them from one read of the database.
+func settleOpen(ctx context.Context, cfg *pgx.ConnConfig, terms []collector.Term) error {
+	if !slices.ContainsFunc(terms, collector.Term.Open) {
+		return nil
+	}
+	ccfg := collector.DefaultConfig()
+	ccfg.ConnConfig, ccfg.Logger, ccfg.Source = cfg, quietLogger(), collector.SourceModeNotify
+	c, err := collector.New(ccfg)
+	if err != nil {
+		return err
+	}
+	snap, err := c.Poll(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range terms {
+		t := &terms[i]
+		if !t.Open() {
+			continue
+		}
+		if sc, ok := snap.Scope(t.Scope); ok && sc.OpenTerm != nil && sc.OpenTerm.Epoch == t.Epoch {
+			t.LastSign, t.Silent, t.HeldFor = sc.OpenTerm.LastSign, sc.OpenTerm.Silent, sc.OpenTerm.HeldFor
+		}
+	}
+	return nil
 }
 
 // scanTerms reads the rows of readTerms' query.
@@ -220,17 +296,17 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 	var out []collector.Term
 	for rows.Next() {
 		var (
-			t            collector.Term
-			released     *time.Time
-			gap, heldFor float64
-			runKey       *string
-			runExit      *int32
-			childExits   int32
-			childCode    *int32
-			childCause   *string
+			t              collector.Term
+			released, sign *time.Time
+			gap, heldFor   float64
+			runKey         *string
+			runExit        *int32
+			childExits     int32
+			childCode      *int32
+			childCause     *string
 		)
 		if err := rows.Scan(&t.ID, &t.Scope, &t.Epoch, &t.Holder, &t.Hostname, &t.HolderPID,
-			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo, &runKey, &runExit,
+			&t.AcquiredAt, &released, &t.EndedBy, &gap, &heldFor, &t.HandedTo, &sign, &runKey, &runExit,
 			&childExits, &childCode, &childCause); err != nil {
 			return nil, err
 		}
@@ -247,8 +323,18 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 		if released != nil {
 			t.ReleasedAt = *released
 		}
+		if sign != nil {
+			t.LastSign = *sign
+		}
 		t.HandoverGap = time.Duration(gap * float64(time.Second))
-		t.HeldFor = time.Duration(heldFor * float64(time.Second))
+		t.HeldFor = max(0, time.Duration(heldFor*float64(time.Second))) // open: so far (settleOpen may end it)
+		if !t.Open() {
+			end := t.ReleasedAt
+			if !t.LastSign.IsZero() && t.LastSign.Before(end) {
+				end = t.LastSign
+			}
+			t.HeldFor = max(0, end.Sub(t.AcquiredAt))
+		}
 		out = append(out, t)
 	}
 	return out, rows.Err()
@@ -284,16 +370,27 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 		}
 		return cli.WriteJSON(w, out)
 	case cli.FormatTSV:
-		// Columns are only added at the end: the ones before keep their places.
-		tail, eol := "", "\n"
+		// Columns are only added at the end: the ones before keep their places
+		// (target, over named targets, before last_sign, silent and child_exit).
+		target := ""
 		if targets != nil {
-			tail = "\ttarget"
+			target = "\ttarget"
 		}
-		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit\tchild_exit"+tail)
+		fmt.Fprintln(w, "scope\tepoch\tleader\thost\tstarted\theld_for_s\tended_by\thandover_gap_s\thanded_to\trun_key\trun_exit"+target+"\tlast_sign\tsilent\tchild_exit")
 		for i, t := range terms {
+			eol := ""
 			if targets != nil {
-				eol = "\t" + targets[i] + "\n"
+				eol = "\t" + targets[i]
 			}
+			sign := ""
+			if !t.LastSign.IsZero() {
+				sign = t.LastSign.UTC().Format(time.RFC3339Nano)
+			}
+			childExit := ""
+			if t.Child != nil {
+				childExit = t.Child.String()
+			}
+			eol += "\t" + sign + "\t" + strconv.FormatBool(t.Silent) + "\t" + childExit + "\n"
 			ended := string(t.EndedBy)
 			if t.Open() {
 				ended = "open"
@@ -305,13 +402,9 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 					runExit = strconv.Itoa(*t.Run.ExitCode)
 				}
 			}
-			childExit := ""
-			if t.Child != nil {
-				childExit = t.Child.String()
-			}
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s\t%s%s", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.3f\t%s\t%s\t%s%s", safe(t.Scope), t.Epoch, safe(t.Holder), safe(t.Hostname),
 				t.AcquiredAt.UTC().Format(time.RFC3339Nano), t.HeldFor.Seconds(), safe(ended), t.HandoverGap.Seconds(), safe(t.HandedTo),
-				safe(runKey), runExit, childExit, eol)
+				safe(runKey), runExit, eol)
 		}
 		return nil
 	}
@@ -324,7 +417,10 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 	if targets != nil {
 		head = "DATABASE\t"
 	}
-	fmt.Fprintln(tw, head+"SCOPE\tTERM\tLEADER\tHOST\tSTARTED\tHELD FOR\tENDED BY\tGAP BEFORE")
+	// GAP BEFORE is the time without a leader before the term began: it
+	// stands before STARTED, not beside the ENDED BY of a term that ended
+	// after it.
+	fmt.Fprintln(tw, head+"SCOPE\tTERM\tLEADER\tHOST\tGAP BEFORE\tSTARTED\tHELD FOR\tENDED BY")
 	for i, t := range terms {
 		if targets != nil {
 			fmt.Fprint(tw, targets[i]+"\t")
@@ -349,17 +445,38 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 				ended += " · run failed (exit " + strconv.Itoa(*r.ExitCode) + ")"
 			}
 		}
-		if t.Open() {
+		switch {
+		case t.Open() && t.Silent:
+			// Open on record, its holder gone: held until its last sign of
+			// life, never "(leading)".
+			ended = "holder silent"
+			if !t.LastSign.IsZero() {
+				ended += " since " + localStamp(t.LastSign, t.AcquiredAt)
+			}
+		case t.Open():
 			ended, held = "(leading)", held+" so far"
+			if c := t.Child; c != nil {
+				ended += " · " + childPhrase(*c) // a restart policy restarted it
+			}
 		}
 		gap := human.Duration(t.HandoverGap)
 		if t.Epoch == 1 && t.HandoverGap == 0 {
 			gap = "—"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), collector.EpochLabel(t.Epoch), safe(t.Holder), orDash(safe(t.Hostname)),
-			t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended, gap)
+			gap, t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended)
 	}
 	return tw.Flush()
+}
+
+// localStamp is at in local time: the time of day, the date too when it is
+// not the day of since.
+func localStamp(at, since time.Time) string {
+	at, since = at.Local(), since.Local()
+	if y, m, d := since.Date(); at.Year() != y || at.Month() != m || at.Day() != d {
+		return at.Format("2006-01-02 15:04:05")
+	}
+	return at.Format("15:04:05")
 }
 
 func orDash(s string) string {

@@ -167,7 +167,7 @@ func TestHistoryEscapesHostileNames(t *testing.T) {
 	t.Run("TSV", func(t *testing.T) {
 		out := render(t, cli.FormatTSV)
 		assertInert(t, "history tsv", out, true)
-		assertTSV(t, "history tsv", out, 1+len(terms), 12)
+		assertTSV(t, "history tsv", out, 1+len(terms), 14) // 11, then last_sign, silent and child_exit
 	})
 	t.Run("JSON", func(t *testing.T) {
 		out := render(t, cli.FormatJSON)

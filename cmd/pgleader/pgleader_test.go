@@ -137,6 +137,8 @@ func TestBadInput(t *testing.T) {
 			[]string{"--scopes must be between 1 and 10000 (got 0)"}},
 		{"DemoScopesAndCount", nil, []string{"demo", "--headless", "--scope", "a", "--scopes", "3"},
 			[]string{"scope", "scopes", "pgleader demo --help"}},
+		{"DemoTheme", nil, []string{"demo", "--theme", "solarized"},
+			[]string{"--theme must be light, dark or auto", `"solarized"`}},
 		{"DemoTooManyNames", nil, append([]string{"demo", "--headless"}, strings.Split(strings.Repeat("--scope x ", 17), " ")[:34]...),
 			[]string{"between 1 and 16 scopes (got 17)", "--scopes N"}},
 	}

@@ -99,7 +99,7 @@ func TestTargets(t *testing.T) {
 		if r.code != cli.ExitUnreachable {
 			t.Errorf("exit %d, want 6 (a database cannot be read)\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		for _, want := range []string{"── billing ──", "── orders ──", "── down ── ? UNREACHABLE (see stderr)", "a1", "b1"} {
+		for _, want := range []string{"── billing ──", "── orders ──", "── down ── ✖ UNREACHABLE (see stderr)", "a1", "b1"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 			}
@@ -163,13 +163,13 @@ func TestTargets(t *testing.T) {
 			t.Errorf("history -o json: exit %d, want 6 and a {target: down, error} entry:\n%s", rj.code, rj.stdout)
 		}
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-		if len(lines) != 3 || !strings.HasSuffix(lines[0], "\ttarget") {
+		if len(lines) != 3 || !strings.HasSuffix(lines[0], "\ttarget\tlast_sign\tsilent\tchild_exit") {
 			t.Fatalf("history -o tsv: want a header ending in target and two terms:\n%s", r.stdout)
 		}
 		got := map[string]string{}
 		for _, l := range lines[1:] {
 			f := strings.Split(l, "\t")
-			got[f[len(f)-1]] = f[2] // target → leader
+			got[f[11]] = f[2] // target (after run_exit) → leader
 		}
 		if got["billing"] != "a1" || got["orders"] != "b1" {
 			t.Errorf("terms by target %v:\n%s", got, r.stdout)

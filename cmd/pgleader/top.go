@@ -62,7 +62,8 @@ selected scope, each after a y/N confirmation and audited:
 --once prints one frame (-o text) or the snapshot (-o json) and exits, for scripts
 and bug reports. NO_COLOR=1 or --no-color renders without colours. --theme light or
 dark picks colours readable on that background; auto (the default) asks the
-terminal for its background and uses its own 16 colours until it answers.
+terminal for its background, and until it answers uses colours that read on a
+light and on a dark one alike.
 
 ` + sourceHelp + `
 
@@ -72,8 +73,11 @@ terminal for its background and uses its own 16 colours until it answers.
 banner; [ and ] step to the previous and next transition (reading further
 history past the hour read on either side), L goes live; no action and no
 fault key acts while replaying. Live, [ enters replay at the last transition.
-With --once it prints that moment (-o json: the snapshot's replay object says
-what is not rebuilt).
+Over several databases each one's history is read, the rows name their
+database, and [ and ] step through the transitions of all of them; a
+database whose history cannot be read shows as unreachable. With --once it
+prints that moment (-o json: the snapshot's replay object says what is not
+rebuilt).
 
 ` + topFleetHelp,
 		Example: `  pgleader top --dsn postgres://ops@db:5432/app
@@ -109,14 +113,11 @@ what is not rebuilt).
 				return err
 			}
 			if len(ts) > 1 {
-				if at != "" {
-					return cli.BadInput("--at replays one database: give one --target (or --dsn)")
-				}
 				if source.slot != "" {
 					return cli.BadInput("--slot names one replication slot, and two databases of one server cannot share it: give --slot with a single --target, or leave it out (temporary slots)")
 				}
 				return a.topFleet(ctx, ts, topFleetOptions{allowActions: allowActions, once: once, output: output, width: width,
-					ui: tui.Options{NoColor: noColor, Theme: th},
+					at: when, ui: tui.Options{NoColor: noColor, Theme: th},
 					collector: func(t cli.Target) (*collector.Collector, error) {
 						return newCollector(t, interval, evictStale, quietLogger(), source)
 					}})
@@ -125,18 +126,20 @@ what is not rebuilt).
 			if err != nil {
 				return err
 			}
-			var hist *collector.History
+			var hist []tui.DatabaseHistory
 			if at != "" {
-				if hist, err = readHistory(ctx, t.Config, when); err != nil {
+				h, err := readHistory(ctx, t.Config, when)
+				if err != nil {
 					return err
 				}
+				hist = []tui.DatabaseHistory{{History: h}}
 				if once {
 					if width == 0 {
 						width = terminalWidth()
 					}
-					snap := hist.At(when)
+					snap, events := tui.Replayed(hist, when, onceReplayEvents)
 					snap.Health.Database = redacted(t)
-					return tui.RenderOnce(a.stdout, snap, hist.Events(when, onceReplayEvents), output, width)
+					return tui.RenderOnce(a.stdout, snap, events, output, width)
 				}
 			}
 			col, err := newCollector(t, interval, evictStale, quietLogger(), source)

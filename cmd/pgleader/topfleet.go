@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
@@ -18,7 +19,8 @@ database ("orders ✖ UNREACHABLE 14s │ billing 998 ✔ · 2 ✖ │ …"), an
 pick one database for every pane, or all of them; / and p work across all of
 them. Each database is read on its own: one that cannot be read, or
 reads too slowly, is shown unreachable with its last-known state greyed and its
-age, never as NO LEADER, and never holds up the others.`
+age, never as NO LEADER, and never holds up the others. [ replays them all,
+--at TIME opens at a past moment of every database (see above).`
 
 // topFleetOptions are top's settings that a fleet's dashboard uses.
 type topFleetOptions struct {
@@ -26,6 +28,7 @@ type topFleetOptions struct {
 	once         bool
 	output       string
 	width        int
+	at           time.Time // --at: replay this moment (zero: live)
 	ui           tui.Options
 	collector    func(t cli.Target) (*collector.Collector, error)
 }
@@ -35,6 +38,20 @@ type topFleetOptions struct {
 // collector of the scope's database. --once exits 6 when a database could
 // not be read, as status does.
 func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOptions) error {
+	replay := make(tui.ReplayFleet, len(ts))
+	for i, t := range ts {
+		replay[i] = tui.DatabaseReplayer{Database: t.Name, Replayer: topReplayer{t.Config}}
+	}
+	if !o.at.IsZero() {
+		hist, err := a.fleetHistory(ctx, ts, o.at)
+		if err != nil {
+			return err
+		}
+		if o.once {
+			return a.fleetReplayOnce(hist, o)
+		}
+		o.ui.ReplayFrom, o.ui.ReplayAt = hist, o.at
+	}
 	members := make([]collector.FleetMember, 0, len(ts))
 	names := make([]string, 0, len(ts))
 	for _, t := range ts {
@@ -78,6 +95,7 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 	go func() { done <- fleet.Run(runCtx) }()
 	opts := o.ui
 	opts.Database = plural(len(ts), "database") + ": " + strings.Join(names, ", ")
+	opts.Replay = replay
 	if o.allowActions {
 		opts.Actions = tui.ActionsByDatabase(func(db string) tui.Actions {
 			if c := fleet.Member(db); c != nil {
@@ -94,4 +112,70 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 		return errors.Join(err, collectorError(rerr))
 	}
 	return err
+}
+
+// redactedError is an error whose text has the secrets taken out; it unwraps to
+// the original (which exit code it means), whose text is never printed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+// fleetHistory reads the window of history around at of every database, in
+// parallel: a database that cannot be read is in it with its error (the
+// dashboard shows it unreachable). It fails when none can be read.
+func (a *app) fleetHistory(ctx context.Context, ts []cli.NamedTarget, at time.Time) ([]tui.DatabaseHistory, error) {
+	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (*collector.History, error) {
+		return readHistory(ctx, t.Config, at)
+	})
+	out := make([]tui.DatabaseHistory, len(results))
+	var errs []error
+	for i, r := range results {
+		out[i] = tui.DatabaseHistory{Database: r.target.Name, History: r.value}
+		if r.err != nil {
+			out[i].History = nil
+			out[i].Err = redactedError{cli.Message(r.err, a.secrets...), r.err}
+			errs = append(errs, cli.ForTarget(r.target.Name, r.err))
+		}
+	}
+	if len(errs) == len(ts) {
+		return nil, errs[0] // the same for all, mostly (a TIME in the future: bad input)
+	}
+	return out, nil
+}
+
+// fleetReplayOnce prints the replayed moment of a fleet (top --at --once): as
+// live --once, a database whose history could not be read is said on stderr,
+// and once the others are printed it exits 6 (could not be reached) or 1.
+func (a *app) fleetReplayOnce(hist []tui.DatabaseHistory, o topFleetOptions) error {
+	if o.width == 0 {
+		o.width = terminalWidth()
+	}
+	snap, events := tui.Replayed(hist, o.at, onceReplayEvents)
+	names := make([]string, len(hist))
+	for i, h := range hist {
+		names[i] = h.Database
+	}
+	snap.Health.Database = plural(len(hist), "database") + ": " + strings.Join(names, ", ")
+	if err := tui.RenderOnce(a.stdout, snap, events, o.output, o.width); err != nil {
+		return err
+	}
+	code := 0
+	for _, h := range hist {
+		if h.Err != nil {
+			fmt.Fprintln(a.stderr, a.targetError(h.Database, h.Err))
+			c := cli.ExitFailure
+			if cli.Unreachable(h.Err) {
+				c = cli.ExitUnreachable
+			}
+			code = max(code, c)
+		}
+	}
+	if code != 0 {
+		return &cli.StatusError{Code: code}
+	}
+	return nil
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTopFleetOnce: top --once over the named databases of a config file —
@@ -77,4 +80,48 @@ func TestTopFleetOnce(t *testing.T) {
 	if r.code != 6 || !strings.Contains(r.stdout, "down ✖ UNREACHABLE") || !strings.Contains(r.stdout, "billing 1 ✔") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+
+	// --at over the fleet: each database's history, side by side; the one
+	// that cannot be read is unreachable, said on stderr, exit 6.
+	var at time.Time
+	if err := connect(t, dsnA).QueryRow(context.Background(), "SELECT clock_timestamp()").Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	r = pgleader(t, nil, "top", "--once", "-o", "json", "--config", conf, "--all-targets", "--at", at.UTC().Format(time.RFC3339Nano))
+	if r.code != 6 || !strings.Contains(r.stderr, "target down") {
+		t.Fatalf("top --at over the fleet: exit %d, want 6 and the unreadable database on stderr\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var replayed struct {
+		Snapshot struct {
+			Scopes []struct {
+				Name     string `json:"scope"`
+				Database string `json:"database"`
+				Leader   string `json:"leader"`
+			} `json:"scopes"`
+			Databases []struct {
+				Name   string `json:"name"`
+				Status string `json:"status"`
+			} `json:"databases"`
+			Replay *struct {
+				At time.Time `json:"at"`
+			} `json:"replay"`
+		} `json:"snapshot"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &replayed); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	rs := replayed.Snapshot
+	if rs.Replay == nil || !rs.Replay.At.Equal(at) || len(rs.Databases) != 3 || rs.Databases[2].Status != "unreachable" || len(rs.Scopes) != 2 ||
+		rs.Scopes[0].Database == rs.Scopes[1].Database || rs.Scopes[0].Leader != "n1" || rs.Scopes[1].Leader != "n1" {
+		t.Fatalf("top --at over the fleet: %+v", rs)
+	}
+	r = pgleader(t, nil, "top", "--once", "--width", "100", "--config", conf, "--all-targets", "--at", at.UTC().Format(time.RFC3339Nano))
+	if !strings.Contains(r.stdout, "REPLAY") || lineWith(r.stdout, `^\s+billing\s+jobs\s+✔ OK\s+n1`) == "" || lineWith(r.stdout, `^\s+orders\s+jobs\s+✔ OK\s+n1`) == "" {
+		t.Fatalf("top --at --once over the fleet:\n%s", r.stdout)
+	}
+}
+
+// lineWith is the first line of s that matches the regular expression re.
+func lineWith(s, re string) string {
+	return regexp.MustCompile(`(?m)` + re + `.*$`).FindString(s)
 }

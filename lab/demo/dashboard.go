@@ -7,23 +7,29 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/tui"
 )
 
 // dashboardOptions are the dashboard's options in the demo: its fault keys,
 // its failover notes, the operator actions (R, x, O) without a flag —
 // `pgleader top` asks for --allow-actions, the demo acts on its own nodes —
-// and its DSN in the header, which c copies.
-func dashboardOptions(dsn string, l *lab, col *collector.Collector, noColor bool) tui.Options {
+// and its DSN in the header, which c copies; the colours of o.Theme, and
+// replay ([) of its database.
+func dashboardOptions(dsn string, l *lab, col *collector.Collector, o Options) tui.Options {
 	return tui.Options{
 		Database: redactDSN(dsn),
 		DSN:      pasteableDSN(dsn),
 		Actions:  dashboardActions{Collector: col, scopes: l.scopes},
 		Faults:   dashboardFaults{l},
 		Notes:    l.notes,
-		NoColor:  noColor,
+		NoColor:  o.NoColor,
+		Theme:    o.Theme,
 		Title:    "pgleader demo",
+		Replay:   replayer{dsn},
 	}
 }
 
@@ -87,4 +93,23 @@ func (a dashboardActions) Handover(ctx context.Context, scope, to, via string) e
 	}
 	_, err := a.Collector.Handover(ctx, scope, to, via, handoverTimeout)
 	return err
+}
+
+// replayer reads the demo database's history for the dashboard's replay ([
+// steps back in time, as in pgleader top).
+type replayer struct{ dsn string }
+
+var _ tui.Replayer = replayer{}
+
+func (r replayer) History(ctx context.Context, at time.Time) (*collector.History, error) {
+	cfg, err := pgx.ParseConfig(r.dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgsession.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
 }

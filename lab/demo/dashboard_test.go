@@ -46,7 +46,7 @@ func dashboard(t *testing.T, dsn string, w, h int) *tui.Model {
 		t.Fatal(err)
 	}
 	l := &lab{scopes: []string{"billing", "reports"}, notes: make(chan string, 1)}
-	m := tui.New(stillFeed{&collector.Snapshot{Seq: 1, At: time.Now()}}, dashboardOptions(dsn, l, col, true))
+	m := tui.New(stillFeed{&collector.Snapshot{Seq: 1, At: time.Now()}}, dashboardOptions(dsn, l, col, Options{NoColor: true}))
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m
 }
@@ -104,6 +104,21 @@ func TestDashboardDSN(t *testing.T) {
 		// tea.SetClipboard's message is unexported: a string type.
 		if msg := cmd(); fmt.Sprintf("%T", msg) != "tea.setClipboardMsg" || fmt.Sprint(msg) != want {
 			t.Errorf("%s: c sends %T %v, want the clipboard set to %s", dsn, msg, msg, want)
+		}
+	}
+}
+
+// TestDashboardLook: the demo's dashboard takes --theme's colours and
+// replays the demo database's past ([), as pgleader top does.
+func TestDashboardLook(t *testing.T) {
+	l := &lab{scopes: []string{"billing"}, notes: make(chan string, 1)}
+	for _, th := range []tui.Theme{tui.ThemeAuto, tui.ThemeLight, tui.ThemeDark} {
+		o := dashboardOptions("postgres://postgres@127.0.0.1:5432/pgleader", l, nil, Options{Theme: th})
+		if o.Theme != th || o.NoColor {
+			t.Errorf("--theme %q: the dashboard gets %q (no colour %v)", th, o.Theme, o.NoColor)
+		}
+		if r, ok := o.Replay.(replayer); !ok || r.dsn != "postgres://postgres@127.0.0.1:5432/pgleader" {
+			t.Errorf("the dashboard replays %#v", o.Replay)
 		}
 	}
 }

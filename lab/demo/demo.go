@@ -58,6 +58,7 @@ type Options struct {
 	Faults   bool          // headless: apply faults every few seconds
 	Seed     int64         // headless fault schedule
 	NoColor  bool
+	Theme    tui.Theme // the dashboard's colours (tui.ThemeAuto: ask the terminal)
 	Out      io.Writer // progress and the headless log
 	// Ready, if set, is called once everything runs (tests).
 	Ready func(Info)
@@ -258,7 +259,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		defer func() { stopRun(); unsubscribe(); <-alertsDone }()
 		return headless(ctx, o, l)
 	}
-	return tui.Run(ctx, col, dashboardOptions(dsn, l, col, o.NoColor))
+	return tui.Run(ctx, col, dashboardOptions(dsn, l, col, o))
 }
 
 // serveMetrics serves the exporter on listen (default 127.0.0.1:9817, else a free

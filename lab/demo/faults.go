@@ -191,9 +191,9 @@ func (l *lab) observe(rs []eventlog.Record) {
 // noteTakeover puts a takeover in the event log: on its own line while the
 // fault struck at most noteEach scopes, else as one line once all are done.
 func (l *lab) noteTakeover(st *strike, f Failover) {
+	// The figure first: an 80-column event log cuts the end of the line.
 	if st.n <= noteEach {
-		l.note("failover %s: %s → %s (epoch %d) %s after %s", f.Scope, f.From, f.To, f.Epoch,
-			human.Duration(f.Duration), f.Fault)
+		l.note("failover %s in %s: %s → %s (epoch %d) after %s", f.Scope, human.Duration(f.Duration), f.From, f.To, f.Epoch, f.Fault)
 		return
 	}
 	st.took = append(st.took, f)
@@ -211,8 +211,8 @@ func (l *lab) noteTakeover(st *strike, f Failover) {
 	for _, id := range slices.Sorted(maps.Keys(to)) {
 		succ = append(succ, fmt.Sprintf("%s ×%d", id, to[id]))
 	}
-	l.note("failover of %d scopes after %s: median %s, max %s (to %s)", len(ds), st.fault,
-		human.Duration(ds[len(ds)/2]), human.Duration(ds[len(ds)-1]), strings.Join(succ, ", "))
+	l.note("failover of %d scopes: %s median, %s max, after %s (to %s)", len(ds),
+		human.Duration(ds[len(ds)/2]), human.Duration(ds[len(ds)-1]), st.fault, strings.Join(succ, ", "))
 }
 
 // restartDead starts again the nodes that died more than after ago.
