@@ -212,6 +212,13 @@ func slowFailover(cfg *Config, r *dbRead, row scopeRow, sc *Scope) (finding, boo
 		}
 	}
 	reason := "its predecessor"
+	prevHolder := ""
+	if prev != nil {
+		prevHolder = prev.Holder
+	}
+	if !candidateWaited(r, row.Name, prevHolder, t.AcquiredAt.Add(-t.HandoverGap), cfg.SlowFailover) {
+		return finding{}, false // nobody was there to take over: the scope was idle, not failing over
+	}
 	if prev != nil {
 		if prev.EndedBy == protocol.ReasonDatabaseFailover {
 			return finding{}, false // the database was down: collector_down's, not the election's
@@ -223,6 +230,27 @@ func slowFailover(cfg *Config, r *dbRead, row scopeRow, sc *Scope) (finding, boo
 			row.Name, human.Duration(t.HandoverGap), t.Epoch, human.Duration(cfg.SlowFailover), reason),
 		Hint:    "a crash fails over in milliseconds and a frozen or cut-off holder within its session lease: a longer gap means the candidates were late, deferred or absent; read the node logs around the gap (pgleader history shows it)",
 		Runbook: runbook(AlertSlowFailover)}}, true
+}
+
+// candidateWaited reports whether a node other than the predecessor (prev)
+// campaigned for scope from before the gap began (from) until it had lasted
+// limit: a node that could have taken over and did not. A scope whose every
+// candidate stopped with its holder, and that was led again when a node
+// started later, was idle, not failing over. A node's StartedAt is the start
+// of the process that registered last (schema 17; before, its first
+// registration, which counts it as waiting: the alert errs on the side of
+// raising). Nodes the collector no longer reads (Config.NodeRetention) count
+// as not waiting.
+func candidateWaited(r *dbRead, scope, prev string, from time.Time, limit time.Duration) bool {
+	for _, n := range r.Nodes {
+		if n.ID == prev || !slices.Contains(n.Scopes, scope) || n.StartedAt.After(from) {
+			continue
+		}
+		if n.StoppedAt.IsZero() || n.StoppedAt.After(from.Add(limit)) {
+			return true
+		}
+	}
+	return false
 }
 
 // interference describes the sessions on a scope's lock that are not its

@@ -29,22 +29,39 @@ func TestPlannedChanges(t *testing.T) {
 	}
 }
 
-// A slow failover alerts, unless the gap was the database's outage.
+// A slow failover alerts, unless the gap was the database's outage, or no
+// node but the predecessor campaigned through the gap (the scope was idle: its
+// every node stopped, and one started later).
 func TestSlowFailoverCheck(t *testing.T) {
 	cfg := &Config{}
 	cfg.applyDefaults()
 	now := time.Now()
+	gapStart := now.Add(-time.Minute - 12*time.Second)
+	waiting := Node{ID: "b", Scopes: []string{"s"}, StartedAt: gapStart.Add(-time.Hour)}
+	late := Node{ID: "b", Scopes: []string{"s"}, StartedAt: gapStart.Add(10 * time.Second)}
+	stoppedToo := Node{ID: "c", Scopes: []string{"s"}, StartedAt: gapStart.Add(-time.Hour), StoppedAt: gapStart.Add(time.Second)}
+	other := Node{ID: "c", Scopes: []string{"other"}, StartedAt: gapStart.Add(-time.Hour)}
+	prevNode := Node{ID: "a", Scopes: []string{"s"}, StartedAt: gapStart.Add(-time.Hour)} // crashed: never stopped
 	for _, tc := range []struct {
-		prev Reason
-		want bool
-	}{{protocol.ReasonCrashed, true}, {protocol.ReasonHeartbeatTimeout, true}, {protocol.ReasonDatabaseFailover, false}} {
+		prev  Reason
+		nodes []Node
+		want  bool
+	}{
+		{protocol.ReasonCrashed, []Node{prevNode, waiting}, true},
+		{protocol.ReasonHeartbeatTimeout, []Node{prevNode, waiting}, true},
+		{protocol.ReasonShutdown, []Node{prevNode, waiting}, true}, // a slow takeover after a clean stop
+		{protocol.ReasonDatabaseFailover, []Node{prevNode, waiting}, false},
+		{protocol.ReasonShutdown, []Node{prevNode, late, stoppedToo, other}, false}, // idle until b started
+		{protocol.ReasonCrashed, []Node{prevNode, late}, false},
+	} {
 		open := Term{ID: 2, Scope: "s", Epoch: 2, Holder: "b", AcquiredAt: now.Add(-time.Minute), HandoverGap: 12 * time.Second}
-		r := &dbRead{Now: now, Terms: []Term{open, {ID: 1, Scope: "s", Epoch: 1, Holder: "a", ReleasedAt: open.AcquiredAt, EndedBy: tc.prev}}}
+		r := &dbRead{Now: now, Nodes: tc.nodes,
+			Terms: []Term{open, {ID: 1, Scope: "s", Epoch: 1, Holder: "a", ReleasedAt: open.AcquiredAt, EndedBy: tc.prev}}}
 		row := scopeRow{Name: "s", Epoch: 2, Holder: "b", Latest: &open, LockPIDs: []int{7}}
 		sc := &Scope{Name: "s", Leader: "b", LockPIDs: []int{7}}
 		f, ok := slowFailover(cfg, r, row, sc)
 		if ok != tc.want {
-			t.Errorf("predecessor ended %s: alert %v (%q), want %v", tc.prev, ok, f.alert.Summary, tc.want)
+			t.Errorf("predecessor ended %s, nodes %v: alert %v (%q), want %v", tc.prev, tc.nodes, ok, f.alert.Summary, tc.want)
 		}
 	}
 }
