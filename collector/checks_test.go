@@ -157,10 +157,12 @@ func TestSplitBrain(t *testing.T) {
 		// Nor are they the read's snapshot of the tables: a read whose transaction
 		// began before the forged claim committed sees no term (epoch 0) beside
 		// locks taken after it.
+		// So the wait skips reads whose look at the scopes still saw the
+		// holder's lock (seen under load: LockPIDs [holder], the squatter named).
 		s := waitSnap(t, c, "interference", func(s *Snapshot) bool {
 			_, ok := alert(s, AlertInterference, "q")
 			sc, _ := s.Scope("q")
-			return ok && len(sc.LockPIDs) > 0 && sc.Epoch > 0
+			return ok && slices.Contains(sc.LockPIDs, spid) && sc.Epoch > 0
 		})
 		a, _ := alert(s, AlertInterference, "q")
 		sc := scope(t, s, "q")

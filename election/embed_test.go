@@ -153,6 +153,7 @@ func TestFencedTx(t *testing.T) {
 
 	// Another node takes over: the old token's write is refused and audited.
 	b := startNode(t, fastConfig(dsn, "b", "billing"))
+	awaitRegistered(t, dsn, "b")
 	if err := a.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +206,7 @@ func TestFenceSQLTx(t *testing.T) {
 		t.Fatalf("FenceSQLTx under a valid term: %v", err)
 	}
 	b := startNode(t, fastConfig(dsn, "b", "billing"))
+	awaitRegistered(t, dsn, "b")
 	if err := a.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -200,3 +200,14 @@ func queryString(t testing.TB, dsn, sql string, args ...any) string {
 	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error { return c.QueryRow(ctx, sql, args...).Scan(&s) })
 	return s
 }
+
+// awaitRegistered waits until node id has registered (a live row in
+// pgleader.nodes): a test that makes the leader resign for it must wait so, or
+// on a loaded machine the leader, alone, takes the scope back after its
+// cooldown before the newcomer campaigns.
+func awaitRegistered(t testing.TB, dsn, id string) {
+	t.Helper()
+	pgtest.WaitFor(t, id+" registered", 15*time.Second, func() bool {
+		return queryInt(t, dsn, "SELECT count(*) FROM pgleader.nodes WHERE node_id = $1 AND stopped_at IS NULL", id) == 1
+	})
+}

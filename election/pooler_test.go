@@ -132,6 +132,7 @@ func TestLockModeThroughSessionPooler(t *testing.T) {
 	a := startNode(t, fastConfig(via, "a", "billing"))
 	pgtest.WaitFor(t, "a leads through the session pooler", 15*time.Second, func() bool { return a.leads("billing") })
 	b := startNode(t, fastConfig(via, "b", "billing"))
+	awaitRegistered(t, dsn, "b")
 	if err := a.Scope("billing").Resign(context.Background()); err != nil {
 		t.Fatal(err)
 	}

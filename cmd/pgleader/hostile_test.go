@@ -271,7 +271,7 @@ func TestHostileRowsEndToEnd(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 2 {
 		t.Errorf("history: %d lines, want 2:\n%s", n, out)
 	}
-	assertTSV(t, "history -o tsv", run("history", "-o", "tsv"), 2, 11)
+	assertTSV(t, "history -o tsv", run("history", "-o", "tsv"), 2, 14)
 	assertInert(t, "history -o tsv", run("history", "-o", "tsv"), true)
 	assertNoRawControl(t, run("history", "-o", "json"))
 	out = run("top", "--once", "--width", "200")

@@ -38,7 +38,7 @@ var reviewed = map[string]struct {
 	"lab/bench/limit.go":      {3, "bench harness"},
 	"lab/bench/run.go":        {1, "bench harness"},
 	"lab/bench/scale.go":      {1, "bench harness"},
-	"lab/chaos/chaos.go":      {3, "chaos harness"},
+	"lab/chaos/chaos.go":      {2, "chaos harness"},
 	"lab/chaos/flood.go":      {1, "chaos harness: the NOTIFY flood of a CONNECT-only role, on a database it set up"},
 	"lab/chaos/writer.go":     {1, "the supervised chaos child: Writer applies pgsession.Apply"},
 	"lab/pgserver/server.go":  {2, "the server's own start-up and admin"},

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/eventlog"
+	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
 // ReadHistory assembles what the checker judges: the nodes' events, the faults applied,
@@ -14,7 +15,11 @@ import (
 // teardown.
 func ReadHistory(ctx context.Context, dsn string, scopes []string, events []eventlog.Record, faults []Fault, end int64) (History, error) {
 	h := History{Scopes: scopes, Events: events, Faults: faults, EndMono: end}
-	conn, err := pgx.Connect(ctx, dsn)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return h, err
+	}
+	conn, err := pgsession.Connect(ctx, cfg)
 	if err != nil {
 		return h, err
 	}
