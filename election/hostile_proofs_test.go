@@ -664,6 +664,13 @@ func TestHostileNodeFunctions(t *testing.T) {
 		if _, err := c.Exec(ctx, `SELECT * FROM pgleader.lease_release_batch('victim', 1, '{nf}', $1, '{resigned}')`, []int64{tok.Epoch}); err != nil {
 			t.Errorf("lease_release_batch with a wrong token: %v", err)
 		}
+		many := make([]string, 10001)
+		for i := range many {
+			many[i] = "nf"
+		}
+		if _, err := c.Exec(ctx, `SELECT * FROM pgleader.lease_release_batch('victim', 1, $1, '{}', '{}')`, many); sqlstate(err) != "PLF11" {
+			t.Errorf("lease_release_batch of 10001 scopes: %v, want SQLSTATE PLF11", err)
+		}
 		if _, err := c.Exec(ctx, `SELECT * FROM pgleader.lease_claim_scopes('victim', 1, 'h', 50, 100, 300, 500, '{nf}', '{0}')`); sqlstate(err) != "PLF02" {
 			t.Errorf("lease_claim_scopes with a wrong token: %v, want SQLSTATE PLF02", err)
 		}

@@ -124,37 +124,18 @@ BEGIN
       FROM unnest(p_scopes, p_keys) AS u(s, k) WHERE u.k = ANY (v_taken) AND u.s <> ALL (v_locked);
     v_fenced := v_busy;
 
-    -- Who else should have the free scopes: the handover target, else a higher
-    -- priority candidate, for as long as the deferral lasts.
-    -- (Only when some scope can be deferred at all: this node never leads, a
-    -- handover is pending, or a registered node of higher priority campaigns for
-    -- one of them. Otherwise every row below is NULL, and pg_locks is not read.)
+    -- Who else should have the free scopes (defer_free_scopes), asked only when
+    -- some scope can be deferred at all: this node never leads, a handover is
+    -- pending, or a registered node of higher priority campaigns for one of
+    -- them. Otherwise none is deferred, and pg_locks is not read.
     IF cardinality(v_locked) > 0 AND (v_prio = 0
         OR EXISTS (SELECT 1 FROM pgleader.leader_state s
                     WHERE s.scope = ANY (v_locked) AND s.handover_to IS NOT NULL)
         OR EXISTS (SELECT 1 FROM pgleader.nodes n
                     WHERE n.stopped_at IS NULL AND n.priority > v_prio AND n.scopes && v_locked)) THEN
       v_locks := coalesce(v_locks, pgleader.lock_map());
-      SELECT coalesce(jsonb_object_agg(d.scope, d.node), '{}') INTO v_defer FROM (
-        SELECT s.scope,
-               CASE
-                 WHEN v_prio = 0 THEN ''
-                 WHEN s.handover_to IS NOT NULL AND s.handover_to <> p_node AND s.handover_deadline > clock_timestamp()
-                      AND EXISTS (SELECT 1 FROM pgleader.live_nodes(v_locks) ln
-                                   WHERE ln.node_id = s.handover_to AND s.scope = ANY (ln.scopes))
-                   THEN s.handover_to
-                 ELSE (SELECT ln.node_id FROM pgleader.live_nodes(v_locks) ln
-                        WHERE ln.priority > v_prio AND s.scope = ANY (ln.scopes) AND ln.node_id <> p_node
-                          AND NOT coalesce(ln.node_id = s.last_holder AND s.cooldown_until > clock_timestamp(), false)
-                          AND (s.deferred_since IS NULL OR s.deferred_since
-                               + make_interval(secs => 3 * coalesce(ln.heartbeat_interval_ms, 500) / 1000.0) > clock_timestamp())
-                        ORDER BY ln.priority DESC, ln.node_id LIMIT 1)
-               END AS node
-          FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked)) d
-       WHERE d.node IS NOT NULL;
+      v_defer := pgleader.defer_free_scopes(p_node, v_prio, v_locked, v_locks);
       IF v_defer <> '{}' THEN
-        UPDATE pgleader.leader_state s SET deferred_since = coalesce(s.deferred_since, clock_timestamp())
-         WHERE s.scope = ANY (v_locked) AND v_defer ? s.scope AND v_defer->>s.scope <> '';
         v_busy := v_busy || ARRAY(SELECT s.lock_key FROM pgleader.leader_state s
                                    WHERE s.scope = ANY (v_locked) AND v_defer ? s.scope);
         v_locked := ARRAY(SELECT x FROM unnest(v_locked) x WHERE NOT v_defer ? x);

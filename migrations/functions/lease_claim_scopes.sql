@@ -69,28 +69,10 @@ BEGIN
     FROM (SELECT s.scope FROM pgleader.leader_state s JOIN unnest(p_scopes, p_seqs) AS u(s, q) ON u.s = s.scope
            WHERE pgleader.lease_claimable(s.*, u.q, p_lease_ms, v_since, v_floor)
              FOR UPDATE OF s SKIP LOCKED) x;
-  -- Reservations and priorities, as in claim_batch.
+  -- Who else should have the free scopes: the lock mode's rule (defer_free_scopes).
   IF cardinality(v_locked) > 0 THEN
-    SELECT coalesce(jsonb_object_agg(d.scope, d.node), '{}') INTO v_defer FROM (
-      SELECT s.scope,
-             CASE
-               WHEN v_prio = 0 THEN ''
-               WHEN s.handover_to IS NOT NULL AND s.handover_to <> p_node AND s.handover_deadline > clock_timestamp()
-                    AND EXISTS (SELECT 1 FROM pgleader.live_nodes(v_locks) ln
-                                 WHERE ln.node_id = s.handover_to AND s.scope = ANY (ln.scopes))
-                 THEN s.handover_to
-               ELSE (SELECT ln.node_id FROM pgleader.live_nodes(v_locks) ln
-                      WHERE ln.priority > v_prio AND s.scope = ANY (ln.scopes) AND ln.node_id <> p_node
-                        AND NOT coalesce(ln.node_id = s.last_holder AND s.cooldown_until > clock_timestamp(), false)
-                        AND (s.deferred_since IS NULL OR s.deferred_since
-                             + make_interval(secs => 3 * coalesce(ln.heartbeat_interval_ms, 500) / 1000.0) > clock_timestamp())
-                      ORDER BY ln.priority DESC, ln.node_id LIMIT 1)
-             END AS node
-        FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked)) d
-     WHERE d.node IS NOT NULL;
+    v_defer := pgleader.defer_free_scopes(p_node, v_prio, v_locked, v_locks);
     IF v_defer <> '{}' THEN
-      UPDATE pgleader.leader_state s SET deferred_since = coalesce(s.deferred_since, clock_timestamp())
-       WHERE s.scope = ANY (v_locked) AND v_defer ? s.scope AND v_defer->>s.scope <> '';
       v_locked := ARRAY(SELECT x FROM unnest(v_locked) x WHERE NOT v_defer ? x);
     END IF;
   END IF;

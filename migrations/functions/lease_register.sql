@@ -18,12 +18,7 @@ BEGIN
   PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
                                       p_interval_ms, p_trust_ms, p_lease_ms, p_cooldown_ms, NULL);
   SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = p_node FOR UPDATE;
-  IF FOUND AND n.login_role IS DISTINCT FROM session_user::text AND n.login_role IS NOT NULL
-     AND n.stopped_at IS NULL AND EXISTS (SELECT 1 FROM pgleader.live_nodes(pgleader.lock_map()) ln WHERE ln.node_id = p_node) THEN
-    RAISE EXCEPTION USING ERRCODE = 'PLF06',
-      MESSAGE = format('pgleader: node %L is running under login role %I; role %I may not register it', p_node, n.login_role, session_user),
-      HINT = 'give each process its own node id';
-  END IF;
+  PERFORM pgleader.refuse_taken_node(n, EXISTS (SELECT 1 FROM pgleader.live_nodes(pgleader.lock_map()) ln WHERE ln.node_id = p_node));
   INSERT INTO pgleader.nodes AS x (node_id, hostname, os_pid, version, backend_pid, scopes,
          heartbeat_interval_ms, trust_window_ms, session_lease_ms, beacon_key, guard_key, login_role,
          priority, resign_cooldown_ms, mode, lease_token, registered_at)
@@ -35,19 +30,12 @@ BEGIN
          session_lease_ms = EXCLUDED.session_lease_ms, beacon_key = NULL, guard_key = NULL,
          login_role = EXCLUDED.login_role, priority = EXCLUDED.priority,
          resign_cooldown_ms = EXCLUDED.resign_cooldown_ms, mode = 'lease', lease_token = EXCLUDED.lease_token,
-         started_at = CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
+         started_at = CASE WHEN pgleader.process_changed(x.os_pid, x.hostname, EXCLUDED.os_pid, EXCLUDED.hostname)
                            THEN now() ELSE x.started_at END,
-         restarts = x.restarts + CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
-                                      THEN 1 ELSE 0 END,
+         restarts = x.restarts + pgleader.process_changed(x.os_pid, x.hostname, EXCLUDED.os_pid, EXCLUDED.hostname)::int,
          last_seen = now(), stopped_at = NULL, leads = '{}',
          registered_at = now(), failback_after_ms = NULL;
-  WITH revived AS (
-    UPDATE pgleader.leader_state s SET retired_at = NULL, retired_by = NULL
-     WHERE s.scope = ANY (p_scopes) AND s.retired_at IS NOT NULL
-    RETURNING s.scope, s.epoch
-  )
-  INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
-  SELECT r.scope, p_node, r.epoch, 'scope_revived', jsonb_build_object('by', p_node) FROM revived r;
+  PERFORM pgleader.revive_scopes(p_node, p_scopes);
   PERFORM pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', p_node)::text);
 END $function$;
 

@@ -16,14 +16,8 @@ BEGIN
   PERFORM pgleader.check_registration(p_node, p_hostname, p_version, p_scopes,
                                       p_interval_ms, p_trust_ms, p_lease_ms, NULL, NULL);
   SELECT * INTO n FROM pgleader.nodes x WHERE x.node_id = p_node FOR UPDATE;
-  IF FOUND AND n.login_role IS DISTINCT FROM session_user::text AND n.login_role IS NOT NULL
-     AND n.stopped_at IS NULL AND n.backend_pid IS DISTINCT FROM pg_backend_pid()
-     AND pgleader.lock_held(n.beacon_key, n.backend_pid) THEN
-    RAISE EXCEPTION USING ERRCODE = 'PLF06',
-      MESSAGE = format('pgleader: node %L is running (backend %s) under login role %I; role %I may not register it',
-                       p_node, n.backend_pid, n.login_role, session_user),
-      HINT = 'give each process its own node id';
-  END IF;
+  PERFORM pgleader.refuse_taken_node(n, n.backend_pid IS DISTINCT FROM pg_backend_pid()
+                                        AND pgleader.lock_held(n.beacon_key, n.backend_pid));
   INSERT INTO pgleader.nodes AS x (node_id, hostname, os_pid, version, backend_pid, scopes,
          heartbeat_interval_ms, trust_window_ms, session_lease_ms, beacon_key, guard_key, login_role)
   VALUES (p_node, p_hostname, p_os_pid, p_version, pg_backend_pid(), p_scopes,
@@ -37,10 +31,9 @@ BEGIN
          beacon_key = EXCLUDED.beacon_key, guard_key = EXCLUDED.guard_key,
          login_role = EXCLUDED.login_role,
          -- another process under this id (a restart): its start, counted
-         started_at = CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
+         started_at = CASE WHEN pgleader.process_changed(x.os_pid, x.hostname, EXCLUDED.os_pid, EXCLUDED.hostname)
                            THEN now() ELSE x.started_at END,
-         restarts = x.restarts + CASE WHEN x.os_pid IS DISTINCT FROM EXCLUDED.os_pid OR x.hostname IS DISTINCT FROM EXCLUDED.hostname
-                                      THEN 1 ELSE 0 END,
+         restarts = x.restarts + pgleader.process_changed(x.os_pid, x.hostname, EXCLUDED.os_pid, EXCLUDED.hostname)::int,
          last_seen = now(), stopped_at = NULL, leads = '{}';
   PERFORM pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', p_node)::text);
 END $function$;
@@ -66,13 +59,7 @@ BEGIN
   UPDATE pgleader.nodes n SET priority = p_priority, resign_cooldown_ms = p_cooldown_ms,
          registered_at = now(), failback_after_ms = NULL
    WHERE n.node_id = p_node AND n.backend_pid = pg_backend_pid();
-  WITH revived AS (
-    UPDATE pgleader.leader_state s SET retired_at = NULL, retired_by = NULL
-     WHERE s.scope = ANY (p_scopes) AND s.retired_at IS NOT NULL
-    RETURNING s.scope, s.epoch
-  )
-  INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
-  SELECT r.scope, p_node, r.epoch, 'scope_revived', jsonb_build_object('by', p_node) FROM revived r;
+  PERFORM pgleader.revive_scopes(p_node, p_scopes);
 END $function$;
 
 -- register_node and lease_register with a failback delay: as above, then the node

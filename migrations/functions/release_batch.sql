@@ -1,12 +1,14 @@
--- release_batch, version 8: as version 5, plus: a release of the term a handover
--- was requested for records its target (terms.handed_to) and keeps the scope
--- reserved for it (the announcement names it: "to"); a clean release (resigned,
--- handed_over) records the releasing node and its cooldown, so that no deferral
--- waits for it.
+-- release_batch: node p_node ends the terms (p_scopes, p_epochs) its
+-- leadership session holds, each for its reason (the release rule, end_term),
+-- and gives back their advisory locks; a lock this backend holds for a term it
+-- no longer has is given back too. Returns per scope whether the release was
+-- this node's (ok) and whether the row was busy (locked by another
+-- transaction: try again).
 -- Proof: the caller is the leadership session node p_node registered
 -- (caller_node, PLF12); a term is released only when this backend holds it
 -- (holder_pid) and its lock. A scratch scope's lock is the warm-up
--- transaction's and ends with it: it is never unlocked here.
+-- transaction's and ends with it: it is never unlocked here. Bounds: 1000
+-- scopes a call (PLF11).
 CREATE OR REPLACE FUNCTION pgleader.release_batch(p_node text, p_scopes text[], p_epochs bigint[], p_reasons text[])
  RETURNS TABLE(scope text, ok boolean, busy boolean)
  LANGUAGE plpgsql
@@ -17,9 +19,7 @@ DECLARE
   i          int;
   st         pgleader.leader_state;
   v_ours     boolean;
-  v_now      timestamptz;
   v_done     text[] := '{}';
-  v_to       text;
   v_cooldown int := (pgleader.caller_node(p_node)).resign_cooldown_ms;
   v_scratch  boolean;
 BEGIN
@@ -38,30 +38,11 @@ BEGIN
       END IF;
       CONTINUE;
     END IF;
-    v_now := clock_timestamp();
     v_scratch := starts_with(st.scope, 'pgleader-warmup-');
     v_ours := st.epoch = p_epochs[i] AND st.holder = p_node AND st.released_at IS NULL
               AND st.holder_pid = pg_backend_pid();
     IF v_ours THEN
-      v_to := CASE WHEN st.handover_epoch = st.epoch AND st.handover_deadline > v_now THEN st.handover_to END;
-      UPDATE pgleader.terms t SET released_at = v_now, release_reason = p_reasons[i], handed_to = v_to, last_sign = v_now
-       WHERE t.scope = st.scope AND t.epoch = st.epoch AND t.released_at IS NULL;
-      UPDATE pgleader.leader_state s SET holder = NULL, holder_pid = NULL,
-             holder_guard_key = NULL, released_at = v_now,
-             unresolved_guards = '{}', unresolved_trust_ms = 0,
-             last_holder = p_node,
-             cooldown_until = CASE WHEN p_reasons[i] IN ('resigned', 'handed_over')
-                                   THEN v_now + make_interval(secs => coalesce(v_cooldown, 0) / 1000.0) END,
-             handover_to = v_to, handover_epoch = CASE WHEN v_to IS NOT NULL THEN st.handover_epoch END,
-             handover_deadline = CASE WHEN v_to IS NOT NULL THEN st.handover_deadline END,
-             handover_by = CASE WHEN v_to IS NOT NULL THEN st.handover_by END
-       WHERE s.scope = st.scope;
-      INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
-      VALUES (st.scope, p_node, st.epoch, 'released',
-              jsonb_strip_nulls(jsonb_build_object('reason', p_reasons[i], 'to', v_to)));
-      PERFORM pg_notify('leader_change', json_strip_nulls(json_build_object(
-          'scope', st.scope, 'epoch', st.epoch, 'holder', p_node, 'event', 'released',
-          'reason', p_reasons[i], 'to', v_to))::text);
+      PERFORM pgleader.end_term(st, p_node, p_reasons[i], v_cooldown, false);
       IF NOT v_scratch AND NOT pg_advisory_unlock(st.lock_key) THEN
         RAISE EXCEPTION USING ERRCODE = 'PLF02',
           MESSAGE = format('pgleader: backend %s does not hold advisory lock %s of scope %L',
