@@ -56,7 +56,7 @@
 // node's metrics to Prometheus; package electiontest gives a service's unit tests
 // an Elector that leads when the test says so.
 //
-// # Moving parts (per node): four connections, whatever the number of scopes
+// # Moving parts (per node): three connections, whatever the number of scopes
 //
 //   - The leadership session: one dedicated, non-pooled connection. It holds the
 //     session advisory lock of every scope this node leads, and the node's beacon:
@@ -75,35 +75,37 @@
 //     it then: its loss is seen by the socket watcher, or by the statement that
 //     arms the lease before a new term's gate may open). The guard is held
 //     for as long as any gate of this node may be open; see "No overlap" below.
-//   - The watch session: blocked in pgleader.await_release on the beacon of one
-//     peer, the next live node in node_id order (pgleader.ring_next; every
-//     heartbeat re-reads it, and a node that joins announces itself with a
-//     node_joined notification, so that the node it now follows re-aims at once).
-//     Every node watches exactly one peer, so the nodes form a ring and every
-//     leadership session is watched by one node. Each new session re-reads the
-//     peer: a node that joined before this one listened was announced to no
-//     one. The ring skips a node whose beacon is free, so a holder that died
+//   - The watch session: the node's doorbell and its ring watch. It registers
+//     itself (pgleader.doorbell_register) and then runs pgleader.watch and
+//     nothing else: each call first re-reads, in order with every transaction
+//     that rang it, what the node should act on (below), then waits on the
+//     beacon of one peer, the next live node in node_id order — every node
+//     watches exactly one peer, so the nodes form a ring and every leadership
+//     session is watched by one node. The wait returns within a millisecond of
+//     that peer's leadership session ending, however it ended; a node that
+//     joins rings the node it falls after, whose re-read returns its new peer.
+//     The ring skips a node whose beacon is free, so a holder that died
 //     while the watch passed to a node that joined (after the old watcher
 //     turned away, before the newcomer aimed) shows as a gap: whenever a node
 //     aims at a new peer it claims the scopes whose last-seen holder lies
 //     between itself and that peer. The watch session also serves a new term's
 //     waits for its predecessors' guards (those come first: the peer wait is
 //     interrupted with a cancel request and resumed after).
-//   - The listen session: the only one that LISTENs (leader_change), and the only
-//     one a notification ever reaches; nothing waits on it. PostgreSQL sends a
-//     listening session every pending notification before the reply to any
-//     statement, and any role may NOTIFY: on the guard or the leadership session
-//     a flood would queue the heartbeat's reply behind all of it (measured: a
-//     ping behind 10k queued 7000-byte notifications waited 158 ms, behind 50k,
-//     0.8 s), and no client-side draining can bound a queue the server holds.
-//     Losing it ends nothing (it is reopened; then a heartbeat and a ring
-//     re-read catch up). Its backend exits with the others at a crash, which is
-//     its price: one more idle session of a dying process (docs/design.md §4).
+//   - No session LISTENs. A listening session is sent every pending
+//     notification before the reply to any statement, any role may NOTIFY any
+//     channel, and a listener that falls behind holds the tail of the server's
+//     notification queue: a node that LISTENs is a consumer any role can
+//     flood or make fall behind. Wake-ups reach a node through its doorbell
+//     instead, which only the schema's own functions ring (below). The schema
+//     still NOTIFYs leader_change for the collector, which may LISTEN: it is not
+//     on the failover path.
 //   - Load on the server: a follower sends one statement per heartbeat interval (its
 //     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
-//     round trip, and the guard ping); the blocked watch statement costs nothing.
-//     Claims and releases go in batches (one round trip, one commit, for up to 250
-//     scopes): a node that dies leading a thousand scopes costs its successor ten.
+//     round trip, and the guard ping); the watch statement, blocked, costs
+//     nothing, and is re-issued every 2 s (peerWaitSlice: a blocked statement holds
+//     the xmin horizon). Claims and releases go in batches (one round trip, one
+//     commit, for up to 250 scopes): a node that dies leading a thousand scopes
+//     costs its successor ten.
 //   - A watcher on the leadership and on the guard connection polls its socket for
 //     the peer's close (POLLRDHUP, Linux) between and during statements, so a
 //     terminated backend is noticed at once, not at the next heartbeat. On other
@@ -115,18 +117,20 @@
 //
 // # How a follower learns that leadership ended
 //
-// A scope's leadership ends in one of these ways; each frees the scope's lock and is
-// announced to the followers within milliseconds, without a connection per scope:
+// A scope's leadership ends in one of these ways; each frees the scope's lock and
+// reaches the followers concerned within milliseconds, without a connection per
+// scope:
 //
 //	crash (kill -9)      the leader's backends see the sockets close and exit; the
 //	                     leadership backend frees the beacon and the scope locks
 //	                     in one exit, a lock partition at a time. The ring
-//	                     watcher's await_release returns; it claims the scopes it
-//	                     campaigns for and, in the same transaction, NOTIFYs
-//	                     node_lost, on which every other node claims the scopes it
-//	                     saw that node lead. A scope whose lock the dying backend
-//	                     has not freed yet is waited for and claimed again
-//	                     the moment it is free (within 100 ms).
+//	                     watcher's wait returns; it claims the scopes it
+//	                     campaigns for and, in the same transaction, rings the
+//	                     doorbells of the live candidates of the lost node's
+//	                     scopes it did not take (node_lost), which claim them.
+//	                     A scope whose lock the dying backend has not freed yet
+//	                     is waited for and claimed again the moment it is free
+//	                     (within 100 ms).
 //	freeze, partition    the server ends the leadership session after L idle
 //	                     (idle_session_timeout; keepalives if the path is silent):
 //	                     then as a crash. The frozen node's gates closed L − W
@@ -136,40 +140,96 @@
 //	                     through its socket watcher, closes its gates and drops its
 //	                     guard, which its successor waits for (below).
 //	resign, drain,       the leader closes its gate, then releases in the database:
-//	shutdown             the release NOTIFYs released, on which every follower
-//	                     claims the scope; a shutdown also frees the beacon.
+//	shutdown             the release rings the doorbells of the scope's live
+//	                     candidates, which claim it; a shutdown also frees the
+//	                     beacon.
 //	evicted              a heartbeat finds the term no longer this node's: the node
 //	                     closes the gate and gives the lock back (release).
-//	handover, failback   the leader's heartbeat returns the request (an operator's
-//	                     pgleader handover; or a failback, which that heartbeat
-//	                     requests itself for a preferred node of higher priority,
-//	                     Config.FailbackAfter); then as resign, and the release
-//	                     reserves the scope for the target, which alone claims it
-//	                     (a target cooling down after its own resign or handover
-//	                     ends its cooldown for it: Config.ResignCooldown).
+//	handover, failback   an operator's pgleader handover (or a failback, which a
+//	                     preferred node's heartbeat requests itself,
+//	                     Config.FailbackAfter) rings the leader, whose re-read
+//	                     returns the request; it heartbeats at once, which
+//	                     returns the request too; then as resign, and the release
+//	                     reserves the scope for the target and rings it alone,
+//	                     which alone claims it (a target cooling down after its
+//	                     own resign or handover ends its cooldown for it:
+//	                     Config.ResignCooldown).
 //
-// Notifications are hints: anyone may NOTIFY anything, and one sent while a
-// listener is disconnected is lost. What is decided is decided by the locks and the
-// claim function; a follower's heartbeat (every I) reports each followed scope that
-// has no live holder, and the follower claims it then, so a lost wake-up (a watcher
-// that died with its peer, a notification missed across a reconnection) costs at
-// most one heartbeat interval. A foreign session squatting a scope's key is
-// likewise retried at every heartbeat.
+// # The doorbell
 //
-// A notification flood therefore costs leadership nothing and the node a bounded
-// amount of work. The heartbeat's statements (leadership and guard sessions) never
-// wait behind a notification (above). What the listen session takes in is
-// budgeted per second — max(1024, 4 per scope) notifications, 512 bytes each —
-// and a hint that repeats one acted on within I/2 is collapsed (per scope for a
-// release, per node for a lost node, per kind for resign or handover requests and
-// joins). Beyond the budget the node closes its listen session, which drops what
-// the server still queues for it unread, and stays deaf for 1 s, doubling per
-// consecutive flood up to 30 s, logging the top senders' pids; its heartbeats
-// find meanwhile what the hints would have said, within I. A wake-up that a flood
-// hides costs at most I, like any lost one. TestNotifyFloodLeavesLeadershipAlone
-// (a CONNECT-only role, three flooding connections, the chaos harness's timing)
-// and the chaos scenario notify-flood check that no heartbeat fails, no gate
-// closes and no epoch moves.
+// A wake-up is a signal with no content: pg_cancel_backend on the node's watch
+// session, sent by the transaction whose change the node should act on, which
+// makes the watch statement end (SQLSTATE 57014) so that the next one re-reads.
+// What the node acts on is always what the re-read returns, never the signal.
+//
+//	doorbell_register   the watch session proves itself (the login of a live
+//	                    registered node, not that node's leadership session,
+//	                    holding no advisory lock) and records its backend pid,
+//	                    backend_start and application_name in
+//	                    pgleader.doorbells, with whether the owner role may
+//	                    signal it at all (ringable).
+//	watch               READ: lock its own doorbell row FOR UPDATE, which waits
+//	                    for every ringer holding it; read what the node should
+//	                    act on (free scopes it campaigns for whose holder is not
+//	                    live, scopes reserved for it, resign and handover
+//	                    requests on its terms, its ring peer); give the row lock
+//	                    back (a subtransaction rolled back). If the read holds
+//	                    anything the caller has not seen (p_seen): return it.
+//	                    WAIT: else wait on the peer's beacon or a guard (a
+//	                    sleep when alone) for at most the slice; return.
+//	ringing             a function whose change concerns node N (a release: the
+//	                    scope's live candidates, or the handover's target; a lost
+//	                    node: the candidates of its scopes left free; a resign or
+//	                    handover request: the holder; a registration: the ring
+//	                    predecessor) locks N's doorbell row FOR KEY SHARE as its
+//	                    last act, held until it commits, and then signals N's
+//	                    watch session if that backend is still the one recorded
+//	                    (pid, backend_start, login, application_name), is in a
+//	                    statement, and is not already waiting for a transaction
+//	                    lock (its READ, which will see this commit).
+//
+// The watch loop calls watch again after every outcome (rows, a free key, the
+// slice's end, a cancel), so these hold:
+//
+//   - The re-read never answers a ring with a state from before the ringer's
+//     commit. Let the ringer R take its KEY SHARE at t. A READ whose FOR UPDATE
+//     is granted after t is granted only after R ended, and reads with a later
+//     snapshot; a READ whose lock was granted before t released it before t (R
+//     waited for it). So at t the watch session is in a WAIT (R's signal ends
+//     it; the next READ follows t), returning or idle between calls (the next
+//     call's READ follows t, signal or not), or waiting in a READ's FOR UPDATE
+//     (granted after R ends). In every case the first READ after t sees R's
+//     commit; a signal that finds the session between statements is not needed.
+//   - A lost wake-up costs at most one heartbeat interval, I. A wake-up is lost
+//     only when the watch session is down or reconnecting (each new one
+//     registers and re-reads), when the doorbell cannot ring (the owner may not
+//     signal the node's login: a superuser node, or pg_signal_backend or
+//     pg_read_all_stats not granted — logged once, shown by pgleader status),
+//     or when a READ gave up waiting for a ringer that kept its transaction
+//     open (it waits at most min(I, 1 s), then reads anyway, so that no open
+//     transaction can stall the watch). A follower's heartbeat reports every
+//     followed scope that has no live holder, and the follower claims it then.
+//     A foreign session squatting a scope's key is likewise retried at every
+//     heartbeat.
+//   - No signal reaches a backend that is not a proven watch session: the only
+//     pid the ringers read is one doorbell_register recorded as its own caller's
+//     pg_backend_pid() after the proof above, and a ringer signals it only while
+//     pg_stat_activity shows the same backend_start (a reused pid never has it),
+//     login and application_name. The ordering lock is a row lock on a table
+//     only the owner may lock, so no role can squat it, and it is no advisory
+//     key: it cannot collide with a scope's key, a guard, a beacon or a fence
+//     key.
+//
+// A re-read returns only rows the caller has not seen (p_seen: the hashes of
+// the rows of its last answer): a scope that stays free (squatted, deferred to
+// another node, cooling down) does not wake the loop again; its heartbeat
+// retries it every I, as before.
+//
+// Nothing of a node LISTENs, so a NOTIFY flood on leader_change cannot reach
+// it: no heartbeat waits behind notifications and no wake-up is forged. The
+// doorbells are rung only by the schema's functions, each of which proves its
+// caller; a role that may call one (an operator asking for resignations in a
+// loop) costs the watcher a re-read per call.
 //
 // # States of a scope
 //

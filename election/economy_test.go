@@ -71,19 +71,19 @@ func TestConnectionEconomy(t *testing.T) {
 	}
 	pgtest.WaitFor(t, "every scope led by exactly one node", 15*time.Second, func() bool { return total(ledBy()) == len(scopes) })
 
-	t.Run("FourConnectionsPerNode", func(t *testing.T) {
+	t.Run("ThreeConnectionsPerNode", func(t *testing.T) {
 		// Give every node time to open its watch connection and settle.
-		pgtest.WaitFor(t, "every node's four sessions", 5*time.Second, func() bool {
+		pgtest.WaitFor(t, "every node's three sessions", 5*time.Second, func() bool {
 			for _, n := range connectionsOf(t, dsn, ids...) {
-				if n != 4 {
+				if n != 3 {
 					return false
 				}
 			}
 			return true
 		})
 		for id, n := range connectionsOf(t, dsn, ids...) {
-			if n != 4 {
-				t.Errorf("%s has %d server connections, want 4 (leadership, guard, watch, listen)", id, n)
+			if n != 3 {
+				t.Errorf("%s has %d server connections, want 3 (leadership, guard, watch)", id, n)
 			}
 		}
 		// Followers hold no lock on the scopes they follow: one exclusive lock per

@@ -2,7 +2,6 @@ package election
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -317,69 +316,6 @@ func (e *Elector) currentSession() *session {
 		return nil
 	}
 	return e.sess
-}
-
-// hint is a leader_change payload: only a hint, since anyone may NOTIFY anything.
-type hint struct {
-	Scope  string               `json:"scope"`
-	Holder string               `json:"holder"`
-	Event  protocol.NotifyEvent `json:"event"`
-	To     string               `json:"to"`
-	By     string               `json:"by"`
-	Epoch  int64                `json:"epoch"`
-}
-
-// parseHint reads a leader_change payload; false if it is not one.
-func parseHint(payload string) (hint, bool) {
-	var h hint
-	return h, json.Unmarshal([]byte(payload), &h) == nil
-}
-
-// onNotification handles a leader_change payload (see onHint).
-func (e *Elector) onNotification(payload string) {
-	if h, ok := parseHint(payload); ok {
-		e.onHint(h)
-	}
-}
-
-// onHint acts on a leader_change payload. Anyone can NOTIFY anything, so a
-// payload is only a hint (the lock and the claim function decide): to claim a
-// released scope or the scopes of a node whose leadership session was lost, or to
-// heartbeat now because an operator asked this node to resign or hand over a
-// scope it leads (the heartbeat reads the request from the database).
-func (e *Elector) onHint(n hint) {
-	switch n.Event {
-	case protocol.NotifyReleased:
-		sc := e.scopes[n.Scope]
-		if sc == nil {
-			return
-		}
-		sc.reserve(n.To, n.Epoch) // to this node: ends its cooldown (coolDown)
-		if n.To != "" && n.To != e.cfg.NodeID {
-			return // reserved for another node; claimed by everyone should it die (node_lost)
-		}
-		if sess := e.currentSession(); sess != nil {
-			sess.requestClaims([]*Scope{sc}, "")
-		}
-	case protocol.NotifyResignRequested, protocol.NotifyHandoverRequested:
-		if sc := e.scopes[n.Scope]; sc != nil && sc.term.Load() != nil {
-			if sess := e.currentSession(); sess != nil {
-				sess.kickHeartbeat()
-			}
-		}
-	case protocol.NotifyNodeJoined:
-		if n.Holder != e.cfg.NodeID {
-			e.ring.joined(n.Holder)
-			if sess := e.currentSession(); sess != nil {
-				sess.ended.rejoined(n.Holder)
-			}
-		}
-	case protocol.NotifyNodeLost:
-		// The announcer claimed with its announcement already.
-		if n.Holder != e.cfg.NodeID && n.By != e.cfg.NodeID {
-			e.claimScopesOf(n.Holder, false)
-		}
-	}
 }
 
 // awaitSession returns the current live session, waiting for one; nil when ctx ends.

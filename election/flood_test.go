@@ -101,14 +101,14 @@ func (p floodPhase) String() string {
 // node_joined, resign_requested of the scopes in play) from a third, as fast as
 // the server takes them — must not disturb leadership under the chaos harness's
 // timing: no heartbeat fails, no gate closes, no term is lost, every epoch stays.
-// A control phase first sends the same statements on a channel nobody listens on
-// (the same load on the server, no notification delivered), for comparison.
+// A control phase first sends the same statements on a channel nobody listens on,
+// for comparison. No session of a node LISTENs, so neither phase delivers a
+// notification to a node: what is left is the load on the server.
 func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	attacker := floodRole(t, dsn)
 	scopes := []string{"flood-a", "flood-b", "flood-c"}
 	rec := &recorder{}
-	var floods atomic.Int64
 	var nodes []*node
 	for _, id := range []string{"flood-1", "flood-2", "flood-3"} {
 		cfg := fastConfig(dsn, id, scopes...)
@@ -116,7 +116,6 @@ func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
 		cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 150*time.Millisecond
 		cfg.TrustWindow, cfg.SessionLease = 500*time.Millisecond, 700*time.Millisecond
 		cfg.Observer = rec
-		cfg.Logger = slog.New(floodCount{"notification flood", &floods})
 		nodes = append(nodes, startNode(t, cfg))
 	}
 	epochs := map[string]int64{}
@@ -195,14 +194,14 @@ func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
 	control := phase("pgleader_flood_control", 3*time.Second)
 	t.Logf("control (channel nobody listens on): %v", control)
 	flooded := phase("leader_change", 8*time.Second)
-	t.Logf("flood on leader_change: %v; listen sessions closed for a flood: %d", flooded, floods.Load())
+	t.Logf("flood on leader_change: %v", flooded)
 	for name, p := range map[string]floodPhase{"control": control, "flood": flooded} {
 		if p.failed+p.closed+p.lost > 0 {
 			t.Errorf("%s disturbed leadership: %d heartbeats failed, %d gates closed, %d terms lost", name, p.failed, p.closed, p.lost)
 		}
 	}
-	if floods.Load() == 0 {
-		t.Error("no node ever found the flood beyond its budget: the test did not flood")
+	if flooded.sent < 10_000 {
+		t.Errorf("%d notifications sent: the test did not flood", flooded.sent)
 	}
 	for _, s := range scopes {
 		l := leaders(nodes, s)

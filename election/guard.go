@@ -37,10 +37,9 @@ func (s *session) guardDo(ctx context.Context, fn func(ctx context.Context) erro
 }
 
 // guardLoop owns the guard connection: it runs guardDo requests (lease arming, the
-// heartbeat's ping) one at a time. The guard session does not LISTEN (the listen
-// session does, listen.go), so the reply to a request is never queued behind
-// notifications: the heartbeat's ping costs one round trip whatever anyone
-// NOTIFYs. While the lease is armed and no heartbeat has pinged the guard for an
+// heartbeat's ping) one at a time. No session of a node LISTENs, so the reply to
+// a request is never queued behind notifications: the heartbeat's ping costs one
+// round trip whatever anyone NOTIFYs. While the lease is armed and no heartbeat has pinged the guard for an
 // interval (the leadership session is busy with a long batch), it pings the guard
 // itself: the guard must never expire while the process runs, and must never
 // expire before the trust of the last heartbeat has (the heartbeat's own ping,

@@ -75,6 +75,8 @@ func (s *session) lockHeartbeat() {
 					}
 				case kind == "follow" && scope != nil && epoch != nil:
 					rt.seen = append(rt.seen, observation{*scope, *epoch, holder})
+				case kind == "reserved" && scope != nil && epoch != nil && holder != nil: // schema 17
+					rt.reserved = append(rt.reserved, observation{*scope, *epoch, holder})
 				case kind == "ring" && holder != nil && epoch != nil:
 					rt.peer = &ringPeer{node: *holder, beacon: *epoch}
 				}
@@ -101,6 +103,14 @@ func (s *session) lockHeartbeat() {
 	}
 	e.ring.setPeer(rt.peer, start)
 	var free []*Scope
+	for _, o := range rt.reserved {
+		// A handover's reservation, as its doorbell would have said (a node
+		// whose doorbell cannot ring learns it here): the target ends its
+		// cooldown and claims.
+		if sc := e.scopes[o.scope]; sc != nil {
+			sc.reserve(*o.holder, o.epoch)
+		}
+	}
 	for _, o := range rt.seen {
 		sc := e.scopes[o.scope]
 		if sc == nil {
@@ -133,6 +143,7 @@ type heartbeatRound struct {
 	resign    map[string]bool
 	handover  map[string]string
 	seen      []observation // lock mode: the followed scopes
+	reserved  []observation // lock mode: followed scopes a handover reserves (holder: the target)
 	peer      *ringPeer     // lock mode: the ring peer to watch
 	leases    []leaseView   // lease mode: the followed scopes
 }
@@ -153,9 +164,10 @@ func (r *heartbeatRound) next() *heartbeatRound {
 	clear(r.resign)
 	clear(r.handover)
 	clear(r.seen)
+	clear(r.reserved)
 	clear(r.leases)
 	r.ran, r.start, r.err, r.gErr, r.peer = false, 0, nil, nil, nil
-	r.seen, r.leases = r.seen[:0], r.leases[:0]
+	r.seen, r.reserved, r.leases = r.seen[:0], r.reserved[:0], r.leases[:0]
 	return r
 }
 

@@ -11,7 +11,7 @@
 //	leaseWatch.mu     a followed scope's lease watch (lease mode)
 //	term.mu           the term's gate: allowOpen, lastHB, period, inflight, idle,
 //	                  ended, reason, clean (and writes of draining)
-//	ring.mu           ring.peer, stale, read, waits, a guard wait's deadline
+//	ring.mu           ring.peer, stale, read, bell, waits, a guard wait's deadline
 //	Elector.sessMu    Elector.sess, sessReady
 //	observers.mu      changes to the observer list (emitting reads it without a lock;
 //	                  a queued observer's queue is a channel, never waited on)
@@ -23,8 +23,8 @@
 // belongs to leadLoop once the session is shared, and every statement on it is a
 // leadDo request run there, one at a time (claim, release, heartbeat,
 // markStopped, nameBlockers, endFenced: each a whole round trip); the guard
-// connection belongs to guardLoop (guardDo); the listen connection to
-// listenLoop. close closes lead and guard after those loops have returned.
+// connection belongs to guardLoop (guardDo); the watch connection to the ring's
+// loop (ring.go). close closes lead and guard after those loops have returned.
 //
 // Nesting (held → taken), every place two are held at once:
 //

@@ -9,11 +9,12 @@ import (
 )
 
 // lockMode is the default mode (Config.Mode = ModeLock): a scope is held by a
-// session advisory lock on the leadership connection. A session is three
+// session advisory lock on the leadership connection. A session is two
 // connections: leadership (scope locks, the beacon; claims, heartbeats,
-// releases), guard (the guard lock, leased while the node leads) and listen
-// (hints). A new term's gate waits for its predecessors' guards (or trust);
-// followers learn of a release from notifications and of a crash from the ring.
+// releases) and guard (the guard lock, leased while the node leads); beside it
+// the ring's watch connection, the node's doorbell. A new term's gate waits for
+// its predecessors' guards (or trust); followers learn of a release from their
+// doorbell and of a crash from the ring.
 // Where each rule lives:
 //
 //	open               openLockSession (session.go), warm

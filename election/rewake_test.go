@@ -2,10 +2,15 @@ package election
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
@@ -16,9 +21,10 @@ import (
 // of at its next heartbeat. (Lost, it cost one heartbeat interval: about one
 // targeted handover in two hundred in pgleader bench failover.) The heartbeat
 // interval here is 2 s and the old leader sits out 10 s after resigning, so only
-// the wake-up explains a takeover within 400 ms.
+// the wake-up explains a takeover within 400 ms. The nodes log in as a node role
+// (nodeLogin): the doorbell does not ring a superuser's session.
 func TestWakeUpDuringClaimInFlight(t *testing.T) {
-	dsn := pgtest.MigratedDSN(t)
+	dsn := nodeLogin(t, pgtest.MigratedDSN(t))
 	cfg := func(id string) Config {
 		return Config{DSN: dsn, NodeID: id, Scopes: []string{"s"},
 			HeartbeatInterval: 2 * time.Second, HeartbeatTimeout: 500 * time.Millisecond,
@@ -72,7 +78,7 @@ func TestWakeUpDuringClaimInFlight(t *testing.T) {
 		t.Fatal("wt's first claim never returned")
 	}
 	// wt's claim saw wl holding the scope; its outcome is held back. wl resigns:
-	// the release's notification reaches wt while that claim counts as in flight.
+	// the release's doorbell reaches wt while that claim counts as in flight.
 	if err := leader.Scope("s").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +92,39 @@ func TestWakeUpDuringClaimInFlight(t *testing.T) {
 	if took := waitFor("wt leads", 5*time.Second, func() bool { return leads(follower) }); took > 400*time.Millisecond {
 		t.Fatalf("wt led %v after its in-flight claim returned: the release's wake-up was lost (heartbeat interval 2s)", took)
 	}
+}
+
+// nodeLogin creates a login role in the node role for the test (dropped after
+// it) and returns dsn logging in as it. The owner may signal its sessions, so
+// its nodes' doorbells ring: only a superuser may signal a superuser's session,
+// and the test database's own login is one.
+func nodeLogin(t *testing.T, dsn string) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	role := "t" + hex.EncodeToString(b) + "_bell"
+	ctx := context.Background()
+	run := func(sql string) error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, sql)
+		return err
+	}
+	if err := run("CREATE ROLE " + role + " LOGIN IN ROLE pgleader_node"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'")
+		_ = run("DROP OWNED BY " + role + " CASCADE")
+		_ = run("DROP ROLE IF EXISTS " + role)
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
 }

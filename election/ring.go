@@ -16,8 +16,9 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
-// peerWait identifies one peer wait statement (a new one per statement).
-type peerWait struct{ peer ringPeer }
+// peerWait identifies one peer wait statement (a new one per statement); peer
+// is nil while the node is alone (the statement then sleeps).
+type peerWait struct{ peer *ringPeer }
 
 // peerWaitSlice bounds one peer wait statement; the loop re-issues it. A statement
 // blocked on a lock holds its snapshot, and so the database's xmin horizon, for as
@@ -44,20 +45,26 @@ type guardWait struct {
 	free     bool          // set before done is closed
 }
 
-// ring owns the node's third connection, the watch connection. It blocks on the
-// beacon of one peer (the ring successor): the statement returns within a
-// millisecond of that peer's leadership session ending, however it ended, and the
-// node then claims the peer's scopes and announces the loss to every node (see
-// "How a follower learns" in the package doc). It also serves a new term's waits
-// for its predecessors' guards, which take precedence: the peer wait is interrupted
-// (a cancel request) and resumed after.
+// ring owns the node's third connection, the watch connection: the node's
+// doorbell and its ring watch (see "The doorbell" in the package doc). Every
+// statement on it is pgleader.watch: a re-read, in order with every
+// transaction that rang this node, of what the node should act on (returned
+// when it holds something new), then a wait on the beacon of one peer (the ring
+// successor): the statement returns within a millisecond of that peer's
+// leadership session ending, however it ended, and the node then claims the
+// peer's scopes and rings the other candidates (node_lost). It also serves a new
+// term's waits for its predecessors' guards, which take precedence: the peer
+// wait is interrupted (a cancel request) and resumed after. A doorbell and an
+// interruption end the statement alike (57014); the loop calls watch again,
+// whose re-read is what the node acts on.
 type ring struct {
 	e *Elector
 
 	mu    sync.Mutex
-	peer  *ringPeer // from the last heartbeat (or ring_next); nil: alone, or unknown
-	stale bool      // a node joined between this node and its peer: read ring_next again
-	read  int64     // monotonic time of the last ring_next read on the watch connection
+	peer  *ringPeer // from the last heartbeat (or watch); nil: alone, or unknown
+	stale bool      // forget what the last re-read returned: the next returns everything
+	read  int64     // monotonic time of the last watch re-read that returned rows
+	bell  string    // why the doorbell cannot ring ("": it can; "?": not registered yet)
 
 	conn      atomic.Pointer[pgx.Conn]
 	waiting   atomic.Pointer[peerWait] // the peer wait in flight, if any
@@ -67,7 +74,7 @@ type ring struct {
 }
 
 func newRing(e *Elector) *ring {
-	return &ring{e: e, waits: map[int64]*guardWait{}, changed: make(chan struct{}, 1)}
+	return &ring{e: e, bell: "?", waits: map[int64]*guardWait{}, changed: make(chan struct{}, 1)}
 }
 
 func (r *ring) signal() {
@@ -117,34 +124,16 @@ func (r *ring) setPeer(p *ringPeer, since int64) {
 	if same {
 		return
 	}
-	if w := r.waiting.Load(); w != nil && p != nil && w.peer == *p {
+	if w := r.waiting.Load(); w != nil && samePeer(w.peer, p) {
 		return
 	}
 	r.interrupt()
 }
 
-// joined re-aims the wait at once when the node that just joined is this node's
-// new successor (it falls between this node and its current peer).
-func (r *ring) joined(node string) {
-	me := r.e.cfg.NodeID
-	r.mu.Lock()
-	p := r.peer
-	next := p == nil || between(me, node, p.node)
-	if next {
-		r.stale = true
-	}
-	r.mu.Unlock()
-	if next {
-		r.interrupt()
-	}
-}
-
-// reread makes the loop read its peer again (ring_next) at once. A new session
-// LISTENs from its start on: a node that joined before that (before this node's
-// first session, or while it had none) announced itself to no one here, and the
-// ring's last read may predate it. Missed, the node that joined right after this
-// one's first read went unwatched until this node's next heartbeat (the crash
-// benchmark's first kill took ≈450 ms about one run in thirty).
+// reread makes the next watch call return everything it reads, whether or not
+// this loop has seen it, and cuts the wait in flight: a new leadership session
+// registered the node again, and what changed while it had none (its ring
+// peer, free scopes) is acted on now rather than at the next change.
 func (r *ring) reread() {
 	r.mu.Lock()
 	r.stale = true
@@ -208,12 +197,17 @@ func (r *ring) nextWait() *guardWait {
 	return nil
 }
 
-// loop runs until ctx ends; it owns the watch connection.
+// loop runs until ctx ends; it owns the watch connection. It opens the
+// connection once the node has a leadership session (the doorbell registers for
+// a live registered node), registers the doorbell, and then calls watch, again
+// after every outcome: that is what makes a ring that finds the session between
+// two statements harmless (the next call's re-read follows the ringer's commit).
 func (r *ring) loop(ctx context.Context) {
 	e := r.e
 	failures := 0
 	aimed := &ringPeer{} // the peer the loop last aimed at (nil: alone); none yet
 	reported := ""       // the peer whose loss this loop announced since it last aimed
+	var seen []int32     // the hashes of the rows of the last re-read that returned
 	defer func() {
 		if c := r.conn.Swap(nil); c != nil {
 			c.Close(context.Background())
@@ -222,9 +216,10 @@ func (r *ring) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		conn := r.conn.Load()
 		if conn == nil || conn.IsClosed() {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			c, err := e.dial(cctx, "watch", false, 0)
-			cancel()
+			if e.awaitSession(ctx) == nil {
+				return
+			}
+			c, err := r.open(ctx)
 			if err != nil {
 				failures++
 				if ctx.Err() == nil {
@@ -236,58 +231,48 @@ func (r *ring) loop(ctx context.Context) {
 			}
 			r.conn.Store(c)
 			conn = c
-			// Learn the peer at once rather than at the next heartbeat.
-			if p, err := r.fetchPeer(ctx, conn); err == nil {
-				r.mu.Lock()
-				r.peer = p
-				r.mu.Unlock()
+			// Learn the peer at once, before aiming: a loop that aimed at
+			// nobody would take every holder for unwatched.
+			if seen, err = r.readNow(ctx, conn, ""); err != nil {
+				continue // a cancel, or a broken connection (closed): again
 			}
 		}
 		if w := r.nextWait(); w != nil {
-			r.serveGuard(ctx, conn, w)
+			seen = r.serveGuard(ctx, conn, w, seen)
 			continue
 		}
 		r.mu.Lock()
-		stale := r.stale
-		r.stale = false
-		r.mu.Unlock()
-		if stale {
-			if p, err := r.fetchPeer(ctx, conn); err == nil {
-				r.mu.Lock()
-				r.peer = p
-				r.mu.Unlock()
-			}
+		if r.stale {
+			r.stale, seen = false, nil
 		}
+		r.mu.Unlock()
 		p := r.currentPeer()
 		if !samePeer(aimed, p) {
 			aimed = p
 			r.claimUnwatched(p, reported)
-		}
-		reported = ""
-		if p == nil {
-			select {
-			case <-r.changed:
-			case <-ctx.Done():
-			}
-			continue
+			reported = ""
 		}
 		r.cancelled.Store(false)
-		r.waiting.Store(&peerWait{peer: *p})
+		r.waiting.Store(&peerWait{peer: p})
 		if r.hasWaits() { // arrived after nextWait looked: serve it first
 			r.waiting.Store(nil)
 			continue
 		}
-		free, err := await(ctx, conn, p.beacon, peerWaitSlice)
+		var key *int64
+		if p != nil {
+			key = &p.beacon
+		}
+		res, err := r.watch(ctx, conn, key, peerWaitSlice, seen)
 		r.waiting.Store(nil)
 		switch {
 		case err != nil && isCancel(err):
-			continue // interrupted: a guard wait, or a new peer
+			continue // a doorbell, or interrupted (a guard wait, a new peer): re-read
 		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
 			failures++
-			e.log.Warn("watching a peer failed", "node", e.cfg.NodeID, "peer", p.node, "err", err)
+			e.log.Warn("watch failed", "node", e.cfg.NodeID, "err", err)
 			if c := r.conn.Swap(nil); c != nil {
 				c.Close(context.Background())
 			}
@@ -295,7 +280,12 @@ func (r *ring) loop(ctx context.Context) {
 			continue
 		}
 		failures = 0
-		if !free {
+		if res.rows {
+			seen = res.seen
+			r.act(res, "")
+			continue
+		}
+		if p == nil || !res.free {
 			continue
 		}
 		// The peer's leadership session is gone: its backend is releasing its
@@ -306,15 +296,203 @@ func (r *ring) loop(ctx context.Context) {
 		}
 		e.claimScopesOf(p.node, true)
 		reported = p.node
-		next, err := r.fetchPeer(ctx, conn)
+		// The next peer, now: the re-read names it (its claim rows for the lost
+		// peer's scopes are left to the claim just queued).
+		var err2 error
+		if seen, err2 = r.readNow(ctx, conn, p.node); err2 != nil {
+			r.mu.Lock()
+			if r.peer != nil && *r.peer == *p {
+				r.peer = nil
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// readNow re-reads at once, returning every row whatever this loop has seen,
+// and acts on it (claim rows naming except are skipped); with no row at all the
+// node is alone. It returns the rows' hashes. A cancel leaves the state as it
+// was (the caller re-reads later); another error closes the connection.
+func (r *ring) readNow(ctx context.Context, conn *pgx.Conn, except string) ([]int32, error) {
+	res, err := r.watch(ctx, conn, nil, time.Millisecond, nil)
+	if err != nil {
 		r.mu.Lock()
-		if r.peer != nil && *r.peer == *p {
-			r.peer = nil
-			if err == nil {
-				r.peer = next
+		r.stale = true
+		r.mu.Unlock()
+		if !isCancel(err) {
+			if c := r.conn.Swap(nil); c != nil {
+				c.Close(context.Background())
 			}
 		}
+		return nil, err
+	}
+	r.act(res, except)
+	return res.seen, nil
+}
+
+// open dials the watch connection and registers it as the node's doorbell; it
+// logs once, and again whenever the answer changes, when the doorbell cannot
+// ring (the node then learns of changes from its heartbeats, within I).
+func (r *ring) open(ctx context.Context) (*pgx.Conn, error) {
+	e := r.e
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := e.dial(cctx, "watch", false, 0)
+	if err != nil {
+		return nil, err
+	}
+	var ringable bool
+	var why *string
+	if err := c.QueryRow(cctx, "SELECT ringable, why_not FROM pgleader.doorbell_register($1)", e.cfg.NodeID).Scan(&ringable, &why); err != nil {
+		c.Close(context.Background())
+		return nil, fmt.Errorf("register the doorbell: %w", err)
+	}
+	now := ""
+	if !ringable {
+		now = "the doorbell cannot ring"
+		if why != nil {
+			now = *why
+		}
+	}
+	r.mu.Lock()
+	was := r.bell
+	r.bell = now
+	r.mu.Unlock()
+	switch {
+	case now == was:
+	case now != "":
+		e.log.Warn("doorbell unavailable: wake-ups come from heartbeats (within one interval)",
+			"node", e.cfg.NodeID, "why", now, "interval", e.cfg.HeartbeatInterval)
+	case was != "?":
+		e.log.Info("doorbell available again", "node", e.cfg.NodeID)
+	}
+	return c, nil
+}
+
+// watchResult is one answer of pgleader.watch: rows to act on (rows), or the
+// wait's outcome (free: the awaited key is free).
+type watchResult struct {
+	rows     bool
+	free     bool
+	seen     []int32 // the hashes of the rows
+	peer     *ringPeer
+	claim    []watchScope
+	reserved []watchScope
+	request  []watchScope
+}
+
+// watchScope is a scope a re-read named, with its epoch and node (the last
+// holder of a claim row, the target of a reservation or a handover request).
+type watchScope struct {
+	scope string
+	epoch int64
+	node  string
+}
+
+// watch runs one pgleader.watch on conn: the ordered re-read, then, if it held
+// nothing new, a wait for key (a sleep when key is nil) of at most timeout
+// (whole milliseconds, rounded up, at least 1, at most maxAwait).
+func (r *ring) watch(ctx context.Context, conn *pgx.Conn, key *int64, timeout time.Duration, seen []int32) (watchResult, error) {
+	var res watchResult
+	ms := int64((min(max(timeout, time.Millisecond), maxAwait) + time.Millisecond - 1) / time.Millisecond)
+	rows, err := conn.Query(ctx, "SELECT kind, scope, epoch, node, key, free, hash FROM pgleader.watch($1, $2, $3, $4)",
+		r.e.cfg.NodeID, key, ms, seen)
+	if err != nil {
+		return res, err
+	}
+	var (
+		kind        string
+		scope, node *string
+		epoch, k    *int64
+		free        *bool
+		hash        *int32
+	)
+	read := monotime.Now()
+	_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &epoch, &node, &k, &free, &hash}, func() error {
+		if kind == "wait" {
+			res.free = free != nil && *free
+			return nil
+		}
+		res.rows = true
+		if hash != nil {
+			res.seen = append(res.seen, *hash)
+		}
+		var w watchScope
+		if scope != nil {
+			w.scope = *scope
+		}
+		if epoch != nil {
+			w.epoch = *epoch
+		}
+		if node != nil {
+			w.node = *node
+		}
+		switch kind {
+		case "peer":
+			if node != nil && k != nil {
+				res.peer = &ringPeer{node: *node, beacon: *k}
+			}
+		case "claim":
+			res.claim = append(res.claim, w)
+		case "reserved":
+			res.reserved = append(res.reserved, w)
+		case "request":
+			res.request = append(res.request, w)
+		}
+		return nil
+	})
+	if err != nil {
+		return watchResult{}, fmt.Errorf("watch: %w", err)
+	}
+	if res.rows {
+		r.mu.Lock()
+		r.read = read
 		r.mu.Unlock()
+	}
+	return res, nil
+}
+
+// act does what a re-read's rows say: aim at the peer it names (nobody: alone),
+// claim the free scopes (those a handover reserves for this node too, ending
+// its cooldown), and heartbeat now when an operator or a failback asked this
+// node to give a scope up (the heartbeat reads the request and acts on it).
+func (r *ring) act(res watchResult, except string) {
+	e := r.e
+	r.mu.Lock()
+	if p := r.peer; !samePeer(p, res.peer) && res.peer != nil && (p == nil || p.node == res.peer.node) {
+		// The same node with a new beacon is a new session of it (a restart
+		// that kept its id): the lock it holds is that live session's.
+		if sess := e.currentSession(); sess != nil {
+			sess.ended.rejoined(res.peer.node)
+		}
+	}
+	r.peer = res.peer
+	r.mu.Unlock()
+	sess := e.currentSession()
+	if sess == nil {
+		return
+	}
+	var claims []*Scope
+	for _, w := range res.claim {
+		if sc := e.scopes[w.scope]; sc != nil && (except == "" || w.node != except) {
+			sc.reserve("", w.epoch)
+			claims = append(claims, sc)
+		}
+	}
+	for _, w := range res.reserved {
+		if sc := e.scopes[w.scope]; sc != nil {
+			sc.reserve(e.cfg.NodeID, w.epoch) // ends its cooldown (coolDown)
+			claims = append(claims, sc)
+		}
+	}
+	if len(claims) > 0 {
+		sess.requestClaims(claims, "")
+	}
+	for _, w := range res.request {
+		if sc := e.scopes[w.scope]; sc != nil && sc.term.Load() != nil {
+			sess.kickHeartbeat()
+			break
+		}
 	}
 }
 
@@ -373,8 +551,11 @@ func (r *ring) hasWaits() bool {
 	return len(r.waits) > 0
 }
 
-// serveGuard waits for a guard on conn; a cancel aimed at a peer wait is retried.
-func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait) {
+// serveGuard waits for a guard on conn, through watch, so that the session
+// stays a doorbell meanwhile: rows its re-read returns are acted on and the
+// wait goes on; a cancel (a doorbell, or aimed at a peer wait) is retried. It
+// returns the hashes of the last rows acted on.
+func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait, seen []int32) []int32 {
 	defer close(w.done)
 	for {
 		r.mu.Lock()
@@ -382,9 +563,9 @@ func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait) {
 		r.mu.Unlock()
 		left := time.Duration(deadline - monotime.Now())
 		if left <= 0 {
-			return
+			return seen
 		}
-		free, err := await(ctx, conn, w.key, left)
+		res, err := r.watch(ctx, conn, &w.key, left, seen)
 		switch {
 		case err != nil && isCancel(err):
 			continue
@@ -392,12 +573,16 @@ func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait) {
 			if c := r.conn.Swap(nil); c != nil {
 				c.Close(context.Background())
 			}
-			return
-		case !free && monotime.Now() < deadline:
-			continue // one await is at most maxAwait: wait again until the deadline
+			return nil
+		case res.rows:
+			seen = res.seen
+			r.act(res, "")
+			continue
+		case !res.free && monotime.Now() < deadline:
+			continue // one wait is at most maxAwait: wait again until the deadline
 		}
-		w.free = free
-		return
+		w.free = res.free
+		return seen
 	}
 }
 
@@ -407,21 +592,6 @@ func (r *ring) serveExpired() {
 	for w := r.nextWait(); w != nil; w = r.nextWait() {
 		close(w.done)
 	}
-}
-
-func (r *ring) fetchPeer(ctx context.Context, conn *pgx.Conn) (*ringPeer, error) {
-	r.mu.Lock()
-	r.read = monotime.Now()
-	r.mu.Unlock()
-	var p ringPeer
-	err := conn.QueryRow(ctx, "SELECT node_id, beacon_key FROM pgleader.ring_next($1)", r.e.cfg.NodeID).Scan(&p.node, &p.beacon)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &p, nil
 }
 
 // maxAwait is the longest wait one call of pgleader.await_release may ask for
@@ -450,9 +620,9 @@ func isCancel(err error) bool {
 }
 
 // claimScopesOf claims every scope this node follows whose holder was node (or is
-// unknown), or that a handover reserved for node, in one round trip; announce adds
-// the node_lost notification that tells the other nodes (the ring watcher of node
-// announces, the others only claim).
+// unknown), or that a handover reserved for node, in one round trip; announce
+// makes the claim ring the doorbells of the candidates of node's other scopes
+// (node_lost; the ring watcher of node announces).
 func (e *Elector) claimScopesOf(node string, announce bool) {
 	sess := e.currentSession()
 	if sess == nil {

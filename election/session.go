@@ -18,8 +18,6 @@ var errSessionLost = errors.New("leadership session lost")
 // guard connection (the guard lock). They are lost together: when either breaks,
 // every term of the session ends, its gates close, and only then are the
 // connections dropped, which frees the guard (see "No overlap" in the package doc).
-// The session also owns the listen connection (LISTEN leader_change, listen.go),
-// which carries hints only: losing it ends nothing.
 type session struct {
 	e         *Elector
 	lead      *pgx.Conn
@@ -34,7 +32,7 @@ type session struct {
 	leadReqs chan leadReq
 
 	// The guard connection belongs to guardLoop, which runs guardReqs and pings the
-	// leased guard. It never LISTENs: its replies are never behind notifications.
+	// leased guard. No session LISTENs: its replies are never behind notifications.
 	guardReqs  chan guardReq
 	guardLease bool      // idle_session_timeout armed on the guard session (guardLoop only)
 	guardPing  time.Time // when guardLoop pings the leased guard next (guardLoop only)
@@ -58,7 +56,7 @@ type session struct {
 	termsMu sync.Mutex
 	terms   map[*term]struct{}
 
-	loops      sync.WaitGroup // leadLoop, guardLoop, listenLoop
+	loops      sync.WaitGroup // leadLoop, guardLoop
 	lostOnce   sync.Once
 	guardHeld  chan struct{} // set in lose when the guard is held for lost work; closed when released
 	lost       chan struct{}
@@ -67,8 +65,9 @@ type session struct {
 	cancel     context.CancelFunc
 }
 
-// openLockSession opens a lock-mode session: leadership, guard and listen
-// connections, the guard and beacon locks taken, the node registered.
+// openLockSession opens a lock-mode session: leadership and guard connections,
+// the guard and beacon locks taken, the node registered. (The node's third
+// connection, the watch, belongs to the ring: ring.go.)
 func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -88,14 +87,10 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 		leadReqs: make(chan leadReq), hbKick: make(chan struct{}, 1)}
 	s.batch.init()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	var listen *pgx.Conn
 	fail := func(err error) (*session, error) {
 		s.cancel()
 		lead.Close(context.Background())
 		guard.Close(context.Background())
-		if listen != nil {
-			listen.Close(context.Background())
-		}
 		return nil, err
 	}
 	// A session that landed on a standby (a DSN or endpoint that does not select the
@@ -111,19 +106,14 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 	if _, err := guard.Exec(cctx, "SELECT pgleader.session_lock($1)", s.guardKey); err != nil {
 		return fail(fmt.Errorf("take guard lock: %w", err))
 	}
-	// LISTEN before anything can be missed: a release announced after this point
-	// reaches the node; one announced before it is found by the first claim.
-	l := &listener{s: s, budget: newHintBudget(len(e.cfg.Scopes)), acted: hintsActed{}}
-	if listen, err = l.openListen(cctx); err != nil {
-		return fail(fmt.Errorf("%w: listen session: %w", ErrUnreachable, err))
-	}
 	if _, err := lead.Exec(cctx, "SELECT pgleader.session_lock($1)", s.beaconKey); err != nil {
 		return fail(fmt.Errorf("take beacon lock: %w", err))
 	}
 	c := e.cfg
-	// Register (bound to this backend and login role) and tell the node whose ring
-	// successor this one now is to watch it from now on, not from its next
-	// heartbeat: a crash in between would go unwatched.
+	// Register (bound to this backend and login role); the registration rings
+	// the node whose ring successor this one now is, so that it watches this one
+	// from now on, not from its next heartbeat: a crash in between would go
+	// unwatched.
 	if _, err := lead.Exec(cctx, "SELECT pgleader.register_node($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
 		c.NodeID, c.Hostname, e.osPid, c.Version, c.Scopes,
 		c.HeartbeatInterval.Milliseconds(), c.TrustWindow.Milliseconds(), c.SessionLease.Milliseconds(),
@@ -146,7 +136,6 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 	}
 	s.loops.Go(s.leadLoop)
 	s.loops.Go(s.guardLoop)
-	s.loops.Go(func() { l.listenLoop(listen) })
 	return s, nil
 }
 

@@ -6,8 +6,6 @@ package election
 // not package globals, so that tests running several Electors hook only the
 // one they mean.
 type testHooks struct {
-	// beforeListen runs just before a listen session LISTENs.
-	beforeListen func()
 	// retryWait runs when retryEnded starts waiting for the locks of names
 	// (in a leadDo request, on leadLoop: see locks.go).
 	retryWait func(names []string)

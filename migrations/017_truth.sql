@@ -22,6 +22,14 @@
 -- keeps fencing with it cannot hold the row forever (found by the protocol's
 -- model: docs/model.md §8.3).
 
+-- pgleader.doorbells: each lock-mode node's watch session, as it registered
+-- itself (doorbell_register): its backend (pid, backend_start, login,
+-- application_name), and whether the owner role may signal it (ringable, else
+-- why_not). A function whose change concerns a node locks its row FOR KEY SHARE
+-- and signals that backend (pg_cancel_backend); the woken session's re-read
+-- (watch) locks the row FOR UPDATE first, so it reads after every ringer's
+-- commit. Nodes no longer LISTEN (docs/design.md §4, the doorbell).
+
 -- +goose Up
 ALTER TABLE pgleader.terms ADD COLUMN IF NOT EXISTS last_sign timestamptz;
 ALTER TABLE pgleader.leader_state ADD COLUMN IF NOT EXISTS fenced_off_epoch bigint;
@@ -39,3 +47,14 @@ UPDATE pgleader.terms t
                                         WHERE s.scope = t.scope AND s.epoch > t.epoch AND s.handover_gap IS NOT NULL
                                         ORDER BY s.epoch LIMIT 1), t.released_at) END
  WHERE t.released_at IS NOT NULL AND t.last_sign IS NULL;
+
+CREATE TABLE IF NOT EXISTS pgleader.doorbells (
+    node_id          text PRIMARY KEY REFERENCES pgleader.nodes (node_id) ON DELETE CASCADE,
+    backend_pid      int NOT NULL,
+    backend_start    timestamptz,
+    login_role       name NOT NULL,
+    application_name text NOT NULL,
+    registered_at    timestamptz NOT NULL DEFAULT now(),
+    ringable         boolean NOT NULL,
+    why_not          text
+);

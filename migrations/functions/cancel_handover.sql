@@ -1,6 +1,7 @@
 -- cancel_handover: withdraw a handover to p_to that has not been completed (the
--- command that asked gave up). When the scope has no live leader, the followers
--- are told to claim it. Returns whether a request was withdrawn.
+-- command that asked gave up). When the scope has no live leader, its
+-- candidates' doorbells are rung, so that they claim it. Returns whether a
+-- request was withdrawn.
 CREATE OR REPLACE FUNCTION pgleader.cancel_handover(p_scope text, p_to text, p_via text)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -24,6 +25,8 @@ BEGIN
   IF v_free THEN
     PERFORM pg_notify('leader_change', json_build_object(
         'scope', p_scope, 'epoch', v_epoch, 'event', 'released')::text);
+    PERFORM pgleader.ring_doorbells(ARRAY(
+      SELECT c.node_id FROM pgleader.nodes c WHERE c.stopped_at IS NULL AND p_scope = ANY (c.scopes)));
   END IF;
   RETURN true;
 END $function$;

@@ -16,10 +16,11 @@
 --     deferred_to (its lock given back);
 --   * the guards of earlier holders are probed one by one (key_free), and the
 --     lock map and the deferral query are read only when a row needs them;
---   * p_announce, when not NULL, names a node whose leadership session ended: a
---     leader_change notification (event node_lost) tells every node, so that
---     the followers of scopes this caller does not campaign for claim them at
---     once.
+--   * p_announce, when not NULL, names a node whose leadership session ended:
+--     the doorbells of the candidates of its scopes that this call left to
+--     others (the lost node still their holder, or their handover target) are
+--     rung (ring_doorbells), so that they claim them at once; a leader_change
+--     notification (event node_lost) tells the collector.
 -- Rows: one per scope. acquired = false: holder is the current holder while its
 -- backend holds the lock (NULL otherwise), epoch the current epoch. A won claim
 -- clears the handover, the deferral and retirement. If anything fails, every
@@ -34,7 +35,8 @@
 -- warm-up (always rolled back) leaves no lock behind, and its row never
 -- commits (check_lock_key_at_commit). A scope whose row is held by fenced
 -- transactions is recorded in fence_waits (the term, since when), which
--- end_fenced requires.
+-- end_fenced requires. The elected audit row records the claim statement's
+-- start (claim_started, the server's clock; acquired_at is when it decided).
 CREATE OR REPLACE FUNCTION pgleader.claim_scopes(p_node text, p_hostname text, p_guard_key bigint, p_interval_ms integer, p_timeout_ms integer, p_trust_ms integer, p_lease_ms integer, p_scopes text[], p_keys bigint[], p_announce text DEFAULT NULL::text)
  RETURNS TABLE(scope text, acquired boolean, busy boolean, epoch bigint, holder text, prev_holder text, prev_epoch bigint, prev_closed boolean, prev_guard_key bigint, prev_guard_held boolean, prev_trust_ms integer, prev_reason text, wait_guards bigint[], deferred_to text)
  LANGUAGE plpgsql
@@ -243,6 +245,7 @@ BEGIN
         SELECT c.scope, p_node, c.bump_from + 1, 'elected',
                jsonb_strip_nulls(jsonb_build_object('prev_holder', c.old_holder, 'prev_epoch', c.stored_epoch,
                                   'prev_closed', NOT c.was_open, 'backend_pid', pg_backend_pid(),
+                                  'claim_started', statement_timestamp(),
                                   'epoch_floor', CASE WHEN c.stored_epoch < v_floor THEN v_floor END,
                                   'handed_over_by', CASE WHEN c.handed THEN c.handed_from END,
                                   'priority', v_prio)),
@@ -294,6 +297,11 @@ BEGIN
     IF p_announce IS NOT NULL THEN
       PERFORM pg_notify('leader_change', json_build_object(
           'holder', p_announce, 'event', 'node_lost', 'by', p_node)::text);
+      PERFORM pgleader.ring_doorbells(ARRAY(
+        SELECT c.node_id FROM pgleader.nodes c
+         WHERE c.node_id <> p_node AND c.node_id <> p_announce AND c.stopped_at IS NULL
+           AND c.scopes && ARRAY(SELECT s.scope FROM pgleader.leader_state s
+                                  WHERE (s.holder = p_announce AND s.released_at IS NULL) OR s.handover_to = p_announce)));
     END IF;
   EXCEPTION WHEN OTHERS THEN
     IF NOT v_scratch THEN

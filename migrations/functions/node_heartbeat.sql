@@ -5,6 +5,10 @@
 -- session whose registration another process of the same login took over
 -- keeps renewing only the terms its backend holds, until it ends them).
 -- Bounds: at most 10000 scopes led and 10000 followed (PLF11).
+-- Schema 17: a row of kind 'reserved' (holder: the target) for each followed
+-- scope that is free and reserved by a handover: what the release's doorbell
+-- tells the target, for a node whose doorbell cannot ring (engines before
+-- schema 17 ignore the kind).
 CREATE OR REPLACE FUNCTION pgleader.node_heartbeat(p_node text, p_scopes text[], p_epochs bigint[], p_follow text[], p_known bigint[], p_settled text[] DEFAULT '{}'::text[])
  RETURNS TABLE(kind text, scope text, ok boolean, epoch bigint, holder text, resign boolean)
  LANGUAGE plpgsql
@@ -58,6 +62,11 @@ BEGIN
   SELECT 'follow'::text, follow.scope, false, follow.epoch, follow.live, false
     FROM follow
    WHERE follow.live IS NULL OR follow.epoch IS DISTINCT FROM follow.known
+  UNION ALL
+  SELECT 'reserved'::text, s.scope, false, s.epoch, s.handover_to, false
+    FROM pgleader.leader_state s
+   WHERE s.scope = ANY (p_follow) AND s.handover_to IS NOT NULL AND s.handover_deadline > now()
+     AND (s.holder IS NULL OR s.released_at IS NOT NULL)
   UNION ALL
   (SELECT 'ring'::text, NULL::text, true, n.beacon_key, n.node_id, false
      FROM pgleader.nodes n

@@ -1,5 +1,7 @@
 -- register_node: record (or refresh) the calling node in pgleader.nodes, on the
--- calling backend (its leadership session), and announce it (node_joined). A node
+-- calling backend (its leadership session), and announce it: node_joined for
+-- the collector, and the doorbell of its ring predecessor (the live lock-mode
+-- node before it in node_id order), whose next peer it now is. A node
 -- id that is live (its beacon held) under another login role is refused: node ids
 -- are not secrets, and a second login must not take over a running node's row.
 -- Proof: the row records this backend and session_user, which every later call
@@ -36,6 +38,12 @@ BEGIN
          restarts = x.restarts + pgleader.process_changed(x.os_pid, x.hostname, EXCLUDED.os_pid, EXCLUDED.hostname)::int,
          last_seen = now(), stopped_at = NULL, leads = '{}';
   PERFORM pg_notify('leader_change', json_build_object('event', 'node_joined', 'holder', p_node)::text);
+  PERFORM pgleader.ring_doorbells(ARRAY(
+    SELECT p.node_id FROM pgleader.nodes p, (SELECT pgleader.lock_map() AS m) l
+     WHERE p.node_id <> p_node AND p.stopped_at IS NULL AND p.mode = 'lock' AND p.beacon_key IS NOT NULL
+       AND l.m ? (p.backend_pid::text || ':' || p.beacon_key::text)
+     ORDER BY p.node_id < p_node DESC, p.node_id DESC
+     LIMIT 1));
 END $function$;
 
 -- register_node, version 10 (the 12-argument form of 008, which the engine calls).

@@ -3,7 +3,9 @@
 -- and gives back their advisory locks; a lock this backend holds for a term it
 -- no longer has is given back too. Returns per scope whether the release was
 -- this node's (ok) and whether the row was busy (locked by another
--- transaction: try again).
+-- transaction: try again). Then it rings the doorbells of the nodes the
+-- releases concern (ring_doorbells): a scope a handover keeps reserved, its
+-- target alone; any other, its candidates.
 -- Proof: the caller is the leadership session node p_node registered
 -- (caller_node, PLF12); a term is released only when this backend holds it
 -- (holder_pid) and its lock. A scratch scope's lock is the warm-up
@@ -57,5 +59,11 @@ BEGIN
   IF cardinality(v_done) > 0 THEN
     UPDATE pgleader.nodes n SET leads = ARRAY(SELECT x FROM unnest(n.leads) x WHERE x <> ALL (v_done) ORDER BY x)
      WHERE n.node_id = p_node;
+    PERFORM pgleader.ring_doorbells(ARRAY(
+      SELECT c.node_id FROM pgleader.nodes c
+       WHERE c.node_id <> p_node AND c.stopped_at IS NULL
+         AND (c.node_id IN (SELECT s.handover_to FROM pgleader.leader_state s WHERE s.scope = ANY (v_done))
+              OR c.scopes && ARRAY(SELECT s.scope FROM pgleader.leader_state s
+                                    WHERE s.scope = ANY (v_done) AND s.handover_to IS NULL))));
   END IF;
 END $function$;

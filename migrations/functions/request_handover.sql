@@ -6,6 +6,8 @@
 -- free-for-all that follows its release; a reserved handover has no free-for-all
 -- (only its target may claim), and the target's engine ends its cooldown when
 -- the release names it. Without p_to, a cooling-down node is still never chosen.
+-- Schema 17: the doorbell of the live holder is rung (it resigns for the
+-- target), or, when no node leads, the target's (it claims).
 CREATE OR REPLACE FUNCTION pgleader.request_handover(p_scope text, p_to text, p_timeout_ms integer, p_via text)
  RETURNS TABLE(epoch bigint, holder text, target text)
  LANGUAGE plpgsql
@@ -84,5 +86,6 @@ BEGIN
     PERFORM pg_notify('leader_change', json_build_object(
         'scope', p_scope, 'epoch', coalesce(st.epoch, 0), 'event', 'released', 'to', v_to)::text);
   END IF;
+  PERFORM pgleader.ring_doorbells(ARRAY[coalesce(v_hold, v_to)]);
   RETURN QUERY SELECT coalesce(st.epoch, 0), v_hold, v_to;
 END $function$;

@@ -1,6 +1,7 @@
 -- request_resign, version 7: as version 4, but the request is attributed to the
 -- session's login role (session_user), recorded in resign_requested_role and in
 -- the audit row; p_by is kept as what the caller says it is (a tool name).
+-- Schema 17: the holder's doorbell is rung (ring_doorbells).
 CREATE OR REPLACE FUNCTION pgleader.request_resign(p_scope text, p_epoch bigint, p_by text)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -26,5 +27,6 @@ BEGIN
                              'application_name', current_setting('application_name')));
   PERFORM pg_notify('leader_change', json_build_object(
       'scope', p_scope, 'epoch', v_epoch, 'holder', v_holder, 'event', 'resign_requested')::text);
+  PERFORM pgleader.ring_doorbells(ARRAY[v_holder]);
   RETURN true;
 END $function$;
