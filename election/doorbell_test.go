@@ -302,3 +302,81 @@ func TestHostileDoorbellRingsOnlyWatchSessions(t *testing.T) {
 		})
 	}
 }
+
+// A node login cannot make the schema ring for a node that lives: a claim that
+// announces a live node as lost (node_lost names it on the caller's word) rings
+// no doorbell; the same doorbell rings when that node really releases. The
+// doorbell rung here is a session of the victim's login that registered itself
+// as the watch session of a node of its own (a candidate of the scope),
+// sleeping: a signal would end its statement with 57014.
+func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	_, as := loginRoles(t, dsn)
+	rung := startNode(t, fastConfig(as("node"), "held", "ann"))
+	pgtest.WaitFor(t, "held leads", 10*time.Second, func() bool { return rung.leads("ann") })
+
+	ctx := context.Background()
+	register := func(login, id string, beacon int64) *pgx.Conn {
+		t.Helper()
+		c, err := pgx.Connect(ctx, as(login))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		if _, err := c.Exec(ctx, `SELECT pgleader.session_lock($1)`, beacon); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', '{ann}', 50, 300, 500, $2, 2)`, id, beacon); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	register("node", "cand", 0x5eed0003)
+	bell, err := pgx.Connect(ctx, as("node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bell.Close(ctx)
+	if _, err := bell.Exec(ctx, `SELECT * FROM pgleader.doorbell_register('cand')`); err != nil {
+		t.Fatal(err)
+	}
+	if ok := queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells WHERE node_id = 'cand' AND ringable`); ok != 1 {
+		t.Fatalf("cand's doorbell ringable: %d rows, want 1", ok)
+	}
+	// sleeps runs one statement on the doorbell's session while do runs, and
+	// reports whether a signal ended it.
+	sleeps := func(what string, do func()) bool {
+		t.Helper()
+		slept := make(chan error, 1)
+		go func() { _, err := bell.Exec(ctx, "SELECT pg_sleep(2)"); slept <- err }()
+		pid := bell.PgConn().PID()
+		pgtest.WaitFor(t, what+": the doorbell's statement running", 5*time.Second, func() bool {
+			return queryInt(t, dsn, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, pid) == 1
+		})
+		do()
+		err := <-slept
+		if err != nil && sqlstate(err) != "57014" {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return sqlstate(err) == "57014"
+	}
+
+	hostile := register("node2", "own", 0x5eed0004)
+	if sleeps("a claim announcing held lost", func() {
+		if _, err := hostile.Exec(ctx, `SELECT * FROM pgleader.claim_scopes('own', 'h', 1, 50, 100, 300, 500, '{ann}', ARRAY[pgleader.lock_key('ann')], 'held')`); err != nil {
+			t.Errorf("the hostile claim: %v", err)
+		}
+	}) {
+		t.Error("a claim announcing a live node as lost rang its scope's candidates")
+	}
+	if !rung.leads("ann") {
+		t.Error("held lost its term to a claim")
+	}
+	if !sleeps("held resigns", func() {
+		if err := rung.Scope("ann").Resign(ctx); err != nil {
+			t.Error(err)
+		}
+	}) {
+		t.Error("a release did not ring the doorbell of its scope's candidate")
+	}
+}

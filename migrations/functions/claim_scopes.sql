@@ -19,8 +19,9 @@
 --   * p_announce, when not NULL, names a node whose leadership session ended:
 --     the doorbells of the candidates of its scopes that this call left to
 --     others (the lost node still their holder, or their handover target) are
---     rung (ring_doorbells), so that they claim them at once; a leader_change
---     notification (event node_lost) tells the collector.
+--     rung (ring_doorbells), so that they claim them at once — only when that
+--     node's beacon is indeed not held (the name is the caller's word); a
+--     leader_change notification (event node_lost) tells the collector.
 -- Rows: one per scope. acquired = false: holder is the current holder while its
 -- backend holds the lock (NULL otherwise), epoch the current epoch. A won claim
 -- clears the handover, the deferral and retirement. If anything fails, every
@@ -297,11 +298,17 @@ BEGIN
     IF p_announce IS NOT NULL THEN
       PERFORM pg_notify('leader_change', json_build_object(
           'holder', p_announce, 'event', 'node_lost', 'by', p_node)::text);
-      PERFORM pgleader.ring_doorbells(ARRAY(
-        SELECT c.node_id FROM pgleader.nodes c
-         WHERE c.node_id <> p_node AND c.node_id <> p_announce AND c.stopped_at IS NULL
-           AND c.scopes && ARRAY(SELECT s.scope FROM pgleader.leader_state s
-                                  WHERE (s.holder = p_announce AND s.released_at IS NULL) OR s.handover_to = p_announce)));
+      -- Only a node whose leadership session did end: p_announce is the
+      -- caller's word, and a live node's candidates have nothing to claim.
+      IF NOT EXISTS (SELECT 1 FROM pgleader.nodes x
+                      WHERE x.node_id = p_announce AND x.beacon_key IS NOT NULL
+                        AND pgleader.lock_held(x.beacon_key, x.backend_pid)) THEN
+        PERFORM pgleader.ring_doorbells(ARRAY(
+          SELECT c.node_id FROM pgleader.nodes c
+           WHERE c.node_id <> p_node AND c.node_id <> p_announce AND c.stopped_at IS NULL
+             AND c.scopes && ARRAY(SELECT s.scope FROM pgleader.leader_state s
+                                    WHERE (s.holder = p_announce AND s.released_at IS NULL) OR s.handover_to = p_announce)));
+      END IF;
     END IF;
   EXCEPTION WHEN OTHERS THEN
     IF NOT v_scratch THEN
