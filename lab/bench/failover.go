@@ -74,7 +74,7 @@ type Options struct {
 	// successor's gate open. The waiter is one more backend woken by the death.
 	Split bool
 
-	nodeDSN string // lease mode: the bouncer's DSN
+	nodeDSN string // the nodes' DSN: lock mode, as benchNodeRole (nodeLogin); lease mode, the bouncer's
 }
 
 // leaseSkipped are the scenarios that have no meaning in lease mode, and why.
@@ -167,6 +167,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	scenarios := o.Scenarios
 	switch o.Mode {
 	case "", "lock":
+		var why string
+		o.nodeDSN, why = nodeLogin(ctx, o.DSN)
+		rep.Timing["node_login"] = cmp.Or(why, benchNodeRole+" (a member of the node role, as a service's nodes)")
+		if why != "" {
+			fmt.Fprintf(o.Progress, "%s: a superuser's doorbell cannot ring, wake-ups come from heartbeats\n", why)
+		}
 	case "lease":
 		b, via, err := pgbouncer.Front(ctx, o.DSN, "transaction", nil)
 		if err != nil {
@@ -234,9 +240,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 func (o Options) cluster(scope string) *cluster.Cluster {
-	dsn, args := o.DSN, append([]string{"--log-level", "warn"}, o.NodeArgs...)
+	dsn, args := cmp.Or(o.nodeDSN, o.DSN), append([]string{"--log-level", "warn"}, o.NodeArgs...)
 	if o.Mode == "lease" {
-		dsn, args = o.nodeDSN, append(args, "--mode", "lease")
+		args = append(args, "--mode", "lease")
 	}
 	return cluster.New(cluster.Options{Bin: o.nodeBin(), DSN: dsn, Dir: o.Dir, Scopes: []string{scope}, NodeArgs: args})
 }
@@ -367,12 +373,18 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 	var main, gap, detect, limit, guarded, freed, election []float64
 	var beacon *lockWaiter
 	var guardedProbe *limitProbe // the limit again, its holder with an idle second session
+	var split crashSplit
+	var splitConn *pgx.Conn // reads the leader's backends and the claim's server times
 	if kind == "crash" && o.Split {
 		var err error
 		if beacon, err = newLockWaiter(ctx, o.DSN, "pgleader bench beacon", true, randomKey()); err != nil {
 			return err
 		}
 		defer beacon.close()
+		if splitConn, err = connectAs(ctx, o.DSN, "pgleader bench split"); err != nil {
+			return err
+		}
+		defer splitConn.Close(context.Background())
 		if probe != nil {
 			if guardedProbe, err = newLimitProbe(ctx, o.Bin, o.DSN, o.Timeout); err != nil {
 				return err
@@ -434,6 +446,17 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 				return fmt.Errorf("iteration %d: %w", i+1, err)
 			}
 		}
+		var exits *exitWatch
+		var mark killMark
+		if splitConn != nil {
+			backends, err := leaderBackends(ctx, splitConn, leader)
+			if err != nil {
+				return fmt.Errorf("iteration %d: the leader's backends: %w", i+1, err)
+			}
+			backends["process"] = n.PID()
+			exits = watchExits(backends)
+			mark = markNow()
+		}
 		switch kind {
 		case "crash", "priority":
 			t0, err = n.Kill()
@@ -472,6 +495,27 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 			}
 			freed, election = append(freed, ms(g.at-t0)), append(election, ms(next.MonoNS-g.at))
 			line += fmt.Sprintf(" (locks freed after %.2f ms, gate %.2f ms later)", ms(g.at-t0), ms(next.MonoNS-g.at))
+		}
+		if exits != nil {
+			var parts []string
+			at := exits.wait(3 * time.Second)
+			for _, p := range splitParts {
+				if a, ok := at[p[0]]; ok {
+					split.add(p[0], ms(a-t0))
+					parts = append(parts, fmt.Sprintf("%s %.2f", p[0], ms(a-t0)))
+				}
+			}
+			started, decided, err := claimTimes(ctx, splitConn, scope, next.Epoch)
+			if err != nil {
+				return fmt.Errorf("iteration %d: %w", i+1, err)
+			}
+			if !started.IsZero() {
+				split.add("claim", mark.since(started, t0))
+				parts = append(parts, fmt.Sprintf("claim %.2f", mark.since(started, t0)))
+			}
+			split.add("decided", mark.since(decided, t0))
+			parts = append(parts, fmt.Sprintf("decided %.2f", mark.since(decided, t0)))
+			line += " [" + strings.Join(parts, ", ") + " ms]"
 		}
 		switch kind {
 		case "priority":
@@ -557,6 +601,7 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 		f.failover = true
 		rep.Stats = append(rep.Stats, f,
 			summarize("election after the locks freed", "that waiter granted → the successor's gate open (watcher woken, claim, gate)", election))
+		rep.Stats = append(rep.Stats, split.stats()...)
 	}
 	switch kind {
 	case "handover":

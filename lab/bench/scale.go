@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -95,7 +96,9 @@ func RunScale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 	for i := range scopes {
 		scopes[i] = fmt.Sprintf("bench-scale-%s-%04d", tag, i+1)
 	}
-	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: o.Dir, Scopes: scopes,
+	nodeDSN, why := nodeLogin(ctx, o.DSN)
+	rep.Timing["node_login"] = cmp.Or(why, benchNodeRole+" (a member of the node role, as a service's nodes)")
+	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: nodeDSN, Dir: o.Dir, Scopes: scopes,
 		NodeArgs: append([]string{"--log-level", "warn"}, o.NodeArgs...)})
 	defer c.Close()
 	w := &scaleWatch{o: o, c: c, scopes: scopes, observed: map[string]map[string]int64{}, firstOpen: map[string]int64{}}
