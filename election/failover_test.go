@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,6 +357,62 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 				t.Errorf("scope %s: term %d of %d ended as %q, want database_failover (the database restarted under it)", s, i+1, len(rows), r)
 			}
 		}
+	}
+}
+
+// A fast shutdown ends the backends one by one: a node whose backends it has not
+// reached yet sees its peer's lock freed, claims the scope and commits, then
+// loses its own sessions with the server. The peer's term was closed as crashed
+// (guard free, heartbeat recent); the claimant's ended with the database before
+// its first heartbeat. The claim after the restart closes the claimant's term as
+// database_failover and relabels the peer's (reproduced with kill -9 of a
+// leader, its successor leading, then pg_ctl restart -m fast beside a loaded
+// machine: once in 30 runs). The rows are written as that race leaves them; a
+// term that did heartbeat keeps its predecessor's label.
+func TestShutdownVictimRelabelled(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.NewServer(t)
+	if err := srv.CreateDatabase(ctx, "relabel"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("relabel")
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Scope "race": b's term 1 closed as crashed by a's claim of term 2 at the
+	// moment it began; term 2 never heartbeated. Scope "real": the same, but
+	// term 2 heartbeated once (a crash, then a restart a moment later).
+	exec(t, dsn, `
+		WITH s(scope, hb) AS (VALUES ('race', interval '0'), ('real', interval '200 ms')),
+		     x AS (SELECT scope, hb, clock_timestamp() - interval '1 s' AS t2 FROM s),
+		     st AS (INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder, holder_pid, acquired_at, last_heartbeat,
+		                                               heartbeat_interval_ms, heartbeat_timeout_ms, trust_window_ms, session_lease_ms)
+		            SELECT scope, pgleader.lock_key(scope), 2, 'a', 1, t2, t2 + hb, 100, 100, 300, 500 FROM x RETURNING 1)
+		INSERT INTO pgleader.terms (scope, epoch, holder, acquired_at, released_at, release_reason, last_sign)
+		SELECT scope, 1, 'b', t2 - interval '5 s', t2, 'crashed', t2 - interval '50 ms' FROM x
+		UNION ALL
+		SELECT scope, 2, 'a', t2, NULL, NULL, NULL FROM x`)
+	if err := srv.Restart(ctx, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, fastConfig(dsn, "c", "race", "real"))
+	pgtest.WaitFor(t, "c leads both", 15*time.Second, func() bool { return n.leads("race") && n.leads("real") })
+	for scope, want := range map[string][]string{
+		"race": {"database_failover", "database_failover"},
+		"real": {"crashed", "database_failover"},
+	} {
+		got := queryStrings(t, dsn, "SELECT coalesce(release_reason, 'open') FROM pgleader.terms WHERE scope = $1 AND epoch <= 2 ORDER BY epoch", scope)
+		if !slices.Equal(got, want) {
+			t.Errorf("scope %s: terms 1 and 2 ended as %q, want %q", scope, got, want)
+		}
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'term_relabelled' AND scope = 'race' AND epoch = 1
+	                           AND detail->>'from' = 'crashed' AND detail->>'by' = 'c'`); n != 1 {
+		t.Errorf("%d term_relabelled rows for race's term 1, want 1", n)
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'term_relabelled' AND scope = 'real'`); n != 0 {
+		t.Errorf("real's term relabelled (%d rows): its successor heartbeated", n)
 	}
 }
 
