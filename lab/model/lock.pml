@@ -136,14 +136,21 @@ inline register_node(n) {
  * to a tick more than L − W before since). beforeClaim's call (since = now)
  * and lead's after a won claim (since = the claim's start) fall in the same
  * tick: the second has nothing left to do. MUT_ARM_NO_PING: nothing is sent
- * when the lease is armed (what shipped before, docs/model.md §8.2). */
+ * when the lease is armed (what shipped before, docs/model.md §8.2).
+ * FIX_ARM_KEEPS_GAP (proposed, §8.5): no ping only for a statement of the
+ * claim's own tick. */
+#ifdef FIX_ARM_KEEPS_GAP
+#define ARM_STALE(n) (gidle[n] >= L - W)   /* proposed (docs/model.md §8.5): keep the gap L − W */
+#else
+#define ARM_STALE(n) (gidle[n] > L - W)
+#endif
 inline arm_guard(n) {
 	if
 	:: gh[n] == C_OK && !glease[n] ->
 		glease[n] = 1; gidle[n] = 0;
 		printf("%c guard: idle_session_timeout = L armed, alongside the claim\n", NAME(n))
 #ifndef MUT_ARM_NO_PING
-	:: gh[n] == C_OK && glease[n] && gidle[n] > L - W ->
+	:: gh[n] == C_OK && glease[n] && ARM_STALE(n) ->
 		printf("%c guard: pinged alongside the claim (its lease was armed by a statement %d ticks ago)\n", NAME(n), gidle[n]);
 		gidle[n] = 0
 #endif
