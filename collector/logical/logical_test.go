@@ -623,31 +623,3 @@ func TestSlots(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 }
-
-func TestMeasureCommitToDecode(t *testing.T) {
-	b := setup(t)
-	const n = 50
-	d, err := MeasureCommitToDecode(context.Background(), b.dsn, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d) != n {
-		t.Fatalf("%d durations, want %d", len(d), n)
-	}
-	for i, x := range d {
-		if x <= 0 {
-			t.Fatalf("duration %d is %v", i, x)
-		}
-	}
-	sorted := append([]time.Duration(nil), d...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	t.Logf("commit → decode over %d commits: p50 %v, p99 %v, max %v", n, sorted[n/2], sorted[n*99/100], sorted[n-1])
-	// The stream's walsender exits a moment after Close; the test database can be
-	// dropped only then.
-	waitFor(t, "the stream's slot released", func() (bool, string) {
-		var active int
-		err := b.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_replication_slots
-			WHERE database = current_database() AND active`).Scan(&active)
-		return err == nil && active == 0, fmt.Sprint(active, err)
-	})
-}
