@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/election/electionlog"
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/history"
@@ -127,7 +128,7 @@ func assertNoOverlap(t testing.TB, r *recorder, scope string) {
 	t.Helper()
 	var recs []eventlog.Record
 	for _, e := range r.snapshot() {
-		recs = append(recs, eventlog.FromEvent(e)...)
+		recs = append(recs, electionlog.Records(e)...)
 	}
 	eventlog.SortByMono(recs)
 	ivs := history.GateIntervals(recs, scope, monotime.Now())

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -358,7 +356,7 @@ func TestNode(t *testing.T) {
 		t.Fatal("node did not exit within 15s of SIGTERM")
 	}
 
-	lines := readEvents(t, events)
+	lines := pgtest.JSONLines(t, events)
 	if !has(lines, "resigned", "shutdown") {
 		t.Errorf("no resigned event with reason shutdown")
 	}
@@ -428,30 +426,6 @@ func has(lines []map[string]any, event, reason string) bool {
 	return false
 }
 
-// readEvents parses the events file; every line must be a JSON object. A file
-// that does not exist yet has no lines.
-func readEvents(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("events line %d is not JSON: %v: %s", len(out)+1, err, sc.Text())
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // waitEvents polls the events file until cond holds, the process exits, or a
 // deadline passes.
 func waitEvents(t *testing.T, path string, exited <-chan error, what string, cond func([]map[string]any) bool) {
@@ -460,7 +434,7 @@ func waitEvents(t *testing.T, path string, exited <-chan error, what string, con
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		lines := readEvents(t, path)
+		lines := pgtest.JSONLines(t, path)
 		if cond(lines) {
 			return
 		}

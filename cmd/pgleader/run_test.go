@@ -49,7 +49,7 @@ func TestNodeSIGHUP(t *testing.T) {
 	default:
 	}
 	for _, f := range []string{rotated, events} {
-		for i, l := range readEvents(t, f) {
+		for i, l := range pgtest.JSONLines(t, f) {
 			if l["event"] == "heartbeat_ok" {
 				t.Fatalf("%s line %d is a heartbeat_ok, with --events-heartbeats=false", filepath.Base(f), i+1)
 			}

@@ -1,9 +1,11 @@
 package pgtest
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -321,6 +323,35 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// JSONLines parses every line of the file at path as a JSON object, as an
+// events file holds them (docs/design.md §5), and fails t on a line that is not
+// one: tests check the file as it is on disk, field by field. A file that does
+// not exist yet has no lines.
+func JSONLines(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: line %d is not a JSON object: %v: %s", path, len(out)+1, err, sc.Text())
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // NewBouncer starts a PgBouncer in pool mode (transaction, session, statement) in
