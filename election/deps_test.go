@@ -11,7 +11,8 @@ import (
 // that reads events files do not link the engine, and protocol, the vocabulary
 // they share with it, imports nothing of this module; every package under
 // internal/ is a leaf (it imports nothing of this module but other internal
-// packages); the pgleader binary links no test code.
+// packages); only the CLI imports the demo; the pgleader binary links no test
+// code.
 func TestDependencies(t *testing.T) {
 	deps := func(pkg string) map[string]bool {
 		out, err := osexec.Command("go", "list", "-deps", pkg).Output()
@@ -64,6 +65,23 @@ func TestDependencies(t *testing.T) {
 		for dep := range deps(pkg) {
 			if (dep == module || strings.HasPrefix(dep, module+"/")) && !strings.HasPrefix(dep, module+"/internal/") {
 				t.Errorf("go list -deps %s holds %s: internal/ holds leaves, which import only other leaves", pkg, dep)
+			}
+		}
+	}
+	// The demo is one of the CLI's commands, at the top beside it: nothing else
+	// (library, watchers, lab) imports it.
+	out, err = osexec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "../...").Output()
+	if err != nil {
+		t.Fatalf("go list ../...: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if pkg == module+"/cmd/pgleader" || pkg == module+"/demo" || strings.HasPrefix(pkg, module+"/demo/") {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == module+"/demo" || strings.HasPrefix(imp, module+"/demo/") {
+				t.Errorf("%s imports %s: only cmd/pgleader imports the demo", pkg, imp)
 			}
 		}
 	}
