@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/migrations"
@@ -178,7 +176,7 @@ func TestBadInput(t *testing.T) {
 		if _, err := os.Stat(eventsPath); !os.IsNotExist(err) {
 			t.Errorf("events file exists after a failed start (%v)", err)
 		}
-		conn := connect(t, fresh)
+		conn := pgtest.Connect(t, fresh)
 		var n int
 		if err := conn.QueryRow(context.Background(),
 			"SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'").Scan(&n); err != nil || n != 0 {
@@ -284,7 +282,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("second: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		var v int
-		if err := connect(t, dsn).QueryRow(context.Background(), "SELECT pgleader.schema_version()").Scan(&v); err != nil || v != migrations.Latest {
+		if err := pgtest.Connect(t, dsn).QueryRow(context.Background(), "SELECT pgleader.schema_version()").Scan(&v); err != nil || v != migrations.Latest {
 			t.Fatalf("schema_version %d, %v", v, err)
 		}
 	})
@@ -374,7 +372,7 @@ func TestNode(t *testing.T) {
 		}
 	}
 
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	ctx := context.Background()
 	var reason *string
 	var released bool
@@ -404,16 +402,6 @@ func deref(s *string) any {
 		return nil
 	}
 	return *s
-}
-
-func connect(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
 }
 
 // has reports a line with event (and reason, when not empty).

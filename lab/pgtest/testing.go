@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -316,13 +317,59 @@ func Migrate(t testing.TB, dsn string) {
 // tests wait on conditions with a deadline, never on a fixed sleep.
 func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	WaitEvery(t, what, d, 2*time.Millisecond, cond)
+}
+
+// WaitEvery is WaitFor for a condition that costs something to check (a command
+// to run, a page to scrape, a query): it checks cond every interval, so that
+// checking does not take the CPU from what the test waits for.
+func WaitEvery(t testing.TB, what string, d, interval time.Duration, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(interval)
 	}
+}
+
+// Connect opens a connection to dsn for the test and closes it when the test
+// ends; it fails t if the server does not answer within 10 s.
+func Connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ConnectConfig(t, cfg)
+}
+
+// ConnectConfig is Connect for a parsed (and perhaps edited) configuration.
+func ConnectConfig(t testing.TB, cfg *pgx.ConnConfig) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect to %s:%d/%s as %s: %v", cfg.Host, cfg.Port, cfg.Database, cfg.User, err)
+	}
+	t.Cleanup(func() {
+		// Bounded: a test may leave the server stopped or frozen.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(ctx)
+	})
+	return conn
+}
+
+// Logger is the logger of the components a test starts: silent, or with
+// PGLEADER_TEST_LOG set, every record at debug level on stderr.
+func Logger() *slog.Logger {
+	if os.Getenv("PGLEADER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // JSONLines parses every line of the file at path as a JSON object, as an
