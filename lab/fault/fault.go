@@ -95,11 +95,8 @@ type Server interface {
 // process gone, a handover command done.
 func (f Fault) Apply(ctx context.Context, t Target) (int64, error) { return f.apply(ctx, t) }
 
-// Holds reports whether the fault lasts until Undo.
-func (f Fault) Holds() bool { return f.undo != nil }
-
-// Undo ends a fault that holds (Holds) and returns when it began to; for any
-// other fault it does nothing.
+// Undo ends a fault that holds and returns when it began to; for any other
+// fault it does nothing.
 func (f Fault) Undo(ctx context.Context, t Target) (int64, error) {
 	if f.undo == nil {
 		return monotime.Now(), nil
