@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestConfig(t *testing.T) {
@@ -65,8 +66,8 @@ func TestConfig(t *testing.T) {
 
 func TestSnapshot(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	n1 := startNode(t, dsn, "n1", "s")
-	n2 := startNode(t, dsn, "n2", "s")
+	n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
+	n2 := testnode.Start(t, testnode.FastConfig(dsn, "n2", "s"))
 	cfg := testConfig(t, dsn)
 	cfg.Source = SourceModeNotify
 	c := newCollector(t, cfg)
@@ -81,8 +82,8 @@ func TestSnapshot(t *testing.T) {
 		leader, follower = n2, n1
 	}
 	// The snapshot can show the claim a moment before the claimer's gate opens.
-	pgtest.WaitFor(t, sc.Leader+"'s gate open", wait, func() bool { return leader.leads("s") })
-	if follower.leads("s") {
+	pgtest.WaitFor(t, sc.Leader+"'s gate open", wait, func() bool { return leader.Leads("s") })
+	if follower.Leads("s") {
 		t.Fatalf("snapshot says %s leads, the electors disagree", sc.Leader)
 	}
 	if sc.Followers[0] != follower.NodeID() || !slices.Equal(sc.LockPIDs, []int{sc.HolderPID}) || sc.Epoch != 1 ||

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestHandoverAndLifecycle: Collector.Handover moves the scope to the named
@@ -21,9 +22,9 @@ func TestHandoverAndLifecycle(t *testing.T) {
 	c := newCollector(t, cfg)
 	run(t, c)
 	ctx := context.Background()
-	a := startNode(t, dsn, "a", "billing")
-	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
-	b := startNode(t, dsn, "b", "billing")
+	a := testnode.Start(t, testnode.FastConfig(dsn, "a", "billing"))
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.Leads("billing") })
+	b := testnode.Start(t, testnode.FastConfig(dsn, "b", "billing"))
 	waitSnap(t, c, "b follows", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && len(sc.Followers) == 1 && sc.Followers[0] == "b"
@@ -39,7 +40,7 @@ func TestHandoverAndLifecycle(t *testing.T) {
 	if res.From != "a" || res.To != "b" || res.Epoch != res.FromEpoch+1 {
 		t.Fatalf("Handover = %+v, want a → b at the next epoch", res)
 	}
-	pgtest.WaitFor(t, "b's gate", 15*time.Second, func() bool { return b.leads("billing") })
+	pgtest.WaitFor(t, "b's gate", 15*time.Second, func() bool { return b.Leads("billing") })
 	s := waitSnap(t, c, "the handed-over term", func(s *Snapshot) bool {
 		for _, tm := range s.Terms {
 			if tm.Scope == "billing" && tm.Epoch == res.FromEpoch && tm.EndedBy == "handed_over" && tm.HandedTo == "b" {
@@ -57,8 +58,8 @@ func TestHandoverAndLifecycle(t *testing.T) {
 	}
 
 	// Every candidate stops cleanly: IDLE, no no_leader alert.
-	a.stop(t)
-	b.stop(t)
+	a.Stop()
+	b.Stop()
 	s = waitSnap(t, c, "an idle scope", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && sc.Verdict == VerdictIdle && sc.LeaderlessFor > cfg.NoLeaderAfter
@@ -75,7 +76,7 @@ func TestHandoverAndLifecycle(t *testing.T) {
 		_, ok := s.Scope("billing")
 		return !ok && s.Retired == 1
 	})
-	startNode(t, dsn, "c", "billing")
+	testnode.Start(t, testnode.FastConfig(dsn, "c", "billing"))
 	waitSnap(t, c, "the scope revived and led", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && s.Retired == 0 && sc.Leader == "c"
@@ -90,7 +91,7 @@ func TestCrashedCandidatesKeepAlerting(t *testing.T) {
 	cfg.NoLeaderAfter = 200 * time.Millisecond
 	c := newCollector(t, cfg)
 	run(t, c)
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	// A candidate registered for "jobs" that never stopped (its process died
 	// before it claimed), last seen long ago.
 	exec(t, conn, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, heartbeat_interval_ms,

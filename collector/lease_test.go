@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestLeaseModeScope: a scope led in lease mode (nodes behind a transaction
@@ -17,7 +18,7 @@ func TestLeaseModeScope(t *testing.T) {
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	c := newCollector(t, testConfig(t, dsn))
 	run(t, c)
-	start := func(id string) *node { return startLeaseNode(t, via, id) }
+	start := func(id string) *testnode.Node { return startLeaseNode(t, via, id) }
 	a, b := start("a"), start("b")
 	s := waitSnap(t, c, "a lease-mode leader", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
@@ -37,8 +38,8 @@ func TestLeaseModeScope(t *testing.T) {
 	if n, ok := s.Node("a"); !ok || n.Mode != "lease" {
 		t.Fatalf("node a: %+v", n)
 	}
-	a.stop(t)
-	b.stop(t)
+	a.Stop()
+	b.Stop()
 	waitSnap(t, c, "an idle scope", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && sc.Verdict == VerdictIdle
@@ -57,7 +58,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 	cfg.Source = SourceModeAuto // the logical source cannot cross a pooler either
 	c := newCollector(t, cfg)
 	run(t, c)
-	start := func(id string) *node { return startLeaseNode(t, via, id) }
+	start := func(id string) *testnode.Node { return startLeaseNode(t, via, id) }
 	start("a")
 	start("b")
 	s := waitSnap(t, c, "a lease-mode leader and its follower", func(s *Snapshot) bool {
@@ -91,13 +92,13 @@ func TestThroughTransactionPooler(t *testing.T) {
 }
 
 // startLeaseNode runs a lease-mode elector for scope billing through dsn (a pooler).
-func startLeaseNode(t *testing.T, dsn, id string) *node {
+func startLeaseNode(t *testing.T, dsn, id string) *testnode.Node {
 	t.Helper()
-	cfg := fastElector(dsn, id, "billing")
+	cfg := testnode.FastConfig(dsn, id, "billing")
 	cfg.Mode = election.ModeLease
 	e, err := election.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runElector(t, e)
+	return testnode.Run(t, e)
 }

@@ -55,10 +55,10 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 	c := newCollector(t, cfg)
 	run(t, c)
 	ctx := context.Background()
-	admin := connect(t, dsn)
-	holder := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
+	holder := pgtest.Connect(t, dsn)
 	forgeHolder(t, holder, "s", "leader-node")
-	follower := connect(t, dsn)
+	follower := pgtest.Connect(t, dsn)
 	const beacon = int64(424242)
 	exec(t, follower, "SELECT pg_advisory_lock($1)", beacon)
 	// A follower whose session holds its beacon, with a minute of trust window:
@@ -104,7 +104,7 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 	}
 
 	// It comes back (a new session takes the beacon): live, a follower, no alert.
-	back := connect(t, dsn)
+	back := pgtest.Connect(t, dsn)
 	exec(t, back, "SELECT pg_advisory_lock($1)", beacon)
 	exec(t, admin, "UPDATE pgleader.nodes SET backend_pid = $1, last_seen = now() WHERE node_id = 'follower-node'", back.PgConn().PID())
 	waitSnap(t, c, "the follower back", func(s *Snapshot) bool {

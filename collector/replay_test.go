@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestReplay runs real elections, notes the database's time between the
@@ -15,7 +16,7 @@ import (
 // was true then.
 func TestReplay(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	ctx := context.Background()
 	now := func() time.Time {
 		t.Helper()
@@ -29,19 +30,19 @@ func TestReplay(t *testing.T) {
 		return queryInt(t, admin, "SELECT epoch FROM pgleader.leader_state WHERE scope = $1", scope)
 	}
 
-	n1 := startNode(t, dsn, "n1", "a", "b")
-	pgtest.WaitFor(t, "n1 leading a and b", wait, func() bool { return n1.leads("a") && n1.leads("b") })
+	n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "a", "b"))
+	pgtest.WaitFor(t, "n1 leading a and b", wait, func() bool { return n1.Leads("a") && n1.Leads("b") })
 	e1 := epoch("a")
 	t1 := now()
 
-	n2 := startNode(t, dsn, "n2", "a")
+	n2 := testnode.Start(t, testnode.FastConfig(dsn, "n2", "a"))
 	pgtest.WaitFor(t, "n2 registered", wait, func() bool {
 		return queryInt(t, admin, "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'n2' AND stopped_at IS NULL") == 1
 	})
 	t2 := now()
 
-	n1.stop(t)
-	pgtest.WaitFor(t, "n2 leading a", wait, func() bool { return n2.leads("a") })
+	n1.Stop()
+	pgtest.WaitFor(t, "n2 leading a", wait, func() bool { return n2.Leads("a") })
 	t3 := now()
 
 	exec(t, admin, "SELECT pgleader.retire_scope('b', 'test')")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestResign(t *testing.T) {
@@ -20,9 +21,9 @@ func TestResign(t *testing.T) {
 		c := newCollector(t, testConfig(t, dsn))
 		rec := record(t, c)
 		run(t, c)
-		n1 := startNode(t, dsn, "n1", "s")
-		pgtest.WaitFor(t, "n1 leading s", wait, func() bool { return n1.leads("s") })
-		n2 := startNode(t, dsn, "n2", "s")
+		n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
+		pgtest.WaitFor(t, "n1 leading s", wait, func() bool { return n1.Leads("s") })
+		n2 := testnode.Start(t, testnode.FastConfig(dsn, "n2", "s"))
 		s := waitSnap(t, c, "n1 leading s with n2 waiting", func(s *Snapshot) bool {
 			sc, ok := s.Scope("s")
 			return ok && sc.Leader == "n1" && sc.HasLeader() && slices.Contains(sc.Followers, "n2")
@@ -38,11 +39,11 @@ func TestResign(t *testing.T) {
 		})
 		// The collector can see the claim commit before n2 has its answer and opens
 		// its gate (on the logical source, by a fraction of a millisecond).
-		pgtest.WaitFor(t, "n2's gate open", wait, func() bool { return n2.leads("s") })
-		if n1.leads("s") {
+		pgtest.WaitFor(t, "n2's gate open", wait, func() bool { return n2.Leads("s") })
+		if n1.Leads("s") {
 			t.Fatalf("after the handover n1 still leads s")
 		}
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		if got := queryInt(t, admin, "SELECT epoch FROM pgleader.leader_state WHERE scope = 's'"); got != epoch+1 {
 			t.Fatalf("s at epoch %d, want %d", got, epoch+1)
 		}
@@ -74,8 +75,8 @@ func TestResign(t *testing.T) {
 			t.Fatalf("elected event %+v", el)
 		}
 		// The mark named n1's term: n2's is not affected by it.
-		time.Sleep(5 * fastElector(dsn, "n2").HeartbeatInterval)
-		if !n2.leads("s") {
+		time.Sleep(5 * testnode.FastConfig(dsn, "n2").HeartbeatInterval)
+		if !n2.Leads("s") {
 			t.Fatal("n2 lost s: the request outlived the term it named")
 		}
 	})
@@ -84,14 +85,14 @@ func TestResign(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		c := newCollector(t, testConfig(t, dsn))
 		ctx := context.Background()
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		requests := func() int64 {
 			return queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested'")
 		}
 		if err := c.Resign(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
 			t.Fatalf("unknown scope: %v", err)
 		}
-		holder := connect(t, dsn)
+		holder := pgtest.Connect(t, dsn)
 		forgeHolder(t, holder, "m", "someone")
 		if _, err := c.Poll(ctx); err != nil {
 			t.Fatal(err)
@@ -144,13 +145,13 @@ func TestResign(t *testing.T) {
 	// needs.
 	t.Run("NoSignalPrivilege", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		role := fmt.Sprintf("collector_resign_%d", time.Now().UnixNano()%1e9)
 		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE pgleader_operator`, role))
 		t.Cleanup(func() {
 			exec(t, admin, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role))
 		})
-		holder := connect(t, dsn)
+		holder := pgtest.Connect(t, dsn)
 		forgeHolder(t, holder, "m", "someone")
 		cfg := testConfig(t, dsn)
 		cfg.ConnConfig.User = role

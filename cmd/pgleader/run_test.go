@@ -49,7 +49,7 @@ func TestNodeSIGHUP(t *testing.T) {
 	default:
 	}
 	for _, f := range []string{rotated, events} {
-		for i, l := range readEvents(t, f) {
+		for i, l := range pgtest.JSONLines(t, f) {
 			if l["event"] == "heartbeat_ok" {
 				t.Fatalf("%s line %d is a heartbeat_ok, with --events-heartbeats=false", filepath.Base(f), i+1)
 			}
@@ -90,7 +90,7 @@ func TestRunBadInputBeforeCampaigning(t *testing.T) {
 			t.Errorf("%v: %q, want one line containing %q", tc.args, out, tc.want)
 		}
 	}
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	var n int
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'bad-input'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d nodes registered as bad-input (%v): bad input must not campaign", n, err)

@@ -104,7 +104,7 @@ func TestTopHandover(t *testing.T) {
 		t.Fatalf("history: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var via string
-	if err := connect(t, dsn).QueryRow(context.Background(),
+	if err := pgtest.Connect(t, dsn).QueryRow(context.Background(),
 		"SELECT detail->>'via' FROM pgleader.audit WHERE kind = 'handover_requested' AND scope = 'ho'").Scan(&via); err != nil || via != "pgleader top" {
 		t.Fatalf("audited via %q (%v), want pgleader top", via, err)
 	}

@@ -43,6 +43,8 @@ var reviewed = map[string]struct {
 	"lab/chaos/writer.go":     {1, "the supervised chaos child: Writer applies pgsession.Apply"},
 	"lab/pgserver/server.go":  {2, "the server's own start-up and admin"},
 	"lab/pgserver/standby.go": {2, "the server's own start-up and admin"},
+	// Tests' own sessions, on the throwaway servers they start.
+	"lab/pgtest/testing.go": {1, "test helper (Connect), for a test's own statements"},
 }
 
 // TestEveryConnectionReviewed: every connection the module opens outside tests

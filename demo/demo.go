@@ -12,7 +12,7 @@
 //
 // Teardown: on return (q, Ctrl-C, SIGTERM, the end of Duration) every node and the
 // throwaway server are stopped and the scratch directories removed. If the demo
-// process itself dies (kill -9, a crash), a reaper child (lab/reaper) kills
+// process itself dies (kill -9, a crash), a reaper child (demo/reaper) kills
 // what is left and removes the directories.
 package demo
 
@@ -35,9 +35,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/demo/reaper"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/lab/cluster"
-	"github.com/pgleader/pgleader/lab/reaper"
 	"github.com/pgleader/pgleader/tui"
 )
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/eventlog"
@@ -16,6 +15,7 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/fault"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/tui"
 )
@@ -254,23 +254,23 @@ func (l *lab) record(kind, node string, start, end int64) {
 }
 
 // kill9 kills the leader of scope.
-func (l *lab) kill9(scope string) (string, *watch, error) {
+func (l *lab) kill9(ctx context.Context, scope string) (string, *watch, error) {
 	n, epoch, err := l.leader(scope)
 	if err != nil {
 		return "", nil, err
 	}
 	w := l.expectTakeover("kill -9", scope, n.ID, epoch, monotime.Now())
-	t0, err := n.Kill()
+	t0, err := fault.Kill9.Apply(ctx, fault.Target{Node: n})
 	if err != nil {
 		return "", nil, err
 	}
 	l.setAt(w, t0)
-	l.record("kill9", n.ID, t0, t0)
+	l.record(fault.Kill9.Name, n.ID, t0, t0)
 	return fmt.Sprintf("kill -9 %s (pid %d, leader of %s, epoch %d)", n.ID, n.PID(), scope, epoch), w, nil
 }
 
 // freeze SIGSTOPs the leader of scope, or thaws the node frozen earlier.
-func (l *lab) freeze(scope string) (string, *watch, error) {
+func (l *lab) freeze(ctx context.Context, scope string) (string, *watch, error) {
 	l.mu.Lock()
 	var thaw string
 	for id, f := range l.frozen {
@@ -280,15 +280,14 @@ func (l *lab) freeze(scope string) (string, *watch, error) {
 	}
 	l.mu.Unlock()
 	if thaw != "" {
-		n := l.c.Node(thaw)
-		t1, err := n.Signal(syscall.SIGCONT)
+		t1, err := fault.Freeze.Undo(ctx, fault.Target{Node: l.c.Node(thaw)})
 		if err != nil {
 			return "", nil, err
 		}
 		l.mu.Lock()
 		delete(l.frozen, thaw)
 		l.mu.Unlock()
-		l.record("freeze", thaw, t1, t1)
+		l.record(fault.Freeze.Name, thaw, t1, t1)
 		return fmt.Sprintf("SIGCONT %s: it wakes up, finds its gate closed and rejoins as a follower", thaw), nil, nil
 	}
 	n, epoch, err := l.leader(scope)
@@ -296,7 +295,7 @@ func (l *lab) freeze(scope string) (string, *watch, error) {
 		return "", nil, err
 	}
 	w := l.expectTakeover("SIGSTOP", scope, n.ID, epoch, 0)
-	t0, err := n.Signal(syscall.SIGSTOP)
+	t0, err := fault.Freeze.Apply(ctx, fault.Target{Node: n})
 	if err != nil {
 		return "", nil, err
 	}
@@ -304,12 +303,12 @@ func (l *lab) freeze(scope string) (string, *watch, error) {
 	l.mu.Lock()
 	l.frozen[n.ID] = true
 	l.mu.Unlock()
-	l.record("freeze", n.ID, t0, t0)
+	l.record(fault.Freeze.Name, n.ID, t0, t0)
 	return fmt.Sprintf("SIGSTOP %s (leader of %s): its trust window runs out, then the server drops its session; press %s again to thaw", n.ID, scope, KeyFreeze), w, nil
 }
 
 // hang makes the database link of scope's leader silent, or heals the hung one.
-func (l *lab) hang(scope string) (string, *watch, error) {
+func (l *lab) hang(ctx context.Context, scope string) (string, *watch, error) {
 	l.mu.Lock()
 	var heal string
 	for id, h := range l.hung {
@@ -323,7 +322,7 @@ func (l *lab) hang(scope string) (string, *watch, error) {
 		p := l.proxies[heal]
 		delete(l.hung, heal)
 		l.mu.Unlock()
-		if err := p.Heal(); err != nil {
+		if _, err := fault.NetHang.Undo(ctx, fault.Target{Link: p}); err != nil {
 			return "", nil, err
 		}
 		return fmt.Sprintf("healed the database link of %s", heal), nil, nil
@@ -338,31 +337,32 @@ func (l *lab) hang(scope string) (string, *watch, error) {
 	if p == nil {
 		return "", nil, fmt.Errorf("%s has no proxy", n.ID)
 	}
-	t0 := monotime.Now()
-	w := l.expectTakeover("hung link", scope, n.ID, epoch, t0)
-	if err := p.Hang(); err != nil {
+	w := l.expectTakeover("hung link", scope, n.ID, epoch, monotime.Now())
+	t0, err := fault.NetHang.Apply(ctx, fault.Target{Link: p})
+	if err != nil {
 		return "", nil, err
 	}
+	l.setAt(w, t0)
 	l.mu.Lock()
 	l.hung[n.ID] = true
 	l.mu.Unlock()
-	l.record("net-hang", n.ID, t0, t0)
+	l.record(fault.NetHang.Name, n.ID, t0, t0)
 	return fmt.Sprintf("hung the database link of %s (leader of %s): no FIN, no RST, just silence; press %s again to heal", n.ID, scope, KeyHang), w, nil
 }
 
 // resign asks scope's leader to hand over (SIGUSR1: every scope it leads).
-func (l *lab) resign(scope string) (string, *watch, error) {
+func (l *lab) resign(ctx context.Context, scope string) (string, *watch, error) {
 	n, epoch, err := l.leader(scope)
 	if err != nil {
 		return "", nil, err
 	}
 	w := l.expectTakeover("resign", scope, n.ID, epoch, monotime.Now())
-	t0, err := n.Signal(syscall.SIGUSR1)
+	t0, err := fault.Resign.Apply(ctx, fault.Target{Node: n})
 	if err != nil {
 		return "", nil, err
 	}
 	l.setAt(w, t0)
-	l.record("resign", n.ID, t0, t0)
+	l.record(fault.Resign.Name, n.ID, t0, t0)
 	return fmt.Sprintf("SIGUSR1 %s: it hands over every scope it leads", n.ID), w, nil
 }
 
@@ -381,11 +381,12 @@ func (l *lab) restartPG(ctx context.Context) (string, error) {
 			l.mu.Unlock()
 		}
 	}
-	if err := l.srv.Restart(ctx, "fast"); err != nil {
+	restart := fault.Restart("fast")
+	if _, err := restart.Apply(ctx, fault.Target{Server: l.srv}); err != nil {
 		return "", err
 	}
 	l.reap(l.srv.PID())
-	l.record("pg-fast", "", t0, monotime.Now())
+	l.record(restart.Name, "", t0, monotime.Now())
 	return fmt.Sprintf("restarted PostgreSQL (-m fast) in %s", human.Duration(time.Duration(monotime.Now()-t0))), nil
 }
 
@@ -404,7 +405,7 @@ func (l *lab) addNode() (string, error) {
 
 // removeNode stops the newest running node that leads nothing (else the newest),
 // with SIGTERM, and does not restart it.
-func (l *lab) removeNode() (string, error) {
+func (l *lab) removeNode(ctx context.Context) (string, error) {
 	running := l.c.Running()
 	if len(running) <= 1 {
 		return "", errors.New("one node left: keep it")
@@ -428,11 +429,11 @@ func (l *lab) removeNode() (string, error) {
 	l.mu.Lock()
 	l.removed[victim.ID] = true
 	if l.frozen[victim.ID] {
-		_, _ = victim.Signal(syscall.SIGCONT)
+		_, _ = fault.Freeze.Undo(ctx, fault.Target{Node: victim})
 		delete(l.frozen, victim.ID)
 	}
 	l.mu.Unlock()
-	if _, err := victim.Signal(syscall.SIGTERM); err != nil {
+	if _, err := fault.SIGTERM.Apply(ctx, fault.Target{Node: victim}); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("removed %s (SIGTERM: it drains and hands over what it leads)", victim.ID), nil
@@ -469,19 +470,19 @@ func (f dashboardFaults) Do(ctx context.Context, key, scope string) (string, err
 	)
 	switch key {
 	case KeyKill:
-		msg, _, err = f.l.kill9(scope)
+		msg, _, err = f.l.kill9(ctx, scope)
 	case KeyFreeze:
-		msg, _, err = f.l.freeze(scope)
+		msg, _, err = f.l.freeze(ctx, scope)
 	case KeyHang:
-		msg, _, err = f.l.hang(scope)
+		msg, _, err = f.l.hang(ctx, scope)
 	case KeyResign:
-		msg, _, err = f.l.resign(scope)
+		msg, _, err = f.l.resign(ctx, scope)
 	case KeyRestart:
 		msg, err = f.l.restartPG(ctx)
 	case KeyAdd:
 		msg, err = f.l.addNode()
 	case KeyRemove:
-		msg, err = f.l.removeNode()
+		msg, err = f.l.removeNode(ctx)
 	default:
 		err = fmt.Errorf("no fault on key %q", key)
 	}

@@ -97,13 +97,13 @@ func applyFault(ctx context.Context, l *lab, kind, scope string, out io.Writer) 
 	)
 	switch kind {
 	case "kill9":
-		msg, w, err = l.kill9(scope)
+		msg, w, err = l.kill9(ctx, scope)
 	case "freeze":
-		msg, w, err = l.freeze(scope)
+		msg, w, err = l.freeze(ctx, scope)
 	case "hang":
-		msg, w, err = l.hang(scope)
+		msg, w, err = l.hang(ctx, scope)
 	case "resign":
-		msg, w, err = l.resign(scope)
+		msg, w, err = l.resign(ctx, scope)
 	case "pg-restart":
 		msg, err = l.restartPG(ctx)
 	}
@@ -122,12 +122,13 @@ func applyFault(ctx context.Context, l *lab, kind, scope string, out io.Writer) 
 	}
 	switch kind { // undo the faults that hold, as the keys' second press does
 	case "freeze", "hang":
-		sleep(context.WithoutCancel(ctx), 200*time.Millisecond)
+		uctx := context.WithoutCancel(ctx) // undone even when the run ends meanwhile
+		sleep(uctx, 200*time.Millisecond)
 		var undo string
 		if kind == "freeze" {
-			undo, _, err = l.freeze(scope)
+			undo, _, err = l.freeze(uctx, scope)
 		} else {
-			undo, _, err = l.hang(scope)
+			undo, _, err = l.hang(uctx, scope)
 		}
 		if err != nil {
 			return err
