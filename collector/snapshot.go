@@ -15,7 +15,7 @@ import (
 // snapshot and it. now is the collector's clock at the start of the read; every
 // age is computed in database time (r.Now), every duration the collector tracks
 // itself (leaderless, grace, Since) in collector time.
-func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapshot, []Event, []evictOrder) {
+func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapshot, []Event, []Holder) {
 	first := st.reads == 0
 	st.reads++
 	st.lastOK, st.downSince = now, time.Time{}
@@ -93,7 +93,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 			byScope[a.Scope] = append(byScope[a.Scope], a)
 		}
 	}
-	var orders []evictOrder
+	var orders []Holder
 	for i := range scopes {
 		sc := &scopes[i]
 		sc.Alerts = byScope[sc.Name]

@@ -749,13 +749,13 @@ const (
 	EventEvicted       EventKind = "evicted"        // a holder's leadership backend was terminated through Evict (Reason; audit kind evicted)
 	EventEvictFailed   EventKind = "evict_failed"   // an automatic eviction (Config.EvictStale) failed (Node, Epoch; Reason: the error)
 	// EventResignRequested: someone asked the holder (Node) of Epoch to resign
-	// through the database (pgleader.request_resign, e.g. Collector.Resign;
+	// through the database (pgleader.request_resign, e.g. operator's Resign;
 	// audit kind resign_requested; Detail: who asked). The handover follows as
 	// released (reason resigned) and elected.
 	EventResignRequested EventKind = "resign_requested"
 	// EventHandoverRequested: someone asked the holder (Node; "" when the scope
 	// had no leader) of Epoch to hand the scope to a chosen node
-	// (pgleader.request_handover, Collector.Handover; Detail: to whom, who asked).
+	// (pgleader.request_handover, operator's Handover; Detail: to whom, who asked).
 	// The handover follows as released (reason handed_over) and elected.
 	EventHandoverRequested EventKind = "handover_requested"
 	// EventHandoverCancelled: a handover that did not complete in time was

@@ -8,7 +8,7 @@ import (
 
 // TestDependencies: embedding the engine links pgx and the standard library, not
 // the tools around it; the watchers (collector, tui, exporter) do not link the
-// engine, and protocol, the vocabulary they share with it, imports nothing of
+// engine nor the operator actions, and protocol, the vocabulary they share with it, imports nothing of
 // this module; the pgleader binary links no test code.
 func TestDependencies(t *testing.T) {
 	deps := func(pkg string) map[string]bool {
@@ -40,6 +40,15 @@ func TestDependencies(t *testing.T) {
 	for _, pkg := range []string{"../collector", "../tui", "../exporter"} {
 		for dep := range deps(pkg) {
 			if dep == module+"/election" || strings.HasPrefix(dep, module+"/election/") {
+				t.Errorf("go list -deps %s holds %s", pkg, dep)
+			}
+		}
+	}
+	// The watching side reads: the write path (operator actions) is linked
+	// only where it is wired, in cmd and the lab, never into a view.
+	for _, pkg := range []string{"../collector", "../collector/...", "../tui/...", "../exporter/..."} {
+		for dep := range deps(pkg) {
+			if dep == module+"/operator" || strings.HasPrefix(dep, module+"/operator/") {
 				t.Errorf("go list -deps %s holds %s", pkg, dep)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -35,7 +36,7 @@ type topFleetOptions struct {
 
 // topFleet runs the dashboard (or --once) over several named databases: a
 // collector per database, merged by a collector.Fleet; actions go to the
-// collector of the scope's database. --once exits 6 when a database could
+// operator of the scope's database, which acts on its collector's snapshots. --once exits 6 when a database could
 // not be read, as status does.
 func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOptions) error {
 	replay := make(tui.ReplayFleet, len(ts))
@@ -54,6 +55,7 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 	}
 	members := make([]collector.FleetMember, 0, len(ts))
 	names := make([]string, 0, len(ts))
+	ops := map[string]*operator.Operator{} // with --allow-actions: by database
 	for _, t := range ts {
 		c, err := o.collector(t.Target)
 		if err != nil {
@@ -61,6 +63,11 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 		}
 		members = append(members, collector.FleetMember{Name: t.Name, Collector: c})
 		names = append(names, t.Name)
+		if o.allowActions {
+			if ops[t.Name], err = newOperator(t.Target, c.Snapshot, quietLogger()); err != nil {
+				return cli.ForTarget(t.Name, err)
+			}
+		}
 	}
 	fleet, err := collector.NewFleet(members, collector.FleetConfig{})
 	if err != nil {
@@ -98,8 +105,8 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 	opts.Replay = replay
 	if o.allowActions {
 		opts.Actions = tui.ActionsByDatabase(func(db string) tui.Actions {
-			if c := fleet.Member(db); c != nil {
-				return topActions{c}
+			if op := ops[db]; op != nil {
+				return topActions{op}
 			}
 			return nil
 		})
