@@ -27,6 +27,11 @@
 // a database that cannot be read keeps its last snapshot, marked unreachable
 // in Snapshot.Databases, and never holds up the others (fleet.go).
 //
+// ReadHistory reads the rows a window of the past is made of (terms, audit
+// rows, the scopes' and nodes' current rows) in one snapshot; package
+// collector/replay rebuilds any instant of the window from them (status --at,
+// the dashboard's replay).
+//
 // # Reading: LISTEN first, then read, then notifications
 //
 // Run keeps two connections. The listener runs LISTEN leader_change and only then

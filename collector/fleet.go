@@ -507,7 +507,7 @@ func unreachableAlerts(states []DatabaseState, now time.Time) map[string]Alert {
 		}
 		out[server] = Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Database: strings.Join(g.names, ", "),
 			Summary: fmt.Sprintf("%s: %s — %s %s", server, g.cause, strings.Join(g.names, ", "), when),
-			Hint:    downHint, Runbook: runbook(AlertCollectorDown), Since: cmp.Or(g.since, now)}
+			Hint:    downHint, Runbook: AlertCollectorDown.Runbook(), Since: cmp.Or(g.since, now)}
 	}
 	return out
 }

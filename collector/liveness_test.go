@@ -38,7 +38,7 @@ func TestNodeState(t *testing.T) {
 			if tc.stopped {
 				n.StoppedAt = t0
 			}
-			if got := nodeState(&n, 30*time.Second); got != tc.want {
+			if got := n.JudgeState(30 * time.Second); got != tc.want {
 				t.Errorf("nodeState = %s, want %s", got, tc.want)
 			}
 		})

@@ -238,7 +238,7 @@ func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) (
 		n := &nodes[i]
 		seen[n.ID] = true
 		n.LastSeenAge = max(0, r.Now.Sub(n.LastSeen))
-		n.State = nodeState(n, cfg.StaleNodeAfter)
+		n.State = n.JudgeState(cfg.StaleNodeAfter)
 		n.Live = n.State == NodeLive
 		if sv := n.Supervisor; sv != nil && !n.Live {
 			// A node that is not live says nothing of its child now.

@@ -138,6 +138,10 @@ type Alert struct {
 	Database string `json:"database,omitempty"`
 }
 
+// Runbook is the check's section of docs/runbooks.md ("docs/runbooks.md#no_leader"),
+// what Alert.Runbook holds.
+func (k AlertKind) Runbook() string { return "docs/runbooks.md#" + string(k) }
+
 // Key identifies an alert across snapshots (kind, scope, node).
 func (a Alert) Key() string { return string(a.Kind) + "\x00" + a.Scope + "\x00" + a.Node }
 
@@ -398,9 +402,11 @@ func (s NodeState) Rank() int {
 	return -1
 }
 
-// nodeState judges n at age = database time − last_seen. A node registered
-// without timing (schema < 5 rows) falls back to staleAfter for both bounds.
-func nodeState(n *Node, staleAfter time.Duration) NodeState {
+// JudgeState is the node's state at LastSeenAge (database time − last_seen),
+// judged by its own registered timing, its StoppedAt and SessionAlive (see
+// NodeState): what State holds. A node registered without timing (rows before
+// schema 5) is judged by staleAfter for both bounds.
+func (n Node) JudgeState(staleAfter time.Duration) NodeState {
 	if !n.StoppedAt.IsZero() {
 		return NodeStopped
 	}
@@ -705,7 +711,7 @@ type Snapshot struct {
 	// (nil for one database): a merged snapshot's scopes, nodes, terms,
 	// alerts and events carry their member's name in their Database field.
 	Databases []DatabaseState `json:"databases,omitempty"`
-	// Replay is set on a snapshot rebuilt from history (Replay, History.At):
+	// Replay is set on a snapshot rebuilt from history (package replay):
 	// the instant it shows and what it cannot know. nil for a live read.
 	Replay *ReplayInfo `json:"replay,omitempty"`
 }

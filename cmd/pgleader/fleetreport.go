@@ -62,7 +62,7 @@ func (a *app) targetError(name string, err error) string {
 // object {"verdict", "targets": [{"target", "status" | "error"}]} (-o json).
 //
 // With at set (--at), each database's moment is rebuilt from its history
-// (collector.History) instead of read live: each section opens with its REPLAY
+// (replay.History) instead of read live: each section opens with its REPLAY
 // line (on stderr for TSV), each status object carries its replay object.
 func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []string, output string, src sourceFlags, at time.Time) error {
 	type read struct {

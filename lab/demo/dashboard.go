@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
 	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
@@ -102,7 +103,7 @@ type replayer struct{ dsn string }
 
 var _ tui.Replayer = replayer{}
 
-func (r replayer) History(ctx context.Context, at time.Time) (*collector.History, error) {
+func (r replayer) History(ctx context.Context, at time.Time) (*replay.History, error) {
 	cfg, err := pgx.ParseConfig(r.dsn)
 	if err != nil {
 		return nil, err
@@ -112,5 +113,9 @@ func (r replayer) History(ctx context.Context, at time.Time) (*collector.History
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
+	rows, err := collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
+	if err != nil {
+		return nil, err
+	}
+	return replay.New(rows), nil
 }
