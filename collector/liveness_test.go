@@ -113,14 +113,3 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 		return !raised && slices.Equal(sc.Followers, []string{"follower-node"})
 	})
 }
-
-// TestEpochLabel: epochs of the first timeline print as they are; after a
-// failover, as timeline and term.
-func TestEpochLabel(t *testing.T) {
-	for e, want := range map[int64]string{0: "0", 42: "42", 1<<40 - 1: "1099511627775", 1 << 40: "t2·0",
-		1<<40 + 3: "t2·3", 2<<40 + 1: "t3·1"} {
-		if got := EpochLabel(e); got != want {
-			t.Errorf("EpochLabel(%d) = %q, want %q", e, got, want)
-		}
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/human"
@@ -194,17 +193,6 @@ func (st *state) timelineChange(tl int64, now time.Time) []Event {
 	return []Event{{At: now, Kind: EventFailover, Epoch: EpochFloor(tl), Detail: fmt.Sprintf(
 		"the database failed over: WAL timeline %d → %d; every epoch granted from now on is above %d; terms and writes the old primary committed after its standby's last received WAL are not in this history",
 		prev, tl, EpochFloor(tl))}}
-}
-
-// EpochLabel is how the views print an epoch: as is on the first WAL timeline
-// ("42"), and as timeline and term after a database failover ("t2·3" for
-// (2−1)·2^40 + 3), where the raw value has thirteen digits that can only be
-// read by counting them. JSON, TSV and the detail views keep the raw value.
-func EpochLabel(e int64) string {
-	if e < 1<<40 {
-		return strconv.FormatInt(e, 10)
-	}
-	return "t" + strconv.FormatInt(e>>40+1, 10) + "·" + strconv.FormatInt(e&(1<<40-1), 10)
 }
 
 // EpochFloor is the floor of a WAL timeline's epochs (schema version 6): every

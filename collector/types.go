@@ -168,39 +168,26 @@ const (
 // scope nobody is meant to lead).
 func (v Verdict) Troubled() bool { return v != VerdictOK && v != VerdictIdle }
 
-// verdictTable is the one presentation of the known verdicts, worst first as
-// the constants are declared: each one's rank (see Rank) and the glyph that
-// makes it readable without colour.
+// verdictTable is the one list of the known verdicts, worst first as the
+// constants are declared, with each one's rank (see Rank). How the views print
+// them is package tui/label's.
 var verdictTable = [...]struct {
-	v     Verdict
-	rank  int
-	glyph string
+	v    Verdict
+	rank int
 }{
-	{VerdictSplitBrain, 0, "‼"},
-	{VerdictUnreachable, 1, "✖"}, // known not to be known: never the unknown glyph
-	{VerdictNoLeader, 2, "✖"},
-	{VerdictDegraded, 3, "▲"},
+	{VerdictSplitBrain, 0},
+	{VerdictUnreachable, 1},
+	{VerdictNoLeader, 2},
+	{VerdictDegraded, 3},
 	// rank 4: any unknown verdict (unknownRank)
-	{VerdictOK, 5, "✔"},
-	{VerdictIdle, 6, "·"},
+	{VerdictOK, 5},
+	{VerdictIdle, 6},
 }
 
-// unknownRank and unknownGlyph stand for a verdict that is not one of the
-// constants: it ranks after what is known to be wrong and before what is known
-// to be fine (it is Troubled: something to look at).
-const (
-	unknownRank  = 4
-	unknownGlyph = "?"
-)
-
-// Verdicts returns the known verdicts, worst first.
-func Verdicts() []Verdict {
-	vs := make([]Verdict, len(verdictTable))
-	for i, e := range verdictTable {
-		vs[i] = e.v
-	}
-	return vs
-}
+// unknownRank stands for a verdict that is not one of the constants: it ranks
+// after what is known to be wrong and before what is known to be fine (it is
+// Troubled: something to look at).
+const unknownRank = 4
 
 // Known reports whether v is one of the Verdict constants.
 func (v Verdict) Known() bool { return v.index() >= 0 }
@@ -232,25 +219,6 @@ func (v Verdict) WorseOf(w Verdict) Verdict {
 		return v
 	}
 	return w
-}
-
-// Glyph is the one-character mark of the verdict ("‼", "✖", "▲", "✔", "·"),
-// "?" when it is not known.
-func (v Verdict) Glyph() string {
-	if i := v.index(); i >= 0 {
-		return verdictTable[i].glyph
-	}
-	return unknownGlyph
-}
-
-// Label is the glyph and the word of the verdict, the way the views print it
-// ("✔ OK", "‼ SPLIT BRAIN"); an unknown verdict shows as "? " and its word,
-// the empty one as "? UNKNOWN".
-func (v Verdict) Label() string {
-	if v == "" {
-		return unknownGlyph + " UNKNOWN"
-	}
-	return v.Glyph() + " " + string(v)
 }
 
 // Timing is the election timing a holder or node runs with (from its rows).
@@ -370,21 +338,6 @@ const (
 	// NodeStopped: it stopped cleanly (stopped_at).
 	NodeStopped NodeState = "stopped"
 )
-
-// Label is the glyph and the word the views print for the state.
-func (s NodeState) Label() string {
-	switch s {
-	case NodeLive:
-		return "● live"
-	case NodeLate:
-		return "◐ late"
-	case NodeDown:
-		return "✖ down"
-	case NodeStopped:
-		return "■ stopped"
-	}
-	return unknownGlyph + " " + string(s)
-}
 
 // Rank orders the states worst first: down, late, live, stopped (the views
 // sort nodes by it).
@@ -527,21 +480,6 @@ type Supervised struct {
 	// killed, drained, deadline or guard_gone (stopped when its term ended).
 	LastExitCause string `json:"last_exit_cause,omitempty"`
 	LastExitEpoch int64  `json:"last_exit_epoch,omitempty"` // the term the last child ran in
-}
-
-// LastExitText says how the last child ended: "exit 3", "signal 9 (SIGKILL)",
-// or "stopped at term end (drained)" when it was stopped because its term
-// ended ("" for none). The views print it after "last ".
-func (s Supervised) LastExitText() string {
-	switch {
-	case s.LastExit == nil:
-		return ""
-	case s.LastExitCause == "exit" || s.LastExitCause == "signal":
-		return TermChild{ExitCode: *s.LastExit, Cause: s.LastExitCause}.String()
-	case s.LastExitCause == "":
-		return fmt.Sprintf("exit %d", *s.LastExit) // recorded by a node before 1.0
-	}
-	return "stopped at term end (" + s.LastExitCause + ")"
 }
 
 // Eligible reports whether the node may be handed a scope it campaigns for: it is

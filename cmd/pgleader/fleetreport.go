@@ -14,6 +14,7 @@ import (
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // The reports of status and history over named targets (--target,
@@ -102,7 +103,7 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 			case cli.FormatJSON:
 				docs = append(docs, jsonTarget{Target: name, Error: line})
 			case cli.FormatTable:
-				fmt.Fprintf(a.stdout, "%s── %s ── %s (see stderr)\n", sectionGap(i), name, collector.VerdictUnreachable.Label())
+				fmt.Fprintf(a.stdout, "%s── %s ── %s (see stderr)\n", sectionGap(i), name, show.Verdict(collector.VerdictUnreachable))
 			}
 			continue
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -370,7 +371,7 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		if followers == "" {
 			followers = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), s.Verdict.Label(), leader, collector.EpochLabel(s.Epoch),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), show.Verdict(s.Verdict), leader, show.Epoch(s.Epoch),
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
@@ -433,7 +434,7 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 			}
 		}
 		rows++
-		state := n.State.Label()
+		state := show.NodeState(n.State)
 		prio := strconv.Itoa(n.Priority)
 		switch {
 		case n.Priority == 0:
@@ -493,7 +494,7 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 	})
 	parts := make([]string, len(order), len(order)+1)
 	for i, v := range order {
-		parts[i] = fmt.Sprintf("%d %s", counts[v], v.Label())
+		parts[i] = fmt.Sprintf("%d %s", counts[v], show.Verdict(v))
 	}
 	if retired > 0 {
 		parts = append(parts, fmt.Sprintf("%d retired", retired))
@@ -512,7 +513,7 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 		})
 		names := make([]string, 0, troubleNamed+1)
 		for _, s := range trouble[:min(len(trouble), troubleNamed)] {
-			names = append(names, s.Verdict.Glyph()+" "+termsafe.String(s.Name))
+			names = append(names, show.Glyph(s.Verdict)+" "+termsafe.String(s.Name))
 		}
 		if more := len(trouble) - troubleNamed; more > 0 {
 			names = append(names, fmt.Sprintf("+%d more", more))
@@ -568,7 +569,7 @@ func supervisedText(sv *collector.Supervised) string {
 		t += ", " + plural(sv.Restarts, "restart")
 	}
 	if sv.LastExit != nil && sv.PID == 0 {
-		t += ", last " + termsafe.String(sv.LastExitText())
+		t += ", last " + termsafe.String(show.LastExit(sv))
 	}
 	return t
 }
