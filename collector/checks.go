@@ -370,25 +370,6 @@ func heartbeatLate(sc *Scope, m *scopeMem, now time.Time) (Event, bool) {
 		Detail: fmt.Sprintf("last heartbeat %s ago, interval %s", human.Duration(sc.HeartbeatAge), human.Duration(iv))}, true
 }
 
-func verdict(sc *Scope, late, idle bool) Verdict {
-	for _, a := range sc.Alerts {
-		if a.Kind == AlertSplitBrain {
-			return VerdictSplitBrain
-		}
-	}
-	switch {
-	case !sc.HasLeader() && idle:
-		// Nobody is meant to lead (a cron scope between runs): its alerts
-		// show, but it is not a scope without the leader it should have.
-		return VerdictIdle
-	case !sc.HasLeader():
-		return VerdictNoLeader
-	case len(sc.Alerts) > 0 || late:
-		return VerdictDegraded
-	}
-	return VerdictOK
-}
-
 // checkNodes raises AlertStaleNode. The hint names a pgleader command, its node
 // id quoted for a POSIX shell (shellQuote): no text from the database becomes
 // runnable SQL or shell.
