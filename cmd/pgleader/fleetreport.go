@@ -66,26 +66,29 @@ func (a *app) targetError(name string, err error) string {
 // (replay.History) instead of read live: each section opens with its REPLAY
 // line (on stderr for TSV), each status object carries its replay object.
 func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []string, output string, src sourceFlags, at time.Time) error {
-	type read struct {
-		snap *collector.Snapshot
-	}
-	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (read, error) {
+	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (*collector.Snapshot, error) {
 		if !at.IsZero() {
 			h, err := readHistory(ctx, t.Config, at)
 			if err != nil {
-				return read{}, err
+				return nil, err
 			}
 			snap := h.At(at)
 			snap.Health.Database = redacted(t.Target)
-			return read{snap}, nil
+			return snap, nil
 		}
 		c, err := newCollector(t.Target, collectorInterval, false, quietLogger(), src)
 		if err != nil {
-			return read{}, err
+			return nil, err
 		}
-		snap, err := c.Poll(ctx)
-		return read{snap}, err
+		return c.Poll(ctx)
 	})
+	return statusExit(a.writeStatusTargets(results, scopes, output)) // UNREACHABLE, unless a split brain is known elsewhere
+}
+
+// writeStatusTargets prints what statusTargets read and returns the worst
+// verdict among the databases, UNREACHABLE for one that could not be read.
+// Errors go to stderr, in every format.
+func (a *app) writeStatusTargets(results []targetResult[*collector.Snapshot], scopes []string, output string) collector.Verdict {
 	worst := collector.VerdictOK
 	type jsonTarget struct {
 		Target string          `json:"target"`
@@ -108,7 +111,7 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 			continue
 		}
 		var b bytes.Buffer
-		v := writeStatus(&b, r.value.snap, scopes, output)
+		v := writeStatus(&b, r.value, scopes, output)
 		if v.Known() {
 			worst = v.WorseOf(worst)
 		}
@@ -116,13 +119,13 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 		case cli.FormatJSON:
 			docs = append(docs, jsonTarget{Target: name, Status: bytes.TrimSpace(b.Bytes())})
 		case cli.FormatTSV:
-			if info := r.value.snap.Replay; info != nil {
+			if info := r.value.Replay; info != nil {
 				fmt.Fprintln(a.stderr, name+": "+replayLine(info))
 			}
 			writePrefixedTSV(a.stdout, b.String(), name, i == 0)
 		default:
-			fmt.Fprintf(a.stdout, "%s── %s ── %s\n", sectionGap(i), name, termsafe.String(r.value.snap.Health.Database))
-			if info := r.value.snap.Replay; info != nil {
+			fmt.Fprintf(a.stdout, "%s── %s ── %s\n", sectionGap(i), name, termsafe.String(r.value.Health.Database))
+			if info := r.value.Replay; info != nil {
 				writeReplayHead(a.stdout, info)
 			}
 			_, _ = io.Copy(a.stdout, &b)
@@ -134,7 +137,7 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 			Targets []jsonTarget      `json:"targets"`
 		}{worst, docs})
 	}
-	return statusExit(worst) // UNREACHABLE, unless a split brain is known elsewhere
+	return worst
 }
 
 // collectorInterval is the poll interval of a collector that reads once.
@@ -175,6 +178,13 @@ func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQu
 	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) ([]collector.Term, error) {
 		return readTerms(ctx, t.Config, q.scopes, q.window, q.limit)
 	})
+	return a.writeHistoryTargets(results, q.limit, output)
+}
+
+// writeHistoryTargets prints what historyTargets read: the newest terms of
+// every database merged newest first (at most limit in all); a database that
+// could not be read is said on stderr, in the JSON too, and exits 6.
+func (a *app) writeHistoryTargets(results []targetResult[[]collector.Term], limit int, output string) error {
 	type row struct {
 		term   collector.Term
 		target string
@@ -197,7 +207,7 @@ func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQu
 		}
 	}
 	slices.SortStableFunc(rows, func(x, y row) int { return y.term.AcquiredAt.Compare(x.term.AcquiredAt) })
-	rows = rows[:min(len(rows), q.limit)]
+	rows = rows[:min(len(rows), limit)]
 	terms, targets := make([]collector.Term, len(rows)), make([]string, len(rows))
 	for i, r := range rows {
 		terms[i], targets[i] = r.term, r.target
