@@ -171,15 +171,19 @@ func (a *app) bind(cmd *cobra.Command, name string, prefix bool, roles []string)
 	})
 }
 
+// bindingsJSON is `pgleader scope bindings -o json`: the bindings, then the
+// lock keys that are not the derived ones (empty lists, never null).
+type bindingsJSON struct {
+	Bindings []operator.Binding     `json:"bindings"`
+	Keys     []operator.KeyOverride `json:"lock_keys"`
+}
+
 // writeBindings prints `scope bindings`.
 func writeBindings(a *app, bs []operator.Binding, ks []operator.KeyOverride, format string) error {
 	w := a.stdout
 	switch format {
 	case cli.FormatJSON:
-		return cli.WriteJSON(w, struct {
-			Bindings []operator.Binding     `json:"bindings"`
-			Keys     []operator.KeyOverride `json:"lock_keys"`
-		}{orEmpty(bs), orEmpty(ks)})
+		return cli.WriteJSON(w, bindingsJSON{Bindings: orEmpty(bs), Keys: orEmpty(ks)})
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "kind\tname\troles_or_key\tby")
 		for _, b := range bs {

@@ -85,17 +85,36 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 	return statusExit(a.writeStatusTargets(results, scopes, output)) // UNREACHABLE, unless a split brain is known elsewhere
 }
 
+// targetsStatusJSON is `pgleader status -o json` over named targets: the
+// worst verdict of them all (UNREACHABLE for a database that could not be
+// read, unless a split brain is known elsewhere), then each database.
+type targetsStatusJSON struct {
+	Verdict collector.Verdict  `json:"verdict"`
+	Targets []targetStatusJSON `json:"targets"`
+}
+
+// targetStatusJSON is one database of targetsStatusJSON: its status (as
+// statusJSON, verbatim) or why it could not be read.
+type targetStatusJSON struct {
+	Target string          `json:"target"`
+	Status json.RawMessage `json:"status,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// targetErrorJSON is a database `pgleader history -o json` over named targets
+// could not read, after the terms of those it could (targetTerm): a reader of
+// the JSON alone knows what it lacks.
+type targetErrorJSON struct {
+	Target string `json:"target"`
+	Error  string `json:"error"`
+}
+
 // writeStatusTargets prints what statusTargets read and returns the worst
 // verdict among the databases, UNREACHABLE for one that could not be read.
 // Errors go to stderr, in every format.
 func (a *app) writeStatusTargets(results []targetResult[*collector.Snapshot], scopes []string, output string) collector.Verdict {
 	worst := collector.VerdictOK
-	type jsonTarget struct {
-		Target string          `json:"target"`
-		Status json.RawMessage `json:"status,omitempty"`
-		Error  string          `json:"error,omitempty"`
-	}
-	var docs []jsonTarget
+	var docs []targetStatusJSON
 	for i, r := range results {
 		name := r.target.Name
 		if r.err != nil {
@@ -104,7 +123,7 @@ func (a *app) writeStatusTargets(results []targetResult[*collector.Snapshot], sc
 			fmt.Fprintln(a.stderr, line) // errors on stderr, in every format
 			switch output {
 			case cli.FormatJSON:
-				docs = append(docs, jsonTarget{Target: name, Error: line})
+				docs = append(docs, targetStatusJSON{Target: name, Error: line})
 			case cli.FormatTable:
 				fmt.Fprintf(a.stdout, "%s── %s ── %s (see stderr)\n", sectionGap(i), name, show.Verdict(collector.VerdictUnreachable))
 			}
@@ -117,7 +136,7 @@ func (a *app) writeStatusTargets(results []targetResult[*collector.Snapshot], sc
 		}
 		switch output {
 		case cli.FormatJSON:
-			docs = append(docs, jsonTarget{Target: name, Status: bytes.TrimSpace(b.Bytes())})
+			docs = append(docs, targetStatusJSON{Target: name, Status: bytes.TrimSpace(b.Bytes())})
 		case cli.FormatTSV:
 			if info := r.value.Replay; info != nil {
 				fmt.Fprintln(a.stderr, name+": "+replayLine(info))
@@ -132,10 +151,7 @@ func (a *app) writeStatusTargets(results []targetResult[*collector.Snapshot], sc
 		}
 	}
 	if output == cli.FormatJSON {
-		_ = cli.WriteJSON(a.stdout, struct {
-			Verdict collector.Verdict `json:"verdict"`
-			Targets []jsonTarget      `json:"targets"`
-		}{worst, docs})
+		_ = cli.WriteJSON(a.stdout, targetsStatusJSON{Verdict: worst, Targets: docs})
 	}
 	return worst
 }
@@ -190,16 +206,12 @@ func (a *app) writeHistoryTargets(results []targetResult[[]collector.Term], limi
 		target string
 	}
 	var rows []row
-	type targetError struct {
-		Target string `json:"target"`
-		Error  string `json:"error"`
-	}
-	var errs []targetError
+	var errs []targetErrorJSON
 	for _, r := range results {
 		if r.err != nil {
 			line := a.targetError(r.target.Name, r.err)
 			fmt.Fprintln(a.stderr, line) // errors on stderr, in every format
-			errs = append(errs, targetError{r.target.Name, line})
+			errs = append(errs, targetErrorJSON{Target: r.target.Name, Error: line})
 			continue
 		}
 		for _, t := range r.value {

@@ -244,6 +244,32 @@ func statusExit(worst collector.Verdict) error {
 	return nil
 }
 
+// statusJSON is `pgleader status -o json` over one database: a contract other
+// tools parse (DESIGN.md §5). Fields are only ever added, after the others.
+type statusJSON struct {
+	Database string            `json:"database"`
+	DBTime   time.Time         `json:"db_time"`
+	Verdict  collector.Verdict `json:"verdict"`
+	// VerdictCounts: how many of the scopes shown have each verdict
+	// ({"OK": 998, "NO LEADER": 2}); added after the fields above.
+	VerdictCounts map[collector.Verdict]int `json:"verdict_counts"`
+	Scopes        []collector.Scope         `json:"scopes"`
+	Nodes         []collector.Node          `json:"nodes"`
+	Alerts        []collector.Alert         `json:"alerts"`
+	Health        collector.Health          `json:"health"`
+	// Timeline and EpochFloor: the server's WAL timeline (it rises at every
+	// failover) and the floor above which its epochs lie (added later).
+	Timeline   int64 `json:"timeline"`
+	EpochFloor int64 `json:"epoch_floor"`
+	// Retired: scopes retired with pgleader scope retire, which scopes
+	// leaves out (schema 8; scopes[].handover_to, scopes[].handover_deadline
+	// and nodes[].priority came with it).
+	Retired int `json:"retired"`
+	// Replay: status --at, a moment rebuilt from history (added later;
+	// absent live).
+	Replay *collector.ReplayInfo `json:"replay,omitempty"`
+}
+
 // writeStatus prints snap (restricted to scopes when given) and returns the worst
 // verdict among the printed scopes. Its cost is linear in the scopes, nodes and
 // alerts: it runs on every frame of --watch, at thousands of scopes.
@@ -281,31 +307,10 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 	}
 	switch format {
 	case cli.FormatJSON:
-		out := struct {
-			Database string            `json:"database"`
-			DBTime   time.Time         `json:"db_time"`
-			Verdict  collector.Verdict `json:"verdict"`
-			// VerdictCounts: how many of the scopes shown have each verdict
-			// ({"OK": 998, "NO LEADER": 2}); added after the fields above.
-			VerdictCounts map[collector.Verdict]int `json:"verdict_counts"`
-			Scopes        []collector.Scope         `json:"scopes"`
-			Nodes         []collector.Node          `json:"nodes"`
-			Alerts        []collector.Alert         `json:"alerts"`
-			Health        collector.Health          `json:"health"`
-			// Timeline and EpochFloor: the server's WAL timeline (it rises at every
-			// failover) and the floor above which its epochs lie (added later).
-			Timeline   int64 `json:"timeline"`
-			EpochFloor int64 `json:"epoch_floor"`
-			// Retired: scopes retired with pgleader scope retire, which scopes
-			// leaves out (schema 8; scopes[].handover_to, scopes[].handover_deadline
-			// and nodes[].priority came with it).
-			Retired int `json:"retired"`
-			// Replay: status --at, a moment rebuilt from history (added
-			// later; absent live).
-			Replay *collector.ReplayInfo `json:"replay,omitempty"`
-		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health,
-			snap.Timeline, snap.EpochFloor, snap.Retired, snap.Replay}
-		_ = cli.WriteJSON(w, out)
+		_ = cli.WriteJSON(w, statusJSON{Database: snap.Health.Database, DBTime: snap.DBTime, Verdict: worst,
+			VerdictCounts: counts, Scopes: orEmpty(shown), Nodes: orEmpty(snap.Nodes), Alerts: orEmpty(alerts),
+			Health: snap.Health, Timeline: snap.Timeline, EpochFloor: snap.EpochFloor, Retired: snap.Retired,
+			Replay: snap.Replay})
 		return worst
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tstate\tleader\tepoch\ttenure_s\theartbeat_age_s\tfollowers\talerts")
