@@ -7,6 +7,7 @@ import (
 	osexec "os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,12 +159,10 @@ func TestSplitBrain(t *testing.T) {
 		// Nor are they the read's snapshot of the tables: a read whose transaction
 		// began before the forged claim committed sees no term (epoch 0) beside
 		// locks taken after it.
-		// So the wait skips reads whose look at the scopes still saw the
-		// holder's lock (seen under load: LockPIDs [holder], the squatter named).
 		s := waitSnap(t, c, "interference", func(s *Snapshot) bool {
 			_, ok := alert(s, AlertInterference, "q")
 			sc, _ := s.Scope("q")
-			return ok && slices.Contains(sc.LockPIDs, spid) && sc.Epoch > 0
+			return ok && len(sc.LockPIDs) > 0 && sc.Epoch > 0
 		})
 		a, _ := alert(s, AlertInterference, "q")
 		sc := scope(t, s, "q")
@@ -246,108 +245,52 @@ func TestStaleLeader(t *testing.T) {
 		}
 	})
 
-	t.Run("EvictStale", func(t *testing.T) {
+	// The collector decides, once per term, and asks its Evictor (the operator
+	// package has the real one, tested there); a failure is an event.
+	t.Run("EvictStaleAsks", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
+		ev := &fakeEvictor{err: errors.New("not today")}
 		cfg := testConfig(t, dsn)
-		cfg.EvictStale, cfg.EvictAfter = true, 200*time.Millisecond
+		cfg.EvictStale, cfg.EvictAfter = ev, 200*time.Millisecond
 		c := newCollector(t, cfg)
 		rec := record(t, c)
 		run(t, c)
 		_, pid := stale(t, dsn, "z")
-		ev := rec.waitEvent(t, "evicted", func(e Event) bool { return e.Kind == EventEvicted })
-		if ev.Scope != "z" || ev.Node != "zombie" || ev.Reason != "stale leader" || ev.AuditID == 0 || !strings.Contains(ev.Detail, fmt.Sprint(pid)) {
-			t.Fatalf("evicted event %+v", ev)
+		failed := rec.waitEvent(t, "evict_failed", func(e Event) bool { return e.Kind == EventEvictFailed })
+		if failed.Scope != "z" || failed.Node != "zombie" || failed.Reason != "not today" {
+			t.Fatalf("evict_failed event %+v", failed)
 		}
-		admin := pgtest.Connect(t, dsn)
-		// pg_terminate_backend signals; the backend exits a moment later.
-		pgtest.WaitFor(t, fmt.Sprintf("the zombie's backend %d gone", pid), 5*time.Second, func() bool {
-			return queryInt(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid) == 0
-		})
-		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND scope = 'z'
-		                            AND detail->>'by' = session_user AND detail->>'via' = 'collector' AND session_role = session_user
-		                            AND (detail->>'pid')::int = $1 AND detail->>'reason' = 'stale leader'`, pid); n != 1 {
-			t.Fatalf("%d evicted audit rows", n)
-		}
-		rec.waitEvent(t, "stale_leader resolved", func(e Event) bool {
-			return e.Kind == EventAlertResolved && e.Alert.Kind == AlertStaleLeader
-		})
 		settle(t, c, 3)
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted'"); n != 1 {
-			t.Fatalf("%d evictions, want exactly one per term", n)
-		}
-		if _, ok := rec.find(func(e Event) bool { return e.Kind == EventEvictFailed }); ok {
-			t.Fatal("an eviction failed")
+		want := evictCall{Holder{Scope: "z", Node: "zombie", Epoch: failed.Epoch, PID: pid}, "stale leader"}
+		if got := ev.all(); len(got) != 1 || got[0] != want {
+			t.Fatalf("evictor asked %+v, want once %+v", got, want)
 		}
 	})
+}
 
-	t.Run("EvictManual", func(t *testing.T) {
-		dsn := pgtest.MigratedDSN(t)
-		c := newCollector(t, testConfig(t, dsn))
-		ctx := context.Background()
-		holder := pgtest.Connect(t, dsn)
-		forgeHolder(t, holder, "m", "someone")
-		if err := c.Evict(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
-			t.Fatalf("unknown scope: %v", err)
-		}
-		// The caller saw a holder that has changed since: nothing happens.
-		if _, err := c.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{1}', '{resigned}')")
-		forgeHolder(t, holder, "m", "someone")
-		if err := c.Evict(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) {
-			t.Fatalf("changed holder: %v", err)
-		}
-		if _, err := c.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Evict(ctx, "m", "operator says so"); err != nil {
-			t.Fatal(err)
-		}
-		if err := holder.Ping(ctx); err == nil {
-			t.Fatal("the holder's connection survived its eviction")
-		}
-		admin := pgtest.Connect(t, dsn)
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND epoch = 2 AND detail->>'reason' = 'operator says so'"); n != 1 {
-			t.Fatalf("%d audit rows for the eviction", n)
-		}
-		if _, err := c.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Evict(ctx, "m", "again"); !errors.Is(err, ErrNoHolder) {
-			t.Fatalf("evicting a dead holder: %v", err)
-		}
-	})
+// fakeEvictor records what it is asked to evict and fails with err.
+type fakeEvictor struct {
+	mu    sync.Mutex
+	calls []evictCall
+	err   error
+}
 
-	t.Run("EvictForbidden", func(t *testing.T) {
-		dsn := pgtest.MigratedDSN(t)
-		admin := pgtest.Connect(t, dsn)
-		role := fmt.Sprintf("collector_weak_%d", time.Now().UnixNano()%1e9)
-		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE pgleader_operator`, role))
-		t.Cleanup(func() {
-			exec(t, admin, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role))
-		})
-		holder := pgtest.Connect(t, dsn)
-		forgeHolder(t, holder, "m", "someone")
-		cfg := testConfig(t, dsn)
-		cfg.ConnConfig.User = role
-		c := newCollector(t, cfg)
-		err := c.Evict(context.Background(), "m", "test")
-		if !errors.Is(err, ErrEvictForbidden) {
-			t.Fatalf("Evict as %s: %v, want ErrEvictForbidden", role, err)
-		}
-		for _, want := range []string{"superuser", "pg_signal_backend", "holder's own role", role} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not mention %q", err, want)
-			}
-		}
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted'"); n != 0 {
-			t.Fatalf("a refused eviction wrote %d audit rows", n)
-		}
-		if err := holder.Ping(context.Background()); err != nil {
-			t.Fatalf("the holder was terminated anyway: %v", err)
-		}
-	})
+type evictCall struct {
+	h      Holder
+	reason string
+}
+
+func (f *fakeEvictor) EvictHolder(_ context.Context, h Holder, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, evictCall{h, reason})
+	return f.err
+}
+
+func (f *fakeEvictor) all() []evictCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
 }
 
 func TestNodes(t *testing.T) {

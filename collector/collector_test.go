@@ -18,7 +18,7 @@ func TestConfig(t *testing.T) {
 		d.SplitBrainGrace != DefaultSplitBrainGrace || d.StaleNodeAfter != DefaultStaleNodeAfter || d.FlapWindow != DefaultFlapWindow ||
 		d.FlapMax != DefaultFlapMax || d.FenceAlertFor != DefaultFenceAlertFor || d.LockPressure != DefaultLockPressure ||
 		d.CollectorDownAfter != DefaultCollectorDownAfter || d.RecentTerms != DefaultRecentTerms || d.EvictAfter != DefaultEvictAfter || d.TermsWindow != DefaultTermsWindow ||
-		d.EvictStale || d.Logger == nil {
+		d.EvictStale != nil || d.Logger == nil {
 		t.Fatalf("DefaultConfig() = %+v", d)
 	}
 	base := testConfig(t, "postgres://u@127.0.0.1:5432/db")

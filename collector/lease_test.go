@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -49,8 +48,8 @@ func TestLeaseModeScope(t *testing.T) {
 // TestThroughTransactionPooler: the collector itself reaches PostgreSQL only
 // through PgBouncer in transaction mode (as a dashboard or exporter does where
 // nothing else is reachable): it reads with unnamed statements and settings set
-// per transaction, polls instead of listening, sees the lease-mode leader, and a
-// handover through the pooler completes.
+// per transaction, polls instead of listening, and sees the lease-mode leader
+// (a handover through the pooler is operator's TestHandoverThroughPooler).
 func TestThroughTransactionPooler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
@@ -65,30 +64,12 @@ func TestThroughTransactionPooler(t *testing.T) {
 		sc, ok := s.Scope("billing")
 		return ok && sc.HasLeader() && sc.Verdict == VerdictOK && len(sc.Followers) == 1
 	})
-	if !c.pooled.Load() {
+	if !c.dial.Pooled() {
 		t.Fatal("the collector did not notice the pooler")
 	}
 	if h := s.Health; h.Source != SourcePolling || !h.Pooler || h.LastError != "" {
 		t.Fatalf("health through a pooler: source %q, pooler %v, last error %q; want polling, true, none", h.Source, h.Pooler, h.LastError)
 	}
-	sc := scope(t, s, "billing")
-	to := "a"
-	if sc.Leader == "a" {
-		to = "b"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := c.Handover(ctx, "billing", to, "test", 10*time.Second)
-	if err != nil {
-		t.Fatalf("handover through the pooler: %v", err)
-	}
-	if res.To != to || res.Epoch <= sc.Epoch {
-		t.Fatalf("handover %+v after epoch %d", res, sc.Epoch)
-	}
-	waitSnap(t, c, "the target leading", func(s *Snapshot) bool {
-		sc, ok := s.Scope("billing")
-		return ok && sc.Leader == to && sc.Epoch == res.Epoch && len(s.Alerts) == 0
-	})
 }
 
 // startLeaseNode runs a lease-mode elector for scope billing through dsn (a pooler).

@@ -38,7 +38,7 @@ func TestNodeState(t *testing.T) {
 			if tc.stopped {
 				n.StoppedAt = t0
 			}
-			if got := nodeState(&n, 30*time.Second); got != tc.want {
+			if got := n.JudgeState(30 * time.Second); got != tc.want {
 				t.Errorf("nodeState = %s, want %s", got, tc.want)
 			}
 		})
@@ -112,15 +112,4 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 		sc, _ := s.Scope("s")
 		return !raised && slices.Equal(sc.Followers, []string{"follower-node"})
 	})
-}
-
-// TestEpochLabel: epochs of the first timeline print as they are; after a
-// failover, as timeline and term.
-func TestEpochLabel(t *testing.T) {
-	for e, want := range map[int64]string{0: "0", 42: "42", 1<<40 - 1: "1099511627775", 1 << 40: "t2·0",
-		1<<40 + 3: "t2·3", 2<<40 + 1: "t3·1"} {
-		if got := EpochLabel(e); got != want {
-			t.Errorf("EpochLabel(%d) = %q, want %q", e, got, want)
-		}
-	}
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
 	"github.com/pgleader/pgleader/internal/pgsession"
+	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -19,11 +21,11 @@ import (
 // `pgleader top` asks for --allow-actions, the demo acts on its own nodes —
 // and its DSN in the header, which c copies; the colours of o.Theme, and
 // replay ([) of its database.
-func dashboardOptions(dsn string, l *lab, col *collector.Collector, o Options) tui.Options {
+func dashboardOptions(dsn string, l *lab, op *operator.Operator, o Options) tui.Options {
 	return tui.Options{
 		Database: redactDSN(dsn),
 		DSN:      pasteableDSN(dsn),
-		Actions:  dashboardActions{Collector: col, scopes: l.scopes},
+		Actions:  dashboardActions{op: op, scopes: l.scopes},
 		Faults:   dashboardFaults{l},
 		Notes:    l.notes,
 		NoColor:  o.NoColor,
@@ -56,10 +58,10 @@ func pasteableDSN(dsn string) string {
 const handoverTimeout = 10 * time.Second
 
 // dashboardActions are the dashboard's operator actions on the demo's
-// collector, refused on a scope that is not the demo's own: with --dsn the
+// database, refused on a scope that is not the demo's own: with --dsn the
 // database may hold scopes of real services, which the demo must not evict.
 type dashboardActions struct {
-	*collector.Collector
+	op     *operator.Operator
 	scopes []string
 }
 
@@ -77,21 +79,21 @@ func (a dashboardActions) Evict(ctx context.Context, scope, reason string) error
 	if err := a.own(scope); err != nil {
 		return err
 	}
-	return a.Collector.Evict(ctx, scope, reason)
+	return a.op.Evict(ctx, scope, reason)
 }
 
 func (a dashboardActions) Resign(ctx context.Context, scope, reason string) error {
 	if err := a.own(scope); err != nil {
 		return err
 	}
-	return a.Collector.Resign(ctx, scope, reason)
+	return a.op.Resign(ctx, scope, reason)
 }
 
 func (a dashboardActions) Handover(ctx context.Context, scope, to, via string) error {
 	if err := a.own(scope); err != nil {
 		return err
 	}
-	_, err := a.Collector.Handover(ctx, scope, to, via, handoverTimeout)
+	_, err := a.op.Handover(ctx, scope, to, via, handoverTimeout)
 	return err
 }
 
@@ -101,7 +103,7 @@ type replayer struct{ dsn string }
 
 var _ tui.Replayer = replayer{}
 
-func (r replayer) History(ctx context.Context, at time.Time) (*collector.History, error) {
+func (r replayer) History(ctx context.Context, at time.Time) (*replay.History, error) {
 	cfg, err := pgx.ParseConfig(r.dsn)
 	if err != nil {
 		return nil, err
@@ -111,5 +113,9 @@ func (r replayer) History(ctx context.Context, at time.Time) (*collector.History
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	return collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
+	rows, err := collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
+	if err != nil {
+		return nil, err
+	}
+	return replay.New(rows), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -31,22 +32,20 @@ func (stillFeed) Refresh()                      {}
 func (stillFeed) SetPollInterval(time.Duration) {}
 func (stillFeed) PollInterval() time.Duration   { return time.Second }
 
-// dashboard is the demo's dashboard at w×h, with its options over a
-// collector that never reads (no database needed), showing an empty
-// snapshot.
+// dashboard is the demo's dashboard at w×h, with its options over an
+// operator that never acts (no database needed), showing an empty snapshot.
 func dashboard(t *testing.T, dsn string, w, h int) *tui.Model {
 	t.Helper()
-	cfg := collector.DefaultConfig()
-	var err error
-	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
 		t.Fatal(err)
 	}
-	col, err := collector.New(cfg)
+	op, err := operator.New(operator.Config{ConnConfig: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &lab{scopes: []string{"billing", "reports"}, notes: make(chan string, 1)}
-	m := tui.New(stillFeed{&collector.Snapshot{Seq: 1, At: time.Now()}}, dashboardOptions(dsn, l, col, Options{NoColor: true}))
+	m := tui.New(stillFeed{&collector.Snapshot{Seq: 1, At: time.Now()}}, dashboardOptions(dsn, l, op, Options{NoColor: true}))
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m
 }
@@ -69,7 +68,7 @@ func TestDashboardActions(t *testing.T) {
 		}
 	}
 
-	a := dashboardActions{scopes: []string{"billing"}} // no collector: a refusal must not reach it
+	a := dashboardActions{scopes: []string{"billing"}} // no operator: a refusal must not reach it
 	ctx := context.Background()
 	for name, err := range map[string]error{
 		"evict":    a.Evict(ctx, "payroll", "test"),

@@ -38,6 +38,7 @@ import (
 	"github.com/pgleader/pgleader/demo/reaper"
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -259,7 +260,11 @@ func Run(ctx context.Context, o Options) (err error) {
 		defer func() { stopRun(); unsubscribe(); <-alertsDone }()
 		return headless(ctx, o, l)
 	}
-	return tui.Run(ctx, col, dashboardOptions(dsn, l, col, o))
+	op, err := operator.New(operator.Config{ConnConfig: ccfg.ConnConfig, Latest: col.Snapshot, Logger: ccfg.Logger})
+	if err != nil {
+		return err
+	}
+	return tui.Run(ctx, col, dashboardOptions(dsn, l, op, o))
 }
 
 // serveMetrics serves the exporter on listen (default 127.0.0.1:9817, else a free

@@ -8,7 +8,8 @@ import (
 
 // TestDependencies: embedding the engine links pgx and the standard library, not
 // the tools around it; the watchers (collector, tui, exporter) and the checker
-// that reads events files do not link the engine, and protocol, the vocabulary
+// that reads events files do not link the engine, the watchers link no
+// operator action, and protocol, the vocabulary
 // they share with it, imports nothing of this module; every package under
 // internal/ is a leaf (it imports nothing of this module but other internal
 // packages); only the CLI imports the demo; the pgleader binary links no test
@@ -44,6 +45,15 @@ func TestDependencies(t *testing.T) {
 	for _, pkg := range []string{"../collector", "../tui", "../exporter", "../lab/checker"} {
 		for dep := range deps(pkg) {
 			if dep == module+"/election" || strings.HasPrefix(dep, module+"/election/") {
+				t.Errorf("go list -deps %s holds %s", pkg, dep)
+			}
+		}
+	}
+	// The watching side reads: the write path (operator actions) is linked
+	// only where it is wired, in cmd and the demo, never into a view.
+	for _, pkg := range []string{"../collector/...", "../tui/...", "../exporter/..."} {
+		for dep := range deps(pkg) {
+			if dep == module+"/operator" || strings.HasPrefix(dep, module+"/operator/") {
 				t.Errorf("go list -deps %s holds %s", pkg, dep)
 			}
 		}

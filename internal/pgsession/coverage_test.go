@@ -22,7 +22,7 @@ var reviewed = map[string]struct {
 }{
 	"internal/pgsession/pgsession.go": {2, "Connect itself"},
 	"election/pooler.go":              {2, "dial: connConfig applies pgsession.Apply; the pooler fallback sets the path on the session and checkSessionPath verifies it"},
-	"collector/conn.go":               {2, "connConfig applies pgsession.Apply; pooled connections set it per transaction (readSettings) or run qualified statements"},
+	"internal/pgdial/pgdial.go":       {2, "Config applies pgsession.Apply; pooled connections set it per transaction (the collector's readSettings) or run qualified statements (operator actions)"},
 	"collector/logical/slots.go":      {2, "Available applies pgsession.Apply to both connections"},
 	"collector/logical/stream.go":     {1, "Open applies pgsession.Apply"},
 	"workload/workload.go":            {1, "NewPool applies pgsession.Apply (direct); pooled: pgleader.fence and an INSERT into pgleader.demo_actions"},

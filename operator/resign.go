@@ -1,4 +1,4 @@
-package collector
+package operator
 
 import (
 	"context"
@@ -6,7 +6,12 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/internal/pgdial"
 )
+
+// appResign is the application_name of a resign request's session.
+const appResign = "pgleader-collector resign"
 
 // sqlResign asks the holder of a scope's open term to resign
 // (pgleader.request_resign, schema version 4). $1 scope, $2 epoch (NULL: any
@@ -26,36 +31,34 @@ SELECT s.epoch, coalesce(s.holder, ''), s.holder IS NOT NULL AND s.released_at I
 // releases the term with reason resigned, and a follower takes over under a
 // new epoch. The function writes an audit row of kind resign_requested (detail
 // by = "collector: " + reason), which the collector reports as
-// EventResignRequested, and notifies leader_change.
+// collector.EventResignRequested, and notifies leader_change.
 //
-// Resign marks only the term the latest snapshot showed, when there is one: it
-// returns ErrNoHolder if that snapshot showed no open term of scope, and
-// ErrHolderChanged if that term ended or another began before the mark was
-// written (nothing is marked then). Without a snapshot it marks whichever term
-// is open (ErrNoHolder when none is). ErrUnknownScope: the database does not
-// know scope.
+// Resign marks only the term the latest snapshot (Config.Latest) showed, when
+// there is one: it returns ErrNoHolder if that snapshot showed no open term of
+// scope, and ErrHolderChanged if that term ended or another began before the
+// mark was written (nothing is marked then). Without a snapshot it marks
+// whichever term is open (ErrNoHolder when none is). ErrUnknownScope: the
+// database does not know scope.
 //
 // Resign returns once the mark is committed; it does not wait for the handover,
 // which the collector's events show (released with reason resigned, then
 // elected). Unlike Evict it needs no privilege to signal backends, only the
 // pgleader tables, but it relies on a live holder: a zombie that no longer
-// heartbeats never sees the mark, and Evict is the action for it. It uses a
-// short-lived connection of its own.
-func (c *Collector) Resign(ctx context.Context, scope, reason string) error {
+// heartbeats never sees the mark, and Evict is the action for it.
+func (o *Operator) Resign(ctx context.Context, scope, reason string) error {
 	var want *int64 // nil: whichever term is open
-	if s := c.Snapshot(); s != nil {
-		if sc, ok := s.Scope(scope); ok {
-			if sc.Leader == "" {
-				return fmt.Errorf("%w: %s had no open term in the latest snapshot (seq %d)", ErrNoHolder, scope, s.Seq)
-			}
-			want = &sc.Epoch
-		}
+	h, ok, err := o.latestHolder(scope)
+	if err != nil {
+		return err
 	}
-	conn, err := c.connect(ctx, appResign, map[string]string{"statement_timeout": fmt.Sprint(readStatementTimeout.Milliseconds())})
+	if ok {
+		want = &h.Epoch
+	}
+	conn, err := o.connect(ctx, appResign, statementTimeout)
 	if err != nil {
 		return fmt.Errorf("collector: resign %s: connect: %w", scope, err)
 	}
-	defer closeConn(conn)
+	defer pgdial.Close(conn)
 
 	by := "collector: " + reason
 	var marked bool
@@ -63,7 +66,7 @@ func (c *Collector) Resign(ctx context.Context, scope, reason string) error {
 		return fmt.Errorf("collector: resign %s: %w", scope, err)
 	}
 	if marked {
-		c.log.Info("asked the leader to resign", "scope", scope, "epoch", epochAttr(want), "by", by)
+		o.log.Info("asked the leader to resign", "scope", scope, "epoch", epochAttr(want), "by", by)
 		return nil
 	}
 	return resignRefused(ctx, conn, scope, want)

@@ -1,4 +1,4 @@
-package collector
+package operator
 
 import (
 	"context"
@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
 )
 
-// TestHandoverAndLifecycle: Collector.Handover moves the scope to the named
+// TestHandoverAndLifecycle: Operator.Handover moves the scope to the named
 // follower and returns its epoch; refusals change nothing; a scope whose
 // candidates all stopped cleanly is IDLE (no alert); Retire takes it out of the
 // snapshot (refused while a node campaigns for it), and a node that campaigns
@@ -20,6 +22,7 @@ func TestHandoverAndLifecycle(t *testing.T) {
 	cfg := testConfig(t, dsn)
 	cfg.NoLeaderAfter = 200 * time.Millisecond
 	c := newCollector(t, cfg)
+	op := newOperator(t, cfg, c)
 	run(t, c)
 	ctx := context.Background()
 	a := testnode.Start(t, testnode.FastConfig(dsn, "a", "billing"))
@@ -30,10 +33,10 @@ func TestHandoverAndLifecycle(t *testing.T) {
 		return ok && len(sc.Followers) == 1 && sc.Followers[0] == "b"
 	})
 
-	if _, err := c.Handover(ctx, "billing", "nobody", "test", 5*time.Second); !errors.Is(err, ErrHandoverRefused) {
+	if _, err := op.Handover(ctx, "billing", "nobody", "test", 5*time.Second); !errors.Is(err, ErrHandoverRefused) {
 		t.Fatalf("handover to an unknown node: %v, want ErrHandoverRefused", err)
 	}
-	res, err := c.Handover(ctx, "billing", "b", "test", 10*time.Second)
+	res, err := op.Handover(ctx, "billing", "b", "test", 10*time.Second)
 	if err != nil {
 		t.Fatalf("Handover to b: %v", err)
 	}
@@ -53,7 +56,7 @@ func TestHandoverAndLifecycle(t *testing.T) {
 		t.Fatalf("node b in the snapshot: %+v", n)
 	}
 
-	if _, err := c.Retire(ctx, "billing", "test"); !errors.Is(err, ErrRetireRefused) {
+	if _, err := op.Retire(ctx, "billing", "test"); !errors.Is(err, ErrRetireRefused) {
 		t.Fatalf("Retire while nodes campaign: %v, want ErrRetireRefused", err)
 	}
 
@@ -68,7 +71,7 @@ func TestHandoverAndLifecycle(t *testing.T) {
 		t.Fatal("no_leader alert for a scope whose candidates all stopped cleanly")
 	}
 
-	done, err := c.Retire(ctx, "billing", "test")
+	done, err := op.Retire(ctx, "billing", "test")
 	if err != nil || !done {
 		t.Fatalf("Retire = %v, %v", done, err)
 	}
@@ -83,24 +86,57 @@ func TestHandoverAndLifecycle(t *testing.T) {
 	})
 }
 
-// TestCrashedCandidatesKeepAlerting: a scope whose only candidate vanished
-// without stopping cleanly is not idle: no_leader fires.
-func TestCrashedCandidatesKeepAlerting(t *testing.T) {
+// TestHandoverThroughPooler: an operator and a collector that reach PostgreSQL
+// only through PgBouncer in transaction mode (as a dashboard does where nothing
+// else is reachable) notice the pooler, and a handover between lease-mode
+// nodes through it completes (the collector's own side is its
+// TestThroughTransactionPooler).
+func TestHandoverThroughPooler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	cfg := testConfig(t, dsn)
-	cfg.NoLeaderAfter = 200 * time.Millisecond
+	via := pgtest.NewBouncer(t, dsn, "transaction")
+	cfg := testConfig(t, via)
+	cfg.Source = collector.SourceModeAuto // the logical source cannot cross a pooler either
 	c := newCollector(t, cfg)
+	op := newOperator(t, cfg, c)
 	run(t, c)
-	conn := pgtest.Connect(t, dsn)
-	// A candidate registered for "jobs" that never stopped (its process died
-	// before it claimed), last seen long ago.
-	exec(t, conn, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, heartbeat_interval_ms,
-	               trust_window_ms, session_lease_ms, last_seen) VALUES ('gone', 'h', 1, 'v', '{jobs}', 100, 300, 500, now() - interval '30 minutes')`)
-	s := waitSnap(t, c, "a no_leader alert", func(s *Snapshot) bool {
-		_, ok := alert(s, AlertNoLeader, "jobs")
-		return ok
+	start := func(id string) *testnode.Node { return startLeaseNode(t, via, id) }
+	start("a")
+	start("b")
+	s := waitSnap(t, c, "a lease-mode leader and its follower", func(s *Snapshot) bool {
+		sc, ok := s.Scope("billing")
+		return ok && sc.HasLeader() && sc.Verdict == collector.VerdictOK && len(sc.Followers) == 1
 	})
-	if sc := scope(t, s, "jobs"); sc.Verdict != VerdictNoLeader {
-		t.Fatalf("verdict %s, want NO LEADER", sc.Verdict)
+	sc := scope(t, s, "billing")
+	to := "a"
+	if sc.Leader == "a" {
+		to = "b"
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := op.Handover(ctx, "billing", to, "test", 10*time.Second)
+	if err != nil {
+		t.Fatalf("handover through the pooler: %v", err)
+	}
+	if !op.dial.Pooled() {
+		t.Fatal("the operator did not notice the pooler")
+	}
+	if res.To != to || res.Epoch <= sc.Epoch {
+		t.Fatalf("handover %+v after epoch %d", res, sc.Epoch)
+	}
+	waitSnap(t, c, "the target leading", func(s *Snapshot) bool {
+		sc, ok := s.Scope("billing")
+		return ok && sc.Leader == to && sc.Epoch == res.Epoch && len(s.Alerts) == 0
+	})
+}
+
+// startLeaseNode runs a lease-mode elector for scope billing through dsn (a pooler).
+func startLeaseNode(t *testing.T, dsn, id string) *testnode.Node {
+	t.Helper()
+	cfg := testnode.FastConfig(dsn, id, "billing")
+	cfg.Mode = election.ModeLease
+	e, err := election.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testnode.Run(t, e)
 }

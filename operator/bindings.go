@@ -1,4 +1,4 @@
-package collector
+package operator
 
 import (
 	"context"
@@ -46,13 +46,13 @@ type KeyOverride struct {
 // name) to roles, the roles whose logins alone may campaign for it; no roles
 // removes the binding (pgleader.bind_scope: the schema owner only, audited). It
 // returns the running nodes the new binding refuses.
-func (c *Collector) Bind(ctx context.Context, name string, prefix bool, roles []string) ([]BindingConflict, error) {
+func (o *Operator) Bind(ctx context.Context, name string, prefix bool, roles []string) ([]BindingConflict, error) {
 	kind := "scope"
 	if prefix {
 		kind = "prefix"
 	}
 	var out []BindingConflict
-	err := c.withActionConn(ctx, appBind, func(conn *pgx.Conn) error {
+	err := o.withConn(ctx, appBind, func(conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT node_id, coalesce(login_role, ''), scope FROM pgleader.bind_scope($1, $2, $3)`, kind, name, roles)
 		if err != nil {
 			return err
@@ -66,19 +66,19 @@ func (c *Collector) Bind(ctx context.Context, name string, prefix bool, roles []
 // SetLockKey records key as scope's lock key (nil: back to the derived key)
 // through pgleader.set_lock_key (the owner or an operator; audited; refused
 // while a session holds the scope). It returns the key now in force.
-func (c *Collector) SetLockKey(ctx context.Context, scope string, key *int64) (int64, error) {
+func (o *Operator) SetLockKey(ctx context.Context, scope string, key *int64) (int64, error) {
 	var got int64
-	err := c.withActionConn(ctx, appBind, func(conn *pgx.Conn) error {
+	err := o.withConn(ctx, appBind, func(conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, `SELECT pgleader.set_lock_key($1, $2)`, scope, key).Scan(&got)
 	})
 	return got, bindingError("set the lock key of "+scope, err)
 }
 
 // Bindings lists the scope bindings and lock key overrides (schema 12).
-func (c *Collector) Bindings(ctx context.Context) ([]Binding, []KeyOverride, error) {
+func (o *Operator) Bindings(ctx context.Context) ([]Binding, []KeyOverride, error) {
 	var bs []Binding
 	var ks []KeyOverride
-	err := c.withActionConn(ctx, appBind, func(conn *pgx.Conn) error {
+	err := o.withConn(ctx, appBind, func(conn *pgx.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT b.kind = 'prefix', b.name, b.roles, b.bound_by FROM pgleader.scope_bindings b ORDER BY b.name, b.kind`)
 		if err != nil {
 			return err
@@ -101,17 +101,6 @@ func (c *Collector) Bindings(ctx context.Context) ([]Binding, []KeyOverride, err
 
 // appBind is the application_name of the binding commands' sessions.
 const appBind = "pgleader scope"
-
-// withActionConn runs fn on a short-lived connection of its own, statements
-// bounded by readStatementTimeout: one operator action (retire, bind, key).
-func (c *Collector) withActionConn(ctx context.Context, app string, fn func(*pgx.Conn) error) error {
-	conn, err := c.connect(ctx, app, map[string]string{"statement_timeout": fmt.Sprint(readStatementTimeout.Milliseconds())})
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer closeConn(conn)
-	return fn(conn)
-}
 
 // bindingError turns the database's refusals into ErrBindingRefused with its
 // message and the fix.

@@ -1,4 +1,4 @@
-package collector
+package operator
 
 import (
 	"context"
@@ -10,7 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgleader/pgleader/internal/pgdial"
 	"github.com/pgleader/pgleader/protocol"
+)
+
+// Application names of the sessions of a handover and of a retirement.
+const (
+	appHandover = "pgleader-collector handover"
+	appRetire   = "pgleader-collector retire"
 )
 
 var (
@@ -65,21 +72,21 @@ SELECT s.epoch, coalesce(s.holder, ''), s.holder IS NOT NULL AND s.released_at I
 //     and an ordinary failover followed).
 //
 // The request is audited (handover_requested: who, from where); via is what the
-// caller says it is (a tool name). It uses a short-lived connection of its own.
-func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout time.Duration) (HandoverResult, error) {
+// caller says it is (a tool name).
+func (o *Operator) Handover(ctx context.Context, scope, to, via string, timeout time.Duration) (HandoverResult, error) {
 	res := HandoverResult{Scope: scope}
 	if timeout <= 0 {
 		return res, fmt.Errorf("%w: timeout %v must be positive", ErrHandoverRefused, timeout)
 	}
-	conn, err := c.connect(ctx, appHandover, map[string]string{"statement_timeout": fmt.Sprint(readStatementTimeout.Milliseconds())})
+	conn, err := o.connect(ctx, appHandover, statementTimeout)
 	if err != nil {
 		return res, fmt.Errorf("collector: handover %s: connect: %w", scope, err)
 	}
-	defer closeConn(conn)
+	defer pgdial.Close(conn)
 	// LISTEN first: the new term is announced (elected); the notification is a
 	// hint to read again, and the read is also repeated every 50 ms (the only
 	// way through a pooler, which notifications do not cross).
-	if !c.pooled.Load() {
+	if !o.dial.Pooled() {
 		if _, err := conn.Exec(ctx, "LISTEN "+protocol.NotifyChannel); err != nil {
 			return res, fmt.Errorf("collector: handover %s: listen: %w", scope, err)
 		}
@@ -98,8 +105,10 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 		}
 		return res, fmt.Errorf("collector: handover %s: %w", scope, err)
 	}
-	res.From = str(holder)
-	c.log.Debug("asked for a handover", "scope", scope, "from", res.From, "epoch", res.FromEpoch, "to", res.To, "via", via)
+	if holder != nil {
+		res.From = *holder
+	}
+	o.log.Debug("asked for a handover", "scope", scope, "from", res.From, "epoch", res.FromEpoch, "to", res.To, "via", via)
 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -122,11 +131,11 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 		cancel()
 		select {
 		case <-deadline.C:
-			return res, c.withdrawHandover(conn, scope, res.To, via, timeout)
+			return res, o.withdrawHandover(conn, scope, res.To, via, timeout)
 		default:
 		}
 		if ctx.Err() != nil {
-			err := c.withdrawHandover(conn, scope, res.To, via, timeout)
+			err := o.withdrawHandover(conn, scope, res.To, via, timeout)
 			return res, errors.Join(ctx.Err(), err)
 		}
 		if werr != nil && !errors.Is(werr, context.DeadlineExceeded) && conn.IsClosed() {
@@ -136,26 +145,26 @@ func (c *Collector) Handover(ctx context.Context, scope, to, via string, timeout
 }
 
 // withdrawHandover cancels a handover that did not complete in time.
-func (c *Collector) withdrawHandover(conn *pgx.Conn, scope, to, via string, timeout time.Duration) error {
+func (o *Operator) withdrawHandover(conn *pgx.Conn, scope, to, via string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var withdrawn bool
 	if err := conn.QueryRow(ctx, "SELECT pgleader.cancel_handover($1, $2, $3)", scope, to, via).Scan(&withdrawn); err != nil {
 		return fmt.Errorf("%w after %v, and withdrawing the request failed: %w", ErrHandoverTimeout, timeout, err)
 	}
-	c.log.Warn("handover timed out; request withdrawn", "scope", scope, "to", to, "withdrawn", withdrawn)
+	o.log.Warn("handover timed out; request withdrawn", "scope", scope, "to", to, "withdrawn", withdrawn)
 	return fmt.Errorf("%w: %s did not lead %s within %v; the request was withdrawn", ErrHandoverTimeout, to, scope, timeout)
 }
 
 // Retire takes a scope no running node campaigns for out of the views and the
 // alerts (pgleader.retire_scope, schema version 8): the collector leaves it out
-// of snapshots (Snapshot.Retired counts it); its history stays. A node that
+// of snapshots (collector.Snapshot.Retired counts it); its history stays. A node that
 // campaigns for it again revives it. ErrRetireRefused names why it was refused
 // (running nodes campaign for it, or the scope is unknown). It returns false
 // when the scope was retired already.
-func (c *Collector) Retire(ctx context.Context, scope, via string) (bool, error) {
+func (o *Operator) Retire(ctx context.Context, scope, via string) (bool, error) {
 	var done bool
-	err := c.withActionConn(ctx, appRetire, func(conn *pgx.Conn) error {
+	err := o.withConn(ctx, appRetire, func(conn *pgx.Conn) error {
 		return conn.QueryRow(ctx, "SELECT pgleader.retire_scope($1, $2)", scope, via).Scan(&done)
 	})
 	if err != nil {

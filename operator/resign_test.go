@@ -1,4 +1,4 @@
-package collector
+package operator
 
 import (
 	"context"
@@ -18,7 +18,9 @@ func TestResign(t *testing.T) {
 	// its next heartbeat, and the follower leads under the next epoch.
 	t.Run("HandsOver", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		c := newCollector(t, testConfig(t, dsn))
+		cfg := testConfig(t, dsn)
+		c := newCollector(t, cfg)
+		op := newOperator(t, cfg, c)
 		rec := record(t, c)
 		run(t, c)
 		n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
@@ -30,7 +32,7 @@ func TestResign(t *testing.T) {
 		})
 		epoch := scope(t, s, "s").Epoch
 
-		if err := c.Resign(context.Background(), "s", "test handover"); err != nil {
+		if err := op.Resign(context.Background(), "s", "test handover"); err != nil {
 			t.Fatal(err)
 		}
 		waitSnap(t, c, "n2 leading s", func(s *Snapshot) bool {
@@ -83,13 +85,15 @@ func TestResign(t *testing.T) {
 
 	t.Run("Refused", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		c := newCollector(t, testConfig(t, dsn))
+		cfg := testConfig(t, dsn)
+		c := newCollector(t, cfg)
+		op := newOperator(t, cfg, c)
 		ctx := context.Background()
 		admin := pgtest.Connect(t, dsn)
 		requests := func() int64 {
 			return queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested'")
 		}
-		if err := c.Resign(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
+		if err := op.Resign(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
 			t.Fatalf("unknown scope: %v", err)
 		}
 		holder := pgtest.Connect(t, dsn)
@@ -100,7 +104,7 @@ func TestResign(t *testing.T) {
 		// The caller saw epoch 1; epoch 2 began since: nothing is marked.
 		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{1}', '{resigned}')")
 		forgeHolder(t, holder, "m", "someone")
-		err := c.Resign(ctx, "m", "test")
+		err := op.Resign(ctx, "m", "test")
 		if !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "epoch 2, not epoch 1") {
 			t.Fatalf("changed term: %v", err)
 		}
@@ -112,18 +116,18 @@ func TestResign(t *testing.T) {
 			t.Fatal(err)
 		}
 		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{2}', '{resigned}')")
-		if err := c.Resign(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "no term is open") {
+		if err := op.Resign(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "no term is open") {
 			t.Fatalf("ended term: %v", err)
 		}
 		// No leader in the latest snapshot.
 		if _, err := c.Poll(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Resign(ctx, "m", "test"); !errors.Is(err, ErrNoHolder) {
+		if err := op.Resign(ctx, "m", "test"); !errors.Is(err, ErrNoHolder) {
 			t.Fatalf("no leader: %v", err)
 		}
 		// No snapshot at all: the database says there is no open term.
-		fresh := newCollector(t, testConfig(t, dsn))
+		fresh := newOperator(t, cfg, newCollector(t, cfg))
 		if err := fresh.Resign(ctx, "m", "test"); !errors.Is(err, ErrNoHolder) {
 			t.Fatalf("no leader, no snapshot: %v", err)
 		}
@@ -155,29 +159,15 @@ func TestResign(t *testing.T) {
 		forgeHolder(t, holder, "m", "someone")
 		cfg := testConfig(t, dsn)
 		cfg.ConnConfig.User = role
-		c := newCollector(t, cfg)
-		if err := c.Evict(context.Background(), "m", "test"); !errors.Is(err, ErrEvictForbidden) {
+		op := newOperator(t, cfg, newCollector(t, cfg))
+		if err := op.Evict(context.Background(), "m", "test"); !errors.Is(err, ErrEvictForbidden) {
 			t.Fatalf("Evict as %s: %v, want ErrEvictForbidden", role, err)
 		}
-		if err := c.Resign(context.Background(), "m", "test"); err != nil {
+		if err := op.Resign(context.Background(), "m", "test"); err != nil {
 			t.Fatalf("Resign as %s: %v", role, err)
 		}
 		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'm' AND detail->>'by' = $1 AND session_role = $1", role); n != 1 {
 			t.Fatalf("%d resign_requested audit rows attributed to %s, want 1", n, role)
 		}
 	})
-}
-
-func TestAuditEventResignRequested(t *testing.T) {
-	at := time.Date(2026, 3, 1, 14, 0, 0, 0, time.UTC)
-	ev, ok := auditEvent(auditRow{ID: 7, At: at, Scope: "s", Node: "n1", Epoch: 4, Kind: "resign_requested",
-		Detail: auditDetail{By: "oncall", Via: "collector: operator"}})
-	want := Event{At: at, Kind: EventResignRequested, Scope: "s", Node: "n1", Epoch: 4, AuditID: 7,
-		Detail: "requested by oncall via collector: operator"}
-	if !ok || ev != want {
-		t.Fatalf("auditEvent: %+v %v, want %+v", ev, ok, want)
-	}
-	if !slices.Contains(auditKinds, "resign_requested") {
-		t.Fatal("the first read does not replay resign_requested rows")
-	}
 }

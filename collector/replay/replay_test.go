@@ -1,4 +1,4 @@
-package collector
+package replay
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestReplay runs real elections, notes the database's time between the
-// transitions, and checks that Replay at each of those instants shows what
+// transitions, and checks that a replay at each of those instants shows what
 // was true then.
 func TestReplay(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
@@ -48,13 +49,13 @@ func TestReplay(t *testing.T) {
 	exec(t, admin, "SELECT pgleader.retire_scope('b', 'test')")
 	t4 := now()
 
-	replay := func(at time.Time) *Snapshot {
+	replay := func(at time.Time) *collector.Snapshot {
 		t.Helper()
-		s, err := Replay(ctx, admin, at)
+		s, err := replayAt(ctx, admin, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Replay == nil || !s.Replay.At.Equal(at) || s.Health.Source != SourceReplay {
+		if s.Replay == nil || !s.Replay.At.Equal(at) || s.Health.Source != collector.SourceReplay {
 			t.Fatalf("replay at %v: info %+v, source %s", at, s.Replay, s.Health.Source)
 		}
 		return s
@@ -63,14 +64,14 @@ func TestReplay(t *testing.T) {
 	t.Run("T1", func(t *testing.T) {
 		s := replay(t1)
 		for _, name := range []string{"a", "b"} {
-			if sc := scope(t, s, name); !sc.HasLeader() || sc.Leader != "n1" || sc.Verdict != VerdictOK {
+			if sc := scope(t, s, name); !sc.HasLeader() || sc.Leader != "n1" || sc.Verdict != collector.VerdictOK {
 				t.Errorf("%s at T1: leader %q live %v verdict %s", name, sc.Leader, sc.LeaderLive, sc.Verdict)
 			}
 		}
 		if sc := scope(t, s, "a"); sc.Epoch != e1 {
 			t.Errorf("a at T1: epoch %d, want %d", sc.Epoch, e1)
 		}
-		if n, ok := s.Node("n1"); !ok || n.State != NodeLive {
+		if n, ok := s.Node("n1"); !ok || n.State != collector.NodeLive {
 			t.Errorf("n1 at T1: %+v", n)
 		}
 		if _, ok := s.Node("n2"); ok {
@@ -90,13 +91,13 @@ func TestReplay(t *testing.T) {
 		if !sc.HasLeader() || sc.Leader != "n2" || sc.Epoch <= e1 || sc.OpenTerm == nil {
 			t.Errorf("a at T3: %+v", sc)
 		}
-		if b := scope(t, s, "b"); b.HasLeader() || b.Verdict != VerdictIdle {
+		if b := scope(t, s, "b"); b.HasLeader() || b.Verdict != collector.VerdictIdle {
 			t.Errorf("b at T3 (its only candidate stopped): leader %q verdict %s", b.Leader, b.Verdict)
 		}
-		if n, _ := s.Node("n1"); n.State != NodeStopped {
+		if n, _ := s.Node("n1"); n.State != collector.NodeStopped {
 			t.Errorf("n1 at T3: %s, want stopped", n.State)
 		}
-		if n, _ := s.Node("n2"); n.State != NodeLive || !slices.Equal(n.Leads, []string{"a"}) {
+		if n, _ := s.Node("n2"); n.State != collector.NodeLive || !slices.Equal(n.Leads, []string{"a"}) {
 			t.Errorf("n2 at T3: %s leads %v", n.State, n.Leads)
 		}
 	})
@@ -107,7 +108,7 @@ func TestReplay(t *testing.T) {
 		}
 	})
 	t.Run("StepInMemory", func(t *testing.T) {
-		h, err := ReadHistory(ctx, admin, t2, time.Hour)
+		h, err := readHistory(ctx, admin, t2, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,13 +129,13 @@ func TestReplay(t *testing.T) {
 		if !slices.Contains(leaders, "n2") {
 			t.Errorf("stepping from T1 to T4, a's leaders: %v; want n2 among them", leaders)
 		}
-		if ev := h.Events(t4, 100); !slices.ContainsFunc(ev, func(e Event) bool { return e.Kind == EventScopeRetired && e.Scope == "b" }) {
+		if ev := h.Events(t4, 100); !slices.ContainsFunc(ev, func(e collector.Event) bool { return e.Kind == collector.EventScopeRetired && e.Scope == "b" }) {
 			t.Errorf("events up to T4 lack b's retirement: %+v", ev)
 		}
 	})
 	t.Run("Future", func(t *testing.T) {
-		if _, err := Replay(ctx, admin, now().Add(time.Hour)); !errors.Is(err, ErrReplayFuture) {
-			t.Errorf("an hour ahead: %v, want ErrReplayFuture", err)
+		if _, err := replayAt(ctx, admin, now().Add(time.Hour)); !errors.Is(err, collector.ErrReplayFuture) {
+			t.Errorf("an hour ahead: %v, want collector.ErrReplayFuture", err)
 		}
 	})
 }
