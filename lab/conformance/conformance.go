@@ -84,7 +84,7 @@ type Options struct {
 	Node   Template         // the foreign node's command line
 	DSN    string           // a migrated database
 	Server *pgserver.Server // the server behind DSN when the kit owns it (the restart fault); nil: that fault is skipped
-	Dir    string           // scratch: events files and logs, one directory per fault
+	Dir    string           // scratch: events files and logs, one directory per scope
 	Seed   int64            // scope names and random choices
 	Rounds int              // times each fault strikes (default 2)
 	Faults []string         // names; empty: all
@@ -103,6 +103,12 @@ type Report struct {
 	// away from it, over every scenario.
 	ToForeign   int `json:"takeovers_to_foreign"`
 	FromForeign int `json:"takeovers_from_foreign"`
+	// ToForeignMS and FromForeignMS are, for each round whose fault ended a
+	// term, the time from the fault to the next term's gate_open, in
+	// milliseconds: when the foreign node opened it, and when a reference node
+	// did after the foreign node's term.
+	ToForeignMS   []float64 `json:"takeover_by_foreign_ms,omitempty"`
+	FromForeignMS []float64 `json:"takeover_from_foreign_ms,omitempty"`
 	// Missing names what the whole run should have shown and did not (a
 	// direction of takeover), when every fault ran.
 	Missing []string `json:"missing,omitempty"`
@@ -155,7 +161,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			break
 		}
 		fmt.Fprintf(o.Progress, "── %s: %s\n", f.name, f.about)
-		r, to, from := o.run(ctx, f)
+		r, to, from, byF, fromF := o.run(ctx, f)
 		verdict := "PASS"
 		switch {
 		case r.Skipped != "":
@@ -167,6 +173,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		rep.Results = append(rep.Results, r)
 		rep.ToForeign += to
 		rep.FromForeign += from
+		rep.ToForeignMS = append(rep.ToForeignMS, byF...)
+		rep.FromForeignMS = append(rep.FromForeignMS, fromF...)
 	}
 	if all && ctx.Err() == nil {
 		if rep.ToForeign == 0 {
@@ -185,6 +193,8 @@ func WriteReport(w io.Writer, r Report) {
 	chaos.WriteTable(w, r.Results)
 	fmt.Fprintf(w, "\ntakeovers: %d from a reference node to the foreign node, %d from the foreign node to a reference node\n",
 		r.ToForeign, r.FromForeign)
+	fmt.Fprintf(w, "fault to the next gate_open: by the foreign node %s; by a reference node after the foreign node %s\n",
+		spread(r.ToForeignMS), spread(r.FromForeignMS))
 	for _, m := range r.Missing {
 		fmt.Fprintf(w, "missing: %s\n", m)
 	}
@@ -219,28 +229,40 @@ type env struct {
 	dir    string
 	faults []checker.Fault
 	broken []string // obligations the foreign node broke during the rounds
-	end    int64    // mono ns when the rounds finished
+	// takeover times (ms), fault to the next gate_open: by the foreign node,
+	// and by a reference node after the foreign node
+	byForeign, fromForeign []float64
+	end                    int64 // mono ns when the rounds finished
 }
 
-func (o Options) run(ctx context.Context, f fault) (r chaos.Result, to, from int) {
+func (o Options) run(ctx context.Context, f fault) (r chaos.Result, to, from int, byForeign, fromForeign []float64) {
 	r = chaos.Result{Scenario: f.name, About: f.about}
 	if f.needsServer && o.Server == nil {
 		r.Skipped = "needs a PostgreSQL server the kit can restart: run without --dsn"
-		return r, 0, 0
+		return r, 0, 0, nil, nil
 	}
 	began := time.Now()
 	scope := fmt.Sprintf("conformance-%s-%d", f.name, o.Seed)
-	dir := filepath.Join(o.Dir, f.name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		r.Err = err.Error()
-		return r, 0, 0
+	// A scope's history is judged whole: one that has some already (the same
+	// seed run twice on this database) would mix two runs.
+	dir := filepath.Join(o.Dir, scope)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		r.Err = fmt.Sprintf("%v: run with another --seed, or another scratch directory", err)
+		return r, 0, 0, nil, nil
 	}
 	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: o.DSN, Dir: dir, Scopes: []string{scope},
 		NodeArgs: append(slices.Clone(RefArgs), o.RefArgs...), Env: []string{"DATABASE_URL=" + o.DSN}})
 	admin, err := pgx.Connect(ctx, o.DSN)
 	if err != nil {
 		r.Err = err.Error()
-		return r, 0, 0
+		return r, 0, 0, nil, nil
+	}
+	var used bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgleader.terms WHERE scope = $1)
+	        OR EXISTS (SELECT 1 FROM pgleader.demo_actions WHERE scope = $1)`, scope).Scan(&used); err != nil || used {
+		_ = admin.Close(ctx)
+		r.Err = fmt.Sprintf("scope %s has a history in this database already (%v): run with another --seed", scope, err)
+		return r, 0, 0, nil, nil
 	}
 	e := &env{o: o, f: f, c: c, admin: admin, scope: scope, dir: dir,
 		rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(len(f.name))))}
@@ -266,7 +288,7 @@ func (o Options) run(ctx context.Context, f fault) (r chaos.Result, to, from int
 	}
 	if _, err := c.Poll(); err != nil {
 		r.Err = strings.TrimSpace(r.Err + "; " + err.Error())
-		return r, 0, 0
+		return r, 0, 0, nil, nil
 	}
 	end := e.end
 	if end == 0 {
@@ -275,7 +297,7 @@ func (o Options) run(ctx context.Context, f fault) (r chaos.Result, to, from int
 	h, err := checker.ReadHistory(ctx, o.DSN, []string{scope}, c.Events(), e.faults, end)
 	if err != nil {
 		r.Err = strings.TrimSpace(r.Err + "; " + err.Error())
-		return r, 0, 0
+		return r, 0, 0, nil, nil
 	}
 	r.Report = checker.Check(h, f.expect)
 	if d := r.Report.Figures.GateOverlap; d > 0 {
@@ -294,7 +316,7 @@ func (o Options) run(ctx context.Context, f fault) (r chaos.Result, to, from int
 	}
 	r.Extra = append(r.Extra, recordChecks(c.Events(), Foreign, scope, w)...)
 	to, from = directions(h, scope)
-	return r, to, from
+	return r, to, from, e.byForeign, e.fromForeign
 }
 
 // setUp starts the nodes, the one that must lead first alone, and waits until
@@ -348,6 +370,9 @@ func (e *env) round(ctx context.Context) error {
 		}
 		return fmt.Errorf("after %s on %s (epoch %d): %w", e.f.name, leader, epoch, err)
 	}
+	if s.at != 0 {
+		t0 = s.at
+	}
 	end := t0
 	if s.undo != nil {
 		if err := s.undo(ctx); err != nil {
@@ -356,6 +381,13 @@ func (e *env) round(ctx context.Context) error {
 		end = monotime.Now()
 	}
 	e.faults = append(e.faults, checker.Fault{Kind: e.f.name, Node: leader, StartMono: t0, EndMono: end})
+	took := float64(next.MonoNS-t0) / 1e6
+	switch {
+	case next.Node == Foreign && leader != Foreign:
+		e.byForeign = append(e.byForeign, took)
+	case next.Node != Foreign && leader == Foreign:
+		e.fromForeign = append(e.fromForeign, took)
+	}
 	switch want := e.f.next; {
 	case s.nextBy != "" && next.Node != s.nextBy:
 		e.broke("after %s on %s (epoch %d), %s led next (epoch %d); want %s", e.f.name, leader, epoch, next.Node, next.Epoch, s.nextBy)
@@ -386,10 +418,12 @@ func (e *env) round(ctx context.Context) error {
 	return nil
 }
 
-// strike is what a fault did: the node that must lead next when the fault
-// names it (a handover's target), and how to undo the fault (nil: nothing to
-// undo), called once the next term opened.
+// strike is what a fault did: when it struck the leader (mono ns; 0: when the
+// strike began), the node that must lead next when the fault names it (a
+// handover's target), and how to undo the fault (nil: nothing to undo),
+// called once the next term opened.
 type strike struct {
+	at     int64
 	nextBy string
 	undo   func(ctx context.Context) error
 }
@@ -607,6 +641,16 @@ func directions(h checker.History, scope string) (to, from int) {
 		prev = r.Node
 	}
 	return to, from
+}
+
+// spread formats the median and the maximum of figures in milliseconds.
+func spread(ms []float64) string {
+	if len(ms) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	return fmt.Sprintf("p50 %.1f ms, max %.1f ms (%d)", s[len(s)/2], s[len(s)-1], len(s))
 }
 
 func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }

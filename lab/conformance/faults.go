@@ -109,10 +109,11 @@ var faults = []fault{
 			// the peer it watched, then a ring re-read): the takeover is then the
 			// ring's, not the heartbeat's fallback.
 			time.Sleep(300 * time.Millisecond)
-			if _, err := n.Kill(); err != nil {
+			at, err := n.Kill()
+			if err != nil {
 				return strike{}, err
 			}
-			return strike{undo: func(ctx context.Context) error {
+			return strike{at: at, undo: func(ctx context.Context) error {
 				if err := e.restart(other)(ctx); err != nil {
 					return err
 				}
@@ -126,14 +127,15 @@ var faults = []fault{
 			if err != nil {
 				return strike{}, err
 			}
-			if _, err := n.Signal(syscall.SIGSTOP); err != nil {
+			at, err := n.Signal(syscall.SIGSTOP)
+			if err != nil {
 				return strike{}, err
 			}
 			if err := e.terminate(ctx); err != nil {
 				_, _ = n.Signal(syscall.SIGCONT)
 				return strike{}, err
 			}
-			return strike{undo: func(ctx context.Context) error {
+			return strike{at: at, undo: func(ctx context.Context) error {
 				if _, err := n.Signal(syscall.SIGCONT); err != nil {
 					return err
 				}
