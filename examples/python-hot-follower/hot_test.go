@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,10 +28,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const (
-	python = "/usr/bin/python3" // Debian's, with python3-psycopg2
-	scope  = "ledger"
-)
+const scope = "ledger"
 
 // effect is one line of the sink: an external effect a service performed.
 type effect struct {
@@ -71,10 +67,7 @@ func readEffects(t *testing.T, path string) []effect {
 // lies inside an open gate of its own node under the same epoch, and that every
 // fenced write belongs to its writer's term.
 func TestOnlyTheLeaderActs(t *testing.T) {
-	pgrun.Need(t, "install Debian's python3 (.ci/install-deps)", python)
-	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
-		pgrun.Missing(t, "psycopg2 missing for "+python+": apt-get install -y python3-psycopg2 (.ci/install-deps): "+strings.TrimSpace(string(out)))
-	}
+	python := pgrun.Python(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	db, err := pgx.Connect(ctx, dsn)
@@ -145,7 +138,10 @@ func TestOnlyTheLeaderActs(t *testing.T) {
 				return err
 			}},
 		{"kill -9 of the leader's node", func(n *cluster.Node) error { _, err := n.Kill(); return err },
-			func(n *cluster.Node) error { _, err := c.Start(n.ID, "--listen", "unix:"+filepath.Join(dir, n.ID+".sock")); return err }},
+			func(n *cluster.Node) error {
+				_, err := c.Start(n.ID, "--listen", "unix:"+filepath.Join(dir, n.ID+".sock"))
+				return err
+			}},
 		{"SIGTERM of the leader's node", func(n *cluster.Node) error { _, err := n.Signal(syscall.SIGTERM); return err },
 			func(n *cluster.Node) error {
 				if err := n.Wait(10 * time.Second); err != nil {

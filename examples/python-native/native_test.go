@@ -40,10 +40,7 @@ func TestMain(m *testing.M) {
 // (fails it in CI), and returns the client's path.
 func needPython(t *testing.T) string {
 	t.Helper()
-	pgrun.Need(t, "install Debian's python3 (.ci/install-deps)", python)
-	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
-		pgrun.Missing(t, "psycopg2 missing for "+python+", so the Python client cannot run: apt-get install -y python3-psycopg2 (.ci/install-deps): "+strings.TrimSpace(string(out)))
-	}
+	pgrun.Python(t)
 	client, err := filepath.Abs("pgleader_native.py")
 	if err != nil {
 		t.Fatal(err)
