@@ -361,6 +361,14 @@ func TestPermanentSlotResume(t *testing.T) {
 				last = tx.EndLSN
 			}
 			tc.end(t, b, s)
+			// A terminated walsender's client sees the error before the backend
+			// has exited and let go of the slot (seen under load: "slot in use
+			// by pid N"); the collector's source retries then, this test waits.
+			pgtest.WaitFor(t, "the slot released by the first stream", 10*time.Second, func() bool {
+				var active bool
+				err := b.admin.QueryRow(context.Background(), "SELECT active FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
+				return err == nil && !active
+			})
 			confirmed := b.confirmedFlush(t, slot)
 			t.Logf("after the first stream: confirmed_flush_lsn %s, last acked %s", confirmed, last)
 			if confirmed > last {
