@@ -42,7 +42,7 @@
 // while a read runs: a notification that arrives meanwhile asks for one more read.
 //
 // A notification is a hint, never data. Anyone may NOTIFY anything on the channel
-// (DESIGN.md §3), notifications are lost while the listener is disconnected, and
+// (docs/design.md §4c), notifications are lost while the listener is disconnected, and
 // the payload of a claim says nothing about the lock table. So the collector
 // ignores the payload and re-reads the state: a forged, garbage, huge or lying
 // payload can cause a read, nothing else. The first notification after a quiet

@@ -245,7 +245,7 @@ func statusExit(worst collector.Verdict) error {
 }
 
 // statusJSON is `pgleader status -o json` over one database: a contract other
-// tools parse (DESIGN.md §5). Fields are only ever added, after the others.
+// tools parse (docs/design.md §7, "The CLI contract"). Fields are only ever added, after the others.
 type statusJSON struct {
 	Database string            `json:"database"`
 	DBTime   time.Time         `json:"db_time"`
