@@ -27,7 +27,7 @@ SCALE_ARGS ?= --nodes 5 --scopes 200
 # rolling upgrade starts from (lab/upgrade.PreviousRelease).
 BENCH_BASELINE ?= 2ef21015a191a26647edd562a5882876df59d0e6
 
-.PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps
+.PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps api-baseline
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,6 +55,9 @@ test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process
 	# The release packaging (a .deb built and checked with dpkg-deb) runs in one
 	# goroutine; -race would only multiply its compression time.
 	$(GO) test -count=1 ./lab/release
+
+api-baseline: ## record the promised packages' Go API (api/*.export), which make test holds the code to
+	$(GO) test -count=1 -run TestAPICompatible ./api -args -record
 
 lint: ## gofmt + go vet + staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

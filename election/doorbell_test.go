@@ -12,13 +12,14 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // slowConfig heartbeats every 8 s: a follower that acts well within half of
 // that (doorbellDeadline) learned of the change from its doorbell, not from a
 // heartbeat.
 func slowConfig(dsn, id string, scopes ...string) election.Config {
-	cfg := fastConfig(dsn, id, scopes...)
+	cfg := testnode.FastConfig(dsn, id, scopes...)
 	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 8*time.Second, time.Second
 	cfg.TrustWindow, cfg.SessionLease = 10*time.Second, 12*time.Second
 	cfg.ResignCooldown = 20 * time.Second
@@ -50,12 +51,12 @@ func TestDoorbellWakeUps(t *testing.T) {
 		t.Helper()
 		pgtest.WaitFor(t, what+" (the doorbell; a heartbeat would take up to 8 s)", doorbellDeadline, ok)
 	}
-	n1 := startNode(t, slowConfig(as("node"), "db-1", "db"))
-	pgtest.WaitFor(t, "db-1 leads", 10*time.Second, func() bool { return n1.leads("db") })
-	n3 := startNode(t, slowConfig(as("node"), "db-3", "db"))
+	n1 := testnode.Start(t, slowConfig(as("node"), "db-1", "db"))
+	pgtest.WaitFor(t, "db-1 leads", 10*time.Second, func() bool { return n1.Leads("db") })
+	n3 := testnode.Start(t, slowConfig(as("node"), "db-3", "db"))
 	awaitRegistered(t, dsn, "db-3")
 	within("db-1 watches db-3, which joined", func() bool { return watchesBeacon(t, dsn, "db-1", "db-3") })
-	n2 := startNode(t, slowConfig(as("node"), "db-2", "db"))
+	n2 := testnode.Start(t, slowConfig(as("node"), "db-2", "db"))
 	awaitRegistered(t, dsn, "db-2")
 	within("db-1 watches db-2, which joined between it and db-3", func() bool { return watchesBeacon(t, dsn, "db-1", "db-2") })
 	pgtest.WaitFor(t, "three ringable doorbells", 10*time.Second, func() bool {
@@ -69,15 +70,15 @@ func TestDoorbellWakeUps(t *testing.T) {
 	if err := n1.Scope("db").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	within("a follower leads after db-1 resigned", func() bool { return n2.leads("db") || n3.leads("db") })
+	within("a follower leads after db-1 resigned", func() bool { return n2.Leads("db") || n3.Leads("db") })
 
 	leader, target := n2, "db-3"
-	if n3.leads("db") {
+	if n3.Leads("db") {
 		leader, target = n3, "db-2"
 	}
 	exec(t, as("operator"), `SELECT * FROM pgleader.request_handover('db', $1, 10000, 'test')`, target)
 	within("the handover's target leads", func() bool {
-		return !leader.leads("db") && map[string]*node{"db-2": n2, "db-3": n3}[target].leads("db")
+		return !leader.Leads("db") && map[string]*testnode.Node{"db-2": n2, "db-3": n3}[target].Leads("db")
 	})
 }
 
@@ -93,9 +94,9 @@ func TestDoorbellUnavailable(t *testing.T) {
 		c.Logger = slog.New(floodCount{prefix: "doorbell unavailable", n: &said})
 		return c
 	}
-	a := startNode(t, cfg("a"))
-	pgtest.WaitFor(t, "a leads", 10*time.Second, func() bool { return a.leads("s") })
-	b := startNode(t, cfg("b"))
+	a := testnode.Start(t, cfg("a"))
+	pgtest.WaitFor(t, "a leads", 10*time.Second, func() bool { return a.Leads("s") })
+	b := testnode.Start(t, cfg("b"))
 	awaitRegistered(t, dsn, "b")
 	pgtest.WaitFor(t, "both doorbells registered", 10*time.Second, func() bool {
 		return queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells`) == 2
@@ -108,12 +109,12 @@ func TestDoorbellUnavailable(t *testing.T) {
 	if err := requestHandover(t, dsn, "b"); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.leads("s") })
+	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.Leads("s") })
 	if err := requestHandover(t, dsn, "a"); err != nil {
 		t.Fatal(err)
 	}
 	// Well within a's cooldown: its heartbeat's reservation row ended it.
-	pgtest.WaitFor(t, "a leads again before its cooldown ends", handoverCooldown/2, func() bool { return a.leads("s") })
+	pgtest.WaitFor(t, "a leads again before its cooldown ends", handoverCooldown/2, func() bool { return a.Leads("s") })
 	if n := said.Load(); n != 2 {
 		t.Errorf("%d log lines saying the doorbell is unavailable, want one per node (2)", n)
 	}
@@ -124,8 +125,8 @@ func TestDoorbellUnavailable(t *testing.T) {
 func TestHostileDoorbellRegister(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	victim := startNode(t, fastConfig(as("node"), "victim", "bell"))
-	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.leads("bell") })
+	victim := testnode.Start(t, testnode.FastConfig(as("node"), "victim", "bell"))
+	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.Leads("bell") })
 	pgtest.WaitFor(t, "the victim's doorbell", 10*time.Second, func() bool {
 		return queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells WHERE node_id = 'victim' AND ringable`) == 1
 	})
@@ -184,7 +185,7 @@ func TestHostileDoorbellRegister(t *testing.T) {
 	if now := queryInt(t, dsn, `SELECT backend_pid FROM pgleader.doorbells WHERE node_id = 'victim'`); now != watchPID {
 		t.Errorf("the victim's doorbell moved from backend %d to %d", watchPID, now)
 	}
-	if !victim.leads("bell") {
+	if !victim.Leads("bell") {
 		t.Error("the victim lost its term")
 	}
 }
@@ -194,7 +195,7 @@ func TestHostileDoorbellRegister(t *testing.T) {
 func TestHostileWatch(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	victim := startNode(t, fastConfig(as("node"), "victim", "bell"))
+	victim := testnode.Start(t, testnode.FastConfig(as("node"), "victim", "bell"))
 	pgtest.WaitFor(t, "the victim's doorbell", 10*time.Second, func() bool {
 		return queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells WHERE node_id = 'victim'`) == 1
 	})
@@ -248,7 +249,7 @@ func TestHostileWatch(t *testing.T) {
 		}
 		return rows.Err()
 	})
-	if !victim.leads("bell") {
+	if !victim.Leads("bell") {
 		t.Error("the victim lost its term")
 	}
 }
@@ -260,9 +261,9 @@ func TestHostileWatch(t *testing.T) {
 func TestHostileDoorbellRingsOnlyWatchSessions(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	n := startNode(t, fastConfig(as("node"), "rung", "ring"))
+	n := testnode.Start(t, testnode.FastConfig(as("node"), "rung", "ring"))
 	pgtest.WaitFor(t, "rung leads, its doorbell registered", 10*time.Second, func() bool {
-		return n.leads("ring") && queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells WHERE node_id = 'rung' AND ringable`) == 1
+		return n.Leads("ring") && queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells WHERE node_id = 'rung' AND ringable`) == 1
 	})
 	for _, role := range []string{"node", "node2", "operator"} {
 		refused(t, as(role), "42501", `UPDATE pgleader.doorbells SET backend_pid = 1`)
@@ -280,7 +281,7 @@ func TestHostileDoorbellRingsOnlyWatchSessions(t *testing.T) {
 		{"TheRecordedSession", "node", "backend_start = a.backend_start, application_name = a.application_name", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pgtest.WaitFor(t, "rung leads", 10*time.Second, func() bool { return n.leads("ring") })
+			pgtest.WaitFor(t, "rung leads", 10*time.Second, func() bool { return n.Leads("ring") })
 			victim, err := pgx.Connect(ctx, as(tc.login))
 			if err != nil {
 				t.Fatal(err)
@@ -312,8 +313,8 @@ func TestHostileDoorbellRingsOnlyWatchSessions(t *testing.T) {
 func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	rung := startNode(t, fastConfig(as("node"), "held", "ann"))
-	pgtest.WaitFor(t, "held leads", 10*time.Second, func() bool { return rung.leads("ann") })
+	rung := testnode.Start(t, testnode.FastConfig(as("node"), "held", "ann"))
+	pgtest.WaitFor(t, "held leads", 10*time.Second, func() bool { return rung.Leads("ann") })
 
 	ctx := context.Background()
 	register := func(login, id string, beacon int64) *pgx.Conn {
@@ -369,7 +370,7 @@ func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
 	}) {
 		t.Error("a claim announcing a live node as lost rang its scope's candidates")
 	}
-	if !rung.leads("ann") {
+	if !rung.Leads("ann") {
 		t.Error("held lost its term to a claim")
 	}
 	if !sleeps("held resigns", func() {

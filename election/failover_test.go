@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
@@ -43,14 +45,14 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 
 	const scope = "failover"
 	rec := &recorder{}
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range []string{"fo-a", "fo-b", "fo-c"} {
-		c := fastConfig(dsn, id, scope)
+		c := testnode.FastConfig(dsn, id, scope)
 		c.Observer = rec
 		c.Mode = mode
-		nodes = append(nodes, startNode(t, c))
+		nodes = append(nodes, testnode.Start(t, c))
 	}
-	leader := func() *node {
+	leader := func() *testnode.Node {
 		if ls := leaders(nodes, scope); len(ls) == 1 {
 			return ls[0]
 		}
@@ -67,8 +69,8 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 	}
 	// current waits for a leader with an open gate (one may blink under load) and
 	// returns it with its token.
-	current := func() (*node, election.Token) {
-		var l *node
+	current := func() (*testnode.Node, election.Token) {
+		var l *testnode.Node
 		var tok election.Token
 		pgtest.WaitFor(t, "a leader with an open gate", 10*time.Second, func() bool {
 			if l = leader(); l == nil {
@@ -284,13 +286,13 @@ func withStandby(ctx context.Context, s *pgserver.Server, fn func(*pgx.Conn) err
 func TestSessionOnAStandbyRefused(t *testing.T) {
 	_, standby, _ := haPair(t, false)
 	var logs syncBuffer
-	c := fastConfig(standby.DSN("fo"), "on-standby", "s")
+	c := testnode.FastConfig(standby.DSN("fo"), "on-standby", "s")
 	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	n := startNode(t, c)
+	n := testnode.Start(t, c)
 	pgtest.WaitFor(t, "the refusal in the log", 10*time.Second, func() bool {
 		return strings.Contains(logs.String(), "is a standby (in recovery)")
 	})
-	if n.leads("s") {
+	if n.Leads("s") {
 		t.Fatal("a node leads on a standby")
 	}
 }
@@ -326,7 +328,7 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, fastConfig(dsn, "lone", "a", "b"))
+	n := testnode.Start(t, testnode.FastConfig(dsn, "lone", "a", "b"))
 	var last int64
 	for i := range 8 {
 		for _, s := range []string{"a", "b"} {
@@ -359,6 +361,62 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 	}
 }
 
+// A fast shutdown ends the backends one by one: a node whose backends it has not
+// reached yet sees its peer's lock freed, claims the scope and commits, then
+// loses its own sessions with the server. The peer's term was closed as crashed
+// (guard free, heartbeat recent); the claimant's ended with the database before
+// its first heartbeat. The claim after the restart closes the claimant's term as
+// database_failover and relabels the peer's (reproduced with kill -9 of a
+// leader, its successor leading, then pg_ctl restart -m fast beside a loaded
+// machine: once in 30 runs). The rows are written as that race leaves them; a
+// term that did heartbeat keeps its predecessor's label.
+func TestShutdownVictimRelabelled(t *testing.T) {
+	ctx := context.Background()
+	srv := pgtest.NewServer(t)
+	if err := srv.CreateDatabase(ctx, "relabel"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("relabel")
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Scope "race": b's term 1 closed as crashed by a's claim of term 2 at the
+	// moment it began; term 2 never heartbeated. Scope "real": the same, but
+	// term 2 heartbeated once (a crash, then a restart a moment later).
+	exec(t, dsn, `
+		WITH s(scope, hb) AS (VALUES ('race', interval '0'), ('real', interval '200 ms')),
+		     x AS (SELECT scope, hb, clock_timestamp() - interval '1 s' AS t2 FROM s),
+		     st AS (INSERT INTO pgleader.leader_state (scope, lock_key, epoch, holder, holder_pid, acquired_at, last_heartbeat,
+		                                               heartbeat_interval_ms, heartbeat_timeout_ms, trust_window_ms, session_lease_ms)
+		            SELECT scope, pgleader.lock_key(scope), 2, 'a', 1, t2, t2 + hb, 100, 100, 300, 500 FROM x RETURNING 1)
+		INSERT INTO pgleader.terms (scope, epoch, holder, acquired_at, released_at, release_reason, last_sign)
+		SELECT scope, 1, 'b', t2 - interval '5 s', t2, 'crashed', t2 - interval '50 ms' FROM x
+		UNION ALL
+		SELECT scope, 2, 'a', t2, NULL, NULL, NULL FROM x`)
+	if err := srv.Restart(ctx, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	n := testnode.Start(t, testnode.FastConfig(dsn, "c", "race", "real"))
+	pgtest.WaitFor(t, "c leads both", 15*time.Second, func() bool { return n.Leads("race") && n.Leads("real") })
+	for scope, want := range map[string][]string{
+		"race": {"database_failover", "database_failover"},
+		"real": {"crashed", "database_failover"},
+	} {
+		got := queryStrings(t, dsn, "SELECT coalesce(release_reason, 'open') FROM pgleader.terms WHERE scope = $1 AND epoch <= 2 ORDER BY epoch", scope)
+		if !slices.Equal(got, want) {
+			t.Errorf("scope %s: terms 1 and 2 ended as %q, want %q", scope, got, want)
+		}
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'term_relabelled' AND scope = 'race' AND epoch = 1
+	                           AND detail->>'from' = 'crashed' AND detail->>'by' = 'c'`); n != 1 {
+		t.Errorf("%d term_relabelled rows for race's term 1, want 1", n)
+	}
+	if n := queryInt(t, dsn, `SELECT count(*) FROM pgleader.audit WHERE kind = 'term_relabelled' AND scope = 'real'`); n != 0 {
+		t.Errorf("real's term relabelled (%d rows): its successor heartbeated", n)
+	}
+}
+
 // Synchronous replication, and a claim whose client gave up while its commit waited
 // for the standby: PostgreSQL commits it locally anyway (it only warns), so the
 // old primary holds a grant the standby never received and no node was told of.
@@ -387,13 +445,13 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 			}
 		}
 	})
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range []string{"sc-a", "sc-b"} {
-		c := fastConfig(dsn, id, scope)
+		c := testnode.FastConfig(dsn, id, scope)
 		c.Observer = rec
-		nodes = append(nodes, startNode(t, c))
+		nodes = append(nodes, testnode.Start(t, c))
 	}
-	var first *node
+	var first *testnode.Node
 	pgtest.WaitFor(t, "a leader", 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) != 1 {

@@ -22,7 +22,7 @@ var reviewed = map[string]struct {
 }{
 	"internal/pgsession/pgsession.go": {2, "Connect itself"},
 	"election/pooler.go":              {2, "dial: connConfig applies pgsession.Apply; the pooler fallback sets the path on the session and checkSessionPath verifies it"},
-	"collector/conn.go":               {2, "connConfig applies pgsession.Apply; pooled connections set it per transaction (readSettings) or run qualified statements"},
+	"internal/pgdial/pgdial.go":       {2, "Config applies pgsession.Apply; pooled connections set it per transaction (the collector's readSettings) or run qualified statements (operator actions)"},
 	"collector/logical/slots.go":      {2, "Available applies pgsession.Apply to both connections"},
 	"collector/logical/stream.go":     {1, "Open applies pgsession.Apply"},
 	"workload/workload.go":            {1, "NewPool applies pgsession.Apply (direct); pooled: pgleader.fence and an INSERT into pgleader.demo_actions"},
@@ -32,17 +32,20 @@ var reviewed = map[string]struct {
 	"examples/service/main.go":     {1, "an application's pool"},
 	"examples/submissions/main.go": {1, "an application's pool"},
 	// The lab's harness, on the throwaway servers it starts itself.
-	"lab/bench/collector.go":  {2, "bench harness"},
-	"lab/bench/dashboard.go":  {1, "bench harness"},
-	"lab/bench/failover.go":   {4, "bench harness"},
-	"lab/bench/limit.go":      {3, "bench harness"},
-	"lab/bench/run.go":        {1, "bench harness"},
-	"lab/bench/scale.go":      {1, "bench harness"},
-	"lab/chaos/chaos.go":      {2, "chaos harness"},
-	"lab/chaos/flood.go":      {1, "chaos harness: the NOTIFY flood of a CONNECT-only role, on a database it set up"},
-	"lab/chaos/writer.go":     {1, "the supervised chaos child: Writer applies pgsession.Apply"},
-	"lab/pgserver/server.go":  {2, "the server's own start-up and admin"},
-	"lab/pgserver/standby.go": {2, "the server's own start-up and admin"},
+	"lab/bench/collector.go":         {2, "bench harness"},
+	"lab/bench/dashboard.go":         {1, "bench harness"},
+	"lab/bench/failover.go":          {4, "bench harness"},
+	"lab/bench/limit.go":             {3, "bench harness"},
+	"lab/bench/run.go":               {1, "bench harness"},
+	"lab/bench/scale.go":             {1, "bench harness"},
+	"lab/chaos/chaos.go":             {2, "chaos harness"},
+	"lab/chaos/flood.go":             {1, "chaos harness: the NOTIFY flood of a CONNECT-only role, on a database it set up"},
+	"lab/conformance/conformance.go": {3, "conformance harness: its own reads and faults, on the database it was given"},
+	"lab/chaos/writer.go":            {1, "the supervised chaos child: Writer applies pgsession.Apply"},
+	"lab/pgserver/server.go":         {2, "the server's own start-up and admin"},
+	"lab/pgserver/standby.go":        {2, "the server's own start-up and admin"},
+	// Tests' own sessions, on the throwaway servers they start.
+	"lab/pgtest/testing.go": {1, "test helper (Connect), for a test's own statements"},
 }
 
 // TestEveryConnectionReviewed: every connection the module opens outside tests

@@ -1,11 +1,12 @@
--- apply_privileges, version 12: as version 8, and
---   * the reader reads every column of pgleader.nodes but lease_token;
---   * grants to roles other than the four (and PUBLIC) are taken back, except
---     those docs/security.md tells a DBA to make: USAGE on the schema, EXECUTE on
---     fence and fence_rejected (an application role that fences its writes),
---     INSERT on demo_actions and USAGE on its sequence (the demo workload);
---   * the owner is granted pg_signal_backend when the migrating role may
---     (end_fenced ends fenced transactions of an ended term).
+-- apply_privileges: grant each of the four roles (owner, node, reader,
+-- operator; migrate.Roles) exactly what privilege_lists and the tables' column
+-- lists give it, and take back every other grant on the schema's objects, except
+-- those docs/security.md tells a DBA to make: USAGE on the schema, EXECUTE on
+-- fence and fence_rejected (an application role that fences its writes),
+-- INSERT on demo_actions and USAGE on its sequence (the demo workload). The
+-- reader reads every column of pgleader.nodes but lease_token (a secret). The
+-- owner is granted pg_signal_backend when the migrating role may (end_fenced
+-- ends fenced transactions of an ended term).
 CREATE OR REPLACE FUNCTION pgleader.apply_privileges()
  RETURNS void
  LANGUAGE plpgsql

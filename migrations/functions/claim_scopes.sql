@@ -59,6 +59,8 @@ DECLARE
   v_me      pgleader.nodes := pgleader.caller_node(p_node);
   v_scratch boolean;          -- a warm-up's scratch scope: transaction-level lock
   v_fenced  bigint[];         -- won keys whose rows fenced transactions hold
+  v_start   timestamptz;       -- before the claim statement: the terms it closes end after it
+  v_outage  boolean;           -- it closes a term that ended with the database
 BEGIN
   PERFORM set_config('synchronous_commit', 'on', true);
   PERFORM pgleader.check_timing(p_interval_ms, p_timeout_ms, p_trust_ms, p_lease_ms);
@@ -170,6 +172,10 @@ BEGIN
     -- lives on (only its session ended), or its sessions ended only after a
     -- whole heartbeat timeout of silence (a node that lost its link gives up
     -- its sessions then, and a process rarely dies exactly so).
+    v_start := clock_timestamp();
+    v_outage := EXISTS (SELECT 1 FROM pgleader.leader_state s
+                         WHERE s.scope = ANY (v_locked) AND s.holder IS NOT NULL AND s.released_at IS NULL
+                           AND (s.epoch < v_floor OR pg_postmaster_start_time() > s.last_heartbeat));
     RETURN QUERY
     WITH calc AS MATERIALIZED (
       SELECT s.scope, greatest(s.epoch, v_floor) AS bump_from, s.epoch AS stored_epoch, s.holder AS old_holder, s.holder_guard_key AS old_guard,
@@ -263,6 +269,9 @@ BEGIN
            c.reason, c.wait, NULL::text
       FROM calc c JOIN upd ON upd.scope = c.scope;
     -- (The data-modifying parts above run to completion whatever the outer query reads.)
+    IF v_outage THEN
+      PERFORM pgleader.relabel_shutdown_victims(v_locked, v_start, p_node);
+    END IF;
     PERFORM pg_notify('leader_change', json_build_object(
                 'scope', s.scope, 'epoch', s.epoch, 'holder', p_node, 'event', 'elected')::text)
        FROM pgleader.leader_state s WHERE s.scope = ANY (v_locked) ORDER BY s.scope;

@@ -1,7 +1,9 @@
--- lease_heartbeat, version 10: likewise. Since schema 15 (a body change, same
--- columns): a followed scope's row carries, in handover, the node a handover
--- reserves the free scope for (NULL otherwise), so that the target, which gets
--- no notifications in lease mode, ends its resign cooldown at once.
+-- lease_heartbeat: node_heartbeat for lease mode. Node p_node (its secret token
+-- p_token) renews the leases of the terms it names, and learns of each followed
+-- scope that has no live holder; a followed scope's row carries, in handover,
+-- the node a handover reserves the free scope for (NULL otherwise), so that the
+-- target, which gets no notifications in lease mode, ends its resign cooldown at
+-- once.
 -- Proof: every write is for the node registered with p_token (a secret) under
 -- this login; a led scope is renewed only when its term names p_node. Bounds:
 -- at most 10000 scopes led and 10000 followed (PLF11).

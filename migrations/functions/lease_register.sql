@@ -1,4 +1,4 @@
--- lease_register, version 10: register (or refresh) a lease-mode node under a
+-- lease_register: register (or refresh) a lease-mode node under a
 -- fresh secret token. Proof: the row records the token and session_user, which
 -- every later call for the node is checked against (caller_node). Bounds:
 -- check_registration.

@@ -1,5 +1,6 @@
--- live_nodes, version 9: lease-mode nodes are live while they heartbeat (seen
--- within three of their intervals); lock-mode nodes while their beacon is held.
+-- live_nodes: the nodes that are running now. A lease-mode node is live while
+-- it heartbeats (seen within three of its intervals); a lock-mode node while its
+-- beacon is held (p_locks: lock_map()).
 CREATE OR REPLACE FUNCTION pgleader.live_nodes(p_locks jsonb)
  RETURNS TABLE(node_id text, priority integer, scopes text[], heartbeat_interval_ms integer, last_seen timestamp with time zone)
  LANGUAGE sql

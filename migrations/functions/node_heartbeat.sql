@@ -1,4 +1,8 @@
--- node_heartbeat, version 10: requests failbacks first (request_failbacks).
+-- node_heartbeat: node p_node's leadership session renews the terms it holds
+-- (p_scopes, p_epochs), asks for the failbacks due (request_failbacks), settles
+-- the guards its new terms waited for (p_settled), and learns, for the scopes
+-- it follows, of a new epoch or the absence of a live holder, and which peer to
+-- watch (the ring).
 -- Proof: a led scope is renewed only while this backend holds its lock and the
 -- term names p_node; last_seen, leads and failback requests are written only
 -- when this backend is the one node p_node registered (no PLF12 here: a

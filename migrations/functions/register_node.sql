@@ -46,7 +46,8 @@ BEGIN
      LIMIT 1));
 END $function$;
 
--- register_node, version 10 (the 12-argument form of 008, which the engine calls).
+-- register_node with a priority and a resign cooldown (12 arguments): as above,
+-- and the node revives the retired scopes it campaigns for (revive_scopes).
 CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint, p_priority integer, p_cooldown_ms integer)
  RETURNS void
  LANGUAGE plpgsql
@@ -72,7 +73,7 @@ END $function$;
 
 -- register_node and lease_register with a failback delay: as above, then the node
 -- is preferred (p_failback_ms > 0, at priority 1 or more: nodes_failback_check) or
--- not (NULL). The engine of schema 10 calls these.
+-- not (NULL).
 CREATE OR REPLACE FUNCTION pgleader.register_node(p_node text, p_hostname text, p_os_pid integer, p_version text, p_scopes text[], p_interval_ms integer, p_trust_ms integer, p_lease_ms integer, p_beacon_key bigint, p_guard_key bigint, p_priority integer, p_cooldown_ms integer, p_failback_ms integer)
  RETURNS void
  LANGUAGE plpgsql

@@ -1,7 +1,9 @@
--- request_failbacks, version 12: as version 10, but only nodes whose login may
--- campaign for the scope are preferred, and the request is attributed to the
--- login of the preferred node (recorded at its registration), the one that
--- caused it; recorded_by is the leader's login, whose heartbeat wrote it.
+-- request_failbacks: from the leader's heartbeat, ask for the handover of each
+-- scope it leads to a preferred node (failback_after_ms) of higher priority
+-- that has been live long enough. Only nodes whose login may campaign for the
+-- scope are preferred; the request is attributed to the login of the preferred
+-- node (recorded at its registration), the one that caused it; recorded_by is
+-- the leader's login, whose heartbeat wrote it.
 CREATE OR REPLACE FUNCTION pgleader.request_failbacks(p_node text, p_scopes text[], p_epochs bigint[], p_locks jsonb)
  RETURNS void
  LANGUAGE plpgsql

@@ -1,13 +1,15 @@
--- request_handover, version 9: a lease-mode holder is live while its lease runs
--- (version 8 looked only for the lock of a lock-mode holder, so a handover of a
--- lease-mode scope reached no one). Since schema 15 (a body change, no new
--- version): a target named in p_to is accepted while it cools down after
--- resigning or handing over the scope. The cooldown keeps a resigner out of the
--- free-for-all that follows its release; a reserved handover has no free-for-all
--- (only its target may claim), and the target's engine ends its cooldown when
--- the release names it. Without p_to, a cooling-down node is still never chosen.
--- Schema 17: the doorbell of the live holder is rung (it resigns for the
--- target), or, when no node leads, the target's (it claims).
+-- request_handover: an operator asks the holder of scope p_scope to hand it to
+-- node p_to (without p_to: the live candidate of the highest priority, then the
+-- most recently seen) within p_timeout_ms, or reserves a scope nobody leads for
+-- that node. A holder is live while its lock is held (lock
+-- mode) or its lease runs (lease mode). A target named in p_to is accepted while
+-- it cools down after resigning or handing over the scope: the cooldown keeps a
+-- resigner out of the free-for-all that follows its release, and a reserved
+-- handover has none (only its target may claim); the target's engine ends its
+-- cooldown when the release names it. Without p_to, a cooling-down node is
+-- never chosen.
+-- Then it rings the doorbell (ring_doorbells) of the live holder, which resigns
+-- for the target, or, when no node leads, of the target, which claims.
 CREATE OR REPLACE FUNCTION pgleader.request_handover(p_scope text, p_to text, p_timeout_ms integer, p_via text)
  RETURNS TABLE(epoch bigint, holder text, target text)
  LANGUAGE plpgsql

@@ -1,7 +1,8 @@
--- request_resign, version 7: as version 4, but the request is attributed to the
--- session's login role (session_user), recorded in resign_requested_role and in
--- the audit row; p_by is kept as what the caller says it is (a tool name).
--- Schema 17: the holder's doorbell is rung (ring_doorbells).
+-- request_resign: an operator asks the holder of scope p_scope's current term
+-- (p_epoch, if given) to resign; its next heartbeat sees the request. The request is attributed to
+-- the session's login role (session_user), recorded in resign_requested_role and
+-- in the audit row; p_by is kept as what the caller says it is (a tool name).
+-- The holder's doorbell is rung (ring_doorbells): it heartbeats at once.
 CREATE OR REPLACE FUNCTION pgleader.request_resign(p_scope text, p_epoch bigint, p_by text)
  RETURNS boolean
  LANGUAGE plpgsql

@@ -1,0 +1,84 @@
+// Package api holds the recorded public Go API of the module's promised
+// packages (README, "Versioning"), one export-data file each, and the test
+// that holds the code to it: an incompatible change to a promised package
+// fails make test. A compatible addition is listed, and passes.
+//
+// To record the API after an intended change (a new major version, or an
+// addition to keep): make api-baseline.
+package api
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Promised are the packages whose Go API the module promises to keep
+// (semantic versioning from v1.0.0; README, "Versioning"). Every other
+// package's Go API is not covered (a type a promised package takes from one,
+// such as election.Reason, is checked through the promised package): the CLI,
+// the SQL protocol, the metrics and the events file are promised as
+// documented instead.
+var Promised = []string{
+	"github.com/pgleader/pgleader/election",
+	"github.com/pgleader/pgleader/election/electiontest",
+	"github.com/pgleader/pgleader/election/electionprom",
+	"github.com/pgleader/pgleader/migrations",
+	"github.com/pgleader/pgleader/migrations/migrate",
+}
+
+var record = flag.Bool("record", false, "write the recorded API of every promised package instead of checking it (make api-baseline)")
+
+// baseline is the file that records pkg's API.
+func baseline(pkg string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(pkg, "github.com/pgleader/pgleader/"), "/", "_") + ".export"
+}
+
+func apidiff(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"tool", "apidiff"}, args...)...)
+	cmd.Dir = ".." // the module's root: apidiff loads the packages from it
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go tool apidiff %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// TestAPICompatible: no promised package changes its API incompatibly with
+// the recorded one.
+func TestAPICompatible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks every promised package: not in the short lane")
+	}
+	dir := t.TempDir()
+	for _, pkg := range Promised {
+		base, err := filepath.Abs(baseline(pkg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *record {
+			apidiff(t, "-w", base, pkg)
+			t.Logf("%s: recorded in api/%s", pkg, baseline(pkg))
+			continue
+		}
+		if _, err := os.Stat(base); err != nil {
+			t.Errorf("%s: no recorded API (%v): make api-baseline", pkg, err)
+			continue
+		}
+		cur := filepath.Join(dir, baseline(pkg))
+		apidiff(t, "-w", cur, pkg)
+		if report := apidiff(t, base, cur); report != "" {
+			if incompatible := apidiff(t, "-incompatible", base, cur); incompatible != "" {
+				t.Errorf("%s changed its promised API incompatibly:\n%s\nKeep the old form (deprecate it), or, for a new major version, make api-baseline", pkg, incompatible)
+			} else {
+				t.Logf("%s: compatible changes since the recorded API (make api-baseline records them):\n%s", pkg, report)
+			}
+		}
+	}
+}
