@@ -78,7 +78,8 @@
 //   - The watch session: the node's doorbell and its ring watch. It registers
 //     itself (pgleader.doorbell_register) and then runs pgleader.watch and
 //     nothing else: each call first re-reads, in order with every transaction
-//     that rang it, what the node should act on (below), then waits on the
+//     that rang it, what the node should act on (below; a call that follows a
+//     wait that ran out with nothing new skips the re-read), then waits on the
 //     beacon of one peer, the next live node in node_id order — every node
 //     watches exactly one peer, so the nodes form a ring and every leadership
 //     session is watched by one node. The wait returns within a millisecond of
@@ -103,7 +104,8 @@
 //     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
 //     round trip, and the guard ping); the watch statement, blocked, costs
 //     nothing, and is re-issued every 2 s (peerWaitSlice: a blocked statement holds
-//     the xmin horizon). Claims and releases go in batches (one round trip, one
+//     the xmin horizon) as a bare wait, without the re-read, whose row lock costs
+//     a transaction ID and a commit record. Claims and releases go in batches (one round trip, one
 //     commit, for up to 250 scopes): a node that dies leading a thousand scopes
 //     costs its successor ten.
 //   - A watcher on the leadership and on the guard connection polls its socket for
@@ -189,7 +191,8 @@
 //	                    lock (its READ, which will see this commit).
 //
 // The watch loop calls watch again after every outcome (rows, a free key, the
-// slice's end, a cancel), so these hold:
+// slice's end, a cancel); it re-reads first after every outcome but a slice that
+// ran out with nothing new (then it only waits again). So these hold:
 //
 //   - The re-read never answers a ring with a state from before the ringer's
 //     commit. Let the ringer R take its KEY SHARE at t. A READ whose FOR UPDATE
@@ -197,12 +200,15 @@
 //     snapshot; a READ whose lock was granted before t released it before t (R
 //     waited for it). So at t the watch session is in a WAIT (R's signal ends
 //     it; the next READ follows t), returning or idle between calls (the next
-//     call's READ follows t, signal or not), or waiting in a READ's FOR UPDATE
-//     (granted after R ends). In every case the first READ after t sees R's
-//     commit; a signal that finds the session between statements is not needed.
+//     call's READ, if it has one, follows t, signal or not), or waiting in a
+//     READ's FOR UPDATE (granted after R ends). In every case the first READ
+//     after t sees R's commit.
 //   - A lost wake-up costs at most one heartbeat interval, I. A wake-up is lost
 //     only when the watch session is down or reconnecting (each new one
-//     registers and re-reads), when the doorbell cannot ring (the owner may not
+//     registers and re-reads), when the ring finds the session between a slice
+//     that ran out and the bare wait that follows it (the server ignores a
+//     signal to an idle backend, and that wait has no READ: a window of one
+//     round trip every 2 s), when the doorbell cannot ring (the owner may not
 //     signal the node's login: a superuser node, or pg_signal_backend or
 //     pg_read_all_stats not granted — logged once, shown by pgleader status),
 //     or when a READ gave up waiting for a ringer that kept its transaction

@@ -200,10 +200,10 @@ func TestHostileWatch(t *testing.T) {
 		return queryInt(t, dsn, `SELECT count(*) FROM pgleader.doorbells WHERE node_id = 'victim'`) == 1
 	})
 	for _, login := range []string{"node", "node2"} { // its own login on another session, another login
-		refused(t, as(login), "PLF12", `SELECT * FROM pgleader.watch('victim', NULL, 10, '{}')`)
+		refused(t, as(login), "PLF12", `SELECT * FROM pgleader.watch('victim', NULL, 10, '{}', true)`)
 	}
 	for _, role := range []string{"reader", "operator", "app", "squat"} {
-		refused(t, as(role), "42501", `SELECT * FROM pgleader.watch('victim', NULL, 10, '{}')`)
+		refused(t, as(role), "42501", `SELECT * FROM pgleader.watch('victim', NULL, 10, '{}', true)`)
 	}
 	// Bounds, on a registered watch session of node2's own node.
 	ctx := context.Background()
@@ -224,9 +224,10 @@ func TestHostileWatch(t *testing.T) {
 			return err
 		}
 		for _, q := range []string{
-			`SELECT * FROM pgleader.watch('own', NULL, 0, '{}')`,
-			`SELECT * FROM pgleader.watch('own', NULL, 60001, '{}')`,
-			`SELECT * FROM pgleader.watch('own', NULL, 10, ARRAY(SELECT g FROM generate_series(1, 10001) g))`,
+			`SELECT * FROM pgleader.watch('own', NULL, 0, '{}', true)`,
+			`SELECT * FROM pgleader.watch('own', NULL, 60001, '{}', true)`,
+			`SELECT * FROM pgleader.watch('own', NULL, 10, ARRAY(SELECT g FROM generate_series(1, 10001) g), true)`,
+			`SELECT * FROM pgleader.watch('own', NULL, 10, '{}', NULL)`,
 		} {
 			if _, err := c.Exec(ctx, q); sqlstate(err) != "PLF11" {
 				t.Errorf("%s: %v, want SQLSTATE PLF11", q, err)
@@ -234,7 +235,7 @@ func TestHostileWatch(t *testing.T) {
 		}
 		// Its answer concerns its own node only: the peer (the victim, the
 		// only other live node), nothing of the victim's scope.
-		rows, err := c.Query(ctx, `SELECT kind, coalesce(scope, ''), coalesce(node, '') FROM pgleader.watch('own', NULL, 10, '{}')`)
+		rows, err := c.Query(ctx, `SELECT kind, coalesce(scope, ''), coalesce(node, '') FROM pgleader.watch('own', NULL, 10, '{}', true)`)
 		if err != nil {
 			return err
 		}
@@ -247,7 +248,19 @@ func TestHostileWatch(t *testing.T) {
 				t.Errorf("watch of node2's node returned %s %s %s", kind, scope, node)
 			}
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// A bare wait (no re-read) answers with its wait alone, though the
+		// peer row is unseen.
+		var kinds []string
+		if err := c.QueryRow(ctx, `SELECT array_agg(kind) FROM pgleader.watch('own', NULL, 10, '{}', false)`).Scan(&kinds); err != nil {
+			return err
+		}
+		if len(kinds) != 1 || kinds[0] != "wait" {
+			t.Errorf("a bare wait returned %v, want [wait]", kinds)
+		}
+		return nil
 	})
 	if !victim.Leads("bell") {
 		t.Error("the victim lost its term")

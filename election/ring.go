@@ -25,9 +25,10 @@ type peerWait struct{ peer *ringPeer }
 // long as it waits: a wait without end kept vacuum from removing any row version
 // written since, and at a thousand scopes the heartbeats' updates bloated
 // leader_state by 30 MB in a minute, until heartbeats missed their deadline. Each
-// slice costs one short transaction: 0.25 per heartbeat interval at the defaults. A
-// 5 s slice measured 88 % HOT updates and a table still growing (12 MB after a
-// minute at 1,000 scopes); 2 s, 98 % and a steady 2.2 MB.
+// slice costs one short read-only transaction (no re-read: see loop): 0.25 per
+// heartbeat interval at the defaults. A 5 s slice measured 88 % HOT updates and a
+// table still growing (12 MB after a minute at 1,000 scopes); 2 s, 98 % and a
+// steady 2.2 MB.
 const peerWaitSlice = 2 * time.Second
 
 // ringPeer is the node this node watches: the next live node in node_id order.
@@ -47,16 +48,17 @@ type guardWait struct {
 
 // ring owns the node's third connection, the watch connection: the node's
 // doorbell and its ring watch (see "The doorbell" in the package doc). Every
-// statement on it is pgleader.watch: a re-read, in order with every
-// transaction that rang this node, of what the node should act on (returned
-// when it holds something new), then a wait on the beacon of one peer (the ring
-// successor): the statement returns within a millisecond of that peer's
-// leadership session ending, however it ended, and the node then claims the
-// peer's scopes and rings the other candidates (node_lost). It also serves a new
-// term's waits for its predecessors' guards, which take precedence: the peer
-// wait is interrupted (a cancel request) and resumed after. A doorbell and an
-// interruption end the statement alike (57014); the loop calls watch again,
-// whose re-read is what the node acts on.
+// statement on it is pgleader.watch: a re-read, in order with every transaction
+// that rang this node, of what the node should act on (returned when it holds
+// something new; skipped after a wait that ran out with nothing new), then a
+// wait on the beacon of one peer (the ring successor): the statement returns
+// within a millisecond of that peer's leadership session ending, however it
+// ended, and the node then claims the peer's scopes and rings the other
+// candidates (node_lost). It also serves a new term's waits for its
+// predecessors' guards, which take precedence: the peer wait is interrupted (a
+// cancel request) and resumed after. A doorbell and an interruption end the
+// statement alike (57014); the loop calls watch again, whose re-read is what
+// the node acts on.
 type ring struct {
 	e *Elector
 
@@ -200,14 +202,17 @@ func (r *ring) nextWait() *guardWait {
 // loop runs until ctx ends; it owns the watch connection. It opens the
 // connection once the node has a leadership session (the doorbell registers for
 // a live registered node), registers the doorbell, and then calls watch, again
-// after every outcome: that is what makes a ring that finds the session between
-// two statements harmless (the next call's re-read follows the ringer's commit).
+// after every outcome: a call that follows a cancel (a ring) re-reads after the
+// ringer's commit. A call that follows a wait that ran out with nothing new only
+// waits: a ring that finds the session between those two statements is ignored
+// by the server, and the node's next heartbeat reads what it carried (within I).
 func (r *ring) loop(ctx context.Context) {
 	e := r.e
 	failures := 0
 	aimed := &ringPeer{} // the peer the loop last aimed at (nil: alone); none yet
 	reported := ""       // the peer whose loss this loop announced since it last aimed
 	var seen []int32     // the hashes of the rows of the last re-read that returned
+	readFirst := true    // the next watch re-reads first (false: a wait ran out, nothing rang)
 	defer func() {
 		if c := r.conn.Swap(nil); c != nil {
 			c.Close(context.Background())
@@ -239,11 +244,12 @@ func (r *ring) loop(ctx context.Context) {
 		}
 		if w := r.nextWait(); w != nil {
 			seen = r.serveGuard(ctx, conn, w, seen)
+			readFirst = true
 			continue
 		}
 		r.mu.Lock()
 		if r.stale {
-			r.stale, seen = false, nil
+			r.stale, seen, readFirst = false, nil, true
 		}
 		r.mu.Unlock()
 		p := r.currentPeer()
@@ -262,8 +268,12 @@ func (r *ring) loop(ctx context.Context) {
 		if p != nil {
 			key = &p.beacon
 		}
-		res, err := r.watch(ctx, conn, key, peerWaitSlice, seen)
+		res, err := r.watch(ctx, conn, key, peerWaitSlice, seen, readFirst)
 		r.waiting.Store(nil)
+		// Only a wait that ran out with nothing to act on is followed by a bare
+		// wait: a lost ring is the heartbeat's to find (within I), and a re-read
+		// per slice cost a transaction ID and a commit record.
+		readFirst = err != nil || res.rows || (p != nil && res.free)
 		switch {
 		case err != nil && isCancel(err):
 			continue // a doorbell, or interrupted (a guard wait, a new peer): re-read
@@ -314,7 +324,7 @@ func (r *ring) loop(ctx context.Context) {
 // node is alone. It returns the rows' hashes. A cancel leaves the state as it
 // was (the caller re-reads later); another error closes the connection.
 func (r *ring) readNow(ctx context.Context, conn *pgx.Conn, except string) ([]int32, error) {
-	res, err := r.watch(ctx, conn, nil, time.Millisecond, nil)
+	res, err := r.watch(ctx, conn, nil, time.Millisecond, nil, true)
 	if err != nil {
 		r.mu.Lock()
 		r.stale = true
@@ -389,14 +399,15 @@ type watchScope struct {
 	node  string
 }
 
-// watch runs one pgleader.watch on conn: the ordered re-read, then, if it held
-// nothing new, a wait for key (a sleep when key is nil) of at most timeout
-// (whole milliseconds, rounded up, at least 1, at most maxAwait).
-func (r *ring) watch(ctx context.Context, conn *pgx.Conn, key *int64, timeout time.Duration, seen []int32) (watchResult, error) {
+// watch runs one pgleader.watch on conn: the ordered re-read (unless read is
+// false), then, if it held nothing new, a wait for key (a sleep when key is nil)
+// of at most timeout (whole milliseconds, rounded up, at least 1, at most
+// maxAwait).
+func (r *ring) watch(ctx context.Context, conn *pgx.Conn, key *int64, timeout time.Duration, seen []int32, read bool) (watchResult, error) {
 	var res watchResult
 	ms := int64((min(max(timeout, time.Millisecond), maxAwait) + time.Millisecond - 1) / time.Millisecond)
-	rows, err := conn.Query(ctx, "SELECT kind, scope, epoch, node, key, free, hash FROM pgleader.watch($1, $2, $3, $4)",
-		r.e.cfg.NodeID, key, ms, seen)
+	rows, err := conn.Query(ctx, "SELECT kind, scope, epoch, node, key, free, hash FROM pgleader.watch($1, $2, $3, $4, $5)",
+		r.e.cfg.NodeID, key, ms, seen, read)
 	if err != nil {
 		return res, err
 	}
@@ -407,7 +418,7 @@ func (r *ring) watch(ctx context.Context, conn *pgx.Conn, key *int64, timeout ti
 		free        *bool
 		hash        *int32
 	)
-	read := monotime.Now()
+	at := monotime.Now()
 	_, err = pgx.ForEachRow(rows, []any{&kind, &scope, &epoch, &node, &k, &free, &hash}, func() error {
 		if kind == "wait" {
 			res.free = free != nil && *free
@@ -446,7 +457,7 @@ func (r *ring) watch(ctx context.Context, conn *pgx.Conn, key *int64, timeout ti
 	}
 	if res.rows {
 		r.mu.Lock()
-		r.read = read
+		r.read = at
 		r.mu.Unlock()
 	}
 	return res, nil
@@ -565,7 +576,7 @@ func (r *ring) serveGuard(ctx context.Context, conn *pgx.Conn, w *guardWait, see
 		if left <= 0 {
 			return seen
 		}
-		res, err := r.watch(ctx, conn, &w.key, left, seen)
+		res, err := r.watch(ctx, conn, &w.key, left, seen, true)
 		switch {
 		case err != nil && isCancel(err):
 			continue

@@ -1,8 +1,9 @@
 -- watch: the one statement of a node's watch session (the doorbell; docs/design.md
 -- §4). Two steps:
---   READ, in order with every transaction that rang this node (ring_doorbells):
---     lock the node's doorbell row FOR UPDATE, which waits for every ringer
---     holding it FOR KEY SHARE to end — for at most min(I, 1 s), so that a
+--   READ (unless p_read is false), in order with every transaction that rang
+--     this node (ring_doorbells): lock the node's doorbell row FOR UPDATE,
+--     which waits for every ringer holding it FOR KEY SHARE to end — for at
+--     most min(I, 1 s), so that a
 --     ringer that keeps its transaction open cannot stall the watch (then the
 --     read goes ahead; the wake-up that ringer carries may be missed, and the
 --     node's heartbeat finds it within I) —, read with a fresh snapshot what
@@ -26,11 +27,18 @@
 --     p_key is NULL —, then one row: kind 'wait', key p_key, free. The shared
 --     lock is the transaction's, so no cancel can leave it behind.
 -- A doorbell's signal (SQLSTATE 57014) ends the statement wherever it is; the
--- caller calls again, and that READ sees the ringer's commit.
+-- caller calls again, and that READ sees the ringer's commit. The caller skips
+-- the READ (p_read false) only to go on waiting after a wait that ran out with
+-- nothing new: the READ locks a row, so it costs a transaction ID and a commit
+-- record, and a wait of nobody's concern then costs neither. A ring that falls
+-- between two such calls (the session idle, the signal ignored) is read by the
+-- node's next heartbeat, within I.
 -- Proof: this backend is the watch session node p_node registered
 -- (doorbell_register: pid and login), and p_node has not stopped (PLF12).
--- Bounds: 1 ≤ p_timeout_ms ≤ 60000; p_seen at most 10000 hashes (PLF11).
-CREATE OR REPLACE FUNCTION pgleader.watch(p_node text, p_key bigint, p_timeout_ms integer, p_seen integer[])
+-- Bounds: 1 ≤ p_timeout_ms ≤ 60000; p_seen at most 10000 hashes; p_read not
+-- NULL (PLF11).
+DROP FUNCTION IF EXISTS pgleader.watch(text, bigint, integer, integer[]);
+CREATE OR REPLACE FUNCTION pgleader.watch(p_node text, p_key bigint, p_timeout_ms integer, p_seen integer[], p_read boolean)
  RETURNS TABLE(kind text, scope text, epoch bigint, node text, key bigint, free boolean, hash integer)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -54,6 +62,9 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'PLF11',
       MESSAGE = format('pgleader: watch given %s seen rows: at most 10000', cardinality(p_seen));
   END IF;
+  IF p_read IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'PLF11', MESSAGE = 'pgleader: watch p_read is NULL: true to re-read first, false to wait only';
+  END IF;
   SELECT n.* INTO v_me FROM pgleader.doorbells d JOIN pgleader.nodes n ON n.node_id = d.node_id
    WHERE d.node_id = p_node AND d.backend_pid = pg_backend_pid() AND d.login_role = session_user
      AND n.login_role = session_user AND n.stopped_at IS NULL;
@@ -65,24 +76,26 @@ BEGIN
   END IF;
   -- The row lock of the READ writes; nothing of it needs to survive a crash.
   PERFORM set_config('synchronous_commit', 'off', true);
-  BEGIN
-    PERFORM set_config('lock_timeout', least(greatest(coalesce(v_me.heartbeat_interval_ms, 1000), 1), 1000)::text, true);
-    PERFORM 1 FROM pgleader.doorbells d WHERE d.node_id = p_node FOR UPDATE;
-    SELECT r.kinds, r.scopes, r.epochs, r.nodes, r.keys, r.hashes
-      INTO v_kind, v_scope, v_epoch, v_node, v_key, v_hash
-      FROM pgleader.watch_read(v_me) r;
-    RAISE EXCEPTION USING ERRCODE = 'PLR00'; -- roll the subtransaction back: the row lock goes
-  EXCEPTION
-    WHEN SQLSTATE 'PLR00' THEN NULL;
-    WHEN lock_not_available THEN
+  IF p_read THEN
+    BEGIN
+      PERFORM set_config('lock_timeout', least(greatest(coalesce(v_me.heartbeat_interval_ms, 1000), 1), 1000)::text, true);
+      PERFORM 1 FROM pgleader.doorbells d WHERE d.node_id = p_node FOR UPDATE;
       SELECT r.kinds, r.scopes, r.epochs, r.nodes, r.keys, r.hashes
         INTO v_kind, v_scope, v_epoch, v_node, v_key, v_hash
         FROM pgleader.watch_read(v_me) r;
-  END;
-  IF EXISTS (SELECT 1 FROM unnest(v_hash) h WHERE h <> ALL (coalesce(p_seen, '{}'))) THEN
-    RETURN QUERY SELECT u.k, u.s, u.e, u.n, u.y, NULL::boolean, u.h
-                   FROM unnest(v_kind, v_scope, v_epoch, v_node, v_key, v_hash) AS u(k, s, e, n, y, h);
-    RETURN;
+      RAISE EXCEPTION USING ERRCODE = 'PLR00'; -- roll the subtransaction back: the row lock goes
+    EXCEPTION
+      WHEN SQLSTATE 'PLR00' THEN NULL;
+      WHEN lock_not_available THEN
+        SELECT r.kinds, r.scopes, r.epochs, r.nodes, r.keys, r.hashes
+          INTO v_kind, v_scope, v_epoch, v_node, v_key, v_hash
+          FROM pgleader.watch_read(v_me) r;
+    END;
+    IF EXISTS (SELECT 1 FROM unnest(v_hash) h WHERE h <> ALL (coalesce(p_seen, '{}'))) THEN
+      RETURN QUERY SELECT u.k, u.s, u.e, u.n, u.y, NULL::boolean, u.h
+                     FROM unnest(v_kind, v_scope, v_epoch, v_node, v_key, v_hash) AS u(k, s, e, n, y, h);
+      RETURN;
+    END IF;
   END IF;
   IF p_key IS NULL THEN
     PERFORM pg_sleep(p_timeout_ms / 1000.0);
