@@ -72,7 +72,7 @@ type Options struct {
 	// successor's gate open. The waiter is one more backend woken by the death.
 	Split bool
 
-	nodeDSN string // the nodes' DSN: lock mode, as benchNodeRole (nodeLogin); lease mode, the bouncer's
+	nodeDSN string // the nodes' DSN: lock mode, as cluster.NodeRole (cluster.NodeLogin); lease mode, the bouncer's
 }
 
 // leaseSkipped are the scenarios that have no meaning in lease mode, and why.
@@ -173,8 +173,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	switch o.Mode {
 	case "", "lock":
 		var why string
-		o.nodeDSN, why = nodeLogin(ctx, o.DSN)
-		rep.Timing["node_login"] = cmp.Or(why, benchNodeRole+" (a member of the node role, as a service's nodes)")
+		o.nodeDSN, why = cluster.NodeLogin(ctx, o.DSN)
+		rep.Timing["node_login"] = cmp.Or(why, cluster.NodeRole+" (a member of the node role, as a service's nodes)")
 		if why != "" {
 			fmt.Fprintf(o.Progress, "%s: a superuser's doorbell cannot ring, wake-ups come from heartbeats\n", why)
 		}

@@ -97,8 +97,8 @@ func RunScale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 	for i := range scopes {
 		scopes[i] = fmt.Sprintf("bench-scale-%s-%04d", tag, i+1)
 	}
-	nodeDSN, why := nodeLogin(ctx, o.DSN)
-	rep.Timing["node_login"] = cmp.Or(why, benchNodeRole+" (a member of the node role, as a service's nodes)")
+	nodeDSN, why := cluster.NodeLogin(ctx, o.DSN)
+	rep.Timing["node_login"] = cmp.Or(why, cluster.NodeRole+" (a member of the node role, as a service's nodes)")
 	c := cluster.New(cluster.Options{Bin: o.Bin, DSN: nodeDSN, Dir: o.Dir, Scopes: scopes,
 		NodeArgs: append([]string{"--log-level", "warn"}, o.NodeArgs...)})
 	defer c.Close()

@@ -13,6 +13,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -91,7 +92,10 @@ type Result struct {
 	SquattersNamed int `json:"squatters_named,omitempty"`
 	// Children, for a supervised run: the figures of the children's lives.
 	Children *ChildFigures `json:"children,omitempty"`
-	Err      string        `json:"error,omitempty"` // the run itself failed
+	// NodeLogin is the login of lock-mode nodes (cluster.NodeRole), or why they
+	// run under the harness's own.
+	NodeLogin string `json:"node_login,omitempty"`
+	Err       string `json:"error,omitempty"` // the run itself failed
 }
 
 // OK reports a scenario that ran and passed every check, or was skipped.
@@ -249,6 +253,16 @@ func (o Options) run(ctx context.Context, sc scenario) Result {
 	nodeDSN, nodeArgs := dsn, append([]string(nil), defaultNodeArgs...)
 	if o.Mode == "lease" {
 		nodeDSN, nodeArgs = o.nodeDSN, append(nodeArgs, "--mode", "lease")
+	} else {
+		// Lock-mode nodes log in as a member of the node role, as a service's
+		// do: the owner may not signal a superuser's sessions, and nodes under
+		// the harness's superuser would never have their doorbells rung.
+		var why string
+		nodeDSN, why = cluster.NodeLogin(ctx, dsn)
+		r.NodeLogin = cmp.Or(why, cluster.NodeRole)
+		if why != "" {
+			fmt.Fprintf(o.Progress, "   %s\n", why)
+		}
 	}
 	copts := cluster.Options{Bin: o.Bin, DSN: nodeDSN, Dir: dir, Scopes: scopes,
 		NodeArgs: append(nodeArgs, o.NodeArgs...)}

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 import (
 	"context"
@@ -12,19 +12,20 @@ import (
 	"github.com/pgleader/pgleader/internal/pgsession"
 )
 
-// benchNodeRole is the login the benchmark's lock-mode nodes run as: a member of
-// the schema's node role, as a service's nodes are (docs/security.md). The
-// schema's functions ring a node's doorbell as the owner role, which may signal
-// a node login's sessions (pg_signal_backend) but, like every role but a
-// superuser, not a superuser's: nodes running as the benchmark's superuser
-// would measure the heartbeat fallback instead of the doorbell.
-const benchNodeRole = "pgleader_bench_node"
+// NodeRole is the login the lab's lock-mode nodes run as (bench, chaos): a
+// member of the schema's node role, as a service's nodes are
+// (docs/security.md). The schema's functions ring a node's doorbell as the
+// owner role, which may signal a node login's sessions (pg_signal_backend) but,
+// like every role but a superuser, not a superuser's: nodes running as the
+// harness's superuser would exercise the heartbeat fallback instead of the
+// doorbell.
+const NodeRole = "pgleader_lab_node"
 
-// nodeLogin returns dsn logging in as benchNodeRole, created (once per server:
+// NodeLogin returns dsn logging in as NodeRole, created (once per server:
 // roles are the cluster's) and made a member of dsn's node role. When that is
 // not possible (a role that may not create roles, password authentication) it
 // returns dsn itself and says why.
-func nodeLogin(ctx context.Context, dsn string) (string, string) {
+func NodeLogin(ctx context.Context, dsn string) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := connectPath(ctx, dsn)
@@ -36,22 +37,26 @@ func nodeLogin(ctx context.Context, dsn string) (string, string) {
 	if err := conn.QueryRow(ctx, "SELECT role_name FROM pgleader.roles WHERE kind = 'node'").Scan(&node); err != nil {
 		return dsn, fmt.Sprintf("nodes run as the DSN's login: the node role: %v", err)
 	}
-	ident := pgx.Identifier{benchNodeRole}.Sanitize()
+	ident := pgx.Identifier{NodeRole}.Sanitize()
 	for _, q := range []string{
 		"DO $$ BEGIN CREATE ROLE " + ident + " LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
 		"GRANT " + pgx.Identifier{node}.Sanitize() + " TO " + ident,
+		// The nodes' own workload (--work-interval), as a DBA grants a
+		// service's login the demo table (docs/security.md).
+		"GRANT INSERT ON pgleader.demo_actions TO " + ident,
+		"GRANT USAGE ON SEQUENCE pgleader.demo_actions_id_seq TO " + ident,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			return dsn, fmt.Sprintf("nodes run as the DSN's login: %s: %v", q, err)
 		}
 	}
-	as, err := withUser(dsn, benchNodeRole)
+	as, err := withUser(dsn, NodeRole)
 	if err != nil {
 		return dsn, fmt.Sprintf("nodes run as the DSN's login: %v", err)
 	}
 	c, err := connectPath(ctx, as)
 	if err != nil {
-		return dsn, fmt.Sprintf("nodes run as the DSN's login: %s cannot log in: %v", benchNodeRole, err)
+		return dsn, fmt.Sprintf("nodes run as the DSN's login: %s cannot log in: %v", NodeRole, err)
 	}
 	c.Close(context.Background())
 	return as, ""
