@@ -392,6 +392,13 @@ class Session:
                 with n.mu:
                     n.seen[scope] = (holder, epoch)
                 claim = claim or holder is None
+            elif kind == "reserved":   # schema 17: a free scope a handover reserves (§6.1)
+                if holder == n.id:
+                    with n.mu:
+                        n.cooldown.pop(scope, None)
+                    claim = True
+            elif kind != "led":      # a kind of a later schema: not this client's
+                continue
             elif not ok:         # no longer this node's term: close the gate, give the lock back
                 self.end(by_scope[scope], "evicted", lost=True)
             else:
