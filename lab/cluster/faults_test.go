@@ -43,6 +43,22 @@ func setup(t *testing.T, nodes int) (*cluster.Cluster, string) {
 
 // startCluster migrates the database at dsn and starts nodes that reach it
 // through nodeDSN (dsn itself, or a pooler in front of it) with args.
+// asNode migrates dsn's database and returns dsn logging in as cluster.NodeRole:
+// the owner may not signal a superuser's sessions, so nodes under the test's
+// superuser would never have their doorbells rung.
+func asNode(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, _ := pgx.ParseConfig(dsn)
+	if _, err := migrate.Up(context.Background(), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	as, why := cluster.NodeLogin(context.Background(), dsn)
+	if why != "" {
+		t.Fatal(why)
+	}
+	return as
+}
+
 func startCluster(t *testing.T, nodes int, dsn, nodeDSN string, args []string) *cluster.Cluster {
 	t.Helper()
 	cfg, _ := pgx.ParseConfig(dsn)
