@@ -164,7 +164,8 @@ type Config struct {
 	ResignCooldown time.Duration
 
 	// MaxScopes caps len(Scopes). Default 10,000. The real limit is the server's
-	// lock table, which Check (and Run) enforce: see LockTableCapacity.
+	// lock table, which Check (and Run) enforce: a node may use at most half of
+	// max_locks_per_transaction × (max_connections + max_prepared_transactions).
 	MaxScopes int
 
 	// Standalone makes every scope permanently led by this node without any
@@ -241,7 +242,7 @@ const maxSessionLease = 10 * time.Minute
 // server's: advisory locks live in PostgreSQL's shared lock table, which the whole
 // server shares and which, once full, fails every session of the database, not
 // only pgleader's. A node holds one lock per scope it leads (followers hold none),
-// and Check refuses a scope count above half of the table (see LockTableCapacity).
+// and Check refuses a scope count above half of the table (ErrTooManyScopes).
 func (c *Config) Validate() error {
 	c.applyDefaults()
 	bad := func(field, format string, args ...any) error {

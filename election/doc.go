@@ -110,7 +110,7 @@
 //     systems there is no watcher and heartbeats are the detector.
 //
 // Followers hold no lock and no connection per scope: advisory locks live in the
-// server's shared lock table (LockTableCapacity), and a waiting lock per followed
+// server's shared lock table (Check refuses a node whose scopes could fill half of it), and a waiting lock per followed
 // scope per node is what used to exhaust both the table and max_connections.
 //
 // # How a follower learns that leadership ended
@@ -274,7 +274,7 @@
 // cannot compute a floor, so it never grants. For the engine a failover is a lost
 // session like any other: gates close within the trust window, the node reconnects
 // through its DSN (use a multi-host DSN with target_session_attrs=read-write, or a
-// read-write endpoint), Run waits out a database in transition (AwaitDatabase), and
+// read-write endpoint), Run waits out a database in transition, and
 // the new session claims anew on the new primary. See docs/ha.md.
 //
 // # Behind a connection pooler: lease mode

@@ -173,7 +173,7 @@ func (e *Elector) emit(ev Event) {
 // ErrSchemaMissing, ErrPermission or ErrTooManyScopes, what will not heal by
 // itself: a bad DSN or password, a server that refuses connections, a missing
 // schema, a role without the grants. A database in the middle of a restart or
-// failover is waited out (see AwaitDatabase). After a failed start the Elector is
+// failover is waited out (see Check). After a failed start the Elector is
 // stopped (Wait returns the same error). An Elector starts once; later calls
 // return ErrClosed.
 func (e *Elector) Start(ctx context.Context) error {

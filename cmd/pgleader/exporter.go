@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/pgleader/pgleader/internal/dbcheck"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
 )
 
@@ -95,7 +95,7 @@ pg_signal_backend role (or superuser, or the leader's own role).
 			}
 			if !targets.named() {
 				// A lone --dsn: an unreachable or unmigrated database is bad input, at once.
-				if err := election.CheckDatabase(ctx, ts[0].Config); err != nil {
+				if err := dbcheck.Database(ctx, ts[0].Config); err != nil {
 					return err
 				}
 			} else {

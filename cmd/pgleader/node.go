@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/pgleader/pgleader/internal/dbcheck"
 	"log/slog"
 	"net"
 	"os"
@@ -193,7 +194,7 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 	// The checks wait out a database in the middle of a failover, and report
 	// anything else at once (exit 2; ErrTooManyScopes names the settings); Start
 	// repeats them, cheaply, before it campaigns.
-	if err := election.AwaitDatabase(ctx, lead.Config, len(cfg.Scopes), a.log); err != nil {
+	if err := dbcheck.Await(ctx, lead.Config, len(cfg.Scopes), a.log); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil // stopped before starting
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/pgleader/pgleader/internal/dbcheck"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -41,7 +42,7 @@ func (a *app) checkedTarget(ctx context.Context) (cli.Target, error) {
 	if err != nil {
 		return t, err
 	}
-	return t, election.CheckDatabase(ctx, t.Config)
+	return t, dbcheck.Database(ctx, t.Config)
 }
 
 // withCheckedTarget runs fn on the invocation's database once checkedTarget has

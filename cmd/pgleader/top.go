@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/pgleader/pgleader/internal/dbcheck"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -212,7 +212,7 @@ func (a *app) topTarget(ctx context.Context, ts []cli.NamedTarget) (cli.Target, 
 	if ts == nil {
 		return a.checkedTarget(ctx)
 	}
-	return ts[0].Target, cli.ForTarget(ts[0].Name, election.CheckDatabase(ctx, ts[0].Config))
+	return ts[0].Target, cli.ForTarget(ts[0].Name, dbcheck.Database(ctx, ts[0].Config))
 }
 
 // topHandoverTimeout is how long a handover asked from the dashboard waits for
