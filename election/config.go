@@ -1,23 +1,15 @@
 package election
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/pgleader/pgleader/internal/names"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pgleader/pgleader/internal/termsafe"
 )
-
-// MaxScopeLen is the longest scope name, in bytes (the schema enforces it too).
-const MaxScopeLen = 200
 
 // Mode is how a node holds leadership (Config.Mode).
 type Mode string
@@ -62,7 +54,7 @@ type Config struct {
 	ConnConfig *pgx.ConnConfig
 
 	// NodeID names this process in pgleader.nodes, terms and audit. It must be
-	// unique among live candidates. Default: DefaultNodeID(),
+	// unique among live candidates. Default:
 	// <hostname>-<pid>-<6 random hex digits>. The rules of scope names apply (see
 	// Scopes).
 	NodeID string
@@ -83,11 +75,14 @@ type Config struct {
 	Version string
 
 	// Scopes this node campaigns for. Each scope is an independent election with
-	// its own epoch. Names are non-empty, at most MaxScopeLen bytes, valid UTF-8,
+	// its own epoch. Names are non-empty, at most 200 bytes, valid UTF-8,
 	// without control characters (NUL, TAB, CR, LF, ESC, DEL, the C1 controls) or
 	// the Unicode controls that reorder a line (U+202A–U+202E, U+2066–U+2069,
 	// U+200E, U+200F, …): names are printed on operators' terminals, where such a
-	// character would act instead of showing (see ValidateScopeName).
+	// character would act instead of showing; nor invisible format characters
+	// (Unicode category Cf), with which two names that print alike would be two
+	// scopes. A node id holds no quote or backslash either. Validate says which
+	// rule a name breaks.
 	Scopes []string
 
 	// LockKeys overrides the advisory-lock key of a scope (default: the first 8
@@ -266,8 +261,8 @@ func (c *Config) Validate() error {
 	if c.DSN != "" && c.ConnConfig != nil {
 		return bad("ConnConfig", "set DSN or ConnConfig, not both")
 	}
-	if c.NodeID != "" { // empty: New picks DefaultNodeID()
-		if err := ValidateNodeID(c.NodeID); err != nil {
+	if c.NodeID != "" { // empty: New picks the default
+		if err := names.NodeID(c.NodeID); err != nil {
 			return bad("NodeID", "%v", err)
 		}
 	}
@@ -280,7 +275,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Scopes {
-		if err := ValidateScopeName(s); err != nil {
+		if err := names.Scope(s); err != nil {
 			return bad("Scopes", "%v", err)
 		}
 		if seen[s] {
@@ -339,96 +334,4 @@ func (c *Config) priority() int {
 		return 1
 	}
 	return *c.Priority
-}
-
-// DefaultNodeID returns <hostname>-<pid>-<6 random hex digits>: unique among the
-// processes of a host, and unique across restarts of the same process slot, so a
-// restarted node is never mistaken for its previous incarnation. New uses it when
-// Config.NodeID is empty.
-func DefaultNodeID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "node"
-	}
-	// Keep the id within the limits of a node id whatever the hostname holds.
-	host = strings.Map(func(r rune) rune {
-		if termsafe.Unsafe(r) {
-			return '_'
-		}
-		return r
-	}, host)
-	if len(host) > 64 {
-		host = host[:64]
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return fmt.Sprintf("%s-%d-%s", strings.ToValidUTF8(host, "_"), os.Getpid(), hex.EncodeToString(b[:]))
-}
-
-// ValidateScopeName reports why name cannot be a scope, or nil: it is empty,
-// longer than MaxScopeLen bytes, not UTF-8, or holds a character that would act
-// on a terminal instead of showing — a control character (C0 with TAB, CR and LF,
-// DEL, C1) or a Unicode direction control (termsafe.Unsafe) — or an invisible
-// format character (Unicode category Cf: zero-width space and joiners U+200B–
-// U+200D, word joiner and invisible operators U+2060–U+2064, BOM U+FEFF, soft
-// hyphen, tags, …), with which two names that print alike would be two scopes or
-// two nodes. The error is one line naming the character as an escape and its
-// position.
-func ValidateScopeName(name string) error { return validateName("scope name", name) }
-
-// ValidateNodeID reports why id cannot be a node id, or nil: the rules of scope
-// names (ValidateScopeName) apply, and a node id holds no quote (' " `) or
-// backslash, since it appears in the commands that hints suggest (`pgleader node
-// forget 'ID'`). The database refuses the same ids (pgleader.check_name, PLF11).
-func ValidateNodeID(id string) error {
-	if err := validateName("node id", id); err != nil {
-		return err
-	}
-	if i := strings.IndexAny(id, "'\"`\\"); i >= 0 {
-		return fmt.Errorf("node id %q holds %q: a node id holds no quote or backslash", id, id[i:i+1])
-	}
-	return nil
-}
-
-// validateName applies the rules of scope names to what (a scope name, a node
-// id).
-func validateName(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%s must not be empty", what)
-	case len(name) > MaxScopeLen:
-		return fmt.Errorf("%s is %d bytes, longer than the limit of %d", what, len(name), MaxScopeLen)
-	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("%s %q contains a NUL byte, which PostgreSQL text cannot store", what, name)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%s %q is not valid UTF-8", what, name)
-	}
-	pos := 0
-	for _, r := range name {
-		pos++
-		if termsafe.Unsafe(r) {
-			kind := "control character"
-			switch {
-			case r == 0x2028 || r == 0x2029:
-				kind = "line separator"
-			case r > 0x9f:
-				kind = "text-direction control"
-			}
-			return fmt.Errorf("%s %q has the %s %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
-				what, name, kind, termsafe.String(string(r)), pos)
-		}
-		if unicode.Is(unicode.Cf, r) {
-			return fmt.Errorf("%s %q has the invisible format character %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
-				what, name, uEscape(r), pos)
-		}
-	}
-	return nil
-}
-
-// uEscape is r as a Go escape: \uHHHH, or \UHHHHHHHH beyond the BMP.
-func uEscape(r rune) string {
-	if r > 0xffff {
-		return fmt.Sprintf("\\U%08x", r)
-	}
-	return fmt.Sprintf("\\u%04x", r)
 }

@@ -282,7 +282,7 @@ func TestConfigValidate(t *testing.T) {
 	base := func() election.Config {
 		return election.Config{DSN: "postgres://x", NodeID: "n", Scopes: []string{"s"}}
 	}
-	long := make([]byte, election.MaxScopeLen+1)
+	long := make([]byte, 201) // one byte over the limit
 	for i := range long {
 		long[i] = 'x'
 	}
@@ -346,8 +346,9 @@ func TestConfigValidate(t *testing.T) {
 	})
 }
 
-// TestValidateScopeName: names that would act on a terminal are refused with one
-// line naming the field, the character (as an escape), its position and the rule.
+// TestValidateScopeName: scope names that would act on a terminal are refused
+// with one line naming the field, the character (as an escape), its position
+// and the rule.
 func TestValidateScopeName(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -385,15 +386,16 @@ func TestValidateScopeName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := election.ValidateScopeName(tt.in)
+			c := election.Config{DSN: "postgres://x", NodeID: "n", Scopes: []string{tt.in}}
+			err := c.Validate()
 			if tt.want == "" {
 				if err != nil {
-					t.Fatalf("ValidateScopeName(%q): %v", tt.in, err)
+					t.Fatalf("Validate of scope %q: %v", tt.in, err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("ValidateScopeName(%q) = %v, want it to contain %q", tt.in, err, tt.want)
+				t.Fatalf("Validate of scope %q = %v, want it to contain %q", tt.in, err, tt.want)
 			}
 			for _, r := range err.Error() {
 				if termsafe.Unsafe(r) || unicode.Is(unicode.Cf, r) {

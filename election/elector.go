@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/names"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/monotime"
@@ -70,7 +72,7 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 		return nil, err
 	}
 	if cfg.NodeID == "" {
-		cfg.NodeID = DefaultNodeID()
+		cfg.NodeID = names.DefaultNodeID()
 	}
 	e := &Elector{cfg: cfg, log: cfg.Logger, osPid: os.Getpid(), scopes: map[string]*Scope{},
 		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}

@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/pgleader/pgleader/internal/dbcheck"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/internal/names"
 
 	"github.com/spf13/cobra"
 
@@ -53,7 +55,7 @@ type nodeHooks struct {
 func (f *nodeFlags) config(dsn string) election.Config {
 	id := f.id
 	if !f.idSet {
-		id = election.DefaultNodeID()
+		id = names.DefaultNodeID()
 	}
 	return election.Config{
 		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,

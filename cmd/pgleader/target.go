@@ -3,24 +3,25 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/pgleader/pgleader/internal/dbcheck"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/internal/names"
+
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 )
 
 // checkScopes validates --scope values.
 func checkScopes(scopes []string) error {
 	for _, s := range scopes {
-		if err := election.ValidateScopeName(s); err != nil {
+		if err := names.Scope(s); err != nil {
 			return cli.BadInput("--scope %q: %v", s, err)
 		}
 	}
@@ -29,7 +30,7 @@ func checkScopes(scopes []string) error {
 
 // checkNodeID validates a node id given with flag.
 func checkNodeID(flag, id string) error {
-	if err := election.ValidateNodeID(id); err != nil {
+	if err := names.NodeID(id); err != nil {
 		return cli.BadInput("%s: %v", flag, err)
 	}
 	return nil
