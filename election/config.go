@@ -28,6 +28,10 @@ const (
 	// once its lease (SessionLease) has run out, as seen by a follower, plus up to
 	// one heartbeat interval. Every candidate of a scope must use the same mode.
 	ModeLease Mode = "lease"
+	// ModeStandalone makes every scope permanently led by this node without any
+	// database (epoch 0, Fence a no-op). For local development only; logged
+	// loudly.
+	ModeStandalone Mode = "standalone"
 )
 
 // Config configures an Elector. Start from DefaultConfig or leave durations zero to
@@ -62,11 +66,13 @@ type Config struct {
 	// Priority ranks this node among the candidates of its scopes: when a scope is
 	// free, the live waiting candidate of highest priority wins it (others defer
 	// for at most three of its heartbeat intervals), so leadership goes where it
-	// is preferred, not to whoever claims first. nil means the default, 1.
-	// Priority(0) makes an observer that never leads: it heartbeats, shows in
-	// pgleader status, and watches its ring peer, but never claims. Set it with
-	// the Priority function: Config{Priority: election.Priority(0)}.
-	Priority *int
+	// is preferred, not to whoever claims first. 0 means the default, 1.
+	Priority int
+
+	// NeverLead makes an observer that never leads (it registers with priority
+	// 0): it heartbeats, shows in pgleader status, and watches its ring peer,
+	// but never claims.
+	NeverLead bool
 
 	// Hostname is recorded with every term. Default: os.Hostname().
 	Hostname string
@@ -147,7 +153,7 @@ type Config struct {
 	// operator's handover is left alone: failback undoes failovers, not an
 	// operator's choice. 0 (the default): no failback;
 	// leadership stays where a failover put it until an operator hands it over.
-	// It needs Priority ≥ 1 and at least four heartbeat intervals; 30 s is a
+	// It needs NeverLead false and at least four heartbeat intervals; 30 s is a
 	// good start (pgleader node --preferred).
 	FailbackAfter time.Duration
 
@@ -162,10 +168,6 @@ type Config struct {
 	// lock table, which Check (and Run) enforce: a node may use at most half of
 	// max_locks_per_transaction × (max_connections + max_prepared_transactions).
 	MaxScopes int
-
-	// Standalone makes every scope permanently led by this node without any
-	// database (epoch 0, Fence a no-op). For local development only; logged loudly.
-	Standalone bool
 
 	// SubscriberBuffer: transitions kept per subscriber before the oldest are
 	// dropped. Default 1024.
@@ -243,17 +245,20 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
 	}
-	if c.Mode != ModeLock && c.Mode != ModeLease {
-		return bad("Mode", "mode %q: must be %q (session advisory locks, the default) or %q (lease rows, through a transaction pooler)", c.Mode, ModeLock, ModeLease)
+	if c.Mode != ModeLock && c.Mode != ModeLease && c.Mode != ModeStandalone {
+		return bad("Mode", "mode %q: must be %q (session advisory locks, the default), %q (lease rows, through a transaction pooler) or %q (no database)", c.Mode, ModeLock, ModeLease, ModeStandalone)
 	}
-	if c.Priority != nil && *c.Priority < 0 {
-		return bad("Priority", "priority %d: must be 0 (never leads) or more (default 1)", *c.Priority)
+	if c.Priority < 0 {
+		return bad("Priority", "priority %d: must be 1 or more (0: the default, 1; NeverLead for a node that never leads)", c.Priority)
+	}
+	if c.NeverLead && c.Priority > 0 {
+		return bad("NeverLead", "a node that never leads has no priority: leave Priority 0")
 	}
 	if c.FailbackAfter < 0 {
 		return bad("FailbackAfter", "failback after %v: must be 0 (no failback) or positive", c.FailbackAfter)
 	}
 	if c.FailbackAfter > 0 && c.priority() == 0 {
-		return bad("FailbackAfter", "a node of priority 0 never leads, so it cannot be preferred: set Priority ≥ 1 or FailbackAfter 0")
+		return bad("FailbackAfter", "a node that never leads cannot be preferred: set NeverLead false or FailbackAfter 0")
 	}
 	if c.FailbackAfter > 0 && c.FailbackAfter < 4*c.HeartbeatInterval {
 		return bad("FailbackAfter", "failback after %v: must be at least four heartbeat intervals (%v)", c.FailbackAfter, 4*c.HeartbeatInterval)
@@ -314,10 +319,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Priority returns a pointer to n, for Config.Priority: Priority(0) never leads,
-// higher values win free scopes over lower ones, the default is 1.
-func Priority(n int) *int { return &n }
-
 // failbackMS is FailbackAfter for register_node: NULL when the node is not
 // preferred.
 func (c *Config) failbackMS() *int64 {
@@ -328,10 +329,14 @@ func (c *Config) failbackMS() *int64 {
 	return &ms
 }
 
-// priority is the effective Config.Priority.
+// priority is the priority the node registers with: 0 for NeverLead,
+// Config.Priority, 1 by default.
 func (c *Config) priority() int {
-	if c.Priority == nil {
+	switch {
+	case c.NeverLead:
+		return 0
+	case c.Priority == 0:
 		return 1
 	}
-	return *c.Priority
+	return c.Priority
 }

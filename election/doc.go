@@ -315,7 +315,7 @@
 // # Modes
 //
 // An Elector runs in one mode, fixed by New: lock mode (the default), lease mode
-// (Config.Mode), standalone (Config.Standalone), or the manual Elector of package
+// (Config.Mode), standalone (Config.Mode = ModeStandalone), or the manual Elector of package
 // electiontest. Campaigns, terms and their gates, Require, Do, Lead, Resign,
 // transitions and observers are the same code in every mode; the mode decides only
 // how a session opens and registers, heartbeats, claims, waits for its

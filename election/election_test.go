@@ -293,7 +293,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"Defaults", func(*election.Config) {}, ""},
 		{"EmptyDSNMeansEnvironment", func(c *election.Config) { c.DSN = "" }, ""},
-		{"StandaloneNeedsNoDSN", func(c *election.Config) { c.DSN = ""; c.Standalone = true }, ""},
+		{"StandaloneNeedsNoDSN", func(c *election.Config) { c.DSN = ""; c.Mode = election.ModeStandalone }, ""},
 		{"NoScopes", func(c *election.Config) { c.Scopes = nil }, "Scopes"},
 		{"EmptyScope", func(c *election.Config) { c.Scopes = []string{""} }, "Scopes"},
 		{"LongScope", func(c *election.Config) { c.Scopes = []string{string(long)} }, "Scopes"},
@@ -316,7 +316,7 @@ func TestConfigValidate(t *testing.T) {
 		{"Preferred", func(c *election.Config) { c.FailbackAfter = 30 * time.Second }, ""},
 		{"PreferredNegative", func(c *election.Config) { c.FailbackAfter = -time.Second }, "FailbackAfter"},
 		{"PreferredTooSoon", func(c *election.Config) { c.FailbackAfter = time.Second }, "FailbackAfter"},
-		{"PreferredObserver", func(c *election.Config) { c.FailbackAfter = 30 * time.Second; c.Priority = election.Priority(0) }, "FailbackAfter"},
+		{"PreferredObserver", func(c *election.Config) { c.FailbackAfter = 30 * time.Second; c.NeverLead = true }, "FailbackAfter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

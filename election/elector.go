@@ -58,7 +58,7 @@ func New(cfg Config) (*Elector, error) {
 // modeOf is the mode a Config asks for.
 func modeOf(e *Elector) mode {
 	switch {
-	case e.cfg.Standalone:
+	case e.cfg.Mode == ModeStandalone:
 		return standaloneMode{e}
 	case e.cfg.Mode == ModeLease:
 		return leaseMode{database{e}}

@@ -74,7 +74,7 @@ func service() error {
 // real service sets DSN instead.
 func Example() {
 	e, err := election.New(election.Config{
-		Standalone: true, // DSN: os.Getenv("DATABASE_URL") in a real service
+		Mode: election.ModeStandalone, // DSN: os.Getenv("DATABASE_URL") in a real service
 		NodeID:     "worker-1",
 		Scopes:     []string{"billing"},
 		Logger:     slog.New(slog.DiscardHandler),
@@ -119,7 +119,7 @@ func ExampleElector_Start() {
 
 // Await waits for leadership, bounded by its context.
 func ExampleScope_Await() {
-	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+	e, _ := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "worker-1", Scopes: []string{"billing"},
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -218,7 +218,7 @@ func ExampleFence() {
 // Subscribe delivers leadership transitions in order without ever blocking the
 // engine; an Elected transition carries the term's token.
 func ExampleElector_Subscribe() {
-	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+	e, _ := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "worker-1", Scopes: []string{"billing"},
 		Logger: slog.New(slog.DiscardHandler)})
 	transitions, stop := e.Subscribe()
 	defer stop()
@@ -233,7 +233,7 @@ func ExampleElector_Subscribe() {
 
 // Observe adds an observer of engine events at any time (metrics, logs, files).
 func ExampleElector_Observe() {
-	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+	e, _ := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "worker-1", Scopes: []string{"billing"},
 		Logger: slog.New(slog.DiscardHandler)})
 	remove := e.Observe(election.ObserverFunc(func(ev election.Event) {
 		if ev.Kind == election.EventGateOpen {

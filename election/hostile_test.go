@@ -101,7 +101,7 @@ func TestHostileFailbackAttribution(t *testing.T) {
 	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.leads("fb") })
 
 	cfg := fastConfig(as("node2"), "preferred", "fb")
-	cfg.Priority = election.Priority(1000)
+	cfg.Priority = 1000
 	cfg.FailbackAfter = 300 * time.Millisecond
 	pref := startNode(t, cfg)
 	pgtest.WaitFor(t, "the preferred node taking the scope back", 15*time.Second, func() bool { return pref.leads("fb") })

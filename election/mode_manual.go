@@ -19,7 +19,7 @@ import (
 // database and no timing: a granted gate stays open until the test ends the term
 // (opened without a trust window), and Fence checks the epoch in memory.
 
-// newManual returns a manual Elector for cfg (its DSN, ConnConfig and Standalone
+// newManual returns a manual Elector for cfg (its DSN, ConnConfig and Mode
 // ignored) and its driver. It is package electiontest's constructor, which
 // declares it under the same name and signature: the linkname below lets that
 // package (and no other, by convention) call it without an exported name here.
@@ -27,7 +27,7 @@ import (
 //lint:ignore U1000 called from package electiontest through go:linkname
 //go:linkname newManual
 func newManual(cfg Config) (*Elector, manual.Driver, error) {
-	cfg.DSN, cfg.ConnConfig, cfg.Standalone = "", nil, false
+	cfg.DSN, cfg.ConnConfig, cfg.Mode = "", nil, ModeLock
 	var d *manualDriver
 	e, err := newElector(cfg, func(e *Elector) mode {
 		d = &manualDriver{e: e, epochs: map[string]int64{}, served: map[*term]chan struct{}{}}

@@ -11,7 +11,7 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
-// standaloneMode is Config.Standalone: no database, no election. Every scope is
+// standaloneMode is Config.Mode = ModeStandalone: no database, no election. Every scope is
 // led from Start on, at epoch 0, by a term whose gate never closes while the
 // Elector runs (term.always); Fence does nothing and Resign refuses.
 type standaloneMode struct{ e *Elector }
@@ -59,7 +59,7 @@ func (m standaloneMode) run(ctx context.Context) error {
 	}
 }
 
-// standaloneTerm is a term that is always open (Config.Standalone).
+// standaloneTerm is a term that is always open (Config.Mode = ModeStandalone).
 func standaloneTerm(sc *Scope) *term {
 	t := newTerm(sc, 0, nil, 0)
 	t.always = true

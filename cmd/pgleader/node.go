@@ -61,7 +61,7 @@ func (f *nodeFlags) config(dsn string) election.Config {
 		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,
 		HeartbeatInterval: f.interval, HeartbeatTimeout: f.timeout,
 		TrustWindow: f.trust, SessionLease: f.lease, DrainTimeout: f.drain,
-		Priority: election.Priority(f.priority), Mode: election.Mode(f.mode),
+		Priority: f.priority, NeverLead: f.priority == 0, Mode: election.Mode(f.mode),
 		FailbackAfter: f.preferred,
 	}
 }

@@ -18,7 +18,7 @@ import (
 // promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).
 func ExampleRegister() {
 	e, err := election.New(election.Config{
-		Standalone: true, // DSN: os.Getenv("DATABASE_URL") in a real service
+		Mode: election.ModeStandalone, // DSN: os.Getenv("DATABASE_URL") in a real service
 		Scopes:     []string{"billing"},
 		Logger:     slog.New(slog.DiscardHandler),
 	})

@@ -64,7 +64,7 @@ func expect(t testing.TB, g prometheus.Gatherer, v float64, name string, labels 
 // hand.
 func standalone(t testing.TB, scopes ...string) *election.Elector {
 	t.Helper()
-	e, err := election.New(election.Config{Standalone: true, NodeID: "node-1", Scopes: scopes,
+	e, err := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "node-1", Scopes: scopes,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

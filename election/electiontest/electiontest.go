@@ -33,7 +33,7 @@ type Controller struct {
 	d manual.Driver
 }
 
-// New returns an Elector for cfg (DSN, ConnConfig and Standalone are ignored; no
+// New returns an Elector for cfg (DSN, ConnConfig and Mode are ignored; no
 // database is used) and its Controller. A Config that Validate refuses fails the
 // test. The Elector leads nothing until Lead is called, which needs it started
 // (Elector.Start).
