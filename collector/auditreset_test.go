@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestAuditReset: a TRUNCATE of pgleader.audit (RESTART IDENTITY starts the ids
@@ -32,7 +33,7 @@ func TestAuditReset(t *testing.T) {
 				rec := record(t, c)
 				run(t, c)
 				waitSnap(t, c, "the source up", live)
-				admin := connect(t, dsn)
+				admin := pgtest.Connect(t, dsn)
 				fence := func(epoch int) {
 					exec(t, admin, "SELECT pgleader.fence_rejected('s', $1, 'zombie', 'test')", int64(epoch))
 				}
@@ -42,7 +43,7 @@ func TestAuditReset(t *testing.T) {
 
 				// The old history: the cursor ends well above the ids the new one
 				// starts with.
-				startNode(t, dsn, "n1", "s")
+				testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 				rec.waitEvent(t, "elected n1", func(e Event) bool { return e.Kind == EventElected && e.Scope == "s" })
 				for i := range 20 {
 					fence(100 + i)
@@ -72,7 +73,7 @@ func TestAuditReset(t *testing.T) {
 					fence(1002)
 				}
 				// New rows through the engine (a claim) and the SQL functions.
-				startNode(t, dsn, "n2", "t")
+				testnode.Start(t, testnode.FastConfig(dsn, "n2", "t"))
 				fence(1003)
 				reset := rec.waitEvent(t, "audit_reset", func(e Event) bool { return e.Kind == EventAuditReset })
 				rec.waitEvent(t, "elected n2 after the reset", func(e Event) bool { return e.Kind == EventElected && e.Scope == "t" })

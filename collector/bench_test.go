@@ -15,7 +15,7 @@ import (
 // one more advisory lock per node, as the nodes' guards would.
 func forgeCluster(b testing.TB, dsn string, scopes, nodes int) {
 	b.Helper()
-	conn := connect(b, dsn)
+	conn := pgtest.Connect(b, dsn)
 	exec(b, conn, `
 INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms)
 SELECT 'node-' || i, 'host-' || i % 10, 1000 + i, 'bench',

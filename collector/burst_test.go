@@ -25,7 +25,7 @@ func testMassFailoverReachesSubscribers(t *testing.T, src SourceMode) {
 	for i := range names {
 		names[i] = fmt.Sprintf("scope-%04d", i+1)
 	}
-	dead, heir := connect(t, dsn), connect(t, dsn)
+	dead, heir := pgtest.Connect(t, dsn), pgtest.Connect(t, dsn)
 	register := `SELECT pgleader.register_node($1, 'h', 1, 'test', $2, 100, 300, 500, 0, 0)`
 	exec(t, heir, register, "node-1", names)
 	exec(t, dead, register, "node-2", names)

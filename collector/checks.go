@@ -19,9 +19,9 @@ type finding struct {
 	since time.Time     // when the condition began, if the check knows better than "now"
 }
 
-// defaultTrustWindow judges a holder row without timing (written by hand or by
-// an old engine): the engine's default trust window.
-const defaultTrustWindow = 1500 * time.Millisecond
+// DefaultTrustWindow judges a holder or node row without timing (written by
+// hand or by an old engine): the engine's default trust window.
+const DefaultTrustWindow = 1500 * time.Millisecond
 
 // checkScope runs the per-scope checks. See the package doc for why each one stays
 // silent during resigns, kills and restarts of a healthy cluster.
@@ -29,7 +29,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 	var out []finding
 	split := func(node, summary, hint string, grace time.Duration) {
 		out = append(out, finding{grace: grace, alert: Alert{Kind: AlertSplitBrain, Severity: SeverityCritical,
-			Scope: row.Name, Node: node, Summary: summary, Hint: hint, Runbook: runbook(AlertSplitBrain)}})
+			Scope: row.Name, Node: node, Summary: summary, Hint: hint, Runbook: AlertSplitBrain.Runbook()}})
 	}
 
 	// (e) The epoch went backwards: the database no longer fences the epochs
@@ -107,7 +107,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 	// stall of the whole host, one read can see a holder whose lease has expired
 	// before its backend has run to end itself.
 	if sc.HasLeader() && !row.LastHeartbeat.IsZero() {
-		w := cmp.Or(row.Timing.TrustWindow, defaultTrustWindow)
+		w := cmp.Or(row.Timing.TrustWindow, DefaultTrustWindow)
 		if sc.HeartbeatAge > w+cfg.StaleMargin {
 			lease := "unknown"
 			if row.Timing.SessionLease > 0 {
@@ -121,7 +121,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 				Summary: fmt.Sprintf("%s of %s but its last heartbeat is %s old (trust window %s, session lease %s)",
 					held, row.Name, human.Duration(sc.HeartbeatAge), human.Duration(w), lease),
 				Hint:    fmt.Sprintf("the holder is frozen, cut off, or its leadership session runs a statement, and its lease did not end it: check the node, then evict it (SELECT pg_terminate_backend(%d))", row.HolderPID),
-				Runbook: runbook(AlertStaleLeader)}})
+				Runbook: AlertStaleLeader.Runbook()}})
 		}
 	}
 
@@ -138,7 +138,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 			out = append(out, finding{alert: Alert{Kind: AlertNoFollower, Severity: SeverityWarning, Scope: row.Name, Node: sc.Leader,
 				Summary: fmt.Sprintf("%s is led by %s with no live follower: %s", row.Name, sc.Leader, strings.Join(gone, ", ")),
 				Hint:    "one more failure leaves the scope without a leader: bring the late or down candidates back (pgleader status lists them), or start another",
-				Runbook: runbook(AlertNoFollower)}})
+				Runbook: AlertNoFollower.Runbook()}})
 		}
 	}
 
@@ -172,7 +172,7 @@ func (st *state) checkScope(cfg *Config, r *dbRead, row scopeRow, sc *Scope, m *
 		out = append(out, finding{alert: Alert{Kind: AlertFlapping, Severity: SeverityWarning, Scope: row.Name,
 			Summary: fmt.Sprintf("%d terms of %s began within %s (more than %d unplanned%s)", row.Changes, row.Name, human.Duration(cfg.FlapWindow), cfg.FlapMax, what),
 			Hint:    "leaders keep losing the scope: read the release reasons (pgleader history); heartbeat_timeout points at database latency, crashed at a crash loop, database_failover at the database, resigned at the application",
-			Runbook: runbook(AlertFlapping)}})
+			Runbook: AlertFlapping.Runbook()}})
 	}
 	if f, ok := slowFailover(cfg, r, row, sc); ok {
 		out = append(out, f)
@@ -229,7 +229,7 @@ func slowFailover(cfg *Config, r *dbRead, row scopeRow, sc *Scope) (finding, boo
 		Summary: fmt.Sprintf("%s was without a leader for %s before term %d began (more than %s): %s",
 			row.Name, human.Duration(t.HandoverGap), t.Epoch, human.Duration(cfg.SlowFailover), reason),
 		Hint:    "a crash fails over in milliseconds and a frozen or cut-off holder within its session lease: a longer gap means the candidates were late, deferred or absent; read the node logs around the gap (pgleader history shows it)",
-		Runbook: runbook(AlertSlowFailover)}}, true
+		Runbook: AlertSlowFailover.Runbook()}}, true
 }
 
 // candidateWaited reports whether a node other than the predecessor (prev)
@@ -286,7 +286,7 @@ func interference(scope string, fs []ForeignSession) finding {
 		Summary: fmt.Sprintf("a session outside pgleader is on the lock of %s: %s", scope, strings.Join(who, "; ")),
 		Hint: fmt.Sprintf("it blocks this scope's leadership (or takes the lock when the leader lets go): find its owner, then SELECT pg_terminate_backend(p) FROM unnest(ARRAY[%s]) p; %s",
 			pidList(pidsOf), forbid),
-		Runbook: runbook(AlertInterference)}}
+		Runbook: AlertInterference.Runbook()}}
 }
 
 // explainNoLeader names, in a no-leader alert, a cause the database records:
@@ -351,7 +351,7 @@ func noLeader(row scopeRow, sc *Scope, cands, crashed int, since time.Time) find
 	}
 	return finding{since: since, alert: Alert{Kind: AlertNoLeader, Severity: SeverityCritical, Scope: row.Name,
 		Summary: fmt.Sprintf("%s has had no leader for %s: %s", row.Name, human.Duration(sc.LeaderlessFor), what),
-		Hint:    hint, Runbook: runbook(AlertNoLeader)}}
+		Hint:    hint, Runbook: AlertNoLeader.Runbook()}}
 }
 
 // heartbeatLate reports, once per term until it recovers, a leader whose
@@ -370,25 +370,6 @@ func heartbeatLate(sc *Scope, m *scopeMem, now time.Time) (Event, bool) {
 		Detail: fmt.Sprintf("last heartbeat %s ago, interval %s", human.Duration(sc.HeartbeatAge), human.Duration(iv))}, true
 }
 
-func verdict(sc *Scope, late, idle bool) Verdict {
-	for _, a := range sc.Alerts {
-		if a.Kind == AlertSplitBrain {
-			return VerdictSplitBrain
-		}
-	}
-	switch {
-	case !sc.HasLeader() && idle:
-		// Nobody is meant to lead (a cron scope between runs): its alerts
-		// show, but it is not a scope without the leader it should have.
-		return VerdictIdle
-	case !sc.HasLeader():
-		return VerdictNoLeader
-	case len(sc.Alerts) > 0 || late:
-		return VerdictDegraded
-	}
-	return VerdictOK
-}
-
 // checkNodes raises AlertStaleNode. The hint names a pgleader command, its node
 // id quoted for a POSIX shell (shellQuote): no text from the database becomes
 // runnable SQL or shell.
@@ -399,7 +380,7 @@ func checkNodes(cfg *Config, nodes []Node) []finding {
 			out = append(out, finding{alert: Alert{Kind: AlertStaleNode, Severity: SeverityWarning, Node: n.ID,
 				Summary: fmt.Sprintf("node %s (%s, os pid %d) was last seen %s ago and did not stop cleanly", n.ID, n.Hostname, n.OSPID, human.Duration(n.LastSeenAge)),
 				Hint:    fmt.Sprintf("the process died or cannot reach the database: check it on %s; if it is gone for good, forget it: pgleader node forget %s", n.Hostname, shellQuote(n.ID)),
-				Runbook: runbook(AlertStaleNode)}})
+				Runbook: AlertStaleNode.Runbook()}})
 		}
 	}
 	return out
@@ -415,7 +396,7 @@ func checkNotifyQueue(cfg *Config, r *dbRead) (finding, bool) {
 		Summary: fmt.Sprintf("the server's notification queue is %.0f%% full (threshold %.0f%%): a listening session stopped reading, and a flood fills it",
 			r.NotifyQ*100, cfg.NotifyQueuePressure*100),
 		Hint:    "when it is full every NOTIFY fails, pgleader's claims and releases included: find the session that LISTENs and does not read (a frozen process, a stuck client; the oldest listeners in pg_stat_activity) and end it, and the sender of the flood (docs/runbooks.md)",
-		Runbook: runbook(AlertNotifyQueue)}}, true
+		Runbook: AlertNotifyQueue.Runbook()}}, true
 }
 
 // checkUnboundLeaders raises AlertUnboundLeader for each scope whose holder's
@@ -427,7 +408,7 @@ func checkUnboundLeaders(r *dbRead) []finding {
 		out = append(out, finding{alert: Alert{Kind: AlertUnboundLeader, Severity: SeverityWarning, Scope: scope,
 			Summary: fmt.Sprintf("%s is led by a node of login %s, which its binding does not admit (bound after it was elected)", scope, cmp.Or(login, "?")),
 			Hint:    "the binding refuses that login's next claim, not its current term: hand the scope over to a node of a bound role (pgleader handover), or resign it (pgleader resign)",
-			Runbook: runbook(AlertUnboundLeader)}})
+			Runbook: AlertUnboundLeader.Runbook()}})
 	}
 	return out
 }
@@ -502,7 +483,7 @@ func (st *state) checkFence(cfg *Config, dbNow time.Time) []finding {
 			Summary: fmt.Sprintf("the database refused %d fenced write(s) by %s (login %s) on %s within %s; the last at epoch %d%s, %s ago",
 				len(hits), said, cmp.Or(login, "?"), scope, human.Duration(cfg.FenceAlertFor), last.epoch, current, human.Duration(dbNow.Sub(last.at))),
 			Hint:    fmt.Sprintf("%s acted after losing leadership (a pause or a partition): the database write was refused, but check its side effects outside the database and why it kept acting", node),
-			Runbook: runbook(AlertFenceRejected)}})
+			Runbook: AlertFenceRejected.Runbook()}})
 	}
 	return out
 }
@@ -522,7 +503,7 @@ func checkLockPressure(cfg *Config, r *dbRead) (finding, bool) {
 		Summary: fmt.Sprintf("%d locks of the server (%d advisory in this database) use %.0f%% of the shared lock table's nominal %d entries (threshold %.0f%%)",
 			r.Used, r.Advisory, frac*100, r.Capacity, cfg.LockPressure*100),
 		Hint:    "find who holds them (SELECT pid, count(*) FROM pg_locks WHERE locktype = 'advisory' GROUP BY pid ORDER BY 2 DESC); when the table is full every session of the server fails: raise max_locks_per_transaction if the use is legitimate",
-		Runbook: runbook(AlertLockPressure)}}, true
+		Runbook: AlertLockPressure.Runbook()}}, true
 }
 
 // collectorDown is the alert of an outage: no successful read for quiet, since
@@ -533,7 +514,7 @@ func collectorDown(h Health, quiet time.Duration, since time.Time) Alert {
 	return Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Since: since,
 		Summary: fmt.Sprintf("%s %s — %s unread for %s", server+":", shortCause(h.LastError), db, human.Duration(quiet)),
 		Hint:    downHint,
-		Runbook: runbook(AlertCollectorDown)}
+		Runbook: AlertCollectorDown.Runbook()}
 }
 
 // downHint is collector_down's hint, one database or several.

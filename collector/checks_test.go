@@ -7,6 +7,7 @@ import (
 	osexec "os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // Each check fires on a condition injected into a real database, and stays
@@ -39,10 +41,10 @@ func TestNoLeader(t *testing.T) {
 		run(t, c)
 		// A holder claims and is killed: its lock is freed with its backend, its
 		// term stays open, its node row still lists the scope as led.
-		ghost := connect(t, dsn)
+		ghost := pgtest.Connect(t, dsn)
 		forgeHolder(t, ghost, "c", "ghost")
 		waitSnap(t, c, "ghost leading c", func(s *Snapshot) bool { sc, ok := s.Scope("c"); return ok && sc.HasLeader() })
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		if queryInt(t, admin, "SELECT count(*) FILTER (WHERE pg_terminate_backend(holder_pid, 5000)) FROM pgleader.leader_state WHERE scope = 'c'") != 1 {
 			t.Fatal("could not kill the holder's backend")
 		}
@@ -82,10 +84,10 @@ func TestNoLeader(t *testing.T) {
 
 	t.Run("SquattedLockNoTerm", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		squatter := connect(t, dsn)
+		squatter := pgtest.Connect(t, dsn)
 		exec(t, squatter, "SELECT pg_advisory_lock(pgleader.lock_key('q'))")
 		pid := int(queryInt(t, squatter, "SELECT pg_backend_pid()"))
-		startNode(t, dsn, "n1", "q") // a candidate that can never claim
+		testnode.Start(t, testnode.FastConfig(dsn, "n1", "q")) // a candidate that can never claim
 		cfg := testConfig(t, dsn)
 		cfg.NoLeaderAfter, cfg.SplitBrainGrace = 500*time.Millisecond, 100*time.Millisecond
 		c := newCollector(t, cfg)
@@ -115,14 +117,14 @@ func TestNoLeader(t *testing.T) {
 func TestSplitBrain(t *testing.T) {
 	t.Run("EpochRegression", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		n1 := startNode(t, dsn, "n1", "s")
+		n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 		cfg := testConfig(t, dsn)
 		cfg.SplitBrainGrace = time.Hour // regression must not wait for it
 		c := newCollector(t, cfg)
 		run(t, c)
-		pgtest.WaitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
+		pgtest.WaitFor(t, "n1 leading", wait, func() bool { return n1.Leads("s") })
 		waitSnap(t, c, "epoch 1", func(s *Snapshot) bool { sc, ok := s.Scope("s"); return ok && sc.Epoch == 1 })
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		exec(t, admin, "UPDATE pgleader.leader_state SET epoch = epoch - 1 WHERE scope = 's'")
 		s := waitSnap(t, c, "split brain", func(s *Snapshot) bool { _, ok := alert(s, AlertSplitBrain, "s"); return ok })
 		a, _ := alert(s, AlertSplitBrain, "s")
@@ -140,12 +142,12 @@ func TestSplitBrain(t *testing.T) {
 		c := newCollector(t, cfg)
 		rec := record(t, c)
 		run(t, c)
-		holder := connect(t, dsn)
+		holder := pgtest.Connect(t, dsn)
 		forgeHolder(t, holder, "q", "ghost")
 		hpid := int(queryInt(t, holder, "SELECT pg_backend_pid()"))
 		// The holder's backend lives but lets go of the lock; another session takes it.
 		exec(t, holder, "SELECT pg_advisory_unlock(pgleader.lock_key('q'))")
-		squatter := connect(t, dsn)
+		squatter := pgtest.Connect(t, dsn)
 		exec(t, squatter, "SELECT pg_advisory_lock(pgleader.lock_key('q'))")
 		spid := int(queryInt(t, squatter, "SELECT pg_backend_pid()"))
 		// The squatter is no node's session: that is interference (named on the
@@ -157,12 +159,10 @@ func TestSplitBrain(t *testing.T) {
 		// Nor are they the read's snapshot of the tables: a read whose transaction
 		// began before the forged claim committed sees no term (epoch 0) beside
 		// locks taken after it.
-		// So the wait skips reads whose look at the scopes still saw the
-		// holder's lock (seen under load: LockPIDs [holder], the squatter named).
 		s := waitSnap(t, c, "interference", func(s *Snapshot) bool {
 			_, ok := alert(s, AlertInterference, "q")
 			sc, _ := s.Scope("q")
-			return ok && slices.Contains(sc.LockPIDs, spid) && sc.Epoch > 0
+			return ok && len(sc.LockPIDs) > 0 && sc.Epoch > 0
 		})
 		a, _ := alert(s, AlertInterference, "q")
 		sc := scope(t, s, "q")
@@ -181,14 +181,14 @@ func TestSplitBrain(t *testing.T) {
 
 	t.Run("TwoNodesLead", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		n1 := startNode(t, dsn, "n1", "s")
+		n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 		cfg := testConfig(t, dsn)
 		cfg.SplitBrainGrace = 200 * time.Millisecond
 		c := newCollector(t, cfg)
 		rec := record(t, c)
 		run(t, c)
-		pgtest.WaitFor(t, "n1 leading", wait, func() bool { return n1.leads("s") })
-		admin := connect(t, dsn)
+		pgtest.WaitFor(t, "n1 leading", wait, func() bool { return n1.Leads("s") })
+		admin := pgtest.Connect(t, dsn)
 		// A live node whose leads entry predates the term (it led before, then
 		// froze): not counted.
 		exec(t, admin, `INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes, leads, last_seen)
@@ -214,7 +214,7 @@ func TestStaleLeader(t *testing.T) {
 	// stale forges a zombie: a session that holds the lock and an open term whose
 	// heartbeat is 10 s old (trust window 300 ms).
 	stale := func(t *testing.T, dsn, scope string) (*pgx.Conn, int) {
-		zombie := connect(t, dsn)
+		zombie := pgtest.Connect(t, dsn)
 		forgeHolder(t, zombie, scope, "zombie")
 		exec(t, zombie, "UPDATE pgleader.leader_state SET last_heartbeat = now() - interval '10 s' WHERE scope = $1", scope)
 		return zombie, int(queryInt(t, zombie, "SELECT pg_backend_pid()"))
@@ -245,108 +245,52 @@ func TestStaleLeader(t *testing.T) {
 		}
 	})
 
-	t.Run("EvictStale", func(t *testing.T) {
+	// The collector decides, once per term, and asks its Evictor (the operator
+	// package has the real one, tested there); a failure is an event.
+	t.Run("EvictStaleAsks", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
+		ev := &fakeEvictor{err: errors.New("not today")}
 		cfg := testConfig(t, dsn)
-		cfg.EvictStale, cfg.EvictAfter = true, 200*time.Millisecond
+		cfg.EvictStale, cfg.EvictAfter = ev, 200*time.Millisecond
 		c := newCollector(t, cfg)
 		rec := record(t, c)
 		run(t, c)
 		_, pid := stale(t, dsn, "z")
-		ev := rec.waitEvent(t, "evicted", func(e Event) bool { return e.Kind == EventEvicted })
-		if ev.Scope != "z" || ev.Node != "zombie" || ev.Reason != "stale leader" || ev.AuditID == 0 || !strings.Contains(ev.Detail, fmt.Sprint(pid)) {
-			t.Fatalf("evicted event %+v", ev)
+		failed := rec.waitEvent(t, "evict_failed", func(e Event) bool { return e.Kind == EventEvictFailed })
+		if failed.Scope != "z" || failed.Node != "zombie" || failed.Reason != "not today" {
+			t.Fatalf("evict_failed event %+v", failed)
 		}
-		admin := connect(t, dsn)
-		// pg_terminate_backend signals; the backend exits a moment later.
-		pgtest.WaitFor(t, fmt.Sprintf("the zombie's backend %d gone", pid), 5*time.Second, func() bool {
-			return queryInt(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid) == 0
-		})
-		if n := queryInt(t, admin, `SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND scope = 'z'
-		                            AND detail->>'by' = session_user AND detail->>'via' = 'collector' AND session_role = session_user
-		                            AND (detail->>'pid')::int = $1 AND detail->>'reason' = 'stale leader'`, pid); n != 1 {
-			t.Fatalf("%d evicted audit rows", n)
-		}
-		rec.waitEvent(t, "stale_leader resolved", func(e Event) bool {
-			return e.Kind == EventAlertResolved && e.Alert.Kind == AlertStaleLeader
-		})
 		settle(t, c, 3)
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted'"); n != 1 {
-			t.Fatalf("%d evictions, want exactly one per term", n)
-		}
-		if _, ok := rec.find(func(e Event) bool { return e.Kind == EventEvictFailed }); ok {
-			t.Fatal("an eviction failed")
+		want := evictCall{Holder{Scope: "z", Node: "zombie", Epoch: failed.Epoch, PID: pid}, "stale leader"}
+		if got := ev.all(); len(got) != 1 || got[0] != want {
+			t.Fatalf("evictor asked %+v, want once %+v", got, want)
 		}
 	})
+}
 
-	t.Run("EvictManual", func(t *testing.T) {
-		dsn := pgtest.MigratedDSN(t)
-		c := newCollector(t, testConfig(t, dsn))
-		ctx := context.Background()
-		holder := connect(t, dsn)
-		forgeHolder(t, holder, "m", "someone")
-		if err := c.Evict(ctx, "nope", "test"); !errors.Is(err, ErrUnknownScope) {
-			t.Fatalf("unknown scope: %v", err)
-		}
-		// The caller saw a holder that has changed since: nothing happens.
-		if _, err := c.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		exec(t, holder, "SELECT pgleader.release_batch('someone', '{m}', '{1}', '{resigned}')")
-		forgeHolder(t, holder, "m", "someone")
-		if err := c.Evict(ctx, "m", "test"); !errors.Is(err, ErrHolderChanged) {
-			t.Fatalf("changed holder: %v", err)
-		}
-		if _, err := c.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Evict(ctx, "m", "operator says so"); err != nil {
-			t.Fatal(err)
-		}
-		if err := holder.Ping(ctx); err == nil {
-			t.Fatal("the holder's connection survived its eviction")
-		}
-		admin := connect(t, dsn)
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted' AND epoch = 2 AND detail->>'reason' = 'operator says so'"); n != 1 {
-			t.Fatalf("%d audit rows for the eviction", n)
-		}
-		if _, err := c.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Evict(ctx, "m", "again"); !errors.Is(err, ErrNoHolder) {
-			t.Fatalf("evicting a dead holder: %v", err)
-		}
-	})
+// fakeEvictor records what it is asked to evict and fails with err.
+type fakeEvictor struct {
+	mu    sync.Mutex
+	calls []evictCall
+	err   error
+}
 
-	t.Run("EvictForbidden", func(t *testing.T) {
-		dsn := pgtest.MigratedDSN(t)
-		admin := connect(t, dsn)
-		role := fmt.Sprintf("collector_weak_%d", time.Now().UnixNano()%1e9)
-		exec(t, admin, fmt.Sprintf(`CREATE ROLE %s LOGIN IN ROLE pgleader_operator`, role))
-		t.Cleanup(func() {
-			exec(t, admin, fmt.Sprintf("DROP OWNED BY %s; DROP ROLE %[1]s", role))
-		})
-		holder := connect(t, dsn)
-		forgeHolder(t, holder, "m", "someone")
-		cfg := testConfig(t, dsn)
-		cfg.ConnConfig.User = role
-		c := newCollector(t, cfg)
-		err := c.Evict(context.Background(), "m", "test")
-		if !errors.Is(err, ErrEvictForbidden) {
-			t.Fatalf("Evict as %s: %v, want ErrEvictForbidden", role, err)
-		}
-		for _, want := range []string{"superuser", "pg_signal_backend", "holder's own role", role} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not mention %q", err, want)
-			}
-		}
-		if n := queryInt(t, admin, "SELECT count(*) FROM pgleader.audit WHERE kind = 'evicted'"); n != 0 {
-			t.Fatalf("a refused eviction wrote %d audit rows", n)
-		}
-		if err := holder.Ping(context.Background()); err != nil {
-			t.Fatalf("the holder was terminated anyway: %v", err)
-		}
-	})
+type evictCall struct {
+	h      Holder
+	reason string
+}
+
+func (f *fakeEvictor) EvictHolder(_ context.Context, h Holder, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, evictCall{h, reason})
+	return f.err
+}
+
+func (f *fakeEvictor) all() []evictCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
 }
 
 func TestNodes(t *testing.T) {
@@ -357,7 +301,7 @@ func TestNodes(t *testing.T) {
 	rec := record(t, c)
 	run(t, c)
 	waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	exec(t, admin, "INSERT INTO pgleader.nodes (node_id, hostname, os_pid, version, scopes) VALUES ('old', 'h', 1, 'v', '{x}')")
 	rec.waitEvent(t, "old joined", func(e Event) bool {
 		return e.Kind == EventNodeJoined && e.Node == "old" && e.Reason == "registered"
@@ -403,10 +347,10 @@ func TestFlapping(t *testing.T) {
 	cfg.FlapMax = 3
 	c := newCollector(t, cfg)
 	run(t, c)
-	startNode(t, dsn, "n1", "f")
-	startNode(t, dsn, "n2", "f")
-	nodes := []*node{startNode(t, dsn, "n3", "g"), startNode(t, dsn, "n4", "g")}
-	admin := connect(t, dsn)
+	testnode.Start(t, testnode.FastConfig(dsn, "n1", "f"))
+	testnode.Start(t, testnode.FastConfig(dsn, "n2", "f"))
+	nodes := []*testnode.Node{testnode.Start(t, testnode.FastConfig(dsn, "n3", "g")), testnode.Start(t, testnode.FastConfig(dsn, "n4", "g"))}
+	admin := pgtest.Connect(t, dsn)
 	// Leaders lost: f's leadership sessions terminated, one term after another.
 	// A snapshot's flapping alert and its Changes come from the same read: at
 	// most FlapMax terms, no alert.
@@ -464,7 +408,7 @@ func TestFenceRejected(t *testing.T) {
 	rec := record(t, c)
 	run(t, c)
 	waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	exec(t, admin, "INSERT INTO pgleader.leader_state (scope, lock_key) VALUES ('s', pgleader.lock_key('s'))") // fence_rejected audits known scopes
 	exec(t, admin, "SELECT pgleader.fence_rejected('s', 1, 'zombie', 'test')")
 	ev := rec.waitEvent(t, "fence_rejected event", func(e Event) bool { return e.Kind == EventFenceRejected })
@@ -503,7 +447,7 @@ func TestLockPressure(t *testing.T) {
 	}
 	dsn := srv.DSN("app")
 	pgtest.Migrate(t, dsn)
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	capacity := queryInt(t, admin, `SELECT current_setting('max_locks_per_transaction')::int
 		* (current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int)`)
 	cfg := testConfig(t, dsn)
@@ -515,7 +459,7 @@ func TestLockPressure(t *testing.T) {
 		t.Fatalf("pressure on an idle server: %+v", s.Locks)
 	}
 	// 300 advisory locks in another database of the server.
-	holder := connect(t, srv.DSN("other"))
+	holder := pgtest.Connect(t, srv.DSN("other"))
 	exec(t, holder, "SELECT pg_advisory_lock(k) FROM generate_series(1, 300) k")
 	s = waitSnap(t, c, "lock_pressure", func(s *Snapshot) bool { _, ok := alert(s, AlertLockPressure, ""); return ok })
 	a, _ := alert(s, AlertLockPressure, "")
@@ -543,9 +487,9 @@ func TestNotifyQueuePressure(t *testing.T) {
 		t.Fatalf("notify queue %g on an idle server, want 0", s.Locks.NotifyQueue)
 	}
 	// A listener that does not read holds the queue's tail; notifications pile up.
-	deaf := connect(t, dsn)
+	deaf := pgtest.Connect(t, dsn)
 	exec(t, deaf, "LISTEN pile")
-	sender := connect(t, dsn)
+	sender := pgtest.Connect(t, dsn)
 	exec(t, sender, "SELECT pg_notify('pile', repeat('x', 7000) || k) FROM generate_series(1, 2000) k") // distinct payloads: one transaction collapses duplicates
 	s := waitSnap(t, c, "notify_queue", func(s *Snapshot) bool { _, ok := alert(s, AlertNotifyQueue, ""); return ok })
 	if s.Locks.NotifyQueue <= 0 {

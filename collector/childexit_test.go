@@ -3,8 +3,9 @@ package collector
 import "testing"
 
 // TestChildExitText: a supervised command's end reads as its exit status or
-// its signal (named when POSIX fixes the number), a stop at the term's end as a
-// stop, and a non-zero status or any signal as a crash.
+// its signal (named when POSIX fixes the number), and a non-zero status or any
+// signal as a crash (how the views print a stop at the term's end is
+// tui/show's TestLastExit).
 func TestChildExitText(t *testing.T) {
 	for _, c := range []struct {
 		code    int
@@ -26,18 +27,5 @@ func TestChildExitText(t *testing.T) {
 		if tc.Crashed() != c.crashed {
 			t.Errorf("%d %s: crashed %v, want %v", c.code, c.cause, tc.Crashed(), c.crashed)
 		}
-		sv := Supervised{LastExit: &c.code, LastExitCause: c.cause}
-		if got := sv.LastExitText(); got != c.text {
-			t.Errorf("Supervised %d %s: %q, want %q", c.code, c.cause, got, c.text)
-		}
-	}
-	code := 143
-	for cause, want := range map[string]string{"drained": "stopped at term end (drained)", "killed": "stopped at term end (killed)", "": "exit 143"} {
-		if got := (Supervised{LastExit: &code, LastExitCause: cause}).LastExitText(); got != want {
-			t.Errorf("cause %q: %q, want %q", cause, got, want)
-		}
-	}
-	if got := (Supervised{}).LastExitText(); got != "" {
-		t.Errorf("no exit: %q", got)
 	}
 }

@@ -2,11 +2,14 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/pgdial"
 )
 
 // Collector watches one pgleader database and publishes immutable Snapshots and an
@@ -42,7 +45,7 @@ type Collector struct {
 	lastErrAt  time.Time
 
 	listening atomic.Bool
-	pooled    atomic.Bool // a connection pooler is between the collector and PostgreSQL (conn.go)
+	dial      *pgdial.Dialer // opens every connection; knows whether a pooler is in the way
 	// nodesLoginRole: watch_nodes_v1 has login_role, as the last reader
 	// connection found it (connectReader); reads on it select the column.
 	nodesLoginRole atomic.Bool
@@ -76,6 +79,9 @@ type Collector struct {
 	lagAt    time.Time
 }
 
+// ErrClosed: Run was called on a collector that has run already.
+var ErrClosed = errors.New("collector: already run (a Collector runs once)")
+
 type pollResult struct {
 	snap *Snapshot
 	err  error
@@ -98,6 +104,7 @@ func New(cfg Config) (*Collector, error) {
 		loopDone:   make(chan struct{}),
 		slotLag:    -1,
 	}
+	c.dial = pgdial.New(cc, c.poolerFound)
 	c.interval.Store(int64(cfg.PollInterval))
 	return c, nil
 }
@@ -232,7 +239,7 @@ func (c *Collector) Poll(ctx context.Context) (*Snapshot, error) {
 func (c *Collector) healthLocked(src Source) Health {
 	return Health{
 		Source: src, Database: c.database, ServerVersion: c.version,
-		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt, Pooler: c.pooled.Load(),
+		LastPoll: c.lastPoll, PollDuration: c.pollDur, LastError: c.lastErr, LastErrorAt: c.lastErrAt, Pooler: c.dial.Pooled(),
 		Polls: c.polls, PollErrors: c.pollErrors,
 		Notifications: c.notifications.Load(), NotificationsCoalesced: c.coalesced.Load(),
 		Reconnects: c.reconnects.Load(), DroppedEvents: c.hub.dropped.Load(),

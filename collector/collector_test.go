@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestConfig(t *testing.T) {
@@ -17,7 +18,7 @@ func TestConfig(t *testing.T) {
 		d.SplitBrainGrace != DefaultSplitBrainGrace || d.StaleNodeAfter != DefaultStaleNodeAfter || d.FlapWindow != DefaultFlapWindow ||
 		d.FlapMax != DefaultFlapMax || d.FenceAlertFor != DefaultFenceAlertFor || d.LockPressure != DefaultLockPressure ||
 		d.CollectorDownAfter != DefaultCollectorDownAfter || d.RecentTerms != DefaultRecentTerms || d.EvictAfter != DefaultEvictAfter || d.TermsWindow != DefaultTermsWindow ||
-		d.EvictStale || d.Logger == nil {
+		d.EvictStale != nil || d.Logger == nil {
 		t.Fatalf("DefaultConfig() = %+v", d)
 	}
 	base := testConfig(t, "postgres://u@127.0.0.1:5432/db")
@@ -65,8 +66,8 @@ func TestConfig(t *testing.T) {
 
 func TestSnapshot(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	n1 := startNode(t, dsn, "n1", "s")
-	n2 := startNode(t, dsn, "n2", "s")
+	n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
+	n2 := testnode.Start(t, testnode.FastConfig(dsn, "n2", "s"))
 	cfg := testConfig(t, dsn)
 	cfg.Source = SourceModeNotify
 	c := newCollector(t, cfg)
@@ -81,8 +82,8 @@ func TestSnapshot(t *testing.T) {
 		leader, follower = n2, n1
 	}
 	// The snapshot can show the claim a moment before the claimer's gate opens.
-	pgtest.WaitFor(t, sc.Leader+"'s gate open", wait, func() bool { return leader.leads("s") })
-	if follower.leads("s") {
+	pgtest.WaitFor(t, sc.Leader+"'s gate open", wait, func() bool { return leader.Leads("s") })
+	if follower.Leads("s") {
 		t.Fatalf("snapshot says %s leads, the electors disagree", sc.Leader)
 	}
 	if sc.Followers[0] != follower.NodeID() || !slices.Equal(sc.LockPIDs, []int{sc.HolderPID}) || sc.Epoch != 1 ||

@@ -69,9 +69,9 @@ const (
 // ConnConfig is required.
 type Config struct {
 	// ConnConfig is the parsed DSN (pgx.ParseConfig). The collector copies it and
-	// opens its own connections: a listener (LISTEN leader_change), a reader (one
-	// read-only transaction per read, statement_timeout 5s) and, for Evict, a
-	// short-lived one. Their application_name starts with "pgleader-collector".
+	// opens its own connections: a listener (LISTEN leader_change) and a reader
+	// (one read-only transaction per read, statement_timeout 5s). Their
+	// application_name starts with "pgleader-collector".
 	ConnConfig *pgx.ConnConfig
 
 	// PollInterval is how often the collector reads even without notifications:
@@ -157,13 +157,14 @@ type Config struct {
 	// closed terms out. Open terms are in Scope.OpenTerm.
 	TermsWindow time.Duration
 
-	// EvictStale makes the collector terminate the leadership backend of a stale
-	// holder (a zombie keeping the lock without heartbeats) once its
-	// AlertStaleLeader has lasted EvictAfter: one Evict per term, audited. Off by
-	// default: the server's own session lease normally frees such a lock; this is
-	// for holders whose lease does not work (a statement running on the
+	// EvictStale, when set, has the collector terminate the leadership backend
+	// of a stale holder (a zombie keeping the lock without heartbeats) through
+	// it once the holder's AlertStaleLeader has lasted EvictAfter: one eviction
+	// per term, audited (operator.Operator is the Evictor pgleader has). Nil by
+	// default: the server's own session lease normally frees such a lock; this
+	// is for holders whose lease does not work (a statement running on the
 	// leadership session, a client that never set one).
-	EvictStale bool
+	EvictStale Evictor
 	EvictAfter time.Duration
 
 	// Source selects how Run learns of changes between polls: SourceModeAuto

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgleader/pgleader/internal/pgdial"
 	"github.com/pgleader/pgleader/internal/pgsession"
-	"github.com/pgleader/pgleader/internal/pooler"
 	"github.com/pgleader/pgleader/internal/retry"
 )
 
@@ -19,82 +18,25 @@ import (
 const (
 	appListener = "pgleader-collector listen"
 	appReader   = "pgleader-collector read"
-	appEvict    = "pgleader-collector evict"
-	appResign   = "pgleader-collector resign"
-	appHandover = "pgleader-collector handover"
-	appRetire   = "pgleader-collector retire"
 )
 
 const (
-	// connectTimeout bounds each attempt to open a connection.
-	connectTimeout = 10 * time.Second
 	// backoffMin and backoffMax bound the delay between reconnection attempts.
 	backoffMin = 100 * time.Millisecond
 	backoffMax = 5 * time.Second
 )
 
-// connConfig returns a copy of the configured connection settings for one of the
-// collector's connections.
-func (c *Collector) connConfig(app string, params map[string]string) *pgx.ConnConfig {
-	cc := c.cfg.ConnConfig.Copy()
-	// Client-side keepalives: a listener blocked in WaitForNotification must fail,
-	// not hang, when the path to the server goes silent.
-	dialer := &net.Dialer{KeepAliveConfig: net.KeepAliveConfig{Enable: true,
-		Idle: 5 * time.Second, Interval: time.Second, Count: 3}}
-	cc.DialFunc = dialer.DialContext
-	cc.RuntimeParams["application_name"] = app
-	pgsession.Apply(&cc.Config)
-	if cc.ValidateConnect != nil {
-		// A multi-host DSN with target_session_attrs (read-write, primary, …) is
-		// how a collector follows a failover. Its reader sessions are read-only by
-		// default_transaction_read_only, which read-write would reject on every
-		// host; and it needs the primary in any case (LISTEN, logical decoding and
-		// the lock table of the nodes are there): so the primary it is.
-		cc.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsPrimary
-	}
-	for k, v := range params {
-		cc.RuntimeParams[k] = v
-	}
-	return cc
+// connect opens one of the collector's connections through its dialer (package
+// pgdial): through a connection pooler, reads set their settings inside their
+// own transaction (readSettings) and the listener polls instead of LISTENing.
+func (c *Collector) connect(ctx context.Context, app string, params map[string]string) (*pgx.Conn, error) {
+	return c.dial.Connect(ctx, app, params)
 }
 
-// connect opens one of the collector's connections, bounded by connectTimeout.
-//
-// Through a connection pooler — one that refuses session settings in the startup
-// packet (PgBouncer), or whose cancellation key is not the backend's — it
-// connects without session settings and with unnamed statements only (a named
-// one would not survive a transaction pooler), and remembers that a pooler is in
-// the way: reads then set their settings inside their own transaction
-// (readSettings), the listener polls instead of LISTENing (a notification cannot
-// cross a transaction pooler), and handovers poll.
-func (c *Collector) connect(ctx context.Context, app string, params map[string]string) (*pgx.Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if !c.pooled.Load() {
-		conn, err := pgx.ConnectConfig(ctx, c.connConfig(app, params))
-		if err != nil && !pooler.StartupRefused(err) {
-			return nil, err
-		}
-		if err == nil {
-			between, _, perr := pooler.Between(ctx, conn)
-			if perr != nil || !between {
-				if perr != nil {
-					closeConn(conn)
-					return nil, perr
-				}
-				return conn, nil
-			}
-			closeConn(conn)
-		}
-		if c.pooled.CompareAndSwap(false, true) {
-			c.log.Info("a connection pooler is between the collector and PostgreSQL: reading with unnamed statements and per-transaction settings, and polling every poll interval instead of listening (notifications do not cross a transaction pooler)",
-				"database", c.database, "poll_interval", c.PollInterval())
-		}
-	}
-	cc := c.connConfig(app, nil)
-	cc.DefaultQueryExecMode = pgx.QueryExecModeExec
-	delete(cc.RuntimeParams, "search_path") // set per transaction (readSettings)
-	return pgx.ConnectConfig(ctx, cc)
+// poolerFound logs, once, that a pooler is between the collector and PostgreSQL.
+func (c *Collector) poolerFound() {
+	c.log.Info("a connection pooler is between the collector and PostgreSQL: reading with unnamed statements and per-transaction settings, and polling every poll interval instead of listening (notifications do not cross a transaction pooler)",
+		"database", c.database, "poll_interval", c.PollInterval())
 }
 
 // readSettings is what a read through a pooler sets in its own transaction: what
@@ -150,11 +92,7 @@ func isConnErr(conn *pgx.Conn, err error) bool {
 	return err != nil && (conn == nil || conn.IsClosed() || errors.Is(err, net.ErrClosed))
 }
 
-func closeConn(conn *pgx.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = conn.Close(ctx)
-}
+func closeConn(conn *pgx.Conn) { pgdial.Close(conn) }
 
 // reconnect is the collector's backoff between reconnection attempts.
 var reconnect = retry.Backoff{Base: backoffMin, Max: backoffMax}

@@ -2,7 +2,11 @@
 // immutable Snapshots and an ordered stream of Events, with the checks an on-call
 // engineer needs: no leader, split brain, stale leader, stale nodes, flapping,
 // refused fenced writes, lock-table pressure, and the collector's own outage. The
-// exporter and the dashboard render its output; nothing here talks to nodes.
+// exporter and the dashboard render its output. It only reads: nothing here
+// writes the database or talks to nodes. The operator actions (resign,
+// handover, evict, retire, bind, lock key) are package operator's, the write
+// path; a collector evicts a stale holder only through the Evictor it is given
+// (Config.EvictStale), which decides nothing.
 //
 //	c, err := collector.New(collector.Config{ConnConfig: cfg}) // Source: auto
 //	go c.Run(ctx)
@@ -22,6 +26,11 @@
 // events into one picture (Scope.Database and the others name the database):
 // a database that cannot be read keeps its last snapshot, marked unreachable
 // in Snapshot.Databases, and never holds up the others (fleet.go).
+//
+// ReadHistory reads the rows a window of the past is made of (terms, audit
+// rows, the scopes' and nodes' current rows) in one snapshot; package
+// collector/replay rebuilds any instant of the window from them (status --at,
+// the dashboard's replay).
 //
 // # Reading: LISTEN first, then read, then notifications
 //
@@ -162,15 +171,10 @@
 //
 // # Operator actions
 //
-// Two actions end a leadership, each re-checked against the latest snapshot so
-// that it never hits a holder the operator did not see. Resign asks the holder
-// through the database (pgleader.request_resign) to hand over gracefully at its
-// next heartbeat: it drains in-flight work and releases as resigned; it needs
-// only the pgleader tables, and a live holder. Evict terminates the holder's
-// leadership backend: the lock is freed at once, in-flight work is cut off, and
-// it needs the right to signal that backend; it is the action for a zombie that
-// no longer heartbeats. Both are audited and show up as events
-// (EventResignRequested, EventEvicted).
+// The actions of package operator are audited, and so show up here as events
+// like any other change: EventResignRequested, EventHandoverRequested,
+// EventEvicted, EventScopeRetired. Snapshot is what they re-check a holder
+// against (operator.Config.Latest).
 //
 // # The checks, and why a healthy cluster does not trip them
 //
@@ -215,9 +219,9 @@
 //     not alert; the lock held past W + margin means the lease did not work (a
 //     statement running on the leadership session, no idle_session_timeout) and the
 //     alert is right. Once the server or an eviction ends the session, the lock is
-//     free and the alert resolves. With Config.EvictStale the collector terminates
-//     the holder's backend once the alert has lasted EvictAfter (once per term,
-//     audited as kind evicted).
+//     free and the alert resolves. With Config.EvictStale the collector has its
+//     Evictor terminate the holder's backend once the alert has lasted EvictAfter
+//     (once per term, audited as kind evicted).
 //   - stale_node (warning): a node that did not stop cleanly (stopped_at NULL) with
 //     last_seen older than StaleNodeAfter. Clean shutdowns set stopped_at; every
 //     live node heartbeats every I.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestEvents(t *testing.T) {
@@ -21,7 +22,7 @@ func TestEvents(t *testing.T) {
 		s := waitSnap(t, c, "the first read", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
 		polls := s.Health.Polls
 
-		n1 := startNode(t, dsn, "n1", "s")
+		n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 		ev := rec.waitEvent(t, "elected n1", func(e Event) bool { return e.Kind == EventElected && e.Scope == "s" })
 		if ev.Node != "n1" || ev.Epoch != 1 || ev.PrevHolder != "" || ev.AuditID == 0 || ev.At.IsZero() {
 			t.Fatalf("elected event %+v", ev)
@@ -29,9 +30,9 @@ func TestEvents(t *testing.T) {
 		if _, ok := rec.find(func(e Event) bool { return e.Kind == EventNodeJoined && e.Node == "n1" }); !ok {
 			t.Fatal("no node_joined for n1")
 		}
-		startNode(t, dsn, "n2", "s")
+		testnode.Start(t, testnode.FastConfig(dsn, "n2", "s"))
 		// n2 registering notifies nothing; its follower role shows at the next read.
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		pgtest.WaitFor(t, "n2 campaigning (its leadership session holds its beacon)", wait, func() bool {
 			return queryInt(t, admin, `SELECT count(*) FROM pgleader.nodes n
 			                           WHERE n.node_id = 'n2' AND pgleader.lock_held(n.beacon_key, n.backend_pid)`) == 1
@@ -58,14 +59,14 @@ func TestEvents(t *testing.T) {
 		c := newCollector(t, testConfig(t, dsn))
 		rec := record(t, c)
 		run(t, c)
-		nodes := []*node{startNode(t, dsn, "n1", "s"), startNode(t, dsn, "n2", "s")}
-		admin := connect(t, dsn)
+		nodes := []*testnode.Node{testnode.Start(t, testnode.FastConfig(dsn, "n1", "s")), testnode.Start(t, testnode.FastConfig(dsn, "n2", "s"))}
+		admin := pgtest.Connect(t, dsn)
 		resigns := func(k int) {
 			for range k {
-				var l *node
+				var l *testnode.Node
 				pgtest.WaitFor(t, "a leader", wait, func() bool {
 					for _, n := range nodes {
-						if n.leads("s") {
+						if n.Leads("s") {
 							l = n
 							return true
 						}
@@ -73,7 +74,7 @@ func TestEvents(t *testing.T) {
 					return false
 				})
 				_ = l.Scope("s").Resign(context.Background()) // an error (session lost) ends the term too
-				pgtest.WaitFor(t, "the next term", wait, func() bool { return !l.leads("s") })
+				pgtest.WaitFor(t, "the next term", wait, func() bool { return !l.Leads("s") })
 			}
 		}
 		resigns(3)
@@ -136,7 +137,7 @@ func TestEvents(t *testing.T) {
 		rec := record(t, c)
 		run(t, c)
 		waitSnap(t, c, "a first read", func(*Snapshot) bool { return true })
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		exec(t, admin, "INSERT INTO pgleader.leader_state (scope, lock_key) VALUES ('s', pgleader.lock_key('s'))") // fence_rejected audits known scopes
 		for i := range 20 {
 			exec(t, admin, "SELECT pgleader.fence_rejected('s', $1, 'zombie', 'test')", int64(i+1))
@@ -174,7 +175,7 @@ func TestEvents(t *testing.T) {
 		rec := record(t, c)
 		run(t, c)
 		waitSnap(t, c, "live", func(s *Snapshot) bool { return s.Health.Source == SourceLive })
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		if n := queryInt(t, admin, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		                            WHERE application_name = $1 AND datname = current_database()`, appListener); n != 1 {
 			t.Fatalf("terminated %d listeners", n)

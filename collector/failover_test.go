@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // A collector watching a primary and its asynchronous standby through a multi-host
@@ -43,7 +44,7 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 	c := newCollector(t, cfg)
 	rec := record(t, c)
 	run(t, c)
-	n := startNode(t, dsn, "n1", "s")
+	n := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 	before := waitSnap(t, c, "n1 leads s", func(s *Snapshot) bool {
 		sc, ok := s.Scope("s")
 		return ok && sc.Leader == "n1" && s.Health.Source == SourceLogical
@@ -62,7 +63,7 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 		}
 		// Plus a megabyte of WAL the standby never receives, so that the new
 		// primary's WAL stays behind that position for a while.
-		exec(t, connect(t, primary.DSN("fo")), "CREATE TABLE filler AS SELECT repeat('x', 1000) AS x FROM generate_series(1, 1000)")
+		exec(t, pgtest.Connect(t, primary.DSN("fo")), "CREATE TABLE filler AS SELECT repeat('x', 1000) AS x FROM generate_series(1, 1000)")
 		for i := range 3 {
 			resign(t, n, "s")
 			rec.waitEvent(t, fmt.Sprintf("elected epoch %d", i+2), func(e Event) bool {
@@ -102,9 +103,9 @@ func testCollectorFollowsAFailover(t *testing.T, slot string) {
 
 // resign waits until n's gate for scope is open (the collector sees a claim commit
 // before the claimer has its answer) and resigns it.
-func resign(t *testing.T, n *node, scope string) {
+func resign(t *testing.T, n *testnode.Node, scope string) {
 	t.Helper()
-	pgtest.WaitFor(t, n.NodeID()+" leading "+scope, wait, func() bool { return n.leads(scope) })
+	pgtest.WaitFor(t, n.NodeID()+" leading "+scope, wait, func() bool { return n.Leads(scope) })
 	if err := n.Scope(scope).Resign(context.Background()); err != nil {
 		t.Fatal(err)
 	}

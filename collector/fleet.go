@@ -149,17 +149,6 @@ func NewFleet(members []FleetMember, cfg FleetConfig) (*Fleet, error) {
 	return f, nil
 }
 
-// Member returns the collector of the named member, nil if there is none.
-// Operator actions on a scope go to its database's member.
-func (f *Fleet) Member(name string) *Collector {
-	for _, m := range f.members {
-		if m.name == name {
-			return m.c
-		}
-	}
-	return nil
-}
-
 // Snapshot returns the latest merged snapshot, nil before the first merge.
 func (f *Fleet) Snapshot() *Snapshot { return f.hub.current.Load() }
 
@@ -518,7 +507,7 @@ func unreachableAlerts(states []DatabaseState, now time.Time) map[string]Alert {
 		}
 		out[server] = Alert{Kind: AlertCollectorDown, Severity: SeverityCritical, Database: strings.Join(g.names, ", "),
 			Summary: fmt.Sprintf("%s: %s — %s %s", server, g.cause, strings.Join(g.names, ", "), when),
-			Hint:    downHint, Runbook: runbook(AlertCollectorDown), Since: cmp.Or(g.since, now)}
+			Hint:    downHint, Runbook: AlertCollectorDown.Runbook(), Since: cmp.Or(g.since, now)}
 	}
 	return out
 }

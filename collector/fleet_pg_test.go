@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/lab/faultnet"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // dsnFor is dsn with its host and port replaced by addr and its database by
@@ -41,7 +42,7 @@ func secondDatabase(t *testing.T, dsn, suffix string) string {
 		t.Fatal(err)
 	}
 	name := cc.Database + "_" + suffix
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	ident := pgx.Identifier{name}.Sanitize()
 	exec(t, admin, "CREATE DATABASE "+ident+" TEMPLATE template0")
 	t.Cleanup(func() {
@@ -92,10 +93,10 @@ func TestFleetPostgres(t *testing.T) {
 	}
 	defer proxy.Close()
 
-	b1 := startNode(t, billing, "node-1", "jobs")
+	b1 := testnode.Start(t, testnode.FastConfig(billing, "node-1", "jobs"))
 	waitLeads(t, b1, "jobs")
-	startNode(t, billing, "node-2", "jobs")
-	waitLeads(t, startNode(t, orders, "node-1", "jobs"), "jobs")
+	testnode.Start(t, testnode.FastConfig(billing, "node-2", "jobs"))
+	waitLeads(t, testnode.Start(t, testnode.FastConfig(orders, "node-1", "jobs")), "jobs")
 
 	members := []FleetMember{
 		{Name: "billing", Collector: newCollector(t, testConfig(t, billing))},
@@ -143,7 +144,7 @@ func TestFleetPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	hung := time.Now()
-	b1.stop(t) // billing changes leader while orders hangs
+	b1.Stop() // billing changes leader while orders hangs
 	waitFleet(t, f, "billing led by node-2 while orders hangs", func(s *Snapshot) bool {
 		b, _ := scopeOf(s, "billing")
 		return b.Leader == "node-2" && b.HasLeader()
@@ -169,9 +170,9 @@ func TestFleetPostgres(t *testing.T) {
 	waitFleet(t, f, "orders read again", func(s *Snapshot) bool { return s.Databases[1].Up() })
 }
 
-func waitLeads(t *testing.T, n *node, scope string) {
+func waitLeads(t *testing.T, n *testnode.Node, scope string) {
 	t.Helper()
-	pgtest.WaitFor(t, n.NodeID()+" leads "+scope, wait, func() bool { return n.leads(scope) })
+	pgtest.WaitFor(t, n.NodeID()+" leads "+scope, wait, func() bool { return n.Leads(scope) })
 }
 
 func waitFleet(t *testing.T, f *Fleet, what string, cond func(*Snapshot) bool) *Snapshot {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // offlineCollector is a collector that never connects: the fleet tests
@@ -19,7 +21,7 @@ func offlineCollector(t *testing.T, db string) *Collector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newCollector(t, Config{ConnConfig: cc, Logger: testLogger()})
+	return newCollector(t, Config{ConnConfig: cc, Logger: pgtest.Logger()})
 }
 
 // memberSnapshot is a database with scopes a (led by node-1) and b (no

@@ -6,8 +6,6 @@ import (
 	"strings"
 )
 
-func runbook(k AlertKind) string { return "docs/runbooks.md#" + string(k) }
-
 // via formats what an audit row's caller said it is, after the role it was.
 func via(v string) string {
 	if v == "" {

@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
@@ -19,13 +17,6 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // wait is the deadline of every condition a test waits for.
 const wait = 10 * time.Second
-
-func testLogger() *slog.Logger {
-	if os.Getenv("PGLEADER_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
 
 // testConfig is a Config with thresholds short enough for tests. Its source is
 // LISTEN/NOTIFY, which most tests were written against;
@@ -41,7 +32,7 @@ func testConfig(t testing.TB, dsn string) Config {
 	if s := os.Getenv("PGLEADER_TEST_SOURCE"); s != "" {
 		src = SourceMode(s)
 	}
-	return Config{ConnConfig: cc, PollInterval: 50 * time.Millisecond, Logger: testLogger(), Source: src}
+	return Config{ConnConfig: cc, PollInterval: 50 * time.Millisecond, Logger: pgtest.Logger(), Source: src}
 }
 
 func newCollector(t testing.TB, cfg Config) *Collector {
@@ -167,18 +158,6 @@ func scope(t testing.TB, s *Snapshot, name string) Scope {
 	return sc
 }
 
-func connect(t testing.TB, dsn string) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeConn(conn) })
-	return conn
-}
-
 func exec(t testing.TB, conn *pgx.Conn, sql string, args ...any) {
 	t.Helper()
 	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
@@ -193,63 +172,6 @@ func queryInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int64 {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return v
-}
-
-// fastElector returns the engine configuration the election tests use.
-func fastElector(dsn, id string, scopes ...string) election.Config {
-	return election.Config{
-		DSN: dsn, NodeID: id, Scopes: scopes,
-		HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
-		TrustWindow: 300 * time.Millisecond, SessionLease: 500 * time.Millisecond,
-		DrainTimeout: time.Second, ResignCooldown: 300 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler),
-	}
-}
-
-// node is an in-process elector.
-type node struct {
-	*election.Elector
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-}
-
-func startNode(t testing.TB, dsn, id string, scopes ...string) *node {
-	t.Helper()
-	e, err := election.New(fastElector(dsn, id, scopes...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runElector(t, e)
-}
-
-// runElector runs e until the test ends.
-func runElector(t testing.TB, e *election.Elector) *node {
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{Elector: e, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- e.Run(ctx) }()
-	t.Cleanup(func() { n.stop(t) })
-	return n
-}
-
-// stop drains the elector and waits for it.
-func (n *node) stop(t testing.TB) {
-	n.once.Do(func() {
-		n.cancel()
-		select {
-		case err := <-n.done:
-			if err != nil {
-				t.Errorf("elector %s: Run returned %v", n.NodeID(), err)
-			}
-		case <-time.After(30 * time.Second):
-			panic("elector Run did not return within 30s of cancel")
-		}
-	})
-}
-
-func (n *node) leads(scope string) bool {
-	_, err := n.Scope(scope).Require(context.Background())
-	return err == nil
 }
 
 // forgeHolder makes conn the holder of scope through the schema's own claim (the

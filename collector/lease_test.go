@@ -1,12 +1,12 @@
 package collector
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestLeaseModeScope: a scope led in lease mode (nodes behind a transaction
@@ -17,7 +17,7 @@ func TestLeaseModeScope(t *testing.T) {
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	c := newCollector(t, testConfig(t, dsn))
 	run(t, c)
-	start := func(id string) *node { return startLeaseNode(t, via, id) }
+	start := func(id string) *testnode.Node { return startLeaseNode(t, via, id) }
 	a, b := start("a"), start("b")
 	s := waitSnap(t, c, "a lease-mode leader", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
@@ -37,8 +37,8 @@ func TestLeaseModeScope(t *testing.T) {
 	if n, ok := s.Node("a"); !ok || n.Mode != "lease" {
 		t.Fatalf("node a: %+v", n)
 	}
-	a.stop(t)
-	b.stop(t)
+	a.Stop()
+	b.Stop()
 	waitSnap(t, c, "an idle scope", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && sc.Verdict == VerdictIdle
@@ -48,8 +48,8 @@ func TestLeaseModeScope(t *testing.T) {
 // TestThroughTransactionPooler: the collector itself reaches PostgreSQL only
 // through PgBouncer in transaction mode (as a dashboard or exporter does where
 // nothing else is reachable): it reads with unnamed statements and settings set
-// per transaction, polls instead of listening, sees the lease-mode leader, and a
-// handover through the pooler completes.
+// per transaction, polls instead of listening, and sees the lease-mode leader
+// (a handover through the pooler is operator's TestHandoverThroughPooler).
 func TestThroughTransactionPooler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
@@ -57,47 +57,29 @@ func TestThroughTransactionPooler(t *testing.T) {
 	cfg.Source = SourceModeAuto // the logical source cannot cross a pooler either
 	c := newCollector(t, cfg)
 	run(t, c)
-	start := func(id string) *node { return startLeaseNode(t, via, id) }
+	start := func(id string) *testnode.Node { return startLeaseNode(t, via, id) }
 	start("a")
 	start("b")
 	s := waitSnap(t, c, "a lease-mode leader and its follower", func(s *Snapshot) bool {
 		sc, ok := s.Scope("billing")
 		return ok && sc.HasLeader() && sc.Verdict == VerdictOK && len(sc.Followers) == 1
 	})
-	if !c.pooled.Load() {
+	if !c.dial.Pooled() {
 		t.Fatal("the collector did not notice the pooler")
 	}
 	if h := s.Health; h.Source != SourcePolling || !h.Pooler || h.LastError != "" {
 		t.Fatalf("health through a pooler: source %q, pooler %v, last error %q; want polling, true, none", h.Source, h.Pooler, h.LastError)
 	}
-	sc := scope(t, s, "billing")
-	to := "a"
-	if sc.Leader == "a" {
-		to = "b"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := c.Handover(ctx, "billing", to, "test", 10*time.Second)
-	if err != nil {
-		t.Fatalf("handover through the pooler: %v", err)
-	}
-	if res.To != to || res.Epoch <= sc.Epoch {
-		t.Fatalf("handover %+v after epoch %d", res, sc.Epoch)
-	}
-	waitSnap(t, c, "the target leading", func(s *Snapshot) bool {
-		sc, ok := s.Scope("billing")
-		return ok && sc.Leader == to && sc.Epoch == res.Epoch && len(s.Alerts) == 0
-	})
 }
 
 // startLeaseNode runs a lease-mode elector for scope billing through dsn (a pooler).
-func startLeaseNode(t *testing.T, dsn, id string) *node {
+func startLeaseNode(t *testing.T, dsn, id string) *testnode.Node {
 	t.Helper()
-	cfg := fastElector(dsn, id, "billing")
+	cfg := testnode.FastConfig(dsn, id, "billing")
 	cfg.Mode = election.ModeLease
 	e, err := election.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runElector(t, e)
+	return testnode.Run(t, e)
 }

@@ -38,7 +38,7 @@ func TestNodeState(t *testing.T) {
 			if tc.stopped {
 				n.StoppedAt = t0
 			}
-			if got := nodeState(&n, 30*time.Second); got != tc.want {
+			if got := n.JudgeState(30 * time.Second); got != tc.want {
 				t.Errorf("nodeState = %s, want %s", got, tc.want)
 			}
 		})
@@ -55,10 +55,10 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 	c := newCollector(t, cfg)
 	run(t, c)
 	ctx := context.Background()
-	admin := connect(t, dsn)
-	holder := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
+	holder := pgtest.Connect(t, dsn)
 	forgeHolder(t, holder, "s", "leader-node")
-	follower := connect(t, dsn)
+	follower := pgtest.Connect(t, dsn)
 	const beacon = int64(424242)
 	exec(t, follower, "SELECT pg_advisory_lock($1)", beacon)
 	// A follower whose session holds its beacon, with a minute of trust window:
@@ -104,7 +104,7 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 	}
 
 	// It comes back (a new session takes the beacon): live, a follower, no alert.
-	back := connect(t, dsn)
+	back := pgtest.Connect(t, dsn)
 	exec(t, back, "SELECT pg_advisory_lock($1)", beacon)
 	exec(t, admin, "UPDATE pgleader.nodes SET backend_pid = $1, last_seen = now() WHERE node_id = 'follower-node'", back.PgConn().PID())
 	waitSnap(t, c, "the follower back", func(s *Snapshot) bool {
@@ -112,15 +112,4 @@ func TestDownAtOnceAndNoFollower(t *testing.T) {
 		sc, _ := s.Scope("s")
 		return !raised && slices.Equal(sc.Followers, []string{"follower-node"})
 	})
-}
-
-// TestEpochLabel: epochs of the first timeline print as they are; after a
-// failover, as timeline and term.
-func TestEpochLabel(t *testing.T) {
-	for e, want := range map[int64]string{0: "0", 42: "42", 1<<40 - 1: "1099511627775", 1 << 40: "t2·0",
-		1<<40 + 3: "t2·3", 2<<40 + 1: "t3·1"} {
-		if got := EpochLabel(e); got != want {
-			t.Errorf("EpochLabel(%d) = %q, want %q", e, got, want)
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestNodeLoginRole: the collector reads the role each node registered under
@@ -16,7 +17,7 @@ import (
 func TestNodeLoginRole(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	// Roles are the server's, not the test database's: one per test.
 	role := "svc_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
 	exec(t, admin, "CREATE ROLE "+role+" LOGIN IN ROLE pgleader_node")
@@ -33,8 +34,8 @@ func TestNodeLoginRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.User(role)
-	startNode(t, u.String(), "node-svc", "s")
-	startNode(t, dsn, "node-admin", "s")
+	testnode.Start(t, testnode.FastConfig(u.String(), "node-svc", "s"))
+	testnode.Start(t, testnode.FastConfig(dsn, "node-admin", "s"))
 
 	c := newCollector(t, testConfig(t, dsn))
 	run(t, c)

@@ -212,7 +212,7 @@ func (c *Collector) publishDown(now time.Time) {
 
 // readAndApply reads once on conn and publishes the result; news: it published
 // events.
-func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time.Time, src Source, evict bool) (*Snapshot, []evictOrder, bool, error) {
+func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time.Time, src Source, evict bool) (*Snapshot, []Holder, bool, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	catchUp := c.catchUpReq.Load()
@@ -221,7 +221,7 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	c.stateMu.Lock()
 	cur := c.st.cursor(plan, asked)
 	c.stateMu.Unlock()
-	r, err := read(ctx, conn, &c.cfg, cur, readShape{pooled: c.pooled.Load(), loginRole: c.nodesLoginRole.Load(), supervisor: c.nodesSupervisor.Load(), guards: c.guards.Load(), truth: c.truth.Load()})
+	r, err := read(ctx, conn, &c.cfg, cur, readShape{pooled: c.dial.Pooled(), loginRole: c.nodesLoginRole.Load(), supervisor: c.nodesSupervisor.Load(), guards: c.guards.Load(), truth: c.truth.Load()})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("collector: read %s: %w", c.database, err)
 	}
@@ -235,7 +235,7 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	snap, evs, orders := c.st.apply(&c.cfg, r, start, c.healthLocked(src))
 	if !evict {
 		for _, o := range orders {
-			delete(c.st.evicted, o.scope) // not acted on: a later Run may
+			delete(c.st.evicted, o.Scope) // not acted on: a later Run may
 		}
 		orders = nil
 	}

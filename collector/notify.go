@@ -48,7 +48,7 @@ func (c *Collector) listen(ctx context.Context) {
 	var since time.Time // when the listener last began to listen
 	for ctx.Err() == nil {
 		conn, err := c.connect(ctx, appListener, nil)
-		if err == nil && c.pooled.Load() {
+		if err == nil && c.dial.Pooled() {
 			// Through a pooler a LISTEN would register on whichever server
 			// connection ran it: poll only (connect said so once).
 			closeConn(conn)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestNotifyBudget(t *testing.T) {
@@ -91,7 +92,7 @@ func forgedPayloads(i int) []string {
 // returns how many it sent.
 func flood(t *testing.T, dsn string) (stop func() int64) {
 	t.Helper()
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	ctx, cancel := context.WithCancel(context.Background())
 	var sent atomic.Int64
 	done := make(chan error, 1)
@@ -135,7 +136,7 @@ func TestNotifyStorm(t *testing.T) {
 	storm := measureReads(t, c, 3*time.Second, func() {
 		// A real claim while the flood runs.
 		time.Sleep(500 * time.Millisecond)
-		startNode(t, dsn, "n1", "s")
+		testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 		rec.waitEvent(t, "elected n1 during the flood", func(e Event) bool { return e.Kind == EventElected && e.Scope == "s" })
 	})
 	sent = stop()
@@ -168,7 +169,7 @@ func TestNotifyStorm(t *testing.T) {
 	// The payloads were hints: nothing of them is in the picture, which is the
 	// database's (n1 may have lost and won s again under load: the epoch is
 	// the row's, not necessarily 1).
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	var epoch int64
 	s := waitSnap(t, c, "the picture of the database", func(s *Snapshot) bool {
 		epoch = queryInt(t, admin, "SELECT epoch FROM pgleader.leader_state WHERE scope = 's'")
@@ -219,7 +220,7 @@ func TestNotifyFloodBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			conn := connect(t, dsn)
+			conn := pgtest.Connect(t, dsn)
 			for ctx.Err() == nil {
 				if _, err := conn.Exec(ctx, "SELECT pg_notify('leader_change', g::text || repeat('x', 7000)) FROM generate_series(1, 100) g"); err != nil {
 					return
@@ -230,7 +231,7 @@ func TestNotifyFloodBounded(t *testing.T) {
 	}
 	flood := measureReads(t, c, 4*time.Second, func() {
 		time.Sleep(500 * time.Millisecond)
-		startNode(t, dsn, "n1", "s")
+		testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 		rec.waitEvent(t, "elected n1 during the flood", func(e Event) bool { return e.Kind == EventElected && e.Scope == "s" })
 	})
 	stop()

@@ -661,17 +661,21 @@ func scanTerm(row pgx.CollectableRow) (Term, error) {
 }
 
 func scanAudit(row pgx.CollectableRow) (auditRow, error) {
-	var (
-		a      auditRow
-		detail []byte
-		prev   *string
-	)
+	a, detail, err := scanAuditColumns(row)
+	_ = json.Unmarshal(detail, &a.Detail) // a malformed detail must not stop the collector
+	return a, err
+}
+
+// scanAuditColumns scans the columns every read of audit rows selects (id, at,
+// scope, node, epoch, kind, detail, previous holder, login), the detail as the
+// database wrote it.
+func scanAuditColumns(row pgx.CollectableRow) (a auditRow, detail []byte, err error) {
+	var prev *string
 	if err := row.Scan(&a.ID, &a.At, &a.Scope, &a.Node, &a.Epoch, &a.Kind, &detail, &prev, &a.Login); err != nil {
-		return a, err
+		return a, nil, err
 	}
 	a.PrevHolder = str(prev)
-	_ = json.Unmarshal(detail, &a.Detail) // a malformed detail must not stop the collector
-	return a, nil
+	return a, detail, nil
 }
 
 // scanGuards reads the key overrides and, from schema 16 (guards), the fence

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/human"
@@ -15,7 +14,7 @@ import (
 // snapshot and it. now is the collector's clock at the start of the read; every
 // age is computed in database time (r.Now), every duration the collector tracks
 // itself (leaderless, grace, Since) in collector time.
-func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapshot, []Event, []evictOrder) {
+func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapshot, []Event, []Holder) {
 	first := st.reads == 0
 	st.reads++
 	st.lastOK, st.downSince = now, time.Time{}
@@ -93,7 +92,7 @@ func (st *state) apply(cfg *Config, r *dbRead, now time.Time, h Health) (*Snapsh
 			byScope[a.Scope] = append(byScope[a.Scope], a)
 		}
 	}
-	var orders []evictOrder
+	var orders []Holder
 	for i := range scopes {
 		sc := &scopes[i]
 		sc.Alerts = byScope[sc.Name]
@@ -196,17 +195,6 @@ func (st *state) timelineChange(tl int64, now time.Time) []Event {
 		prev, tl, EpochFloor(tl))}}
 }
 
-// EpochLabel is how the views print an epoch: as is on the first WAL timeline
-// ("42"), and as timeline and term after a database failover ("t2·3" for
-// (2−1)·2^40 + 3), where the raw value has thirteen digits that can only be
-// read by counting them. JSON, TSV and the detail views keep the raw value.
-func EpochLabel(e int64) string {
-	if e < 1<<40 {
-		return strconv.FormatInt(e, 10)
-	}
-	return "t" + strconv.FormatInt(e>>40+1, 10) + "·" + strconv.FormatInt(e&(1<<40-1), 10)
-}
-
 // EpochFloor is the floor of a WAL timeline's epochs (schema version 6): every
 // epoch granted on timeline tl is above (tl − 1)·2^40. 0 for timeline 1 or unknown.
 func EpochFloor(tl int64) int64 {
@@ -238,7 +226,7 @@ func (st *state) applyNodes(cfg *Config, r *dbRead, now time.Time, first bool) (
 		n := &nodes[i]
 		seen[n.ID] = true
 		n.LastSeenAge = max(0, r.Now.Sub(n.LastSeen))
-		n.State = nodeState(n, cfg.StaleNodeAfter)
+		n.State = n.JudgeState(cfg.StaleNodeAfter)
 		n.Live = n.State == NodeLive
 		if sv := n.Supervisor; sv != nil && !n.Live {
 			// A node that is not live says nothing of its child now.

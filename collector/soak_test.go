@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestHealthyClusterSilent runs three real electors on two scopes for 50 seconds
@@ -23,15 +24,15 @@ func TestHealthyClusterSilent(t *testing.T) {
 	rec := record(t, c)
 	run(t, c)
 	ids := []string{"n1", "n2", "n3"}
-	nodes := map[string]*node{}
+	nodes := map[string]*testnode.Node{}
 	for _, id := range ids {
-		nodes[id] = startNode(t, dsn, id, scopes...)
+		nodes[id] = testnode.Start(t, testnode.FastConfig(dsn, id, scopes...))
 	}
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	ctx := context.Background()
-	leaderOf := func(scope string) *node {
+	leaderOf := func(scope string) *testnode.Node {
 		for _, n := range nodes {
-			if n != nil && n.leads(scope) {
+			if n != nil && n.Leads(scope) {
 				return n
 			}
 		}
@@ -54,13 +55,13 @@ func TestHealthyClusterSilent(t *testing.T) {
 			}
 		case 1:
 			if down != "" {
-				nodes[down] = startNode(t, dsn, down, scopes...)
+				nodes[down] = testnode.Start(t, testnode.FastConfig(dsn, down, scopes...))
 				down = ""
 				restarts++
 				break
 			}
 			down = ids[rng.IntN(len(ids))]
-			nodes[down].stop(t)
+			nodes[down].Stop()
 			nodes[down] = nil
 		case 2:
 			terminations += int(queryInt(t, admin,

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgleader/pgleader/collector/logical"
+	"github.com/pgleader/pgleader/internal/pgdial"
 	"github.com/pgleader/pgleader/internal/pooler"
 )
 
@@ -81,9 +82,9 @@ func (c *Collector) follow(ctx context.Context, stop context.CancelFunc) {
 // streamConnConfig is the configuration of the stream's connections (and of the
 // availability check): ISO dates, so that timestamps decode; a bounded connect.
 func (c *Collector) streamConnConfig() *pgconn.Config {
-	cc := c.connConfig(appStream, map[string]string{"DateStyle": "ISO, MDY"})
+	cc := c.dial.Config(appStream, map[string]string{"DateStyle": "ISO, MDY"})
 	if cc.ConnectTimeout == 0 {
-		cc.ConnectTimeout = connectTimeout
+		cc.ConnectTimeout = pgdial.ConnectTimeout
 	}
 	return &cc.Config
 }
@@ -93,7 +94,7 @@ func (c *Collector) streamConnConfig() *pgconn.Config {
 // it is (or when ctx ended).
 func (c *Collector) checkLogical(ctx context.Context, pcfg *pgconn.Config) string {
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 2*connectTimeout)
+		actx, cancel := context.WithTimeout(ctx, 2*pgdial.ConnectTimeout)
 		ok, reason, err := logical.Available(actx, pcfg)
 		cancel()
 		switch {
@@ -104,7 +105,7 @@ func (c *Collector) checkLogical(ctx context.Context, pcfg *pgconn.Config) strin
 		case err == nil:
 			return reason
 		case pooler.StartupRefused(err):
-			c.pooled.Store(true)
+			c.dial.MarkPooled()
 			return "a connection pooler is in the way (it refused a replication connection): logical replication needs PostgreSQL itself"
 		}
 		c.noteSourceError("logical source check", err)

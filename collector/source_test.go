@@ -17,6 +17,7 @@ import (
 	"github.com/pgleader/pgleader/collector/logical"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // logicalConfig is testConfig on the logical source (slot: "" for a temporary one).
@@ -136,7 +137,7 @@ func TestLogicalSource(t *testing.T) {
 		if h := s.Health; !strings.HasPrefix(h.Slot, "pgleader_tmp_") || h.SlotLagBytes != -1 || h.Notifications != 0 {
 			t.Fatalf("health %+v", h)
 		}
-		startNode(t, dsn, "n1", "s")
+		testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
 		ev := rec.waitEvent(t, "elected n1", func(e Event) bool { return e.Kind == EventElected && e.Scope == "s" })
 		if ev.Node != "n1" || ev.Epoch != 1 || ev.AuditID == 0 || ev.LSN == 0 || ev.At.IsZero() {
 			t.Fatalf("elected event %+v", ev)
@@ -249,13 +250,13 @@ func TestLogicalSource(t *testing.T) {
 		waitSnap(t, stream, "the logical source", func(s *Snapshot) bool { return s.Health.Source == SourceLogical })
 		waitSnap(t, notify, "the first read", func(*Snapshot) bool { return true })
 
-		nodes := []*node{startNode(t, dsn, "n1", "s", "q"), startNode(t, dsn, "n2", "s", "q")}
+		nodes := []*testnode.Node{testnode.Start(t, testnode.FastConfig(dsn, "n1", "s", "q")), testnode.Start(t, testnode.FastConfig(dsn, "n2", "s", "q"))}
 		for i := range 6 {
 			scope := []string{"s", "q"}[i%2]
-			var l *node
+			var l *testnode.Node
 			pgtest.WaitFor(t, "a leader of "+scope, wait, func() bool {
 				for _, n := range nodes {
-					if n.leads(scope) {
+					if n.Leads(scope) {
 						l = n
 						return true
 					}
@@ -263,12 +264,12 @@ func TestLogicalSource(t *testing.T) {
 				return false
 			})
 			_ = l.Scope(scope).Resign(context.Background()) // an error (session lost) ends the term too
-			pgtest.WaitFor(t, "the next term of "+scope, wait, func() bool { return !l.leads(scope) })
+			pgtest.WaitFor(t, "the next term of "+scope, wait, func() bool { return !l.Leads(scope) })
 		}
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		exec(t, admin, "SELECT pgleader.fence_rejected('s', 1, 'zombie', 'test')")
-		nodes[0].stop(t)
-		pgtest.WaitFor(t, "n2 leading both scopes", wait, func() bool { return nodes[1].leads("s") && nodes[1].leads("q") })
+		nodes[0].Stop()
+		pgtest.WaitFor(t, "n2 leading both scopes", wait, func() bool { return nodes[1].Leads("s") && nodes[1].Leads("q") })
 		audit := func(r *recorder) []Event {
 			return slices.DeleteFunc(r.all(), func(e Event) bool { return e.AuditID == 0 })
 		}
@@ -326,7 +327,7 @@ func TestLogicalSource(t *testing.T) {
 		rec := record(t, c)
 		run(t, c)
 		waitSnap(t, c, "the logical source", func(s *Snapshot) bool { return s.Health.Source == SourceLogical })
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		fence := func(epoch int) int64 {
 			return queryInt(t, admin, `INSERT INTO pgleader.audit (scope, node_id, epoch, kind, detail)
 			                           VALUES ('s', 'zombie', $1, 'fence_rejected', '{}') RETURNING id`, epoch)
@@ -402,7 +403,7 @@ func TestLogicalSourceUnavailable(t *testing.T) {
 
 	t.Run("RoleWithoutReplication", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		role := "plain_" + strings.ToLower(dsn[strings.LastIndex(dsn, "_")+1:strings.Index(dsn, "?")])
 		exec(t, admin, "CREATE ROLE "+role+" LOGIN NOREPLICATION NOSUPERUSER")
 		t.Cleanup(func() {
@@ -422,7 +423,7 @@ func TestLogicalSourceUnavailable(t *testing.T) {
 
 	t.Run("PublicationMissing", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
-		admin := connect(t, dsn)
+		admin := pgtest.Connect(t, dsn)
 		exec(t, admin, "DROP PUBLICATION "+logical.DefaultPublication)
 		check(t, testConfig(t, dsn), "publication", "pgleader migrate")
 	})

@@ -4,15 +4,16 @@ import (
 	"testing"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestNodeSupervisor: what a pgleader run node records of its command
 // (pgleader.node_supervisor) reaches the snapshot; a plain node has none.
 func TestNodeSupervisor(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	admin := connect(t, dsn)
-	startNode(t, dsn, "node-run", "s")
-	startNode(t, dsn, "node-plain", "s")
+	admin := pgtest.Connect(t, dsn)
+	testnode.Start(t, testnode.FastConfig(dsn, "node-run", "s"))
+	testnode.Start(t, testnode.FastConfig(dsn, "node-plain", "s"))
 	c := newCollector(t, testConfig(t, dsn))
 	run(t, c)
 	waitSnap(t, c, "both nodes", func(s *Snapshot) bool { return len(s.Nodes) == 2 })

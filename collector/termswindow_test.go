@@ -16,17 +16,17 @@ func TestTermsWindow(t *testing.T) {
 	scopes := []string{"w1", "w2", "w3", "w4", "w5"}
 	// node-a leads every scope, then its sessions end and node-b takes them:
 	// five closed terms and five open ones.
-	a := connect(t, dsn)
+	a := pgtest.Connect(t, dsn)
 	for _, s := range scopes {
 		forgeHolder(t, a, s, "node-a")
 	}
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	pid := queryInt(t, a, "SELECT pg_backend_pid()")
 	closeConn(a)
 	pgtest.WaitFor(t, "node-a's session to end", wait, func() bool {
 		return queryInt(t, admin, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid) == 0
 	})
-	b := connect(t, dsn)
+	b := pgtest.Connect(t, dsn)
 	for _, s := range scopes {
 		forgeHolder(t, b, s, "node-b")
 	}

@@ -138,116 +138,12 @@ type Alert struct {
 	Database string `json:"database,omitempty"`
 }
 
+// Runbook is the check's section of docs/runbooks.md ("docs/runbooks.md#no_leader"),
+// what Alert.Runbook holds.
+func (k AlertKind) Runbook() string { return "docs/runbooks.md#" + string(k) }
+
 // Key identifies an alert across snapshots (kind, scope, node).
 func (a Alert) Key() string { return string(a.Kind) + "\x00" + a.Scope + "\x00" + a.Node }
-
-// Verdict is the one-word state of a scope.
-type Verdict string
-
-// Verdicts, from worst to best.
-const (
-	VerdictSplitBrain Verdict = "SPLIT BRAIN"
-	// VerdictUnreachable: the database could not be read: nothing is known of
-	// its scopes now (a fleet's member, status over named targets). Worse than
-	// NO LEADER, which it may hide; better than a known split brain.
-	VerdictUnreachable Verdict = "UNREACHABLE"
-	VerdictNoLeader    Verdict = "NO LEADER"
-	VerdictDegraded    Verdict = "DEGRADED"
-	VerdictOK          Verdict = "OK"
-	// VerdictIdle: no leader, and nobody is meant to lead: every candidate of the
-	// scope stopped cleanly (or dropped it from its configuration) and no term is
-	// open. Not an incident; pgleader scope retire takes it out of the views.
-	VerdictIdle Verdict = "IDLE"
-)
-
-// Troubled reports whether the verdict is a problem: anything but OK and IDLE (a
-// scope nobody is meant to lead).
-func (v Verdict) Troubled() bool { return v != VerdictOK && v != VerdictIdle }
-
-// verdictTable is the one presentation of the known verdicts, worst first as
-// the constants are declared: each one's rank (see Rank) and the glyph that
-// makes it readable without colour.
-var verdictTable = [...]struct {
-	v     Verdict
-	rank  int
-	glyph string
-}{
-	{VerdictSplitBrain, 0, "‼"},
-	{VerdictUnreachable, 1, "✖"}, // known not to be known: never the unknown glyph
-	{VerdictNoLeader, 2, "✖"},
-	{VerdictDegraded, 3, "▲"},
-	// rank 4: any unknown verdict (unknownRank)
-	{VerdictOK, 5, "✔"},
-	{VerdictIdle, 6, "·"},
-}
-
-// unknownRank and unknownGlyph stand for a verdict that is not one of the
-// constants: it ranks after what is known to be wrong and before what is known
-// to be fine (it is Troubled: something to look at).
-const (
-	unknownRank  = 4
-	unknownGlyph = "?"
-)
-
-// Verdicts returns the known verdicts, worst first.
-func Verdicts() []Verdict {
-	vs := make([]Verdict, len(verdictTable))
-	for i, e := range verdictTable {
-		vs[i] = e.v
-	}
-	return vs
-}
-
-// Known reports whether v is one of the Verdict constants.
-func (v Verdict) Known() bool { return v.index() >= 0 }
-
-// index is v's place in verdictTable, -1 when unknown.
-func (v Verdict) index() int {
-	for i, e := range verdictTable {
-		if e.v == v {
-			return i
-		}
-	}
-	return -1
-}
-
-// Rank orders verdicts worst first (lower is worse), the order every view
-// sorts, counts and judges them in: SPLIT BRAIN 0, UNREACHABLE 1, NO LEADER 2,
-// DEGRADED 3, any unknown verdict 4, OK 5, IDLE 6. Known verdicts have
-// distinct ranks; unknown ones share theirs.
-func (v Verdict) Rank() int {
-	if i := v.index(); i >= 0 {
-		return verdictTable[i].rank
-	}
-	return unknownRank
-}
-
-// WorseOf returns the worse of v and w (Rank).
-func (v Verdict) WorseOf(w Verdict) Verdict {
-	if v.Rank() < w.Rank() {
-		return v
-	}
-	return w
-}
-
-// Glyph is the one-character mark of the verdict ("‼", "✖", "▲", "✔", "·"),
-// "?" when it is not known.
-func (v Verdict) Glyph() string {
-	if i := v.index(); i >= 0 {
-		return verdictTable[i].glyph
-	}
-	return unknownGlyph
-}
-
-// Label is the glyph and the word of the verdict, the way the views print it
-// ("✔ OK", "‼ SPLIT BRAIN"); an unknown verdict shows as "? " and its word,
-// the empty one as "? UNKNOWN".
-func (v Verdict) Label() string {
-	if v == "" {
-		return unknownGlyph + " UNKNOWN"
-	}
-	return v.Glyph() + " " + string(v)
-}
 
 // Timing is the election timing a holder or node runs with (from its rows).
 type Timing struct {
@@ -367,21 +263,6 @@ const (
 	NodeStopped NodeState = "stopped"
 )
 
-// Label is the glyph and the word the views print for the state.
-func (s NodeState) Label() string {
-	switch s {
-	case NodeLive:
-		return "● live"
-	case NodeLate:
-		return "◐ late"
-	case NodeDown:
-		return "✖ down"
-	case NodeStopped:
-		return "■ stopped"
-	}
-	return unknownGlyph + " " + string(s)
-}
-
 // Rank orders the states worst first: down, late, live, stopped (the views
 // sort nodes by it).
 func (s NodeState) Rank() int {
@@ -398,9 +279,11 @@ func (s NodeState) Rank() int {
 	return -1
 }
 
-// nodeState judges n at age = database time − last_seen. A node registered
-// without timing (schema < 5 rows) falls back to staleAfter for both bounds.
-func nodeState(n *Node, staleAfter time.Duration) NodeState {
+// JudgeState is the node's state at LastSeenAge (database time − last_seen),
+// judged by its own registered timing, its StoppedAt and SessionAlive (see
+// NodeState): what State holds. A node registered without timing (rows before
+// schema 5) is judged by staleAfter for both bounds.
+func (n Node) JudgeState(staleAfter time.Duration) NodeState {
 	if !n.StoppedAt.IsZero() {
 		return NodeStopped
 	}
@@ -521,21 +404,6 @@ type Supervised struct {
 	// killed, drained, deadline or guard_gone (stopped when its term ended).
 	LastExitCause string `json:"last_exit_cause,omitempty"`
 	LastExitEpoch int64  `json:"last_exit_epoch,omitempty"` // the term the last child ran in
-}
-
-// LastExitText says how the last child ended: "exit 3", "signal 9 (SIGKILL)",
-// or "stopped at term end (drained)" when it was stopped because its term
-// ended ("" for none). The views print it after "last ".
-func (s Supervised) LastExitText() string {
-	switch {
-	case s.LastExit == nil:
-		return ""
-	case s.LastExitCause == "exit" || s.LastExitCause == "signal":
-		return TermChild{ExitCode: *s.LastExit, Cause: s.LastExitCause}.String()
-	case s.LastExitCause == "":
-		return fmt.Sprintf("exit %d", *s.LastExit) // recorded by a node before 1.0
-	}
-	return "stopped at term end (" + s.LastExitCause + ")"
 }
 
 // Eligible reports whether the node may be handed a scope it campaigns for: it is
@@ -705,7 +573,7 @@ type Snapshot struct {
 	// (nil for one database): a merged snapshot's scopes, nodes, terms,
 	// alerts and events carry their member's name in their Database field.
 	Databases []DatabaseState `json:"databases,omitempty"`
-	// Replay is set on a snapshot rebuilt from history (Replay, History.At):
+	// Replay is set on a snapshot rebuilt from history (package replay):
 	// the instant it shows and what it cannot know. nil for a live read.
 	Replay *ReplayInfo `json:"replay,omitempty"`
 }
@@ -749,13 +617,13 @@ const (
 	EventEvicted       EventKind = "evicted"        // a holder's leadership backend was terminated through Evict (Reason; audit kind evicted)
 	EventEvictFailed   EventKind = "evict_failed"   // an automatic eviction (Config.EvictStale) failed (Node, Epoch; Reason: the error)
 	// EventResignRequested: someone asked the holder (Node) of Epoch to resign
-	// through the database (pgleader.request_resign, e.g. Collector.Resign;
+	// through the database (pgleader.request_resign, e.g. operator's Resign;
 	// audit kind resign_requested; Detail: who asked). The handover follows as
 	// released (reason resigned) and elected.
 	EventResignRequested EventKind = "resign_requested"
 	// EventHandoverRequested: someone asked the holder (Node; "" when the scope
 	// had no leader) of Epoch to hand the scope to a chosen node
-	// (pgleader.request_handover, Collector.Handover; Detail: to whom, who asked).
+	// (pgleader.request_handover, operator's Handover; Detail: to whom, who asked).
 	// The handover follows as released (reason handed_over) and elected.
 	EventHandoverRequested EventKind = "handover_requested"
 	// EventHandoverCancelled: a handover that did not complete in time was

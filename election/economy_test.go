@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // manyScopes returns n scope names unique to the test.
@@ -48,9 +49,9 @@ func TestConnectionEconomy(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	scopes := manyScopes(t, 300)
 	ids := []string{"econ-a", "econ-b", "econ-c"}
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range ids {
-		nodes = append(nodes, startNode(t, fastConfig(dsn, id, scopes...)))
+		nodes = append(nodes, testnode.Start(t, testnode.FastConfig(dsn, id, scopes...)))
 	}
 	ledBy := func() map[string]int {
 		m := map[string]int{}
@@ -96,7 +97,7 @@ func TestConnectionEconomy(t *testing.T) {
 
 	t.Run("TerminatedLeaderIsReplacedForEveryScope", func(t *testing.T) {
 		m := ledBy()
-		var victim *node
+		var victim *testnode.Node
 		for _, n := range nodes {
 			if victim == nil || m[n.NodeID()] > m[victim.NodeID()] {
 				victim = n
@@ -140,7 +141,7 @@ func TestLockTableCapacity(t *testing.T) {
 		return c.QueryRow(ctx, `SELECT current_setting('max_locks_per_transaction')::int *
 		        (current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int) / 2`).Scan(&half)
 	})
-	cfg := fastConfig(dsn, "too-many", manyScopes(t, half+1)...)
+	cfg := testnode.FastConfig(dsn, "too-many", manyScopes(t, half+1)...)
 	e, err := election.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -14,22 +14,23 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/termsafe"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
-func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string) []*node {
+func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string) []*testnode.Node {
 	t.Helper()
-	var nodes []*node
+	var nodes []*testnode.Node
 	for i := range n {
-		cfg := fastConfig(dsn, fmt.Sprintf("n%d", i+1), scopes...)
+		cfg := testnode.FastConfig(dsn, fmt.Sprintf("n%d", i+1), scopes...)
 		cfg.Observer = r
-		nodes = append(nodes, startNode(t, cfg))
+		nodes = append(nodes, testnode.Start(t, cfg))
 	}
 	return nodes
 }
 
-func waitOneLeader(t *testing.T, nodes []*node, scope string) *node {
+func waitOneLeader(t *testing.T, nodes []*testnode.Node, scope string) *testnode.Node {
 	t.Helper()
-	var l *node
+	var l *testnode.Node
 	pgtest.WaitFor(t, "exactly one leader of "+scope, 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) > 1 {
@@ -43,8 +44,8 @@ func waitOneLeader(t *testing.T, nodes []*node, scope string) *node {
 	return l
 }
 
-func without(nodes []*node, x *node) []*node {
-	var out []*node
+func without(nodes []*testnode.Node, x *testnode.Node) []*testnode.Node {
+	var out []*testnode.Node
 	for _, n := range nodes {
 		if n != x {
 			out = append(out, n)
@@ -79,7 +80,7 @@ func TestElection(t *testing.T) {
 		// stay dense, each granted once.
 		rest := nodes
 		for k := 2; k <= 5; k++ {
-			l.stop()
+			l.Stop()
 			rest = without(rest, l)
 			l = waitOneLeader(t, rest, "s")
 			if e := queryInt(t, dsn, "SELECT epoch FROM pgleader.leader_state WHERE scope='s'"); e != int64(k) {
@@ -105,7 +106,7 @@ func TestElection(t *testing.T) {
 		if err := l.Scope("s").Resign(context.Background()); err != nil {
 			t.Fatalf("Resign: %v", err)
 		}
-		if l.leads("s") {
+		if l.Leads("s") {
 			t.Fatal("still leader after Resign returned")
 		}
 		next := waitOneLeader(t, without(nodes, l), "s")
@@ -172,7 +173,7 @@ func TestElection(t *testing.T) {
 			if err := <-doDone; !errors.Is(err, context.Canceled) {
 				t.Fatalf("Do returned %v", err)
 			}
-			var next *node
+			var next *testnode.Node
 			pgtest.WaitFor(t, "a new epoch's leader", 10*time.Second, func() bool {
 				for _, n := range nodes {
 					if tk, err := n.Scope("s").Require(context.Background()); err == nil && tk.Epoch > tok.Epoch {
@@ -211,11 +212,11 @@ func TestElection(t *testing.T) {
 		scopes := []string{"a", "b", "c", "d"}
 		first := startCluster(t, dsn, r, 1, scopes...)[0]
 		for _, s := range scopes {
-			waitOneLeader(t, []*node{first}, s)
+			waitOneLeader(t, []*testnode.Node{first}, s)
 		}
-		cfg := fastConfig(dsn, "n2", scopes...)
+		cfg := testnode.FastConfig(dsn, "n2", scopes...)
 		cfg.Observer = r
-		second := startNode(t, cfg)
+		second := testnode.Start(t, cfg)
 		pgtest.WaitFor(t, "follower observing all scopes", 5*time.Second, func() bool {
 			return r.count("n2", election.EventObserved) >= len(scopes)
 		})
@@ -223,9 +224,9 @@ func TestElection(t *testing.T) {
 		if n := queryInt(t, dsn, "SELECT count(DISTINCT holder_pid) FROM pgleader.leader_state"); n != 1 {
 			t.Fatalf("scopes held by %d backends, want 1", n)
 		}
-		first.stop()
+		first.Stop()
 		for _, s := range scopes {
-			if got := waitOneLeader(t, []*node{second}, s); got != second {
+			if got := waitOneLeader(t, []*testnode.Node{second}, s); got != second {
 				t.Fatalf("scope %s not taken over", s)
 			}
 		}

@@ -337,13 +337,6 @@ func parseHint(payload string) (hint, bool) {
 	return h, json.Unmarshal([]byte(payload), &h) == nil
 }
 
-// onNotification handles a leader_change payload (see onHint).
-func (e *Elector) onNotification(payload string) {
-	if h, ok := parseHint(payload); ok {
-		e.onHint(h)
-	}
-}
-
 // onHint acts on a leader_change payload. Anyone can NOTIFY anything, so a
 // payload is only a hint (the lock and the claim function decide): to claim a
 // released scope or the scopes of a node whose leadership session was lost, or to

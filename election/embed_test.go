@@ -21,6 +21,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestStartErrors: what keeps an Elector from campaigning comes back from Start
@@ -54,7 +55,7 @@ func TestStartErrors(t *testing.T) {
 			func(err error) bool { var pe *pgconn.PgError; return errors.As(err, &pe) && pe.Code == "3D000" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := election.New(fastConfig(tc.dsn, "", "billing"))
+			e, err := election.New(testnode.FastConfig(tc.dsn, "", "billing"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,10 +94,10 @@ func TestDefaultsAndConnConfig(t *testing.T) {
 		dials.Add(1)
 		return base(ctx, network, addr)
 	}
-	c := fastConfig("", "", "billing")
+	c := testnode.FastConfig("", "", "billing")
 	c.ConnConfig = cc
-	n := startNode(t, c)
-	pgtest.WaitFor(t, "leadership", 15*time.Second, func() bool { return n.leads("billing") })
+	n := testnode.Start(t, c)
+	pgtest.WaitFor(t, "leadership", 15*time.Second, func() bool { return n.Leads("billing") })
 	id := n.NodeID()
 	if parts := strings.Split(id, "-"); len(parts) < 3 || len(parts[len(parts)-1]) != 6 {
 		t.Fatalf("default node id %q, want <hostname>-<pid>-<6 hex>", id)
@@ -120,10 +121,10 @@ func TestFencedTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	c := fastConfig(dsn, "a", "billing")
+	c := testnode.FastConfig(dsn, "a", "billing")
 	c.FencedTxIdleTimeout = 150 * time.Millisecond
-	a := startNode(t, c)
-	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
+	a := testnode.Start(t, c)
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.Leads("billing") })
 	tok, err := a.Scope("billing").Require(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -152,12 +153,12 @@ func TestFencedTx(t *testing.T) {
 	}
 
 	// Another node takes over: the old token's write is refused and audited.
-	b := startNode(t, fastConfig(dsn, "b", "billing"))
+	b := testnode.Start(t, testnode.FastConfig(dsn, "b", "billing"))
 	awaitRegistered(t, dsn, "b")
 	if err := a.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
+	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.Leads("billing") })
 	stale := tok
 	err = election.FencedTx(ctx, pool, stale, insert("stale"))
 	if !errors.Is(err, election.ErrNotLeader) {
@@ -187,8 +188,8 @@ func TestFenceSQLTx(t *testing.T) {
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
-	a := startNode(t, fastConfig(dsn, "a", "billing"))
-	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.leads("billing") })
+	a := testnode.Start(t, testnode.FastConfig(dsn, "a", "billing"))
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return a.Leads("billing") })
 	ctx := context.Background()
 	tok, err := a.Scope("billing").Require(ctx)
 	if err != nil {
@@ -205,12 +206,12 @@ func TestFenceSQLTx(t *testing.T) {
 	if err := fence(); err != nil {
 		t.Fatalf("FenceSQLTx under a valid term: %v", err)
 	}
-	b := startNode(t, fastConfig(dsn, "b", "billing"))
+	b := testnode.Start(t, testnode.FastConfig(dsn, "b", "billing"))
 	awaitRegistered(t, dsn, "b")
 	if err := a.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
+	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.Leads("billing") })
 	if err := fence(); !errors.Is(err, election.ErrFenced) {
 		t.Fatalf("FenceSQLTx with the old epoch = %v, want ErrFenced", err)
 	}
@@ -220,15 +221,15 @@ func TestFenceSQLTx(t *testing.T) {
 // after it stopped.
 func TestHealthHandler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	n := startNode(t, fastConfig(dsn, "a", "billing"))
-	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return n.leads("billing") })
+	n := testnode.Start(t, testnode.FastConfig(dsn, "a", "billing"))
+	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return n.Leads("billing") })
 	pgtest.WaitFor(t, "a healthy heartbeat", 15*time.Second, func() bool { return n.Health().Healthy })
 	rec := httptest.NewRecorder()
 	n.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"role":"leader"`) || !strings.Contains(rec.Body.String(), `"scope":"billing"`) {
 		t.Fatalf("GET /readyz while leading: %d %s", rec.Code, rec.Body)
 	}
-	n.stop()
+	n.Stop()
 	rec = httptest.NewRecorder()
 	n.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), `"running":false`) {

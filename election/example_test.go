@@ -74,10 +74,10 @@ func service() error {
 // real service sets DSN instead.
 func Example() {
 	e, err := election.New(election.Config{
-		Mode: election.ModeStandalone, // DSN: os.Getenv("DATABASE_URL") in a real service
-		NodeID:     "worker-1",
-		Scopes:     []string{"billing"},
-		Logger:     slog.New(slog.DiscardHandler),
+		Mode:   election.ModeStandalone, // DSN: os.Getenv("DATABASE_URL") in a real service
+		NodeID: "worker-1",
+		Scopes: []string{"billing"},
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		fmt.Println(err)

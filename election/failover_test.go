@@ -18,6 +18,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
@@ -44,14 +45,14 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 
 	const scope = "failover"
 	rec := &recorder{}
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range []string{"fo-a", "fo-b", "fo-c"} {
-		c := fastConfig(dsn, id, scope)
+		c := testnode.FastConfig(dsn, id, scope)
 		c.Observer = rec
 		c.Mode = mode
-		nodes = append(nodes, startNode(t, c))
+		nodes = append(nodes, testnode.Start(t, c))
 	}
-	leader := func() *node {
+	leader := func() *testnode.Node {
 		if ls := leaders(nodes, scope); len(ls) == 1 {
 			return ls[0]
 		}
@@ -68,8 +69,8 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 	}
 	// current waits for a leader with an open gate (one may blink under load) and
 	// returns it with its token.
-	current := func() (*node, election.Token) {
-		var l *node
+	current := func() (*testnode.Node, election.Token) {
+		var l *testnode.Node
 		var tok election.Token
 		pgtest.WaitFor(t, "a leader with an open gate", 10*time.Second, func() bool {
 			if l = leader(); l == nil {
@@ -285,13 +286,13 @@ func withStandby(ctx context.Context, s *pgserver.Server, fn func(*pgx.Conn) err
 func TestSessionOnAStandbyRefused(t *testing.T) {
 	_, standby, _ := haPair(t, false)
 	var logs syncBuffer
-	c := fastConfig(standby.DSN("fo"), "on-standby", "s")
+	c := testnode.FastConfig(standby.DSN("fo"), "on-standby", "s")
 	c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	n := startNode(t, c)
+	n := testnode.Start(t, c)
 	pgtest.WaitFor(t, "the refusal in the log", 10*time.Second, func() bool {
 		return strings.Contains(logs.String(), "is a standby (in recovery)")
 	})
-	if n.leads("s") {
+	if n.Leads("s") {
 		t.Fatal("a node leads on a standby")
 	}
 }
@@ -327,7 +328,7 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 	if _, err := migrate.Up(ctx, cfg, nil); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, fastConfig(dsn, "lone", "a", "b"))
+	n := testnode.Start(t, testnode.FastConfig(dsn, "lone", "a", "b"))
 	var last int64
 	for i := range 8 {
 		for _, s := range []string{"a", "b"} {
@@ -396,8 +397,8 @@ func TestShutdownVictimRelabelled(t *testing.T) {
 	if err := srv.Restart(ctx, "fast"); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, fastConfig(dsn, "c", "race", "real"))
-	pgtest.WaitFor(t, "c leads both", 15*time.Second, func() bool { return n.leads("race") && n.leads("real") })
+	n := testnode.Start(t, testnode.FastConfig(dsn, "c", "race", "real"))
+	pgtest.WaitFor(t, "c leads both", 15*time.Second, func() bool { return n.Leads("race") && n.Leads("real") })
 	for scope, want := range map[string][]string{
 		"race": {"database_failover", "database_failover"},
 		"real": {"crashed", "database_failover"},
@@ -444,13 +445,13 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 			}
 		}
 	})
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range []string{"sc-a", "sc-b"} {
-		c := fastConfig(dsn, id, scope)
+		c := testnode.FastConfig(dsn, id, scope)
 		c.Observer = rec
-		nodes = append(nodes, startNode(t, c))
+		nodes = append(nodes, testnode.Start(t, c))
 	}
-	var first *node
+	var first *testnode.Node
 	pgtest.WaitFor(t, "a leader", 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) != 1 {

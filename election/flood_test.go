@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // floodRole creates a login role with nothing but CONNECT (which PUBLIC has on
@@ -109,15 +110,15 @@ func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
 	scopes := []string{"flood-a", "flood-b", "flood-c"}
 	rec := &recorder{}
 	var floods atomic.Int64
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range []string{"flood-1", "flood-2", "flood-3"} {
-		cfg := fastConfig(dsn, id, scopes...)
+		cfg := testnode.FastConfig(dsn, id, scopes...)
 		// The chaos harness's timing (lab/chaos defaultNodeArgs).
 		cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 150*time.Millisecond
 		cfg.TrustWindow, cfg.SessionLease = 500*time.Millisecond, 700*time.Millisecond
 		cfg.Observer = rec
 		cfg.Logger = slog.New(floodCount{"notification flood", &floods})
-		nodes = append(nodes, startNode(t, cfg))
+		nodes = append(nodes, testnode.Start(t, cfg))
 	}
 	epochs := map[string]int64{}
 	holders := map[string]string{}

@@ -93,5 +93,3 @@ func (t Token) Draining() <-chan struct{} {
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-func nowMono() int64 { return monotime.Now() }

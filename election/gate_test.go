@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/monotime"
 )
 
 func testScope(w time.Duration, obs Observer) *Scope {
@@ -95,7 +97,7 @@ func TestGateTiming(t *testing.T) {
 	}
 }
 
-func monoAt(time.Time) int64 { return nowMono() }
+func monoAt(time.Time) int64 { return monotime.Now() }
 
 // TestPeriodContextEndsWithTrust: Do's context is cancelled when the trust window
 // runs out without a heartbeat, with no goroutine polling the clock.
@@ -107,7 +109,7 @@ func TestPeriodContextEndsWithTrust(t *testing.T) {
 				closed = append(closed, string(e.Reason))
 			}
 		}))
-		tm := newTerm(sc, 1, nil, nowMono())
+		tm := newTerm(sc, 1, nil, monotime.Now())
 		tm.open()
 		began := time.Now()
 		err := sc.Do(context.Background(), func(ctx context.Context, tok Token) error {
@@ -133,7 +135,7 @@ func TestPeriodContextEndsWithTrust(t *testing.T) {
 func TestDrainWaitsForInflight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sc := testScope(time.Hour, nil)
-		tm := newTerm(sc, 1, nil, nowMono())
+		tm := newTerm(sc, 1, nil, monotime.Now())
 		tm.open()
 		release := make(chan struct{})
 		go sc.Do(context.Background(), func(ctx context.Context, _ Token) error { <-release; return nil })
@@ -148,7 +150,7 @@ func TestDrainWaitsForInflight(t *testing.T) {
 			t.Fatalf("Require while draining: %v, want ErrNotLeader", err)
 		}
 		// A call that never returns is cut off at the deadline.
-		tm2 := newTerm(sc, 2, nil, nowMono())
+		tm2 := newTerm(sc, 2, nil, monotime.Now())
 		tm2.open()
 		go sc.Do(context.Background(), func(ctx context.Context, _ Token) error { <-ctx.Done(); return nil })
 		synctest.Wait()
@@ -199,7 +201,7 @@ func TestSlowSubscriberNeverBlocks(t *testing.T) {
 // ≤ 50 ns/op and 0 allocs/op.
 func BenchmarkGate(b *testing.B) {
 	sc := testScope(time.Hour, nil)
-	tm := newTerm(sc, 1, nil, nowMono())
+	tm := newTerm(sc, 1, nil, monotime.Now())
 	tm.open()
 	defer tm.end("over", true)
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // handoverCooldown is long against everything else the handover does (fast
@@ -18,7 +19,7 @@ import (
 const handoverCooldown = 5 * time.Second
 
 func coolingConfig(dsn, id string, mode election.Mode) election.Config {
-	cfg := fastConfig(dsn, id, "s")
+	cfg := testnode.FastConfig(dsn, id, "s")
 	cfg.ResignCooldown = handoverCooldown
 	cfg.Mode = mode
 	return cfg
@@ -57,12 +58,12 @@ func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 	rec := &recorder{}
 	cfgA, cfgB := coolingConfig(dsn, "a", mode), coolingConfig(dsn, "b", mode)
 	cfgA.Observer, cfgB.Observer = rec, rec
-	a := startNode(t, cfgA)
-	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.leads("s") })
-	b := startNode(t, cfgB)
+	a := testnode.Start(t, cfgA)
+	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.Leads("s") })
+	b := testnode.Start(t, cfgB)
 	// b is a live candidate once its session registered it.
 	pgtest.WaitFor(t, "the handover to b accepted", 5*time.Second, func() bool { return requestHandover(t, dsn, "b") == nil })
-	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.leads("s") })
+	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.Leads("s") })
 
 	// a cools down now; without a target only a could be chosen: refused.
 	if err := requestHandover(t, dsn, ""); err == nil || !strings.Contains(err.Error(), "cooling down") {
@@ -72,7 +73,7 @@ func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 	if err := requestHandover(t, dsn, "a"); err != nil {
 		t.Fatalf("handover --to a, which cools down: %v", err)
 	}
-	pgtest.WaitFor(t, "a leads again", handoverCooldown, func() bool { return a.leads("s") })
+	pgtest.WaitFor(t, "a leads again", handoverCooldown, func() bool { return a.Leads("s") })
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Fatalf("a led %v after the handover back to it: it sat out its cooldown (%v)", took, handoverCooldown)
 	}
@@ -88,11 +89,11 @@ func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 // wake-up does not come from b's release (it reserves the scope for nobody).
 func TestResignKeepsCooldown(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	a := startNode(t, coolingConfig(dsn, "a", election.ModeLock))
-	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.leads("s") })
+	a := testnode.Start(t, coolingConfig(dsn, "a", election.ModeLock))
+	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.Leads("s") })
 	cfgB := coolingConfig(dsn, "b", election.ModeLock)
 	cfgB.ResignCooldown = 0
-	b := startNode(t, cfgB)
+	b := testnode.Start(t, cfgB)
 	pgtest.WaitFor(t, "b registered", 5*time.Second, func() bool {
 		return queryInt(t, dsn, "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'b' AND stopped_at IS NULL") == 1
 	})
@@ -100,15 +101,15 @@ func TestResignKeepsCooldown(t *testing.T) {
 	if err := a.Scope("s").Resign(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.leads("s") })
+	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.Leads("s") })
 	// b gives s up at once and, with no cooldown of its own, would take it back
 	// at once too: stop it instead, so that only a can lead s again.
-	b.stop()
+	b.Stop()
 	for time.Since(resigned) < handoverCooldown-500*time.Millisecond {
-		if a.leads("s") {
+		if a.Leads("s") {
 			t.Fatalf("a led s again %v after resigning it, within its cooldown (%v)", time.Since(resigned), handoverCooldown)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	pgtest.WaitFor(t, "a leads after its cooldown", 5*time.Second, func() bool { return a.leads("s") })
+	pgtest.WaitFor(t, "a leads after its cooldown", 5*time.Second, func() bool { return a.Leads("s") })
 }

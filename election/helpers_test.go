@@ -3,8 +3,6 @@ package election_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,32 +10,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/election/electionlog"
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/history"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// fast timing for tests: I + T < W < L with L − W ≥ 100ms.
-func fastConfig(dsn, id string, scopes ...string) election.Config {
-	return election.Config{
-		DSN: dsn, NodeID: id, Scopes: scopes,
-		HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
-		TrustWindow: 300 * time.Millisecond, SessionLease: 500 * time.Millisecond,
-		DrainTimeout: time.Second, ResignCooldown: 300 * time.Millisecond,
-		Logger: testLogger(),
-	}
-}
-
-func testLogger() *slog.Logger {
-	if os.Getenv("PGLEADER_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
 
 // recorder collects the engine events of several nodes.
 type recorder struct {
@@ -67,56 +49,10 @@ func (r *recorder) count(node string, kind election.EventKind) int {
 	return n
 }
 
-// node is an Elector running in the test.
-type node struct {
-	*election.Elector
-	cancel  context.CancelFunc
-	done    chan error
-	once    sync.Once
-	stopErr string
-}
-
-func startNode(t testing.TB, cfg election.Config) *node {
-	t.Helper()
-	e, err := election.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{Elector: e, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- e.Run(ctx) }()
-	t.Cleanup(n.stop)
-	return n
-}
-
-// stop cancels Run and waits for it to return (drain included). It panics if Run
-// fails or hangs: a test must not pass over either.
-func (n *node) stop() {
-	n.once.Do(func() {
-		n.cancel()
-		select {
-		case err := <-n.done:
-			if err != nil {
-				n.stopErr = fmt.Sprintf("Run returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			n.stopErr = "Run did not return within 30s of cancel"
-		}
-	})
-	if n.stopErr != "" {
-		panic(n.stopErr)
-	}
-}
-
-func (n *node) leads(scope string) bool {
-	_, err := n.Scope(scope).Require(context.Background())
-	return err == nil
-}
-
-func leaders(nodes []*node, scope string) []*node {
-	var out []*node
+func leaders(nodes []*testnode.Node, scope string) []*testnode.Node {
+	var out []*testnode.Node
 	for _, n := range nodes {
-		if n.leads(scope) {
+		if n.Leads(scope) {
 			out = append(out, n)
 		}
 	}
@@ -127,7 +63,7 @@ func assertNoOverlap(t testing.TB, r *recorder, scope string) {
 	t.Helper()
 	var recs []eventlog.Record
 	for _, e := range r.snapshot() {
-		recs = append(recs, eventlog.FromEvent(e)...)
+		recs = append(recs, electionlog.Records(e)...)
 	}
 	eventlog.SortByMono(recs)
 	ivs := history.GateIntervals(recs, scope, monotime.Now())

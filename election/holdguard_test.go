@@ -9,6 +9,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestHoldGuardOnLoss: a node whose leadership session is terminated keeps its
@@ -24,10 +25,10 @@ func TestHoldGuardOnLoss(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			scope := "hold-" + tc.name
 			rec := &recorder{}
-			cfgA := fastConfig(dsn, "hold-a-"+tc.name, scope)
+			cfgA := testnode.FastConfig(dsn, "hold-a-"+tc.name, scope)
 			cfgA.HoldGuardOnLoss = tc.hold
 			cfgA.Observer = rec
-			a := startNode(t, cfgA)
+			a := testnode.Start(t, cfgA)
 			if _, err := a.Scope(scope).Await(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -52,15 +53,15 @@ func TestHoldGuardOnLoss(t *testing.T) {
 				return ctx.Err()
 			})
 			<-entered
-			cfgB := fastConfig(dsn, "hold-b-"+tc.name, scope)
+			cfgB := testnode.FastConfig(dsn, "hold-b-"+tc.name, scope)
 			cfgB.Observer = rec
-			b := startNode(t, cfgB)
+			b := testnode.Start(t, cfgB)
 			pgtest.WaitFor(t, "b following a", 10*time.Second, func() bool {
 				node, _ := b.Scope(scope).Leader()
 				return node == cfgA.NodeID
 			})
 			exec(t, dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", "pgleader leadership "+cfgA.NodeID)
-			pgtest.WaitFor(t, "b leading", 10*time.Second, func() bool { return b.leads(scope) })
+			pgtest.WaitFor(t, "b leading", 10*time.Second, func() bool { return b.Leads(scope) })
 			if tc.hold == 0 {
 				// Nothing holds the guard: b leads although a's function has not
 				// returned (and will not, until released).

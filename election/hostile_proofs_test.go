@@ -13,6 +13,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // Probes of a hostile neighbour against the SECURITY DEFINER functions: each
@@ -20,7 +21,7 @@ import (
 // function by function"). Every probe below worked against schema 15.
 
 // registerSQL registers node on the calling backend for scopes with the timing of
-// fastConfig (I 50 ms, W 300 ms, L 500 ms); guard and beacon keys are not held.
+// testnode.FastConfig (I 50 ms, W 300 ms, L 500 ms); guard and beacon keys are not held.
 const registerSQL = `SELECT pgleader.register_node($1, 'h', 1, 'v', $2, 50, 300, 500, 1, 2)`
 
 // claimOneSQL claims one scope for node $1 on the calling backend, guard 1.
@@ -70,8 +71,8 @@ func TestHostileEndFencedProves(t *testing.T) {
 
 	// Service A leads svc-a/live; its application holds a fenced transaction of
 	// the live term.
-	a := startNode(t, fastConfig(as("node"), "svc-a-1", "svc-a/live"))
-	pgtest.WaitFor(t, "svc-a leading", 10*time.Second, func() bool { return a.leads("svc-a/live") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "svc-a-1", "svc-a/live"))
+	pgtest.WaitFor(t, "svc-a leading", 10*time.Second, func() bool { return a.Leads("svc-a/live") })
 	tok, err := a.Scope("svc-a/live").Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -274,8 +275,8 @@ func TestHostileFencedTxNotPrepared(t *testing.T) {
 	dsn := srv.DSN("postgres")
 	pgtest.Migrate(t, dsn)
 	_, as := loginRoles(t, dsn)
-	a := startNode(t, fastConfig(as("node"), "p-1", "prep"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("prep") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "p-1", "prep"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads("prep") })
 	tok, err := a.Scope("prep").Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -306,8 +307,8 @@ func TestHostileFenceBoundScope(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	exec(t, dsn, `SELECT * FROM pgleader.bind_scope('scope', 'billing', ARRAY[$1])`, prefix+"_node")
-	a := startNode(t, fastConfig(as("node"), "b-1", "billing"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("billing") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "b-1", "billing"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads("billing") })
 	tok, err := a.Scope("billing").Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -326,8 +327,8 @@ func TestHostileRunLedger(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	a := startNode(t, fastConfig(as("node"), "job-a", "nightly"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("nightly") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "job-a", "nightly"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads("nightly") })
 	tok, err := a.Scope("nightly").Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -387,8 +388,8 @@ func TestHostileTermChildExit(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	a := startNode(t, fastConfig(as("node"), "job-a", "nightly"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("nightly") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "job-a", "nightly"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads("nightly") })
 	tok, err := a.Scope("nightly").Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +497,7 @@ func TestHostileTimingBounds(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := fastConfig(node, "long", "s")
+	cfg := testnode.FastConfig(node, "long", "s")
 	cfg.TrustWindow, cfg.SessionLease = 10*time.Minute, 11*time.Minute
 	var ce *election.ConfigError
 	if _, err := election.New(cfg); !errors.As(err, &ce) || ce.Field != "SessionLease" {
@@ -525,15 +526,15 @@ func TestHostileTimingBounds(t *testing.T) {
 		t.Fatalf("the slow predecessor's claim: %v %v", won, err)
 	}
 	lead.Close(ctx) // its leadership session ends; its guard lives on
-	succ := startNode(t, fastConfig(node, "succ", "w"))
+	succ := testnode.Start(t, testnode.FastConfig(node, "succ", "w"))
 	pgtest.WaitFor(t, "the successor's claim waiting for the predecessor's guard", 10*time.Second, func() bool {
 		return queryInt(t, dsn, `SELECT count(*) FROM pgleader.leader_state WHERE scope = 'w' AND holder = 'succ'`) == 1
 	})
-	if succ.leads("w") {
+	if succ.Leads("w") {
 		t.Fatal("the successor opened its gate while the predecessor's guard is held")
 	}
 	stopped := make(chan struct{})
-	go func() { succ.stop(); close(stopped) }()
+	go func() { succ.Stop(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(20 * time.Second):
@@ -549,7 +550,7 @@ func TestHostileNodeIDs(t *testing.T) {
 	for _, id := range []string{"x'; ALTER ROLE app2 SUPERUSER; --", "x\"y", "x`id`", `x\y`, "x\ny", "x\u202ey"} {
 		refused(t, as("node"), "PLF11", registerSQL, id, []string{"s"})
 		var ce *election.ConfigError
-		if _, err := election.New(fastConfig(as("node"), id, "s")); !errors.As(err, &ce) || ce.Field != "NodeID" {
+		if _, err := election.New(testnode.FastConfig(as("node"), id, "s")); !errors.As(err, &ce) || ce.Field != "NodeID" {
 			t.Errorf("node id %q: New returned %v, want a ConfigError on NodeID", id, err)
 		}
 	}
@@ -565,11 +566,11 @@ func TestHostileScopeKey(t *testing.T) {
 	exec(t, dsn, `SELECT pgleader.set_lock_key('keyed', 4242)`) // the owner
 	exec(t, dsn, `SELECT pgleader.set_lock_key('keyed', NULL)`)
 
-	a := startNode(t, fastConfig(as("node"), "k-1", "unheld"))
-	pgtest.WaitFor(t, "a campaigning", 10*time.Second, func() bool { return a.leads("unheld") })
-	a.stop()
-	b := startNode(t, fastConfig(as("node"), "k-2", "campaigned"))
-	pgtest.WaitFor(t, "b leading", 10*time.Second, func() bool { return b.leads("campaigned") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "k-1", "unheld"))
+	pgtest.WaitFor(t, "a campaigning", 10*time.Second, func() bool { return a.Leads("unheld") })
+	a.Stop()
+	b := testnode.Start(t, testnode.FastConfig(as("node"), "k-2", "campaigned"))
+	pgtest.WaitFor(t, "b leading", 10*time.Second, func() bool { return b.Leads("campaigned") })
 	refused(t, as("operator"), "PLF07", `SELECT pgleader.set_lock_key('campaigned', 4343)`)
 	exec(t, as("operator"), `SELECT pgleader.set_lock_key('unheld', 4343)`)
 }
@@ -579,8 +580,8 @@ func TestHostileScopeKey(t *testing.T) {
 func TestHostileFenceRejectedBounded(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	a := startNode(t, fastConfig(as("node"), "fr-1", "fr"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("fr") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "fr-1", "fr"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads("fr") })
 	start := time.Now()
 	withConn(t, as("node2"), func(ctx context.Context, c *pgx.Conn) error {
 		for i := range 200 {
@@ -611,11 +612,11 @@ func TestHostileFenceRejectedBounded(t *testing.T) {
 func TestForgetNode(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	a := startNode(t, fastConfig(as("node"), "f-1", "fg"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads("fg") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "f-1", "fg"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads("fg") })
 	refused(t, as("operator"), "PLF07", `SELECT pgleader.forget_node('f-1')`)
 	refused(t, as("node"), "42501", `SELECT pgleader.forget_node('f-1')`)
-	a.stop()
+	a.Stop()
 	if got := queryString(t, as("operator"), `SELECT pgleader.forget_node('f-1')::text`); got != "true" {
 		t.Errorf("forget_node of a stopped node: %s, want true", got)
 	}
@@ -637,8 +638,8 @@ func TestHostileNodeFunctions(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
-	victim := startNode(t, fastConfig(as("node"), "victim", "nf"))
-	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.leads("nf") })
+	victim := testnode.Start(t, testnode.FastConfig(as("node"), "victim", "nf"))
+	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.Leads("nf") })
 	tok, err := victim.Scope("nf").Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -689,9 +690,9 @@ func TestHostileNodeFunctions(t *testing.T) {
 func TestHostileOperatorFunctions(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
-	a := startNode(t, fastConfig(as("node"), "op-a", "op"))
-	b := startNode(t, fastConfig(as("node"), "op-b", "op"))
-	pgtest.WaitFor(t, "one leading", 10*time.Second, func() bool { return a.leads("op") || b.leads("op") })
+	a := testnode.Start(t, testnode.FastConfig(as("node"), "op-a", "op"))
+	b := testnode.Start(t, testnode.FastConfig(as("node"), "op-b", "op"))
+	pgtest.WaitFor(t, "one leading", 10*time.Second, func() bool { return a.Leads("op") || b.Leads("op") })
 	for _, role := range []string{"node", "reader", "app", "squat"} {
 		for _, q := range []string{
 			`SELECT pgleader.request_resign('op', NULL, 'x')`,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // Probes of a hostile neighbour with a login (docs/security.md): each was seen to
@@ -65,11 +66,11 @@ func TestHostileScopeBindings(t *testing.T) {
 	})
 
 	// The bound role leads; the intruder's node cannot start on the scope.
-	owner := startNode(t, fastConfig(as("node"), "svc-a-1", "bound", "svc-a/cron"))
+	owner := testnode.Start(t, testnode.FastConfig(as("node"), "svc-a-1", "bound", "svc-a/cron"))
 	pgtest.WaitFor(t, "the bound role leading both scopes", 10*time.Second, func() bool {
-		return owner.leads("bound") && owner.leads("svc-a/cron")
+		return owner.Leads("bound") && owner.Leads("svc-a/cron")
 	})
-	e, err := election.New(fastConfig(intruder, "svc-b-1", "bound"))
+	e, err := election.New(testnode.FastConfig(intruder, "svc-b-1", "bound"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +98,14 @@ func TestHostileScopeBindings(t *testing.T) {
 func TestHostileFailbackAttribution(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
-	victim := startNode(t, fastConfig(as("node"), "victim", "fb"))
-	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.leads("fb") })
+	victim := testnode.Start(t, testnode.FastConfig(as("node"), "victim", "fb"))
+	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.Leads("fb") })
 
-	cfg := fastConfig(as("node2"), "preferred", "fb")
+	cfg := testnode.FastConfig(as("node2"), "preferred", "fb")
 	cfg.Priority = 1000
 	cfg.FailbackAfter = 300 * time.Millisecond
-	pref := startNode(t, cfg)
-	pgtest.WaitFor(t, "the preferred node taking the scope back", 15*time.Second, func() bool { return pref.leads("fb") })
+	pref := testnode.Start(t, cfg)
+	pgtest.WaitFor(t, "the preferred node taking the scope back", 15*time.Second, func() bool { return pref.Leads("fb") })
 	var by, recorded string
 	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT detail->>'by', detail->>'recorded_by' FROM pgleader.audit
@@ -188,18 +189,18 @@ func TestHostileLockKeys(t *testing.T) {
 		t.Fatalf("refused claims left %d rows", n)
 	}
 	// Real nodes lead the scope under its derived key.
-	n1 := startNode(t, fastConfig(node, "real-1", "victim"))
-	pgtest.WaitFor(t, "a real node leading", 10*time.Second, func() bool { return n1.leads("victim") })
+	n1 := testnode.Start(t, testnode.FastConfig(node, "real-1", "victim"))
+	pgtest.WaitFor(t, "a real node leading", 10*time.Second, func() bool { return n1.Leads("victim") })
 
 	// An override: not while held; then recorded by an operator, audited.
 	refused(t, as("operator"), "PLF07", `SELECT pgleader.set_lock_key('victim', 4242)`)
 	refused(t, node, "42501", `SELECT pgleader.set_lock_key('victim', 4242)`)
 	refused(t, as("reader"), "42501", `SELECT pgleader.set_lock_key('victim', 4242)`)
 	exec(t, as("operator"), `SELECT pgleader.set_lock_key('other', 4242)`)
-	cfg := fastConfig(node, "real-2", "other")
+	cfg := testnode.FastConfig(node, "real-2", "other")
 	cfg.LockKeys = map[string]int64{"other": 4242}
-	n2 := startNode(t, cfg)
-	pgtest.WaitFor(t, "a node leading under the recorded override", 10*time.Second, func() bool { return n2.leads("other") })
+	n2 := testnode.Start(t, cfg)
+	pgtest.WaitFor(t, "a node leading under the recorded override", 10*time.Second, func() bool { return n2.Leads("other") })
 	if k := queryInt(t, dsn, `SELECT lock_key FROM pgleader.leader_state WHERE scope = 'other'`); k != 4242 {
 		t.Errorf("scope other has key %d, want the override 4242", k)
 	}
@@ -223,12 +224,12 @@ func TestHostileLeaseTokens(t *testing.T) {
 
 	tokens := map[int64]bool{}
 	for range 3 {
-		cfg := fastConfig(as("node"), "lease-1", "lt")
+		cfg := testnode.FastConfig(as("node"), "lease-1", "lt")
 		cfg.Mode = election.ModeLease
-		n := startNode(t, cfg)
-		pgtest.WaitFor(t, "the lease node leading", 10*time.Second, func() bool { return n.leads("lt") })
+		n := testnode.Start(t, cfg)
+		pgtest.WaitFor(t, "the lease node leading", 10*time.Second, func() bool { return n.Leads("lt") })
 		tokens[queryInt(t, dsn, `SELECT lease_token FROM pgleader.nodes WHERE node_id = 'lease-1'`)] = true
-		n.stop()
+		n.Stop()
 	}
 	if len(tokens) != 3 {
 		t.Errorf("3 registrations of one node id used %d distinct lease tokens, want 3", len(tokens))
@@ -248,15 +249,15 @@ func TestHostileFencedTxBounded(t *testing.T) {
 func testFencedTxBounded(t *testing.T, mode election.Mode) {
 	ctx := context.Background()
 	cfgOf := func(dsn, id string) election.Config {
-		c := fastConfig(dsn, id, "ft")
+		c := testnode.FastConfig(dsn, id, "ft")
 		c.Mode = mode
 		return c
 	}
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	const scope = "ft"
-	a := startNode(t, cfgOf(as("node"), "ft-a"))
-	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.leads(scope) })
+	a := testnode.Start(t, cfgOf(as("node"), "ft-a"))
+	pgtest.WaitFor(t, "a leading", 10*time.Second, func() bool { return a.Leads(scope) })
 	tok, err := a.Scope(scope).Require(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -282,13 +283,13 @@ func testFencedTxBounded(t *testing.T, mode election.Mode) {
 
 	// The leader's process dies (its sessions end); a successor starts.
 	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
-		a.cancel()
+		a.Cancel()
 		_, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE '% ft-a'`)
 		return err
 	})
 	start := time.Now()
-	b := startNode(t, cfgOf(as("node"), "ft-b"))
-	pgtest.WaitFor(t, "the successor leading", 15*time.Second, func() bool { return b.leads(scope) })
+	b := testnode.Start(t, cfgOf(as("node"), "ft-b"))
+	pgtest.WaitFor(t, "the successor leading", 15*time.Second, func() bool { return b.Leads(scope) })
 	took := time.Since(start)
 	select {
 	case err := <-slept:
@@ -298,7 +299,7 @@ func testFencedTxBounded(t *testing.T, mode election.Mode) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the fenced transaction was not ended")
 	}
-	t.Logf("the successor led %v after the leader's sessions ended (trust window %v)", took.Round(time.Millisecond), fastConfig("", "").TrustWindow)
+	t.Logf("the successor led %v after the leader's sessions ended (trust window %v)", took.Round(time.Millisecond), testnode.FastConfig("", "").TrustWindow)
 	if took > 10*time.Second {
 		t.Errorf("the successor waited %v for a fenced transaction", took)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestLockModeRefusesTransactionPooler: behind PgBouncer in transaction or
@@ -22,7 +23,7 @@ func TestLockModeRefusesTransactionPooler(t *testing.T) {
 	for _, mode := range []string{"transaction", "statement"} {
 		t.Run(mode, func(t *testing.T) {
 			via := pgtest.NewBouncer(t, dsn, mode)
-			e, err := election.New(fastConfig(via, "a", "billing"))
+			e, err := election.New(testnode.FastConfig(via, "a", "billing"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,16 +48,16 @@ func TestLeaseModeThroughPgBouncer(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	rec := &recorder{}
-	start := func(id string) *node {
-		c := fastConfig(via, id, "billing")
+	start := func(id string) *testnode.Node {
+		c := testnode.FastConfig(via, id, "billing")
 		c.Mode = election.ModeLease
 		c.Observer = rec
-		return startNode(t, c)
+		return testnode.Start(t, c)
 	}
 	a, b := start("a"), start("b")
-	pgtest.WaitFor(t, "a leader", 15*time.Second, func() bool { return a.leads("billing") || b.leads("billing") })
+	pgtest.WaitFor(t, "a leader", 15*time.Second, func() bool { return a.Leads("billing") || b.Leads("billing") })
 	leader, other := a, b
-	if b.leads("billing") {
+	if b.Leads("billing") {
 		leader, other = b, a
 	}
 	ctx := context.Background()
@@ -84,7 +85,7 @@ func TestLeaseModeThroughPgBouncer(t *testing.T) {
 	if err := leader.Scope("billing").Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WaitFor(t, "the other node to lead", 15*time.Second, func() bool { return other.leads("billing") })
+	pgtest.WaitFor(t, "the other node to lead", 15*time.Second, func() bool { return other.Leads("billing") })
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +106,11 @@ func TestLeaseModeThroughPgBouncer(t *testing.T) {
 // lease-mode nodes campaign for.
 func TestModesDoNotMix(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	c := fastConfig(dsn, "lease-a", "billing")
+	c := testnode.FastConfig(dsn, "lease-a", "billing")
 	c.Mode = election.ModeLease
-	a := startNode(t, c)
-	pgtest.WaitFor(t, "the lease node leads", 15*time.Second, func() bool { return a.leads("billing") })
-	e, err := election.New(fastConfig(dsn, "lock-b", "billing"))
+	a := testnode.Start(t, c)
+	pgtest.WaitFor(t, "the lease node leads", 15*time.Second, func() bool { return a.Leads("billing") })
+	e, err := election.New(testnode.FastConfig(dsn, "lock-b", "billing"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +130,14 @@ func containsFold(s, sub string) bool {
 func TestLockModeThroughSessionPooler(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "session")
-	a := startNode(t, fastConfig(via, "a", "billing"))
-	pgtest.WaitFor(t, "a leads through the session pooler", 15*time.Second, func() bool { return a.leads("billing") })
-	b := startNode(t, fastConfig(via, "b", "billing"))
+	a := testnode.Start(t, testnode.FastConfig(via, "a", "billing"))
+	pgtest.WaitFor(t, "a leads through the session pooler", 15*time.Second, func() bool { return a.Leads("billing") })
+	b := testnode.Start(t, testnode.FastConfig(via, "b", "billing"))
 	awaitRegistered(t, dsn, "b")
 	if err := a.Scope("billing").Resign(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.leads("billing") })
+	pgtest.WaitFor(t, "b leads", 15*time.Second, func() bool { return b.Leads("billing") })
 	var lease string
 	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT coalesce(max(s.setting), '') FROM pg_stat_activity a, LATERAL (SELECT 1) x,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // A's leadership backend is terminated while A's process lives on and keeps its
@@ -65,11 +66,11 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 	bLead.PgConn().Conn().Close() // B dies while pending: both its sockets close
 	bGuard.PgConn().Conn().Close()
 
-	cfg := fastConfig(dsn, "C", "s")
+	cfg := testnode.FastConfig(dsn, "C", "s")
 	cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 200*time.Millisecond
 	cfg.TrustWindow, cfg.SessionLease = W, 1500*time.Millisecond
-	c := startNode(t, cfg)
-	pgtest.WaitFor(t, "C leads", 10*time.Second, func() bool { return c.leads("s") })
+	c := testnode.Start(t, cfg)
+	pgtest.WaitFor(t, "C leads", 10*time.Second, func() bool { return c.Leads("s") })
 	if since := time.Since(aStart); since < W {
 		t.Fatalf("C opened its gate %v after A's last confirmation, inside A's trust window (%v), with A's guard held", since, W)
 	}
@@ -159,30 +160,30 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 	via := *u
 	via.Host = bh.ln.Addr().String()
 	rec := &recorder{}
-	lcfg := fastConfig(dsn, "leader", "s")
+	lcfg := testnode.FastConfig(dsn, "leader", "s")
 	lcfg.Observer = rec
-	l := startNode(t, lcfg)
-	pgtest.WaitFor(t, "leader leads", 5*time.Second, func() bool { return l.leads("s") })
-	fcfg := fastConfig(via.String(), "follower", "s")
+	l := testnode.Start(t, lcfg)
+	pgtest.WaitFor(t, "leader leads", 5*time.Second, func() bool { return l.Leads("s") })
+	fcfg := testnode.FastConfig(via.String(), "follower", "s")
 	fcfg.Observer = rec
-	f := startNode(t, fcfg)
+	f := testnode.Start(t, fcfg)
 	pgtest.WaitFor(t, "follower observes", 5*time.Second, func() bool { return rec.count("follower", election.EventObserved) > 0 })
 	bh.silenceExisting()
 	pgtest.WaitFor(t, "follower's heartbeat failing", 5*time.Second, func() bool {
 		return rec.count("follower", election.EventHeartbeatFailed) > 0
 	})
-	l.stop() // the leader releases: the follower must take over
-	pgtest.WaitFor(t, "follower taking over", 20*time.Second, func() bool { return f.leads("s") })
+	l.Stop() // the leader releases: the follower must take over
+	pgtest.WaitFor(t, "follower taking over", 20*time.Second, func() bool { return f.Leads("s") })
 }
 
 // Resign right after Require succeeded never answers ErrNotLeader.
 func TestResignRightAfterElected(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	cfg := fastConfig(dsn, "a", "s")
+	cfg := testnode.FastConfig(dsn, "a", "s")
 	cfg.ResignCooldown = 20 * time.Millisecond
-	n := startNode(t, cfg)
+	n := testnode.Start(t, cfg)
 	for i := range 30 {
-		pgtest.WaitFor(t, "leadership", 10*time.Second, func() bool { return n.leads("s") })
+		pgtest.WaitFor(t, "leadership", 10*time.Second, func() bool { return n.Leads("s") })
 		if err := n.Scope("s").Resign(context.Background()); err != nil {
 			t.Fatalf("resign %d right after Require succeeded: %v", i, err)
 		}
@@ -194,10 +195,10 @@ func TestResignRightAfterElected(t *testing.T) {
 func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
-	cfg := fastConfig(dsn, "a", "x", "y")
+	cfg := testnode.FastConfig(dsn, "a", "x", "y")
 	cfg.Observer = rec
-	n := startNode(t, cfg)
-	pgtest.WaitFor(t, "leads both", 5*time.Second, func() bool { return n.leads("x") && n.leads("y") })
+	n := testnode.Start(t, cfg)
+	pgtest.WaitFor(t, "leads both", 5*time.Second, func() bool { return n.Leads("x") && n.Leads("y") })
 	ctx := context.Background()
 	tok, err := n.Scope("x").Require(ctx)
 	if err != nil {
@@ -231,15 +232,15 @@ func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 			t.Errorf("scope y suffered from resigning x: %s %s %s", e.Scope, e.Kind, e.Reason)
 		}
 	}
-	if !n.leads("y") {
+	if !n.Leads("y") {
 		t.Fatal("no longer leads y")
 	}
 }
 
 // Subscribing after Run returned gives a channel that is already closed.
 func TestSubscribeAfterStop(t *testing.T) {
-	n := startNode(t, fastConfig(pgtest.MigratedDSN(t), "a", "s"))
-	n.stop()
+	n := testnode.Start(t, testnode.FastConfig(pgtest.MigratedDSN(t), "a", "s"))
+	n.Stop()
 	ch, cancel := n.Subscribe()
 	defer cancel()
 	select {
@@ -259,13 +260,13 @@ func TestSubscribeAfterStop(t *testing.T) {
 func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
-	cfgA := fastConfig(dsn, "a", "x", "y")
+	cfgA := testnode.FastConfig(dsn, "a", "x", "y")
 	cfgA.Observer = rec
-	a := startNode(t, cfgA)
-	pgtest.WaitFor(t, "a leads both", 5*time.Second, func() bool { return a.leads("x") && a.leads("y") })
-	cfgB := fastConfig(dsn, "b", "x", "y")
+	a := testnode.Start(t, cfgA)
+	pgtest.WaitFor(t, "a leads both", 5*time.Second, func() bool { return a.Leads("x") && a.Leads("y") })
+	cfgB := testnode.FastConfig(dsn, "b", "x", "y")
 	cfgB.Observer = rec
-	b := startNode(t, cfgB)
+	b := testnode.Start(t, cfgB)
 	// b campaigns before the request: else a, alone, takes x back after its
 	// cooldown (seen on a loaded machine, where b registered late).
 	pgtest.WaitFor(t, "b registered", 10*time.Second, func() bool {
@@ -279,14 +280,14 @@ func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	if ok := queryInt(t, dsn, "SELECT pgleader.request_resign('x', $1, 'test')::int", epoch); ok != 1 {
 		t.Fatal("the request for the current term was refused")
 	}
-	pgtest.WaitFor(t, "b leads x", 5*time.Second, func() bool { return b.leads("x") })
+	pgtest.WaitFor(t, "b leads x", 5*time.Second, func() bool { return b.Leads("x") })
 	if reason := queryString(t, dsn, "SELECT release_reason FROM pgleader.terms WHERE scope = 'x' AND epoch = $1", epoch); reason != "resigned" {
 		t.Fatalf("term %d of x ended %q, want resigned", epoch, reason)
 	}
 	if got := queryInt(t, dsn, "SELECT epoch FROM pgleader.leader_state WHERE scope = 'x'"); got != epoch+1 {
 		t.Fatalf("x epoch %d, want %d", got, epoch+1)
 	}
-	if !a.leads("y") {
+	if !a.Leads("y") {
 		t.Fatal("a resigned y too: only x was asked")
 	}
 	if n := queryInt(t, dsn, "SELECT count(*) FROM pgleader.audit WHERE kind = 'resign_requested' AND scope = 'x'"); n != 1 {
@@ -294,7 +295,7 @@ func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	}
 	// The mark names the old epoch: b's term is not affected by it.
 	time.Sleep(4 * cfgB.HeartbeatInterval)
-	if !b.leads("x") {
+	if !b.Leads("x") {
 		t.Fatal("b lost x: the old request outlived its term")
 	}
 	assertNoOverlap(t, rec, "x")

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // TestClaimRetriesEndedHolder: a claim that finds a scope still locked by a node
@@ -86,7 +87,7 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 	// (below, after this write; batchQueue.mu orders the two).
 	e.test.retryWait = func(names []string) { waits <- names }
 	sess.ended.noteEnded("ghost")
-	e.onNotification(`{"event":"node_joined","holder":"ghost"}`)
+	e.onHint(hint{Event: protocol.NotifyNodeJoined, Holder: "ghost"})
 	sess.requestClaims([]*Scope{sc}, "")
 	if r := next("claim, ghost rejoined"); !heldByGhost(r) {
 		t.Fatalf("claim with ghost rejoined %+v, want held by ghost", r)

@@ -18,6 +18,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // loginRoles creates login roles for one test: <prefix>_node and <prefix>_node2
@@ -138,11 +139,11 @@ func TestLeastPrivilege(t *testing.T) {
 	refused(t, squat, "P0001", "SELECT 1::integer / 1000.0")
 
 	const scope = "lp"
-	var nodes []*node
+	var nodes []*testnode.Node
 	for _, id := range []string{"lp-a", "lp-b"} {
-		nodes = append(nodes, startNode(t, fastConfig(as("node"), id, scope)))
+		nodes = append(nodes, testnode.Start(t, testnode.FastConfig(as("node"), id, scope)))
 	}
-	var leader *node
+	var leader *testnode.Node
 	pgtest.WaitFor(t, "a leader running as the node role", 10*time.Second, func() bool {
 		ls := leaders(nodes, scope)
 		if len(ls) == 1 {
@@ -228,7 +229,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	t.Run("WrongRoleNamedAtStart", func(t *testing.T) {
 		for role, want := range map[string]string{"reader": "GRANT pgleader_node", "squat": "may not use schema pgleader"} {
-			e, err := election.New(fastConfig(as(role), "wrong-"+role, scope))
+			e, err := election.New(testnode.FastConfig(as(role), "wrong-"+role, scope))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,9 +346,9 @@ func TestSquatterNamed(t *testing.T) {
 				t.Fatal(err)
 			}
 			logs := &syncBuffer{}
-			cfg := fastConfig(as("node"), "sq-"+mode, scope)
+			cfg := testnode.FastConfig(as("node"), "sq-"+mode, scope)
 			cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			n := startNode(t, cfg)
+			n := testnode.Start(t, cfg)
 
 			cc, err := pgx.ParseConfig(as("reader"))
 			if err != nil {
@@ -383,13 +384,13 @@ func TestSquatterNamed(t *testing.T) {
 				return strings.Contains(s, "blocks leadership") && strings.Contains(s, fmt.Sprintf("pid %d", pid)) &&
 					strings.Contains(s, prefix+"_squat")
 			})
-			if n.leads(scope) {
+			if n.Leads(scope) {
 				t.Fatal("the node leads a squatted scope")
 			}
 			if _, err := c.Exec(ctx, "SELECT pg_advisory_unlock_all()"); err != nil {
 				t.Fatal(err)
 			}
-			pgtest.WaitFor(t, "leadership once the squatter let go", 10*time.Second, func() bool { return n.leads(scope) })
+			pgtest.WaitFor(t, "leadership once the squatter let go", 10*time.Second, func() bool { return n.Leads(scope) })
 			snap, err = col.Poll(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -397,7 +398,7 @@ func TestSquatterNamed(t *testing.T) {
 			if sc, _ := snap.Scope(scope); len(sc.Interference) != 0 {
 				t.Errorf("interference after the squatter let go: %+v", sc.Interference)
 			}
-			n.stop()
+			n.Stop()
 		})
 	}
 }

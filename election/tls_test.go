@@ -15,6 +15,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 // TestTLSVerifyFull: the engine works over TLS with full verification, its dedicated
@@ -36,10 +37,10 @@ func TestTLSVerifyFull(t *testing.T) {
 	}
 
 	r := &recorder{}
-	c := fastConfig(dsn, "tls-1", "s")
+	c := testnode.FastConfig(dsn, "tls-1", "s")
 	c.Observer = r
-	n := startNode(t, c)
-	pgtest.WaitFor(t, "leadership over TLS", 10*time.Second, func() bool { return n.leads("s") })
+	n := testnode.Start(t, c)
+	pgtest.WaitFor(t, "leadership over TLS", 10*time.Second, func() bool { return n.Leads("s") })
 
 	var plain int64
 	conn, err := pgx.ConnectConfig(ctx, cfg)
@@ -71,7 +72,7 @@ func TestTLSVerifyFull(t *testing.T) {
 	pgtest.WaitFor(t, "gate_closed after the terminated backend", 5*time.Second, func() bool {
 		return r.count("tls-1", election.EventGateClosed) > 0
 	})
-	pgtest.WaitFor(t, "leadership again over TLS", 10*time.Second, func() bool { return n.leads("s") })
+	pgtest.WaitFor(t, "leadership again over TLS", 10*time.Second, func() bool { return n.Leads("s") })
 
 	// A CA that did not sign the server's certificate: refused, and said so.
 	other := pgtest.NewServer(t, pgserver.Options{TLS: true})

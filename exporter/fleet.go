@@ -34,7 +34,11 @@ type Fleet struct {
 	members []Member
 	exps    []*Exporter          // per member, in order: what /metrics writes (text.go)
 	process *prometheus.Registry // the process's own collectors
-	all     *prometheus.Registry // the same page through a registry (Gatherer)
+	// all holds every member's collector and the process's in one registry:
+	// registering them there checks them against each other (NewFleet fails
+	// on a conflict), and its page is /metrics' as a registry would write it,
+	// which the tests compare text.go's with.
+	all *prometheus.Registry
 }
 
 // labelValue is what a member name may be: a label value, a URL query value and
@@ -84,12 +88,6 @@ func NewFleet(members []Member, opts Options, process ...prometheus.Collector) (
 	}
 	return f, nil
 }
-
-// Gatherer is every member's metrics and the process's through a registry, for
-// embedding the fleet in another registry's page. /metrics writes the same page
-// without one (text.go): over a fleet the registry's checks and sorting cost
-// most of a scrape.
-func (f *Fleet) Gatherer() prometheus.Gatherer { return f.all }
 
 // Ready is the readiness check of the fleet, for Handler: nil while at least one
 // member is ready (the others show as pgleader_collector_up 0, which is what the

@@ -25,7 +25,7 @@ func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
 	const nodes, rounds = 6, 40
 	conns := make([]*pgx.Conn, nodes)
 	for i := range conns {
-		conns[i] = connect(t, cfg)
+		conns[i] = pgtest.ConnectConfig(t, cfg)
 		if _, err := conns[i].Exec(ctx, `SELECT pgleader.lease_register($1, 'h', 1, 'test', '{s}', 10, 30, 130, $2, 1, 0)`,
 			fmt.Sprintf("n%d", i), int64(1000+i)); err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestMigrateRefusesPooler(t *testing.T) {
 		t.Fatal(err)
 	}
 	var exists bool
-	if err := connect(t, direct).QueryRow(context.Background(), "SELECT to_regnamespace('pgleader') IS NOT NULL").Scan(&exists); err != nil || exists {
+	if err := pgtest.ConnectConfig(t, direct).QueryRow(context.Background(), "SELECT to_regnamespace('pgleader') IS NOT NULL").Scan(&exists); err != nil || exists {
 		t.Fatalf("schema created through a refused migration (%v, %v)", exists, err)
 	}
 }

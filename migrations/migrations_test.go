@@ -31,16 +31,6 @@ func setup(t *testing.T) *pgx.ConnConfig {
 	return cfg
 }
 
-func connect(t *testing.T, cfg *pgx.ConnConfig) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.ConnectConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c
-}
-
 func sqlstate(err error) string {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -55,7 +45,7 @@ func TestUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := connect(t, cfg)
+	conn := pgtest.ConnectConfig(t, cfg)
 	if v, err := migrations.Version(ctx, conn); err != nil || v != 0 {
 		t.Fatalf("fresh database: version %d, %v; want 0, nil", v, err)
 	}
@@ -269,7 +259,7 @@ func closeAndWait(t *testing.T, c, other *pgx.Conn) {
 func TestSafetyInSQL(t *testing.T) {
 	ctx := context.Background()
 	cfg := setup(t)
-	a, b := connect(t, cfg), connect(t, cfg)
+	a, b := pgtest.ConnectConfig(t, cfg), pgtest.ConnectConfig(t, cfg)
 
 	// S1: the first grant of a scope is epoch 1, and the claim leaves the lock on
 	// the claiming backend.
@@ -396,7 +386,7 @@ func TestSafetyInSQL(t *testing.T) {
 			t.Fatalf("write with the right epoch but another holder: %v, want PLF01", err)
 		}
 		// Hand over: A's session ends, B claims epoch 2 (S1: one more).
-		a2 := connect(t, cfg)
+		a2 := pgtest.ConnectConfig(t, cfg)
 		closeAndWait(t, a, a2)
 		if ok, e := claim(t, b, "s", "B"); !ok || e != 2 {
 			t.Fatalf("B's claim after A left: acquired=%v epoch=%d, want true 2", ok, e)
@@ -422,7 +412,7 @@ func TestSafetyInSQL(t *testing.T) {
 		// claim waited for the row, and the test saw its lock_timeout, 55P03.
 		// claim_scopes never waits: it answers busy = true and gives the lock
 		// back, for the caller to retry; the bump is still impossible meanwhile.)
-		w := connect(t, cfg)
+		w := pgtest.ConnectConfig(t, cfg)
 		tx, err := w.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -447,7 +437,7 @@ func TestSafetyInSQL(t *testing.T) {
 		}
 		// A successor (C) gets the lock once B's session ends, but its claim must
 		// not bump past the fenced transaction: it answers busy, lock given back.
-		c := connect(t, cfg)
+		c := pgtest.ConnectConfig(t, cfg)
 		closeAndWait(t, b, c)
 		if r := claimScope(t, c, "s", "C"); r.acquired || !r.busy {
 			t.Fatalf("claim while a fenced writer holds the row: %+v, want not acquired, busy", r)
@@ -470,7 +460,7 @@ func TestSafetyInSQL(t *testing.T) {
 	})
 
 	t.Run("Release", func(t *testing.T) {
-		c, d := connect(t, cfg), connect(t, cfg)
+		c, d := pgtest.ConnectConfig(t, cfg), pgtest.ConnectConfig(t, cfg)
 		if ok, e := claim(t, c, "r", "C"); !ok || e != 1 {
 			t.Fatalf("claim r: %v %d", ok, e)
 		}
@@ -517,7 +507,7 @@ func TestSafetyInSQL(t *testing.T) {
 func TestFencedTransactionBoundedByLease(t *testing.T) {
 	ctx := context.Background()
 	cfg := setup(t)
-	a := connect(t, cfg)
+	a := pgtest.ConnectConfig(t, cfg)
 	const claimF = `SELECT acquired, busy, epoch FROM pgleader.claim_scopes($1, 'h', $2, 50, 100, 300, 400, '{f}', ARRAY[pgleader.lock_key('f')])`
 	var ok, busy bool
 	var epoch *int64
@@ -525,7 +515,7 @@ func TestFencedTransactionBoundedByLease(t *testing.T) {
 	if err := a.QueryRow(ctx, claimF, "A", 1).Scan(&ok, &busy, &epoch); err != nil || !ok || epoch == nil || *epoch != 1 {
 		t.Fatalf("A's claim: acquired=%v epoch=%v err=%v, want true 1", ok, epoch, err)
 	}
-	w := connect(t, cfg)
+	w := pgtest.ConnectConfig(t, cfg)
 	tx, err := w.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -535,7 +525,7 @@ func TestFencedTransactionBoundedByLease(t *testing.T) {
 	}
 	// The writer goes idle in its transaction (a frozen client). The successor's
 	// claim is refused only until the server ends that transaction (lease 400ms).
-	b := connect(t, cfg)
+	b := pgtest.ConnectConfig(t, cfg)
 	register(t, b, "B", "f")
 	a.Close(ctx)
 	began := time.Now()

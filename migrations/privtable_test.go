@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestPrivilegeTable holds docs/security.md's "Privileges, function by function"
@@ -52,7 +54,7 @@ func TestPrivilegeTable(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	conn := connect(t, setup(t))
+	conn := pgtest.ConnectConfig(t, setup(t))
 	r, err := conn.Query(ctx, `SELECT DISTINCT p.proname FROM pg_catalog.pg_proc p
 		WHERE p.pronamespace = 'pgleader'::regnamespace AND p.prosecdef ORDER BY 1`)
 	if err != nil {

@@ -52,7 +52,7 @@ SELECT role || ' ' || priv || ' ' || obj FROM (
 // pins its search_path.
 func TestPrivilegesAsDocumented(t *testing.T) {
 	ctx := context.Background()
-	conn := connect(t, setup(t))
+	conn := pgtest.ConnectConfig(t, setup(t))
 
 	rows, err := conn.Query(ctx, sqlPrivileges)
 	if err != nil {
@@ -136,7 +136,7 @@ func TestUpRefusesForeignSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := connect(t, cfg)
+	admin := pgtest.ConnectConfig(t, cfg)
 	role := "mallory_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
 	for _, s := range []string{
 		"CREATE ROLE " + role + " LOGIN",
@@ -153,7 +153,7 @@ func TestUpRefusesForeignSchema(t *testing.T) {
 	})
 	mcfg := cfg.Copy()
 	mcfg.User = role
-	mallory := connect(t, mcfg)
+	mallory := pgtest.ConnectConfig(t, mcfg)
 	if _, err := mallory.Exec(ctx, `CREATE SCHEMA pgleader;
 		CREATE FUNCTION pgleader.fence(text, bigint, text) RETURNS void LANGUAGE sql AS 'SELECT';
 		CREATE FUNCTION pgleader.schema_version() RETURNS int LANGUAGE sql AS 'SELECT 7'`); err != nil {
@@ -184,7 +184,7 @@ func TestUpRefusesForeignSchema(t *testing.T) {
 // to make for an application role and the demo workload.
 func TestHandGrantsTakenBack(t *testing.T) {
 	ctx := context.Background()
-	conn := connect(t, setup(t))
+	conn := pgtest.ConnectConfig(t, setup(t))
 	role := "handgrant_" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "_")
 	for _, s := range []string{
 		"CREATE ROLE " + role + " LOGIN",

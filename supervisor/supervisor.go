@@ -77,10 +77,17 @@ type Config struct {
 	Once bool
 	Wait time.Duration
 	// Ledger, with OncePer or RunKey, makes Once hold across hosts: a run that
-	// completed (exit 0) for the current period (or key) is not run again.
+	// completed (exit 0) for the current period (or key) is not run again. A
+	// run that failed, or whose term ended first, did not complete: a host that
+	// wins the scope later runs it again, so hosts that fire together with a
+	// Wait retry a failed run, each in turn, for as long as their Wait lasts.
 	Ledger  *Ledger
 	OncePer time.Duration
 	RunKey  string
+	// SkippedExit is the code Run returns when Once did not run the command
+	// (another node led past Wait, or the period's run had completed): 0 by
+	// default, like flock -n; another code tells "skipped" from "ran" (flock -E).
+	SkippedExit int
 	// Listen is the local API's address, passed to the child as PGLEADER_LISTEN.
 	Listen string
 	// Events is the node's events file, passed to the child as PGLEADER_EVENTS
@@ -153,6 +160,12 @@ func (c *Config) Check() error {
 	}
 	if c.Wait < 0 {
 		return fmt.Errorf("invalid --wait %v: 0 (one claim round) or a positive duration", c.Wait)
+	}
+	if c.SkippedExit < 0 || c.SkippedExit > 255 {
+		return fmt.Errorf("invalid --skipped-exit %d: an exit code, 0 to 255", c.SkippedExit)
+	}
+	if c.SkippedExit != 0 && !c.Once {
+		return errors.New("--skipped-exit applies to --once (a run that may be skipped): add --once, --once-per or --once-key")
 	}
 	if len(c.Guard) == 0 {
 		return errors.New("no guard command")
@@ -295,7 +308,7 @@ func (s *Supervisor) end(code int, err error) (int, error) {
 	gerr := s.guard.close()
 	s.setState("done", 0, 0)
 	if errors.Is(err, ErrNotRun) {
-		return 0, nil
+		return s.cfg.SkippedExit, nil
 	}
 	if err = errors.Join(err, werr, gerr); err != nil && code == 0 {
 		code = 1

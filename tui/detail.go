@@ -13,6 +13,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // detailName is a detail view's title: its kind and name, marked STALE while
@@ -41,7 +42,7 @@ func (m *Model) detailLines(w, h int) []string {
 	if !ok {
 		return m.detailMissing(st, name, "scope "+termsafe.String(keyLabel(m.detail))+" is not in the latest snapshot (deleted, or filtered by the collector)", w)
 	}
-	label, vt := sc.Verdict.Label(), verdictTone(sc.Verdict)
+	label, vt := show.Verdict(sc.Verdict), verdictTone(sc.Verdict)
 	if m.dbDown(sc.Database) {
 		label, vt = "? was "+string(sc.Verdict)+" (last-known: its database cannot be read)", toneMuted
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // eventDetailLines is the event detail view (Enter on the event log): the
@@ -58,7 +58,7 @@ func (m *Model) eventDetailLines(w, h int) []string {
 	kv("node", ev.Node)
 	if ev.Epoch != 0 {
 		epoch := strconv.FormatInt(ev.Epoch, 10)
-		if l := collector.EpochLabel(ev.Epoch); l != epoch {
+		if l := show.Epoch(ev.Epoch); l != epoch {
 			epoch += " (" + l + ")"
 		}
 		kv("epoch", epoch)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 const eventLogCap = 1000
@@ -387,7 +388,7 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 	switch e.Kind {
 	case collector.EventElected:
 		kind = "★ elected"
-		what = e.Node + " leads " + e.Scope + " at epoch " + collector.EpochLabel(e.Epoch)
+		what = e.Node + " leads " + e.Scope + " at epoch " + show.Epoch(e.Epoch)
 		// The predecessor once: the audit row's detail ("after node-1 (epoch 1)")
 		// names it with its epoch; without it, the holder the state remembers.
 		switch {
@@ -399,12 +400,12 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 		}
 	case collector.EventReleased:
 		kind = "○ released"
-		what = e.Node + " released " + e.Scope + " epoch " + collector.EpochLabel(e.Epoch)
+		what = e.Node + " released " + e.Scope + " epoch " + show.Epoch(e.Epoch)
 	case collector.EventTermClosed:
 		kind = "✖ term closed"
 		// One sentence: the term, how it ended, who closed it (the audit row's
 		// detail says "closed by successor X", which the sentence already says).
-		what = e.Scope + " epoch " + collector.EpochLabel(e.Epoch) + " of " + e.Node + " ended"
+		what = e.Scope + " epoch " + show.Epoch(e.Epoch) + " of " + e.Node + " ended"
 		if e.Reason != "" {
 			what += " (" + e.Reason + ")"
 		}
@@ -420,7 +421,7 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 		t = toneWarn
 	case collector.EventFenceRejected:
 		kind = "‼ fence rejected"
-		what = "database refused a write by " + e.Node + " on " + e.Scope + " at stale epoch " + collector.EpochLabel(e.Epoch)
+		what = "database refused a write by " + e.Node + " on " + e.Scope + " at stale epoch " + show.Epoch(e.Epoch)
 		t = toneBad
 	case collector.EventAlertFiring:
 		kind = "▲ alert"
@@ -459,14 +460,14 @@ func eventParts(e collector.Event) (kind, what string, whole bool, t tone) {
 		kind = "⏏ evicted"
 		what = e.Node + " evicted from " + e.Scope
 		if e.Epoch != 0 {
-			what += " at epoch " + collector.EpochLabel(e.Epoch)
+			what += " at epoch " + show.Epoch(e.Epoch)
 		}
 		t = toneWarn
 	case collector.EventResignRequested:
 		kind = "↷ resign asked"
 		what = e.Node + " asked to resign " + e.Scope
 		if e.Epoch != 0 {
-			what += " at epoch " + collector.EpochLabel(e.Epoch)
+			what += " at epoch " + show.Epoch(e.Epoch)
 		}
 		t = toneWarn
 	case collector.EventHandoverRequested:

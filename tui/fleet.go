@@ -13,6 +13,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // A fleet is a snapshot of several databases (collector.Fleet): its
@@ -270,7 +271,7 @@ func (m *Model) fleetEntries() []fleetEntry {
 		case collector.DatabaseUp:
 			var fine, bad []string // as one database's header: what needs nothing first
 			for _, vc := range c.verdicts {
-				part := itoa(vc.n) + " " + vc.v.Glyph()
+				part := itoa(vc.n) + " " + show.Glyph(vc.v)
 				if vc.v.Troubled() {
 					bad = append(bad, part)
 				} else {

@@ -142,8 +142,8 @@ func fmtStamp(t time.Time) string {
 	return t.Format("15:04:05.000")
 }
 
-// verdictTone is the colour of a verdict; its words and glyph are the
-// collector's (Verdict.Label), its rank too (Verdict.Rank).
+// verdictTone is the colour of a verdict; its words and glyph are
+// show.Verdict's, its rank the collector's (Verdict.Rank).
 func verdictTone(v collector.Verdict) tone {
 	switch v {
 	case collector.VerdictOK:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // headerLines: title, database, source, freshness, interval; then one verdict
@@ -135,7 +136,7 @@ func (m *Model) verdictList(st *styles, order []int, w int) (string, bool) {
 	used := 0
 	for _, i := range order {
 		sc := &m.snap.Scopes[i]
-		label, t := sc.Verdict.Label(), verdictTone(sc.Verdict)
+		label, t := show.Verdict(sc.Verdict), verdictTone(sc.Verdict)
 		name := termsafe.String(sc.Name)
 		n := textWidth(label) + 1 + textWidth(name)
 		if used > 0 {
@@ -202,7 +203,7 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 		used += textWidth(text)
 	}
 	for _, c := range counts {
-		label, t := c.v.Label(), verdictTone(c.v)
+		label, t := show.Verdict(c.v), verdictTone(c.v)
 		part(t, itoa(c.n)+" "+label)
 	}
 	if r := m.retiredText(); r != "" {
@@ -221,7 +222,7 @@ func (m *Model) verdictCounts(st *styles, order []int, w int) string {
 	shown, nw := 0, 0
 	for _, i := range order[:trouble] {
 		sc := &scs[i]
-		glyph, t := sc.Verdict.Glyph(), verdictTone(sc.Verdict)
+		glyph, t := show.Glyph(sc.Verdict), verdictTone(sc.Verdict)
 		name := termsafe.String(sc.Name)
 		n := textWidth(glyph) + 1 + textWidth(name)
 		if shown > 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// demoFaults are the demo's fault keys as lab/demo spells them (it imports
+// demoFaults are the demo's fault keys as package demo spells them (it imports
 // tui, so the test cannot import it): the longest help texts a dashboard shows.
 var demoFaults = []FaultKey{
 	{Key: "K", Help: "kill -9 the leader"},

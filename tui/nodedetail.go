@@ -9,6 +9,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // nodeDetailLines is the node detail view: everything the snapshot says about
@@ -27,7 +28,7 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 	if n.Database != "" {
 		lines = append(lines, kv("database", m.databaseText(st, n.Database)))
 	}
-	state := st.render(nodeTone(n.State), n.State.Label())
+	state := st.render(nodeTone(n.State), show.NodeState(n.State))
 	switch n.State {
 	case collector.NodeLive:
 		state += " · heartbeats on time"
@@ -165,7 +166,7 @@ func (m *Model) nodeScopeLines(st *styles, n collector.Node, kv func(k, v string
 		}
 		text := padRight(termsafe.String(s), width) + "  " + padRight(role, roleW)
 		if sc, ok := findScope(m.snap, keyOf(n.Database, s)); ok {
-			text += "  " + st.render(verdictTone(sc.Verdict), sc.Verdict.Label())
+			text += "  " + st.render(verdictTone(sc.Verdict), show.Verdict(sc.Verdict))
 			if role == "leads" {
 				text += " · epoch " + strconv.FormatInt(sc.Epoch, 10)
 			} else if sc.Leader != "" {
@@ -239,11 +240,11 @@ func supervisedLine(sv *collector.Supervised) string {
 		t += " · pid " + strconv.Itoa(sv.PID)
 	}
 	if sv.Epoch > 0 {
-		t += " · epoch " + collector.EpochLabel(sv.Epoch)
+		t += " · epoch " + show.Epoch(sv.Epoch)
 	}
 	t += " · " + strconv.Itoa(sv.Restarts) + " restarts"
 	if sv.LastExit != nil {
-		t += " · last " + termsafe.String(sv.LastExitText())
+		t += " · last " + termsafe.String(show.LastExit(sv))
 	}
 	return t
 }

@@ -13,14 +13,15 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
 	"github.com/pgleader/pgleader/internal/human"
 )
 
 // Replayer reads the history of a window of time around an instant
-// (collector.ReadHistory on a connection of its own). The dashboard steps
+// (collector.ReadHistory on a connection of its own, rebuilt by replay.New). The dashboard steps
 // through a window in memory and asks for another only past its edges.
 type Replayer interface {
-	History(ctx context.Context, at time.Time) (*collector.History, error)
+	History(ctx context.Context, at time.Time) (*replay.History, error)
 }
 
 // ReplayFleet is Options.Replay over a fleet: the Replayer of each database,
@@ -40,7 +41,7 @@ type DatabaseReplayer struct {
 var errFleetHistory = errors.New("a fleet's history is read per database")
 
 // History refuses (see ReplayFleet).
-func (ReplayFleet) History(context.Context, time.Time) (*collector.History, error) {
+func (ReplayFleet) History(context.Context, time.Time) (*replay.History, error) {
 	return nil, errFleetHistory
 }
 
@@ -49,7 +50,7 @@ func (ReplayFleet) History(context.Context, time.Time) (*collector.History, erro
 // (History nil), shows the database as unreachable.
 type DatabaseHistory struct {
 	Database string
-	History  *collector.History
+	History  *replay.History
 	Err      error
 }
 
@@ -383,7 +384,7 @@ func replaySnapshot(dbs []DatabaseHistory, at time.Time, seq uint64) *collector.
 	}
 	out := &collector.Snapshot{Seq: max(seq, 1), At: at, DBTime: at, FenceRejected: map[string]uint64{},
 		Health: collector.Health{Source: collector.SourceReplay, SlotLagBytes: -1},
-		Replay: &collector.ReplayInfo{At: at, Unknown: slices.Clone(collector.ReplayUnknown)},
+		Replay: &collector.ReplayInfo{At: at, Unknown: slices.Clone(replay.Unknown)},
 		Scopes: []collector.Scope{}, Nodes: []collector.Node{}, Terms: []collector.Term{}, Alerts: []collector.Alert{},
 		Databases: make([]collector.DatabaseState, 0, len(dbs))}
 	info := out.Replay
@@ -558,7 +559,7 @@ func (k keyMap) replayKeysHelp(detail bool) []key.Binding {
 }
 
 // settled is the replayed snapshot s with its terms as a live read gives
-// them (collector.History.At leaves them as recorded, held until the
+// them (replay.History.At leaves them as recorded, held until the
 // instant): each term's last sign of life, whether an open one's holder was
 // silent at the instant, and HeldFor ending at the last sign, so that a crash
 // or a database outage reads as a gap, not as time held. s is not modified.

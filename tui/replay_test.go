@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
 	"github.com/pgleader/pgleader/protocol"
 )
 
@@ -16,7 +17,7 @@ import (
 //	t0-30m  node-a leads billing (epoch 41), node-b reports (epoch 7)
 //	t0-14m  node-a's last heartbeat; W = 1.5 s
 //	t0-14m+3s  node-c claims billing (epoch 42), closing node-a's term as crashed
-func replayHistory() *collector.History {
+func replayHistory() *replay.History {
 	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
 	crash := t0.Add(-14 * time.Minute)
 	claim := crash.Add(3 * time.Second)
@@ -27,7 +28,7 @@ func replayHistory() *collector.History {
 	}
 	a := node("node-a", "host-a")
 	a.Registered = crash.Add(time.Minute) // restarted after its crash
-	return collector.NewHistory(collector.HistoryRows{
+	return replay.New(collector.HistoryRows{
 		From: t0.Add(-40 * time.Minute), To: t0, DBNow: t0, Earliest: t0.Add(-time.Hour),
 		Scopes: []collector.HistoryScope{
 			{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 42, Holder: "node-c", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)},
@@ -150,11 +151,11 @@ func TestReplay(t *testing.T) {
 }
 
 // oneHistory is the windows of history of one database.
-func oneHistory(h *collector.History) []DatabaseHistory { return []DatabaseHistory{{History: h}} }
+func oneHistory(h *replay.History) []DatabaseHistory { return []DatabaseHistory{{History: h}} }
 
-type fakeReplayer struct{ h *collector.History }
+type fakeReplayer struct{ h *replay.History }
 
-func (f fakeReplayer) History(context.Context, time.Time) (*collector.History, error) {
+func (f fakeReplayer) History(context.Context, time.Time) (*replay.History, error) {
 	return f.h, nil
 }
 
@@ -162,7 +163,7 @@ func TestReplayReadsTheNextWindow(t *testing.T) {
 	// A window that ends at t0-10m with a transition recorded after it: the
 	// step past the edge reads the window around that transition.
 	later := t0.Add(-5 * time.Minute)
-	first := collector.NewHistory(collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0.Add(-10 * time.Minute),
+	first := replay.New(collector.HistoryRows{From: t0.Add(-40 * time.Minute), To: t0.Add(-10 * time.Minute),
 		DBNow: t0, Earliest: t0.Add(-time.Hour), After: later})
 	m, _ := setup(t, healthySnapshot(), func(o *Options) {
 		o.ReplayFrom, o.ReplayAt = oneHistory(first), t0.Add(-20*time.Minute)
@@ -203,7 +204,7 @@ func TestReplayUnknownNodes(t *testing.T) {
 // ordersHistory is another database's history with the same scope names:
 // in orders, node-x leads billing from t0-20m until it crashes at t0-10m;
 // node-y claims it 1 s later.
-func ordersHistory() *collector.History {
+func ordersHistory() *replay.History {
 	timing := collector.Timing{HeartbeatInterval: 500 * time.Millisecond, TrustWindow: 1500 * time.Millisecond, SessionLease: 2 * time.Second}
 	crash := t0.Add(-10 * time.Minute)
 	node := func(id string) collector.HistoryNode {
@@ -211,7 +212,7 @@ func ordersHistory() *collector.History {
 			LastSeen: t0, Scopes: []string{"billing"}, Timing: timing, Priority: 1, Mode: "lock", Version: "v1.4.0"},
 			Registered: t0.Add(-time.Hour)}
 	}
-	return collector.NewHistory(collector.HistoryRows{
+	return replay.New(collector.HistoryRows{
 		From: t0.Add(-40 * time.Minute), To: t0, DBNow: t0, Earliest: t0.Add(-time.Hour),
 		Scopes: []collector.HistoryScope{
 			{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 9, Holder: "node-y", LastHeartbeat: t0, Timing: timing, First: t0.Add(-time.Hour)},
@@ -316,7 +317,7 @@ func TestReplayStepsVisibly(t *testing.T) {
 	}
 	rows.Audit = []collector.HistoryAudit{{ID: 1, At: claim.Add(60 * time.Microsecond), Scope: "billing", Node: "node-b", Epoch: 2, Kind: "elected"}}
 	m, _ := setup(t, healthySnapshot(), func(o *Options) {
-		o.ReplayFrom, o.ReplayAt = oneHistory(collector.NewHistory(rows)), t0.Add(-20*time.Minute)
+		o.ReplayFrom, o.ReplayAt = oneHistory(replay.New(rows)), t0.Add(-20*time.Minute)
 	})
 	keys(m, "]")
 	at := m.snap.Replay.At

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // cellWidth is the widest a human.Cell duration gets ("59m59s").
@@ -191,7 +192,7 @@ func scopeCells(sc *collector.Scope) []cell {
 	c := make([]cell, len(scopeColumns))
 	c[scDatabase] = cell{text: sc.Database}
 	c[scName] = cell{text: sc.Name}
-	c[scVerdict] = cell{text: sc.Verdict.Label(), tone: verdictTone(sc.Verdict)}
+	c[scVerdict] = cell{text: show.Verdict(sc.Verdict), tone: verdictTone(sc.Verdict)}
 	idle := sc.Verdict == collector.VerdictIdle
 	switch {
 	case sc.HandoverTo != "":
@@ -229,7 +230,7 @@ func scopeCells(sc *collector.Scope) []cell {
 		c[scTenure] = cell{text: "—", tone: toneMuted}
 		c[scHeartbeat] = cell{text: "—", tone: toneMuted}
 	}
-	c[scEpoch] = cell{text: collector.EpochLabel(sc.Epoch)}
+	c[scEpoch] = cell{text: show.Epoch(sc.Epoch)}
 	if len(sc.Followers) == 0 {
 		t := toneWarn
 		if idle {
@@ -356,7 +357,7 @@ func (m *Model) nodeCells(n *collector.Node) []cell {
 			c[ndPID].tone = toneMuted // a pid that no longer runs pgleader
 		}
 	}
-	c[ndState] = cell{text: n.State.Label(), tone: nodeTone(n.State)}
+	c[ndState] = cell{text: show.NodeState(n.State), tone: nodeTone(n.State)}
 	if k := m.nodeAlerts[keyOf(n.Database, n.ID)]; k > 0 && c[ndState].tone != toneBad {
 		c[ndState] = cell{text: "▲ " + plural(k, "alert"), tone: toneWarn}
 	}
@@ -541,7 +542,7 @@ func (m *Model) termRows() []row {
 func termCells(t collector.Term) []cell {
 	c := make([]cell, len(termColumns))
 	c[tmDatabase] = cell{text: t.Database}
-	c[tmEpoch] = cell{text: collector.EpochLabel(t.Epoch)}
+	c[tmEpoch] = cell{text: show.Epoch(t.Epoch)}
 	c[tmScope] = cell{text: t.Scope}
 	c[tmLeader] = cell{text: t.Holder}
 	c[tmStarted] = cell{text: fmtClock(t.AcquiredAt)}

@@ -109,7 +109,7 @@ func (m *Model) timelineNow() time.Time {
 // dbFailovers are the times in [start, now] the database failed over: the
 // collector's failover events, and the first term of a scope granted on a
 // later WAL timeline than its previous term (an epoch that crossed a 2^40
-// boundary; EpochLabel prints it "t2·N").
+// boundary; show.Epoch prints it "t2·N").
 func (m *Model) dbFailovers(start, now time.Time) []time.Time {
 	var out []time.Time
 	in := func(at time.Time) bool { return !at.Before(start) && !at.After(now) }

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 func TestDetailView(t *testing.T) {
@@ -468,7 +469,7 @@ func TestCompactPanesReachable(t *testing.T) {
 		case paneNodes:
 			last = "node-c"
 		case paneTerms:
-			last = collector.EpochLabel(s.Terms[len(s.Terms)-1].Epoch) + "  " + s.Terms[len(s.Terms)-1].Scope
+			last = show.Epoch(s.Terms[len(s.Terms)-1].Epoch) + "  " + s.Terms[len(s.Terms)-1].Scope
 		case paneEvents:
 			last = "node-x leads billing at epoch 102"
 		}

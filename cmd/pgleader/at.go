@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/termsafe"
@@ -58,8 +59,9 @@ func parseAt(flag, s string, now time.Time) (time.Time, error) {
 }
 
 // readHistory reads the window of history around at on a connection of its
-// own (collector.ReadHistory). A TIME in the future is bad input.
-func readHistory(ctx context.Context, cfg *pgx.ConnConfig, at time.Time) (*collector.History, error) {
+// own (collector.ReadHistory) and rebuilds it (replay.New). A TIME in the
+// future is bad input.
+func readHistory(ctx context.Context, cfg *pgx.ConnConfig, at time.Time) (*replay.History, error) {
 	cfg = cfg.Copy()
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec // unnamed statements: through any pooler
 	conn, err := pgsession.Connect(ctx, cfg)
@@ -67,11 +69,14 @@ func readHistory(ctx context.Context, cfg *pgx.ConnConfig, at time.Time) (*colle
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	h, err := collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
+	rows, err := collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
 	if errors.Is(err, collector.ErrReplayFuture) {
 		return nil, cli.BadInput("--at: %v", err)
 	}
-	return h, err
+	if err != nil {
+		return nil, err
+	}
+	return replay.New(rows), nil
 }
 
 // topReplayer reads further windows of history for the dashboard.
@@ -79,7 +84,7 @@ type topReplayer struct{ cfg *pgx.ConnConfig }
 
 var _ tui.Replayer = topReplayer{}
 
-func (r topReplayer) History(ctx context.Context, at time.Time) (*collector.History, error) {
+func (r topReplayer) History(ctx context.Context, at time.Time) (*replay.History, error) {
 	return readHistory(ctx, r.cfg, at)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
 	"github.com/pgleader/pgleader/protocol"
 )
 
@@ -26,7 +27,7 @@ func replaySnapshot() *collector.Snapshot {
 			LastSeen: at.Add(14 * time.Minute), Scopes: []string{"billing", "reports"}, Timing: timing, Priority: 1, Mode: "lock"},
 			Registered: registered}
 	}
-	h := collector.NewHistory(collector.HistoryRows{
+	h := replay.New(collector.HistoryRows{
 		From: at.Add(-time.Hour), To: at.Add(14 * time.Minute), DBNow: at.Add(14 * time.Minute), Earliest: day,
 		Scopes: []collector.HistoryScope{
 			{Name: "billing", LockKey: 1, Mode: "lock", Epoch: 42, Holder: "node-c", Timing: timing, First: day},

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestParseAt(t *testing.T) {
@@ -48,7 +50,7 @@ func TestParseAt(t *testing.T) {
 func TestStatusAt(t *testing.T) {
 	dsn, c := startNodes(t, "billing", "n1", "n2")
 	var leader string
-	waitFor(t, "a leader with a follower", func() bool {
+	pgtest.WaitEvery(t, "a leader with a follower", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		if r.code != 0 || len(lines) != 2 {
@@ -73,7 +75,7 @@ func TestStatusAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := map[string]string{"n1": "n2", "n2": "n1"}[leader]
-	waitFor(t, "the takeover", func() bool {
+	pgtest.WaitEvery(t, "the takeover", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
 		return strings.Contains(r.stdout, "billing\tDEGRADED\t"+other+"\t2\t")
 	})

@@ -7,13 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/operator"
 )
 
 // bindingCommands are `pgleader scope bind|unbind|bindings|key`: which logins may
@@ -66,11 +65,11 @@ without the scope, under a login of one of the roles.`,
 				return err
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				c, err := a.actionCollector(t)
+				op, err := newOperator(t, nil, a.log)
 				if err != nil {
 					return err
 				}
-				bs, ks, err := c.Bindings(ctx)
+				bs, ks, err := op.Bindings(ctx)
 				if err != nil {
 					return err
 				}
@@ -111,12 +110,12 @@ first). Needs pgleader_operator or the owner; audited (lock_key_set).`,
 				return cli.BadInput("key %q: give the KEY its nodes use, or --derived", scope)
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				c, err := a.actionCollector(t)
+				op, err := newOperator(t, nil, a.log)
 				if err != nil {
 					return err
 				}
-				got, err := c.SetLockKey(ctx, scope, k)
-				if errors.Is(err, collector.ErrBindingRefused) {
+				got, err := op.SetLockKey(ctx, scope, k)
+				if errors.Is(err, operator.ErrBindingRefused) {
 					return cli.BadInput("%v", err)
 				} else if err != nil {
 					return err
@@ -128,11 +127,6 @@ first). Needs pgleader_operator or the owner; audited (lock_key_set).`,
 	}
 	key.Flags().BoolVar(&derived, "derived", false, "go back to the derived key")
 	return []*cobra.Command{bind, unbind, list, key}
-}
-
-// actionCollector is the collector of a one-off action (no polling).
-func (a *app) actionCollector(t cli.Target) (*collector.Collector, error) {
-	return newCollector(t, time.Second, false, a.log, sourceFlags{source: string(collector.SourceModeNotify)})
 }
 
 // bind runs `scope bind` (roles) or `scope unbind` (no roles).
@@ -150,12 +144,12 @@ func (a *app) bind(cmd *cobra.Command, name string, prefix bool, roles []string)
 		}
 	}
 	return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-		c, err := a.actionCollector(t)
+		op, err := newOperator(t, nil, a.log)
 		if err != nil {
 			return err
 		}
-		conflicts, err := c.Bind(ctx, name, prefix, roles)
-		if errors.Is(err, collector.ErrBindingRefused) {
+		conflicts, err := op.Bind(ctx, name, prefix, roles)
+		if errors.Is(err, operator.ErrBindingRefused) {
 			return cli.BadInput("%v", err)
 		} else if err != nil {
 			return err
@@ -177,15 +171,19 @@ func (a *app) bind(cmd *cobra.Command, name string, prefix bool, roles []string)
 	})
 }
 
+// bindingsJSON is `pgleader scope bindings -o json`: the bindings, then the
+// lock keys that are not the derived ones (empty lists, never null).
+type bindingsJSON struct {
+	Bindings []operator.Binding     `json:"bindings"`
+	Keys     []operator.KeyOverride `json:"lock_keys"`
+}
+
 // writeBindings prints `scope bindings`.
-func writeBindings(a *app, bs []collector.Binding, ks []collector.KeyOverride, format string) error {
+func writeBindings(a *app, bs []operator.Binding, ks []operator.KeyOverride, format string) error {
 	w := a.stdout
 	switch format {
 	case cli.FormatJSON:
-		return cli.WriteJSON(w, struct {
-			Bindings []collector.Binding     `json:"bindings"`
-			Keys     []collector.KeyOverride `json:"lock_keys"`
-		}{orEmpty(bs), orEmpty(ks)})
+		return cli.WriteJSON(w, bindingsJSON{Bindings: orEmpty(bs), Keys: orEmpty(ks)})
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "kind\tname\troles_or_key\tby")
 		for _, b := range bs {

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/lab/demo"
-	"github.com/pgleader/pgleader/lab/reaper"
+	"github.com/pgleader/pgleader/demo"
+	"github.com/pgleader/pgleader/demo/reaper"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -141,7 +141,7 @@ With --dsn the demo writes to that database (schema pgleader, created if missing
 	return cmd
 }
 
-// reapCommand is the demo's reaper child (lab/reaper): hidden.
+// reapCommand is the demo's reaper child (demo/reaper): hidden.
 func (a *app) reapCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    reaper.Command,

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestExporterNodeLifecycle: --node-retention is checked (one line, exit 2),
@@ -38,7 +39,7 @@ func TestExporterNodeLifecycle(t *testing.T) {
 	series := func(restarts int) string {
 		return `pgleader_node_restarts{database="` + pc.Database + `",node="crashy"} ` + itoa(restarts) + "\n"
 	}
-	waitFor(t, "crashy with 0 restarts in /metrics", func() bool {
+	pgtest.WaitEvery(t, "crashy with 0 restarts in /metrics", 20*time.Second, 100*time.Millisecond, func() bool {
 		_, body := httpGet(addr, "/metrics")
 		return strings.Contains(body, series(0))
 	})
@@ -54,7 +55,7 @@ func TestExporterNodeLifecycle(t *testing.T) {
 	if _, err := c.Start("crashy"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "crashy with 1 restart in /metrics", func() bool {
+	pgtest.WaitEvery(t, "crashy with 1 restart in /metrics", 20*time.Second, 100*time.Millisecond, func() bool {
 		_, body := httpGet(addr, "/metrics")
 		return strings.Contains(body, series(1))
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 // The reports of status and history over named targets (--target,
@@ -62,36 +63,58 @@ func (a *app) targetError(name string, err error) string {
 // object {"verdict", "targets": [{"target", "status" | "error"}]} (-o json).
 //
 // With at set (--at), each database's moment is rebuilt from its history
-// (collector.History) instead of read live: each section opens with its REPLAY
+// (replay.History) instead of read live: each section opens with its REPLAY
 // line (on stderr for TSV), each status object carries its replay object.
 func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []string, output string, src sourceFlags, at time.Time) error {
-	type read struct {
-		snap *collector.Snapshot
-	}
-	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (read, error) {
+	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (*collector.Snapshot, error) {
 		if !at.IsZero() {
 			h, err := readHistory(ctx, t.Config, at)
 			if err != nil {
-				return read{}, err
+				return nil, err
 			}
 			snap := h.At(at)
 			snap.Health.Database = redacted(t.Target)
-			return read{snap}, nil
+			return snap, nil
 		}
 		c, err := newCollector(t.Target, collectorInterval, false, quietLogger(), src)
 		if err != nil {
-			return read{}, err
+			return nil, err
 		}
-		snap, err := c.Poll(ctx)
-		return read{snap}, err
+		return c.Poll(ctx)
 	})
+	return statusExit(a.writeStatusTargets(results, scopes, output)) // UNREACHABLE, unless a split brain is known elsewhere
+}
+
+// targetsStatusJSON is `pgleader status -o json` over named targets: the
+// worst verdict of them all (UNREACHABLE for a database that could not be
+// read, unless a split brain is known elsewhere), then each database.
+type targetsStatusJSON struct {
+	Verdict collector.Verdict  `json:"verdict"`
+	Targets []targetStatusJSON `json:"targets"`
+}
+
+// targetStatusJSON is one database of targetsStatusJSON: its status (as
+// statusJSON, verbatim) or why it could not be read.
+type targetStatusJSON struct {
+	Target string          `json:"target"`
+	Status json.RawMessage `json:"status,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// targetErrorJSON is a database `pgleader history -o json` over named targets
+// could not read, after the terms of those it could (targetTerm): a reader of
+// the JSON alone knows what it lacks.
+type targetErrorJSON struct {
+	Target string `json:"target"`
+	Error  string `json:"error"`
+}
+
+// writeStatusTargets prints what statusTargets read and returns the worst
+// verdict among the databases, UNREACHABLE for one that could not be read.
+// Errors go to stderr, in every format.
+func (a *app) writeStatusTargets(results []targetResult[*collector.Snapshot], scopes []string, output string) collector.Verdict {
 	worst := collector.VerdictOK
-	type jsonTarget struct {
-		Target string          `json:"target"`
-		Status json.RawMessage `json:"status,omitempty"`
-		Error  string          `json:"error,omitempty"`
-	}
-	var docs []jsonTarget
+	var docs []targetStatusJSON
 	for i, r := range results {
 		name := r.target.Name
 		if r.err != nil {
@@ -100,40 +123,37 @@ func (a *app) statusTargets(ctx context.Context, ts []cli.NamedTarget, scopes []
 			fmt.Fprintln(a.stderr, line) // errors on stderr, in every format
 			switch output {
 			case cli.FormatJSON:
-				docs = append(docs, jsonTarget{Target: name, Error: line})
+				docs = append(docs, targetStatusJSON{Target: name, Error: line})
 			case cli.FormatTable:
-				fmt.Fprintf(a.stdout, "%s── %s ── %s (see stderr)\n", sectionGap(i), name, collector.VerdictUnreachable.Label())
+				fmt.Fprintf(a.stdout, "%s── %s ── %s (see stderr)\n", sectionGap(i), name, show.Verdict(collector.VerdictUnreachable))
 			}
 			continue
 		}
 		var b bytes.Buffer
-		v := writeStatus(&b, r.value.snap, scopes, output)
+		v := writeStatus(&b, r.value, scopes, output)
 		if v.Known() {
 			worst = v.WorseOf(worst)
 		}
 		switch output {
 		case cli.FormatJSON:
-			docs = append(docs, jsonTarget{Target: name, Status: bytes.TrimSpace(b.Bytes())})
+			docs = append(docs, targetStatusJSON{Target: name, Status: bytes.TrimSpace(b.Bytes())})
 		case cli.FormatTSV:
-			if info := r.value.snap.Replay; info != nil {
+			if info := r.value.Replay; info != nil {
 				fmt.Fprintln(a.stderr, name+": "+replayLine(info))
 			}
 			writePrefixedTSV(a.stdout, b.String(), name, i == 0)
 		default:
-			fmt.Fprintf(a.stdout, "%s── %s ── %s\n", sectionGap(i), name, termsafe.String(r.value.snap.Health.Database))
-			if info := r.value.snap.Replay; info != nil {
+			fmt.Fprintf(a.stdout, "%s── %s ── %s\n", sectionGap(i), name, termsafe.String(r.value.Health.Database))
+			if info := r.value.Replay; info != nil {
 				writeReplayHead(a.stdout, info)
 			}
 			_, _ = io.Copy(a.stdout, &b)
 		}
 	}
 	if output == cli.FormatJSON {
-		_ = cli.WriteJSON(a.stdout, struct {
-			Verdict collector.Verdict `json:"verdict"`
-			Targets []jsonTarget      `json:"targets"`
-		}{worst, docs})
+		_ = cli.WriteJSON(a.stdout, targetsStatusJSON{Verdict: worst, Targets: docs})
 	}
-	return statusExit(worst) // UNREACHABLE, unless a split brain is known elsewhere
+	return worst
 }
 
 // collectorInterval is the poll interval of a collector that reads once.
@@ -174,21 +194,24 @@ func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQu
 	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) ([]collector.Term, error) {
 		return readTerms(ctx, t.Config, q.scopes, q.window, q.limit)
 	})
+	return a.writeHistoryTargets(results, q.limit, output)
+}
+
+// writeHistoryTargets prints what historyTargets read: the newest terms of
+// every database merged newest first (at most limit in all); a database that
+// could not be read is said on stderr, in the JSON too, and exits 6.
+func (a *app) writeHistoryTargets(results []targetResult[[]collector.Term], limit int, output string) error {
 	type row struct {
 		term   collector.Term
 		target string
 	}
 	var rows []row
-	type targetError struct {
-		Target string `json:"target"`
-		Error  string `json:"error"`
-	}
-	var errs []targetError
+	var errs []targetErrorJSON
 	for _, r := range results {
 		if r.err != nil {
 			line := a.targetError(r.target.Name, r.err)
 			fmt.Fprintln(a.stderr, line) // errors on stderr, in every format
-			errs = append(errs, targetError{r.target.Name, line})
+			errs = append(errs, targetErrorJSON{Target: r.target.Name, Error: line})
 			continue
 		}
 		for _, t := range r.value {
@@ -196,7 +219,7 @@ func (a *app) historyTargets(ctx context.Context, ts []cli.NamedTarget, q termQu
 		}
 	}
 	slices.SortStableFunc(rows, func(x, y row) int { return y.term.AcquiredAt.Compare(x.term.AcquiredAt) })
-	rows = rows[:min(len(rows), q.limit)]
+	rows = rows[:min(len(rows), limit)]
 	terms, targets := make([]collector.Term, len(rows)), make([]string, len(rows))
 	for i, r := range rows {
 		terms[i], targets[i] = r.term, r.target

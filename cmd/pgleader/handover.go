@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/operator"
 )
 
 func (a *app) handoverCommand() *cobra.Command {
@@ -59,13 +59,13 @@ the login role and where it came from).`,
 				return cli.BadInput("--timeout %v: must be positive", timeout)
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				c, err := newCollector(t, time.Second, false, a.log, sourceFlags{source: string(collector.SourceModeNotify)})
+				op, err := newOperator(t, nil, a.log)
 				if err != nil {
 					return err
 				}
-				res, err := c.Handover(ctx, scope, to, operatorVia("pgleader handover"), timeout)
+				res, err := op.Handover(ctx, scope, to, operatorVia("pgleader handover"), timeout)
 				switch {
-				case errors.Is(err, collector.ErrHandoverRefused):
+				case errors.Is(err, operator.ErrHandoverRefused):
 					return cli.BadInput("%v", err)
 				case err != nil:
 					return err
@@ -108,13 +108,13 @@ it again revives it. Needs the operator role; audited (scope_retired).`,
 				return err
 			}
 			return a.withCheckedTarget(cmd, func(ctx context.Context, t cli.Target) error {
-				c, err := newCollector(t, time.Second, false, a.log, sourceFlags{source: string(collector.SourceModeNotify)})
+				op, err := newOperator(t, nil, a.log)
 				if err != nil {
 					return err
 				}
-				done, err := c.Retire(ctx, scope, operatorVia("pgleader scope retire"))
+				done, err := op.Retire(ctx, scope, operatorVia("pgleader scope retire"))
 				switch {
-				case errors.Is(err, collector.ErrRetireRefused):
+				case errors.Is(err, operator.ErrRetireRefused):
 					return cli.BadInput("%v", err)
 				case err != nil:
 					return err

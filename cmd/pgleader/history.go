@@ -21,6 +21,7 @@ import (
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 func (a *app) historyCommand() *cobra.Command {
@@ -463,7 +464,7 @@ func writeTargetTerms(w io.Writer, terms []collector.Term, targets []string, for
 		if t.Epoch == 1 && t.HandoverGap == 0 {
 			gap = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), collector.EpochLabel(t.Epoch), safe(t.Holder), orDash(safe(t.Hostname)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(t.Scope), show.Epoch(t.Epoch), safe(t.Holder), orDash(safe(t.Hostname)),
 			gap, t.AcquiredAt.Local().Format("2006-01-02 15:04:05.000"), held, ended)
 	}
 	return tw.Flush()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestHistoryHandedOver: a term handed over names its successor in the table
@@ -133,12 +134,12 @@ func TestHistoryDeadHolders(t *testing.T) {
 		return ""
 	}
 	var first string
-	waitFor(t, "a leader with a follower", func() bool { first = leader(); return first != "" })
+	pgtest.WaitEvery(t, "a leader with a follower", 20*time.Second, 100*time.Millisecond, func() bool { first = leader(); return first != "" })
 	if _, err := c.Node(first).Kill(); err != nil {
 		t.Fatal(err)
 	}
 	second := map[string]string{"n1": "n2", "n2": "n1"}[first]
-	waitFor(t, "the takeover", func() bool {
+	pgtest.WaitEvery(t, "the takeover", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "history", "--dsn", dsn, "-o", "tsv")
 		return strings.Count(r.stdout, "\n") == 3 && strings.Contains(r.stdout, "\t"+second+"\t")
 	})
@@ -146,7 +147,7 @@ func TestHistoryDeadHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	var terms []collector.Term
-	waitFor(t, "the second holder silent", func() bool {
+	pgtest.WaitEvery(t, "the second holder silent", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "history", "--dsn", dsn, "-o", "json")
 		terms = nil
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &terms) == nil && len(terms) == 2 && terms[0].Silent

@@ -231,7 +231,7 @@ func assertNoRawControl(t *testing.T, out string) {
 // command that prints them.
 func TestHostileRowsEndToEnd(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	scope, node, host := evil("scope"), evil("node"), evil("host")
 	for _, q := range []struct {
 		sql  string

@@ -12,8 +12,9 @@ import (
 	"github.com/pgleader/pgleader/lab/chaos"
 )
 
-// labCommands are the hidden commands of a lab build: lab-writer, the child
-// that a supervised chaos run starts under pgleader run.
+// labCommands are the commands of a lab build beyond bench and chaos:
+// conformance, and the hidden lab-writer, the child that a supervised chaos run
+// starts under pgleader run.
 func (a *app) labCommands() []*cobra.Command {
 	var interval time.Duration
 	cmd := &cobra.Command{
@@ -34,5 +35,5 @@ func (a *app) labCommands() []*cobra.Command {
 		}),
 	}
 	cmd.Flags().DurationVar(&interval, "interval", 20*time.Millisecond, "time between writes")
-	return []*cobra.Command{cmd}
+	return []*cobra.Command{cmd, a.conformanceCommand()}
 }

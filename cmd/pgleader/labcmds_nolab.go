@@ -8,8 +8,11 @@ import (
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 )
 
-// labCommands: the shipped binary has none.
-func (a *app) labCommands() []*cobra.Command { return nil }
+// labCommands: the shipped binary has none but conformance's pointer to the
+// lab binary.
+func (a *app) labCommands() []*cobra.Command {
+	return []*cobra.Command{a.movedToLab("conformance")}
+}
 
 // The fault lab (chaos, with toxiproxy) and the benchmarks are built into
 // pgleader-lab only: they would double the production binary's dependencies

@@ -8,7 +8,7 @@ import "github.com/spf13/cobra"
 func (a *app) runCommand() *cobra.Command  { return a.linuxOnlyCommand("run") }
 func (a *app) demoCommand() *cobra.Command { return a.linuxOnlyCommand("demo") }
 
-// reapCommand stands for the demo's hidden reaper child (lab/reaper's Command).
+// reapCommand stands for the demo's hidden reaper child (demo/reaper's Command).
 func (a *app) reapCommand() *cobra.Command {
 	c := a.linuxOnlyCommand("demo")
 	c.Use, c.Hidden = "__reap", true

@@ -111,7 +111,7 @@ func TestListenHostile(t *testing.T) {
 		"--events", events, "--events-heartbeats=false", "--log-level", "info"), "node")
 	p.cmd.Env = cleanEnv()
 	pid := p.cmd.Process.Pid
-	db := connect(t, dsn)
+	db := pgtest.Connect(t, dsn)
 	ctx := context.Background()
 
 	// leader waits until the node leads the scope on a backend other than not.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/election/electionlog"
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/workload"
 )
@@ -216,7 +217,7 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 		if !f.eventHeartbeats {
 			ns.events.OmitHeartbeats()
 		}
-		e.ObserveSync(ns.events) // the file records an event before the engine acts on it
+		e.ObserveSync(electionlog.Observer(ns.events)) // the file records an event before the engine acts on it
 	}
 	return ns, nil
 }

@@ -21,8 +21,10 @@ var nodeFiles = []string{"node.go", "node_nolab.go", "main.go", "root.go", "targ
 	"run.go", "listen.go", "isleader.go", "labcmds_nolab.go"}
 
 // labFree are the import path prefixes the node's code path must not reach: the
-// lab (harnesses, fault injection, test servers) and the fault proxy.
-var labFree = []string{"github.com/pgleader/pgleader/lab/", "github.com/Shopify/toxiproxy"}
+// lab (harnesses, fault injection, test servers), the demo that drives it, and
+// the fault proxy.
+var labFree = []string{"github.com/pgleader/pgleader/lab/", "github.com/pgleader/pgleader/demo",
+	"github.com/Shopify/toxiproxy"}
 
 // TestNodeImportsNoLab: `pgleader node` links neither lab/ nor toxiproxy through
 // its own files, and the contract workload it runs (--work-interval) is a

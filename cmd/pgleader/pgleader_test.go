@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -14,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/lab/pgtest"
@@ -180,7 +176,7 @@ func TestBadInput(t *testing.T) {
 		if _, err := os.Stat(eventsPath); !os.IsNotExist(err) {
 			t.Errorf("events file exists after a failed start (%v)", err)
 		}
-		conn := connect(t, fresh)
+		conn := pgtest.Connect(t, fresh)
 		var n int
 		if err := conn.QueryRow(context.Background(),
 			"SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'").Scan(&n); err != nil || n != 0 {
@@ -286,7 +282,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("second: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 		}
 		var v int
-		if err := connect(t, dsn).QueryRow(context.Background(), "SELECT pgleader.schema_version()").Scan(&v); err != nil || v != migrations.Latest {
+		if err := pgtest.Connect(t, dsn).QueryRow(context.Background(), "SELECT pgleader.schema_version()").Scan(&v); err != nil || v != migrations.Latest {
 			t.Fatalf("schema_version %d, %v", v, err)
 		}
 	})
@@ -358,7 +354,7 @@ func TestNode(t *testing.T) {
 		t.Fatal("node did not exit within 15s of SIGTERM")
 	}
 
-	lines := readEvents(t, events)
+	lines := pgtest.JSONLines(t, events)
 	if !has(lines, "resigned", "shutdown") {
 		t.Errorf("no resigned event with reason shutdown")
 	}
@@ -376,7 +372,7 @@ func TestNode(t *testing.T) {
 		}
 	}
 
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	ctx := context.Background()
 	var reason *string
 	var released bool
@@ -408,16 +404,6 @@ func deref(s *string) any {
 	return *s
 }
 
-func connect(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
 // has reports a line with event (and reason, when not empty).
 func has(lines []map[string]any, event, reason string) bool {
 	for _, l := range lines {
@@ -428,30 +414,6 @@ func has(lines []map[string]any, event, reason string) bool {
 	return false
 }
 
-// readEvents parses the events file; every line must be a JSON object. A file
-// that does not exist yet has no lines.
-func readEvents(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("events line %d is not JSON: %v: %s", len(out)+1, err, sc.Text())
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // waitEvents polls the events file until cond holds, the process exits, or a
 // deadline passes.
 func waitEvents(t *testing.T, path string, exited <-chan error, what string, cond func([]map[string]any) bool) {
@@ -460,7 +422,7 @@ func waitEvents(t *testing.T, path string, exited <-chan error, what string, con
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		lines := readEvents(t, path)
+		lines := pgtest.JSONLines(t, path)
 		if cond(lines) {
 			return
 		}

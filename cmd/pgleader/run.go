@@ -26,6 +26,7 @@ type runFlags struct {
 	wait    time.Duration
 	oncePer time.Duration
 	onceKey string
+	skipped int
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -59,10 +60,20 @@ first claim round, like flock -n); when another node leads, run exits 0
 without running it. Each run is recorded in pgleader.runs (pgleader history says
 whether it completed). --once-per PERIOD (implies --once) makes runs of every
 host one: a run that completed (exit 0) in the current period (aligned to UTC
-midnight for 24h, by the database's clock) is not run again by any host; a failed
-run may be retried. --once-key KEY does the same for an explicit key. Exit codes: COMMAND's; 0 when not run; 2 bad input; 1 other.`,
+midnight for 24h, by the database's clock) is not run again by any host. A run
+that failed (or whose host died) did not complete: the next host to win runs it
+again. So hosts whose cron fires together with --wait D retry a failed run, one
+after the other, while D lasts; with --wait 0 only a later firing retries it.
+--once-key KEY does the same for an explicit key.
+
+With --once, run is quiet unless something is wrong: warnings and errors only on
+stderr (--log-level info says why a run was skipped); COMMAND's own output is its
+own. Exit codes: COMMAND's when it ran; when it was skipped (another node led, or
+the period's run had completed), 0 or --skipped-exit N (like flock -E); 2 bad
+input; 1 other.`,
 		Example: `  pgleader run --scope billing --listen 127.0.0.1:8008 -- ./billing-worker
-  pgleader run --scope nightly-report --once-per 24h --wait 0 -- ./report.sh`,
+  pgleader run --scope nightly-report --once-per 24h --wait 0 -- ./report.sh
+  pgleader run --scope nightly-report --once-per 24h --wait 30m --skipped-exit 75 -- ./report.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash != 0 || len(args) == 0 {
 				return errors.New("no command: put it after --, e.g. pgleader run --scope nightly -- /usr/local/bin/job")
@@ -77,6 +88,14 @@ run may be retried. --once-key KEY does the same for an explicit key. Exit codes
 			if cmd.Flags().Changed("wait") && !f.once {
 				return cli.BadInput("--wait applies to --once: add --once, or drop --wait")
 			}
+			if f.once && !cmd.Flags().Changed("log-level") {
+				// A cron job mails whatever it prints: on success, nothing.
+				log, err := cli.NewLogger(a.stderr, a.logFormat, "warn")
+				if err != nil {
+					return err
+				}
+				a.log = log
+			}
 			return a.runRun(cmd.Context(), &f, args)
 		}),
 	}
@@ -87,6 +106,7 @@ run may be retried. --once-key KEY does the same for an explicit key. Exit codes
 	fl.DurationVar(&f.wait, "wait", 0, "with --once: how long to wait for leadership (0: the first claim round only)")
 	fl.DurationVar(&f.oncePer, "once-per", 0, "run at most once per `PERIOD` (e.g. 24h) across every host, recorded in the database (implies --once)")
 	fl.StringVar(&f.onceKey, "once-key", "", "run at most once per explicit run `KEY` (e.g. a date) across every host, recorded in the database (implies --once)")
+	fl.IntVar(&f.skipped, "skipped-exit", 0, "with --once: exit `N` when COMMAND was not run (another node led, or the period's run had completed), to tell it from a run")
 	_ = cmd.MarkFlagRequired("scope")
 	return cmd
 }
@@ -122,7 +142,7 @@ func (a *app) runRun(parent context.Context, f *runFlags, args []string) error {
 	scfg := supervisor.Config{
 		Scope: cfg.Scopes[0], Command: args, Guard: []string{self, supervisor.GuardArg},
 		Restart: supervisor.Restart(f.restart), DrainTimeout: cfg.DrainTimeout,
-		Once: f.once, Wait: f.wait, OncePer: f.oncePer, RunKey: f.onceKey,
+		Once: f.once, Wait: f.wait, OncePer: f.oncePer, RunKey: f.onceKey, SkippedExit: f.skipped,
 		Listen: f.node.listen.addr, Events: absPath(f.node.events), Log: a.log,
 	}
 	if f.once {

@@ -49,7 +49,7 @@ func TestNodeSIGHUP(t *testing.T) {
 	default:
 	}
 	for _, f := range []string{rotated, events} {
-		for i, l := range readEvents(t, f) {
+		for i, l := range pgtest.JSONLines(t, f) {
 			if l["event"] == "heartbeat_ok" {
 				t.Fatalf("%s line %d is a heartbeat_ok, with --events-heartbeats=false", filepath.Base(f), i+1)
 			}
@@ -78,6 +78,8 @@ func TestRunBadInputBeforeCampaigning(t *testing.T) {
 		{[]string{"--scope", "x", "--wait", "1s", "--", "true"}, "--wait applies to --once"},
 		{[]string{"--scope", "x", "--listen", "0.0.0.0:1", "--", "true"}, "not a loopback address"},
 		{[]string{"--scope", "x", "--once-per", "10ms", "--", "true"}, "at least 1s"},
+		{[]string{"--scope", "x", "--skipped-exit", "75", "--", "true"}, "--skipped-exit applies to --once"},
+		{[]string{"--scope", "x", "--once", "--skipped-exit", "256", "--", "true"}, "0 to 255"},
 	} {
 		cmd := exec.Command(binary, append([]string{"run", "--dsn", dsn, "--id", "bad-input"}, tc.args...)...)
 		cmd.Env = cleanEnv()
@@ -90,7 +92,7 @@ func TestRunBadInputBeforeCampaigning(t *testing.T) {
 			t.Errorf("%v: %q, want one line containing %q", tc.args, out, tc.want)
 		}
 	}
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	var n int
 	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM pgleader.nodes WHERE node_id = 'bad-input'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d nodes registered as bad-input (%v): bad input must not campaign", n, err)
@@ -106,7 +108,9 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	waitEvents(t, filepath.Join(dir, "holder.jsonl"), holder.exited, "the holder leading", func(ls []map[string]any) bool { return has(ls, "gate_open", "") })
 
 	marker := filepath.Join(dir, "ran")
-	for _, extra := range [][]string{nil, {"--once", "--wait", "1m"}} {
+	// --log-level info: a --once run is quiet by default, and the test waits
+	// for the line that says the waiter follows.
+	for _, extra := range [][]string{nil, {"--once", "--wait", "1m", "--log-level", "info"}} {
 		args := append([]string{"run", "--dsn", dsn, "--scope", "wait", "--id", "waiter"}, extra...)
 		p := startBinary(t, append(args, "--", "touch", marker)...)
 		cmd, exited, stderr := p.cmd, p.exited, p.stderr

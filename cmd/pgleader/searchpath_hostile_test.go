@@ -86,7 +86,7 @@ var trapOps = [][3]string{
 func plantTraps(t *testing.T, dsn, schema string) {
 	t.Helper()
 	ctx := context.Background()
-	c := connect(t, dsn)
+	c := pgtest.Connect(t, dsn)
 	s := pgx.Identifier{schema}.Sanitize()
 	stmts := []string{fmt.Sprintf(`CREATE FUNCTION %[1]s.sp_fire(what text) RETURNS void LANGUAGE plpgsql
 	SET search_path = pg_catalog AS $$
@@ -204,7 +204,7 @@ func TestSearchPathHostile(t *testing.T) {
 		v.User = url.User(r)
 		return v.String()
 	}
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 	mustExec := func(q string, args ...any) {
 		t.Helper()
 		if _, err := admin.Exec(ctx, q, args...); err != nil {
@@ -239,7 +239,7 @@ func TestSearchPathHostile(t *testing.T) {
 	plantTraps(t, as(squat), "public")
 	userSchema(super)
 
-	listen := connect(t, dsn)
+	listen := pgtest.Connect(t, dsn)
 	if _, err := listen.Exec(ctx, "LISTEN sp_fired"); err != nil {
 		t.Fatal(err)
 	}

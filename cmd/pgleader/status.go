@@ -22,6 +22,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/tui/show"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -243,6 +244,32 @@ func statusExit(worst collector.Verdict) error {
 	return nil
 }
 
+// statusJSON is `pgleader status -o json` over one database: a contract other
+// tools parse (DESIGN.md §5). Fields are only ever added, after the others.
+type statusJSON struct {
+	Database string            `json:"database"`
+	DBTime   time.Time         `json:"db_time"`
+	Verdict  collector.Verdict `json:"verdict"`
+	// VerdictCounts: how many of the scopes shown have each verdict
+	// ({"OK": 998, "NO LEADER": 2}); added after the fields above.
+	VerdictCounts map[collector.Verdict]int `json:"verdict_counts"`
+	Scopes        []collector.Scope         `json:"scopes"`
+	Nodes         []collector.Node          `json:"nodes"`
+	Alerts        []collector.Alert         `json:"alerts"`
+	Health        collector.Health          `json:"health"`
+	// Timeline and EpochFloor: the server's WAL timeline (it rises at every
+	// failover) and the floor above which its epochs lie (added later).
+	Timeline   int64 `json:"timeline"`
+	EpochFloor int64 `json:"epoch_floor"`
+	// Retired: scopes retired with pgleader scope retire, which scopes
+	// leaves out (schema 8; scopes[].handover_to, scopes[].handover_deadline
+	// and nodes[].priority came with it).
+	Retired int `json:"retired"`
+	// Replay: status --at, a moment rebuilt from history (added later;
+	// absent live).
+	Replay *collector.ReplayInfo `json:"replay,omitempty"`
+}
+
 // writeStatus prints snap (restricted to scopes when given) and returns the worst
 // verdict among the printed scopes. Its cost is linear in the scopes, nodes and
 // alerts: it runs on every frame of --watch, at thousands of scopes.
@@ -280,31 +307,10 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 	}
 	switch format {
 	case cli.FormatJSON:
-		out := struct {
-			Database string            `json:"database"`
-			DBTime   time.Time         `json:"db_time"`
-			Verdict  collector.Verdict `json:"verdict"`
-			// VerdictCounts: how many of the scopes shown have each verdict
-			// ({"OK": 998, "NO LEADER": 2}); added after the fields above.
-			VerdictCounts map[collector.Verdict]int `json:"verdict_counts"`
-			Scopes        []collector.Scope         `json:"scopes"`
-			Nodes         []collector.Node          `json:"nodes"`
-			Alerts        []collector.Alert         `json:"alerts"`
-			Health        collector.Health          `json:"health"`
-			// Timeline and EpochFloor: the server's WAL timeline (it rises at every
-			// failover) and the floor above which its epochs lie (added later).
-			Timeline   int64 `json:"timeline"`
-			EpochFloor int64 `json:"epoch_floor"`
-			// Retired: scopes retired with pgleader scope retire, which scopes
-			// leaves out (schema 8; scopes[].handover_to, scopes[].handover_deadline
-			// and nodes[].priority came with it).
-			Retired int `json:"retired"`
-			// Replay: status --at, a moment rebuilt from history (added
-			// later; absent live).
-			Replay *collector.ReplayInfo `json:"replay,omitempty"`
-		}{snap.Health.Database, snap.DBTime, worst, counts, orEmpty(shown), orEmpty(snap.Nodes), orEmpty(alerts), snap.Health,
-			snap.Timeline, snap.EpochFloor, snap.Retired, snap.Replay}
-		_ = cli.WriteJSON(w, out)
+		_ = cli.WriteJSON(w, statusJSON{Database: snap.Health.Database, DBTime: snap.DBTime, Verdict: worst,
+			VerdictCounts: counts, Scopes: orEmpty(shown), Nodes: orEmpty(snap.Nodes), Alerts: orEmpty(alerts),
+			Health: snap.Health, Timeline: snap.Timeline, EpochFloor: snap.EpochFloor, Retired: snap.Retired,
+			Replay: snap.Replay})
 		return worst
 	case cli.FormatTSV:
 		fmt.Fprintln(w, "scope\tstate\tleader\tepoch\ttenure_s\theartbeat_age_s\tfollowers\talerts")
@@ -370,7 +376,7 @@ func writeStatus(w io.Writer, snap *collector.Snapshot, scopes []string, format 
 		if followers == "" {
 			followers = "—"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), s.Verdict.Label(), leader, collector.EpochLabel(s.Epoch),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(s.Name), show.Verdict(s.Verdict), leader, show.Epoch(s.Epoch),
 			tenure, hb, followers, orDash(alertKinds(s.Alerts)))
 	}
 	_ = tw.Flush()
@@ -433,7 +439,7 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 			}
 		}
 		rows++
-		state := n.State.Label()
+		state := show.NodeState(n.State)
 		prio := strconv.Itoa(n.Priority)
 		switch {
 		case n.Priority == 0:
@@ -493,7 +499,7 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 	})
 	parts := make([]string, len(order), len(order)+1)
 	for i, v := range order {
-		parts[i] = fmt.Sprintf("%d %s", counts[v], v.Label())
+		parts[i] = fmt.Sprintf("%d %s", counts[v], show.Verdict(v))
 	}
 	if retired > 0 {
 		parts = append(parts, fmt.Sprintf("%d retired", retired))
@@ -512,7 +518,7 @@ func writeSummary(w io.Writer, shown []collector.Scope, total, retired int, coun
 		})
 		names := make([]string, 0, troubleNamed+1)
 		for _, s := range trouble[:min(len(trouble), troubleNamed)] {
-			names = append(names, s.Verdict.Glyph()+" "+termsafe.String(s.Name))
+			names = append(names, show.Glyph(s.Verdict)+" "+termsafe.String(s.Name))
 		}
 		if more := len(trouble) - troubleNamed; more > 0 {
 			names = append(names, fmt.Sprintf("+%d more", more))
@@ -568,7 +574,7 @@ func supervisedText(sv *collector.Supervised) string {
 		t += ", " + plural(sv.Restarts, "restart")
 	}
 	if sv.LastExit != nil && sv.PID == 0 {
-		t += ", last " + termsafe.String(sv.LastExitText())
+		t += ", last " + termsafe.String(show.LastExit(sv))
 	}
 	return t
 }

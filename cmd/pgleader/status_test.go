@@ -19,7 +19,7 @@ import (
 func TestStatusAndHistory(t *testing.T) {
 	dsn, c := startNodes(t, "billing", "n1", "n2")
 	var leader string
-	waitFor(t, "a leader", func() bool {
+	pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
 		var st struct {
 			Verdict  string `json:"verdict"`
@@ -54,7 +54,7 @@ func TestStatusAndHistory(t *testing.T) {
 	other := map[string]string{"n1": "n2", "n2": "n1"}[leader]
 	// The other node leads, with no live follower left: DEGRADED (no_follower),
 	// exit 5 (led, with alerts), not 3 (no leader).
-	waitFor(t, "the takeover", func() bool {
+	pgtest.WaitEvery(t, "the takeover", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
 		return strings.Contains(r.stdout, "billing\tDEGRADED\t"+other+"\t2\t") && strings.Contains(r.stdout, "no_follower") && r.code == 5
 	})
@@ -119,7 +119,7 @@ func TestStatusAndHistory(t *testing.T) {
 // counted in the JSON's retired.
 func TestStatusIdle(t *testing.T) {
 	dsn, c := startNodes(t, "parked", "solo")
-	waitFor(t, "a leader", func() bool {
+	pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
 		return strings.Contains(r.stdout, "parked\tOK\tsolo\t")
 	})
@@ -139,7 +139,7 @@ func TestStatusIdle(t *testing.T) {
 		} `json:"nodes"`
 	}
 	var st doc
-	waitFor(t, "the scope to be IDLE", func() bool {
+	pgtest.WaitEvery(t, "the scope to be IDLE", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
 		st = doc{}
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &st) == nil && st.VerdictCounts["IDLE"] == 1
@@ -153,7 +153,7 @@ func TestStatusIdle(t *testing.T) {
 		t.Fatalf("status table: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	if _, err := connect(t, dsn).Exec(context.Background(), "SELECT pgleader.retire_scope('parked', 'TestStatusIdle')"); err != nil {
+	if _, err := pgtest.Connect(t, dsn).Exec(context.Background(), "SELECT pgleader.retire_scope('parked', 'TestStatusIdle')"); err != nil {
 		t.Fatal(err)
 	}
 	r = pgleader(t, nil, "status", "--dsn", dsn, "-o", "json")
@@ -193,7 +193,7 @@ func TestExporterServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := `database="` + pc.Database + `"`
-	waitFor(t, "the scope's leader in /metrics", func() bool {
+	pgtest.WaitEvery(t, "the scope's leader in /metrics", 20*time.Second, 100*time.Millisecond, func() bool {
 		code, body := get("/metrics")
 		return code == 200 && strings.Contains(body, `pgleader_scope_leader{`+db+`,node="only",scope="jobs"} 1`)
 	})
@@ -220,23 +220,11 @@ func TestExporterServes(t *testing.T) {
 	}
 }
 
-// waitFor polls cond for up to 20s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestSlots: list shows a permanent slot and warns that it retains WAL; drop
 // removes it; dropping a missing slot is bad input.
 func TestSlots(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
-	conn := connect(t, dsn)
+	conn := pgtest.Connect(t, dsn)
 	if _, err := conn.Exec(context.Background(), "SELECT pg_create_logical_replication_slot('pgl_test_slot', 'pgoutput')"); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +250,7 @@ func TestSlots(t *testing.T) {
 func TestResignCommand(t *testing.T) {
 	dsn, c := startNodes(t, "jobs", "r1", "r2")
 	var first string
-	waitFor(t, "a leader", func() bool {
+	pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
 		first, _ = c.Leader("jobs")
 		_, _ = c.Poll()
 		return first != ""
@@ -271,7 +259,7 @@ func TestResignCommand(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "asked "+first+" to resign jobs (epoch 1)") {
 		t.Fatalf("resign: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	waitFor(t, "the handover", func() bool {
+	pgtest.WaitEvery(t, "the handover", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "history", "--dsn", dsn, "--scope", "jobs", "-o", "tsv")
 		return strings.Contains(r.stdout, "\t1\t"+first+"\t") && strings.Contains(r.stdout, "\tresigned\t") &&
 			strings.Contains(r.stdout, "jobs\t2\t")
@@ -285,7 +273,7 @@ func TestResignCommand(t *testing.T) {
 // the stale_node hint names the command, its id quoted for a shell.
 func TestNodeForgetCommand(t *testing.T) {
 	dsn, c := startNodes(t, "fg", "f1", "f2")
-	waitFor(t, "a leader", func() bool {
+	pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
 		l, _ := c.Leader("fg")
 		_, _ = c.Poll()
 		return l != ""
@@ -299,7 +287,7 @@ func TestNodeForgetCommand(t *testing.T) {
 	if _, err := c.Node("f2").Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "f2's session gone", func() bool {
+	pgtest.WaitEvery(t, "f2's session gone", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "node", "forget", "f2", "--dsn", dsn)
 		return r.code == 0 && strings.Contains(r.stdout, "forgot node f2")
 	})

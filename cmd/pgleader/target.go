@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/operator"
 )
 
 // checkScopes validates --scope values.
@@ -58,10 +59,18 @@ func (a *app) withCheckedTarget(cmd *cobra.Command, fn func(ctx context.Context,
 	return fn(ctx, t)
 }
 
-// newCollector builds the collector of the commands that watch the database.
+// newCollector builds the collector of the commands that watch the database;
+// with evictStale it evicts stale holders through an operator of its own.
 func newCollector(t cli.Target, interval time.Duration, evictStale bool, log *slog.Logger, src sourceFlags, tune ...func(*collector.Config)) (*collector.Collector, error) {
 	cfg := collector.DefaultConfig()
-	cfg.ConnConfig, cfg.PollInterval, cfg.Logger, cfg.EvictStale = t.Config, interval, log, evictStale
+	cfg.ConnConfig, cfg.PollInterval, cfg.Logger = t.Config, interval, log
+	if evictStale {
+		op, err := newOperator(t, nil, log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.EvictStale = op
+	}
 	cfg.Source, cfg.Slot = collector.SourceMode(src.source), src.slot
 	for _, f := range tune {
 		f(&cfg)
@@ -71,6 +80,12 @@ func newCollector(t cli.Target, interval time.Duration, evictStale bool, log *sl
 		return nil, cli.BadInput("%v", err)
 	}
 	return c, err
+}
+
+// newOperator builds the operator actions on the database; latest is the
+// snapshot they act on (nil: whichever holder the database shows).
+func newOperator(t cli.Target, latest func() *collector.Snapshot, log *slog.Logger) (*operator.Operator, error) {
+	return operator.New(operator.Config{ConnConfig: t.Config, Latest: latest, Logger: log})
 }
 
 // sourceHelp is the paragraph of --source and --slot in the commands' help.

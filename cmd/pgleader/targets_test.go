@@ -41,7 +41,7 @@ func TestTargets(t *testing.T) {
 `, dsnA, closed))
 	env := []string{"ORDERS_TEST_DSN=" + dsnB, "XDG_CONFIG_HOME=" + filepath.Join(dir, "xdg")}
 	for _, dsn := range []string{dsnA, dsnB} {
-		waitFor(t, "a leader", func() bool { // exit 0 alone: also before any node registered
+		pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool { // exit 0 alone: also before any node registered
 			r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
 			return r.code == 0 && strings.Contains(r.stdout, "jobs\tOK\t")
 		})

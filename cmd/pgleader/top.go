@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
-	"github.com/pgleader/pgleader/internal/dbcheck"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/dbcheck"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -156,6 +158,15 @@ rebuilt).
 				}
 				return tui.RenderOnce(a.stdout, snap, nil, output, width)
 			}
+			opts := tui.Options{Database: redacted(t), NoColor: noColor, Theme: th,
+				Replay: topReplayer{t.Config}, ReplayFrom: hist, ReplayAt: when}
+			if allowActions {
+				op, err := newOperator(t, col.Snapshot, quietLogger())
+				if err != nil {
+					return err
+				}
+				opts.Actions = topActions{op}
+			}
 			runCtx, cancel := context.WithCancel(ctx)
 			uiCtx, stopUI := context.WithCancel(ctx)
 			done := make(chan error, 1)
@@ -166,11 +177,6 @@ rebuilt).
 				}
 				done <- err
 			}()
-			opts := tui.Options{Database: redacted(t), NoColor: noColor, Theme: th,
-				Replay: topReplayer{t.Config}, ReplayFrom: hist, ReplayAt: when}
-			if allowActions {
-				opts.Actions = topActions{col}
-			}
 			err = tui.Run(uiCtx, col, opts)
 			cancel()
 			stopUI()
@@ -220,14 +226,15 @@ func (a *app) topTarget(ctx context.Context, ts []cli.NamedTarget) (cli.Target, 
 // dashboard's bound on one action, so the withdrawal runs before it gives up.
 const topHandoverTimeout = 10 * time.Second
 
-// topActions are the dashboard's operator actions on the collector: Evict and
-// Resign as they are, Handover with topHandoverTimeout.
-type topActions struct{ *collector.Collector }
+// topActions are the dashboard's operator actions on the database of the
+// collector it shows: Evict and Resign as they are, Handover with
+// topHandoverTimeout.
+type topActions struct{ *operator.Operator }
 
 var _ tui.Actions = topActions{}
 
 func (a topActions) Handover(ctx context.Context, scope, to, via string) error {
-	_, err := a.Collector.Handover(ctx, scope, to, via, topHandoverTimeout)
+	_, err := a.Operator.Handover(ctx, scope, to, via, topHandoverTimeout)
 	return err
 }
 

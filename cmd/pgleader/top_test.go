@@ -71,7 +71,7 @@ func TestTopEndToEnd(t *testing.T) {
 }
 
 // TestTopHandover: the dashboard with the actions `top --allow-actions` wires
-// (topActions over a real collector) hands a scope over to its follower: O
+// (topActions over a real operator and collector) hands a scope over to its follower: O
 // names the follower, y hands the scope over, the follower leads, the term
 // ends as handed_over naming it (pgleader history), and the request is
 // audited as from pgleader top.
@@ -81,7 +81,11 @@ func TestTopHandover(t *testing.T) {
 
 	first := waitLeader(t, col, "ho", 0)
 	other := map[string]string{"ho-1": "ho-2", "ho-2": "ho-1"}[first.Leader]
-	m := tui.New(col, tui.Options{NoColor: true, Database: "ho", Actions: topActions{col}})
+	op, err := newOperator(cli.Target{Config: parseDSN(t, dsn)}, col.Snapshot, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tui.New(col, tui.Options{NoColor: true, Database: "ho", Actions: topActions{op}})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
 	wait := teatest.WithDuration(20 * time.Second)
 	// The follower is on the scope's row once it waits for the lock.
@@ -104,7 +108,7 @@ func TestTopHandover(t *testing.T) {
 		t.Fatalf("history: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var via string
-	if err := connect(t, dsn).QueryRow(context.Background(),
+	if err := pgtest.Connect(t, dsn).QueryRow(context.Background(),
 		"SELECT detail->>'via' FROM pgleader.audit WHERE kind = 'handover_requested' AND scope = 'ho'").Scan(&via); err != nil || via != "pgleader top" {
 		t.Fatalf("audited via %q (%v), want pgleader top", via, err)
 	}
@@ -186,10 +190,7 @@ func getenv(k string) string { return os.Getenv(k) }
 func runCollector(t *testing.T, dsn string) *collector.Collector {
 	t.Helper()
 	cfg := collector.DefaultConfig()
-	var err error
-	if cfg.ConnConfig, err = pgx.ParseConfig(dsn); err != nil {
-		t.Fatal(err)
-	}
+	cfg.ConnConfig = parseDSN(t, dsn)
 	cfg.PollInterval = 200 * time.Millisecond
 	cfg.Logger = quietLogger()
 	col, err := collector.New(cfg)
@@ -201,6 +202,16 @@ func runCollector(t *testing.T, dsn string) *collector.Collector {
 	go func() { done <- col.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return col
+}
+
+// parseDSN parses dsn or fails the test.
+func parseDSN(t *testing.T, dsn string) *pgx.ConnConfig {
+	t.Helper()
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
 }
 
 // TestTopTheme: --theme takes light, dark or auto and refuses anything else

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/collector/replay"
+	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
 
@@ -35,12 +37,12 @@ type topFleetOptions struct {
 
 // topFleet runs the dashboard (or --once) over several named databases: a
 // collector per database, merged by a collector.Fleet; actions go to the
-// collector of the scope's database. --once exits 6 when a database could
+// operator of the scope's database, which acts on its collector's snapshots. --once exits 6 when a database could
 // not be read, as status does.
 func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOptions) error {
-	replay := make(tui.ReplayFleet, len(ts))
+	replayers := make(tui.ReplayFleet, len(ts))
 	for i, t := range ts {
-		replay[i] = tui.DatabaseReplayer{Database: t.Name, Replayer: topReplayer{t.Config}}
+		replayers[i] = tui.DatabaseReplayer{Database: t.Name, Replayer: topReplayer{t.Config}}
 	}
 	if !o.at.IsZero() {
 		hist, err := a.fleetHistory(ctx, ts, o.at)
@@ -54,6 +56,7 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 	}
 	members := make([]collector.FleetMember, 0, len(ts))
 	names := make([]string, 0, len(ts))
+	ops := map[string]*operator.Operator{} // with --allow-actions: by database
 	for _, t := range ts {
 		c, err := o.collector(t.Target)
 		if err != nil {
@@ -61,6 +64,11 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 		}
 		members = append(members, collector.FleetMember{Name: t.Name, Collector: c})
 		names = append(names, t.Name)
+		if o.allowActions {
+			if ops[t.Name], err = newOperator(t.Target, c.Snapshot, quietLogger()); err != nil {
+				return cli.ForTarget(t.Name, err)
+			}
+		}
 	}
 	fleet, err := collector.NewFleet(members, collector.FleetConfig{})
 	if err != nil {
@@ -95,11 +103,11 @@ func (a *app) topFleet(ctx context.Context, ts []cli.NamedTarget, o topFleetOpti
 	go func() { done <- fleet.Run(runCtx) }()
 	opts := o.ui
 	opts.Database = plural(len(ts), "database") + ": " + strings.Join(names, ", ")
-	opts.Replay = replay
+	opts.Replay = replayers
 	if o.allowActions {
 		opts.Actions = tui.ActionsByDatabase(func(db string) tui.Actions {
-			if c := fleet.Member(db); c != nil {
-				return topActions{c}
+			if op := ops[db]; op != nil {
+				return topActions{op}
 			}
 			return nil
 		})
@@ -128,7 +136,7 @@ func (e redactedError) Unwrap() error { return e.err }
 // parallel: a database that cannot be read is in it with its error (the
 // dashboard shows it unreachable). It fails when none can be read.
 func (a *app) fleetHistory(ctx context.Context, ts []cli.NamedTarget, at time.Time) ([]tui.DatabaseHistory, error) {
-	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (*collector.History, error) {
+	results := readTargets(ctx, ts, func(ctx context.Context, t cli.NamedTarget) (*replay.History, error) {
 		return readHistory(ctx, t.Config, at)
 	})
 	out := make([]tui.DatabaseHistory, len(results))

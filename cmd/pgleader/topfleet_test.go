@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 // TestTopFleetOnce: top --once over the named databases of a config file —
@@ -32,7 +34,7 @@ func TestTopFleetOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dsn := range []string{dsnA, dsnB} {
-		waitFor(t, "a leader", func() bool {
+		pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
 			r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
 			return r.code == 0 && strings.Contains(r.stdout, "jobs\tOK\t")
 		})
@@ -84,7 +86,7 @@ func TestTopFleetOnce(t *testing.T) {
 	// --at over the fleet: each database's history, side by side; the one
 	// that cannot be read is unreachable, said on stderr, exit 6.
 	var at time.Time
-	if err := connect(t, dsnA).QueryRow(context.Background(), "SELECT clock_timestamp()").Scan(&at); err != nil {
+	if err := pgtest.Connect(t, dsnA).QueryRow(context.Background(), "SELECT clock_timestamp()").Scan(&at); err != nil {
 		t.Fatal(err)
 	}
 	r = pgleader(t, nil, "top", "--once", "-o", "json", "--config", conf, "--all-targets", "--at", at.UTC().Format(time.RFC3339Nano))

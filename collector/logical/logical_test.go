@@ -141,22 +141,6 @@ func val(m map[string]*string, col string) string {
 	return *v
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after 10s", what, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func (b bundle) confirmedFlush(t *testing.T, slot string) pglogrepl.LSN {
 	t.Helper()
 	var lsn pglogrepl.LSN
@@ -279,12 +263,12 @@ func TestTemporarySlot(t *testing.T) {
 	if _, err := s.Next(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Next after Close: %v, want ErrClosed", err)
 	}
-	waitFor(t, "temporary slot dropped", func() (bool, string) {
+	pgtest.WaitEvery(t, "temporary slot dropped", 10*time.Second, 20*time.Millisecond, func() bool {
 		var n int
 		if err := b.admin.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n == 0, "present"
+		return n == 0
 	})
 }
 
@@ -412,9 +396,8 @@ func TestStatusUpdates(t *testing.T) {
 	}
 
 	s.Ack(tx.EndLSN)
-	waitFor(t, "confirmed_flush_lsn reaching the acked Tx", func() (bool, string) {
-		c := b.confirmedFlush(t, slot)
-		return c >= tx.EndLSN, "at " + c.String()
+	pgtest.WaitEvery(t, "confirmed_flush_lsn reaching the acked Tx, which ends at "+tx.EndLSN.String(), 10*time.Second, 20*time.Millisecond, func() bool {
+		return b.confirmedFlush(t, slot) >= tx.EndLSN
 	})
 
 	// Idle: WAL of unpublished tables holds nothing for the stream, and the slot
@@ -426,9 +409,8 @@ func TestStatusUpdates(t *testing.T) {
 	if err := b.admin.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()").Scan(&head); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an idle slot following the WAL", func() (bool, string) {
-		c := b.confirmedFlush(t, slot)
-		return c >= head, fmt.Sprintf("at %s, WAL at %s", c, head)
+	pgtest.WaitEvery(t, "an idle slot following the WAL to "+head.String(), 10*time.Second, 20*time.Millisecond, func() bool {
+		return b.confirmedFlush(t, slot) >= head
 	})
 }
 
@@ -618,36 +600,7 @@ func TestSlots(t *testing.T) {
 
 	// Once its stream is closed, the slot can be dropped.
 	closeStream(t, s)
-	waitFor(t, "DropSlot after Close", func() (bool, string) {
-		err := DropSlot(ctx, b.admin, "slots_active")
-		return err == nil, fmt.Sprint(err)
-	})
-}
-
-func TestMeasureCommitToDecode(t *testing.T) {
-	b := setup(t)
-	const n = 50
-	d, err := MeasureCommitToDecode(context.Background(), b.dsn, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d) != n {
-		t.Fatalf("%d durations, want %d", len(d), n)
-	}
-	for i, x := range d {
-		if x <= 0 {
-			t.Fatalf("duration %d is %v", i, x)
-		}
-	}
-	sorted := append([]time.Duration(nil), d...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	t.Logf("commit → decode over %d commits: p50 %v, p99 %v, max %v", n, sorted[n/2], sorted[n*99/100], sorted[n-1])
-	// The stream's walsender exits a moment after Close; the test database can be
-	// dropped only then.
-	waitFor(t, "the stream's slot released", func() (bool, string) {
-		var active int
-		err := b.admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_catalog.pg_replication_slots
-			WHERE database = current_database() AND active`).Scan(&active)
-		return err == nil && active == 0, fmt.Sprint(active, err)
+	pgtest.WaitEvery(t, "DropSlot after Close", 10*time.Second, 20*time.Millisecond, func() bool {
+		return DropSlot(ctx, b.admin, "slots_active") == nil
 	})
 }

@@ -3,7 +3,6 @@ package electionprom
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -11,20 +10,10 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// fastConfig is election timing fit for tests: I + T < W < L, L − W ≥ 100ms.
-func fastConfig(dsn, node string, obs election.Observer, scopes ...string) election.Config {
-	return election.Config{
-		DSN: dsn, NodeID: node, Scopes: scopes,
-		HeartbeatInterval: 50 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
-		TrustWindow: 300 * time.Millisecond, SessionLease: 500 * time.Millisecond,
-		DrainTimeout: time.Second, ResignCooldown: 300 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler), Observer: obs,
-	}
-}
 
 // TestLive runs a real Elector against PostgreSQL: lead, resign,
 // lead again, shut down.
@@ -32,7 +21,7 @@ func TestLive(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	reg := prometheus.NewPedanticRegistry()
-	e, err := election.New(fastConfig(dsn, "node-1", nil, "billing"))
+	e, err := election.New(testnode.FastConfig(dsn, "node-1", "billing"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,25 +29,7 @@ func TestLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	billing := e.Scope("billing")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run did not return within 30s of cancel")
-		}
-	}
-	t.Cleanup(stop)
+	ctx := context.Background()
 
 	// Register created the scope's series; a refusal before Run is counted.
 	expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
@@ -69,7 +40,7 @@ func TestLive(t *testing.T) {
 	expect(t, reg, 1, "pgleader_gate_blocked_total", "scope", "billing")
 	expect(t, reg, 0, "pgleader_trust_remaining_seconds", "scope", "billing")
 
-	go func() { done <- e.Run(ctx) }()
+	n := testnode.Run(t, e)
 
 	isLeader := func() bool { v, _ := sample(t, reg, "pgleader_is_leader", "scope", "billing"); return v == 1 }
 	pgtest.WaitFor(t, "the gate to open", 15*time.Second, isLeader)
@@ -105,7 +76,7 @@ func TestLive(t *testing.T) {
 	expect(t, reg, 2, "pgleader_acquisitions_total", "scope", "billing")
 	expect(t, reg, float64(tok.Epoch+1), "pgleader_epoch", "scope", "billing")
 
-	stop()
+	n.Stop()
 	expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
 	expect(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "shutdown")
 	expect(t, reg, 0, "pgleader_heartbeat_failures_total", "scope", "billing")

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/pgleader/pgleader/exporter"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/promtest"
+	"github.com/pgleader/pgleader/lab/testnode"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -183,44 +183,13 @@ func check(samples []sample, want expectation) string {
 	return ""
 }
 
-type node struct {
-	*election.Elector
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-}
-
-// stop cancels the node's Run and waits for it to return; the first call only.
-func (n *node) stop(t *testing.T) {
-	n.once.Do(func() {
-		n.cancel()
-		select {
-		case err := <-n.done:
-			if err != nil {
-				t.Errorf("node Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("node did not stop within 30s")
-		}
-	})
-}
-
-func startNode(t *testing.T, dsn, id string, scopes ...string) *node {
+// startNode runs a node until the test ends, with timing of its own, slower than
+// testnode.FastConfig's.
+func startNode(t *testing.T, dsn, id string, scopes ...string) *testnode.Node {
 	t.Helper()
-	e, err := election.New(election.Config{
-		DSN: dsn, NodeID: id, Scopes: scopes,
-		HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: 100 * time.Millisecond,
-		TrustWindow: 400 * time.Millisecond, SessionLease: 800 * time.Millisecond,
-		DrainTimeout: time.Second, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{Elector: e, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- e.Run(ctx) }()
-	t.Cleanup(func() { n.stop(t) })
-	return n
+	cfg := testnode.FastConfig(dsn, id, scopes...)
+	cfg.HeartbeatInterval, cfg.TrustWindow, cfg.SessionLease, cfg.ResignCooldown = 100*time.Millisecond, 400*time.Millisecond, 800*time.Millisecond, 0
+	return testnode.Start(t, cfg)
 }
 
 // runCollector runs c until the test ends.
@@ -237,16 +206,6 @@ func runCollector(t *testing.T, c *collector.Collector) {
 	})
 }
 
-func connect(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c
-}
-
 // TestDashboardQueriesLive evaluates every query of the dashboard against a real
 // Prometheus scraping a real exporter over a live cluster, after causing what
 // the panels show: a failover (the leader's session terminated), a fenced write
@@ -258,10 +217,10 @@ func TestDashboardQueriesLive(t *testing.T) {
 	ctx := context.Background()
 	began := time.Now()
 	dsn := pgtest.MigratedDSN(t)
-	admin := connect(t, dsn)
+	admin := pgtest.Connect(t, dsn)
 
 	// A squatter holds the lock of scope reports before any node campaigns.
-	squatter := connect(t, dsn)
+	squatter := pgtest.Connect(t, dsn)
 	if _, err := squatter.Exec(ctx, "SELECT pg_advisory_lock_shared(pgleader.lock_key('reports'))"); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +286,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(twin.Close)
 
-	nodes := map[string]*node{}
+	nodes := map[string]*testnode.Node{}
 	for _, id := range []string{"node-a", "node-b", "node-c"} {
 		nodes[id] = startNode(t, dsn, id, "billing", "reports")
 	}
@@ -408,7 +367,7 @@ func TestDashboardQueriesLive(t *testing.T) {
 	if leaderNow(col, "billing") == stopped {
 		stopped = "node-b"
 	}
-	nodes[stopped].stop(t)
+	nodes[stopped].Stop()
 
 	// Every panel query, for the database served, eventually shows what it must.
 	tgs := targets(t)

@@ -64,7 +64,6 @@ func TestInTransition(t *testing.T) {
 	}
 }
 
-
 // LockTableCapacity refuses more scopes than half the server's lock table and
 // names the settings.
 func TestLockTableCapacity(t *testing.T) {

@@ -9,8 +9,12 @@
 // the terms it confirmed; the file keeps one heartbeat_ok line per term (the
 // contract: a reader follows each scope's trust from its own lines), and a
 // heartbeat_failed line per term that ended with it, or one without a scope when
-// the node led nothing. The events are the engine's (election.EventKind) and the
-// workload's action outcomes (ActionOK, ActionRejected, ActionUnknown).
+// the node led nothing. The events are the engine's (election.EventKind, turned
+// into records by election/electionlog), the workload's action outcomes
+// (ActionOK, ActionRejected, ActionUnknown) and a supervisor's child events.
+//
+// The package is a leaf: it knows the file, not the engine, so a reader of
+// events files (the lab's checker) does not link the engine.
 //
 // The lines of one event are written with a single write(2) on a file opened with
 // O_APPEND, so lines of concurrent writers never interleave and a crash loses at most the line
@@ -34,7 +38,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
@@ -55,6 +58,10 @@ const (
 	// between its gate check and its write; its outcome follows.
 	ActionPaused ActionKind = "action_paused"
 )
+
+// eventHeartbeatOK is the event of a heartbeat line (election.EventHeartbeatOK),
+// the one OmitHeartbeats leaves out.
+const eventHeartbeatOK = "heartbeat_ok"
 
 // Record is one line of the file; the field order is the order on disk.
 type Record struct {
@@ -79,7 +86,7 @@ type Record struct {
 	Source string `json:"-"`
 }
 
-// Writer appends event lines to a file. It implements election.Observer.
+// Writer appends event lines to a file.
 type Writer struct {
 	node string
 	path string
@@ -189,59 +196,12 @@ func (w *Writer) Child(event, scope string, epoch int64, pid, code int, cause st
 	if event != "child_started" {
 		r.ExitCode, r.Reason, r.ReapedMonoNS = &code, cause, reaped
 	}
-	w.write(r)
-}
-
-// Observe writes an engine event's lines. It is called synchronously from the
-// engine's goroutines and costs one write(2).
-func (w *Writer) Observe(ev election.Event) {
-	if ev.Kind == election.EventHeartbeatOK && w.omitHeartbeats.Load() {
-		return
-	}
-	w.write(FromEvent(ev)...)
-}
-
-// FromEvent converts an engine event to its lines: one, or for a heartbeat one per
-// term of the round trip (a failed heartbeat of a node that led nothing: one line
-// without a scope; a successful one: none).
-func FromEvent(ev election.Event) []Record {
-	r := Record{
-		MonoNS:           ev.MonoNS,
-		Time:             ev.Time.UTC().Format(time.RFC3339Nano),
-		Node:             ev.Node,
-		Scope:            ev.Scope,
-		Event:            string(ev.Kind),
-		Epoch:            ev.Epoch,
-		TrustUntilMonoNS: ev.TrustUntilMonoNS,
-		Reason:           string(ev.Reason),
-		LatencyNS:        int64(ev.Latency),
-		Holder:           ev.Holder,
-	}
-	if ev.Err != nil {
-		r.Error = ev.Err.Error()
-	}
-	switch ev.Kind {
-	case election.EventHeartbeatOK, election.EventHeartbeatFailed:
-	default:
-		return []Record{r}
-	}
-	if len(ev.Terms) == 0 {
-		if ev.Kind == election.EventHeartbeatFailed {
-			return []Record{r}
-		}
-		return nil
-	}
-	out := make([]Record, len(ev.Terms))
-	for i, t := range ev.Terms {
-		out[i] = r
-		out[i].Scope, out[i].Epoch = t.Scope, t.Epoch
-	}
-	return out
+	w.Append(r)
 }
 
 // Action writes the outcome of one workload action, stamped now.
 func (w *Writer) Action(kind ActionKind, scope string, epoch int64, requestID, reason string) {
-	w.write(Record{
+	w.Append(Record{
 		MonoNS:    monotime.Now(),
 		Time:      time.Now().UTC().Format(time.RFC3339Nano),
 		Node:      w.node,
@@ -253,17 +213,24 @@ func (w *Writer) Action(kind ActionKind, scope string, epoch int64, requestID, r
 	})
 }
 
-func (w *Writer) write(lines ...Record) {
-	if len(lines) == 0 {
-		return
-	}
+// Append writes records as lines, all of them with a single write(2). With
+// OmitHeartbeats, heartbeat_ok records are left out. Records appended after
+// Close are dropped.
+func (w *Writer) Append(lines ...Record) {
+	omit := w.omitHeartbeats.Load()
 	var b []byte
 	for _, l := range lines {
+		if omit && l.Event == eventHeartbeatOK {
+			continue
+		}
 		line, err := json.Marshal(l)
 		if err != nil { // cannot happen: strings and integers only
 			panic(err)
 		}
 		b = append(append(b, line...), '\n')
+	}
+	if len(b) == 0 {
+		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -277,7 +244,6 @@ func (w *Writer) write(lines ...Record) {
 
 // Close closes the file. It returns the first error met while writing, if any:
 // an events file that silently misses lines would mislead whoever checks it.
-// Events observed after Close are dropped.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,8 +1,6 @@
 package eventlog
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,33 +13,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/lab/pgtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// readLines parses every line of path as a JSON object.
-func readLines(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("line %d is not a JSON object: %v: %s", len(out)+1, err, sc.Text())
-		}
-		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func open(t *testing.T) (*Writer, string) {
 	t.Helper()
@@ -55,88 +30,19 @@ func open(t *testing.T) (*Writer, string) {
 }
 
 func TestWriter(t *testing.T) {
-	t.Run("EngineEvents", func(t *testing.T) {
+	// With OmitHeartbeats, heartbeat_ok records are left out, all others kept.
+	t.Run("OmitHeartbeats", func(t *testing.T) {
 		w, path := open(t)
-		at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
-		events := []election.Event{
-			{Kind: election.EventAcquired, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 100, Time: at},
-			{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 200, Time: at,
-				TrustUntilMonoNS: 1_500_000_200, Latency: 300 * time.Microsecond,
-				Terms: []election.TermRef{{Scope: "billing", Epoch: 7}}},
-			{Kind: election.EventGateClosed, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 300, Time: at, Reason: "shutdown"},
-			{Kind: election.EventObserved, Scope: "billing", Node: "n1", Epoch: 8, MonoNS: 400, Time: at, Holder: "n2"},
-			{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 500, Time: at, Reason: "heartbeat_timeout",
-				Err: errors.New("heartbeat took 120ms, timeout is 100ms")}, // no scope led
-		}
-		for _, ev := range events {
-			w.Observe(ev)
-		}
+		w.OmitHeartbeats()
+		w.Append(Record{Event: "heartbeat_ok", Scope: "a", Epoch: 3}, Record{Event: "heartbeat_failed", Scope: "a", Epoch: 3})
+		w.Append(Record{Event: "heartbeat_ok", Scope: "b", Epoch: 9})
+		w.Action(ActionOK, "a", 3, "r", "")
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got := readLines(t, path)
-		if len(got) != len(events) {
-			t.Fatalf("got %d lines, want %d", len(got), len(events))
-		}
-		for i, l := range got {
-			for _, k := range []string{"mono_ns", "time", "node", "scope", "event", "epoch"} {
-				if _, ok := l[k]; !ok {
-					t.Errorf("line %d lacks %q: %v", i+1, k, l)
-				}
-			}
-			if l["event"] != string(events[i].Kind) || l["mono_ns"] != float64(events[i].MonoNS) {
-				t.Errorf("line %d = %v, want event %s mono_ns %d", i+1, l, events[i].Kind, events[i].MonoNS)
-			}
-			if l["time"] != "2025-01-02T03:04:05.000000006Z" {
-				t.Errorf("line %d time = %v", i+1, l["time"])
-			}
-		}
-		if got[0]["epoch"] != float64(7) || got[0]["scope"] != "billing" || got[0]["node"] != "n1" {
-			t.Errorf("acquired line = %v", got[0])
-		}
-		for _, k := range []string{"trust_until_mono_ns", "reason", "latency_ns", "holder", "request_id"} {
-			if _, ok := got[0][k]; ok {
-				t.Errorf("acquired line has zero-valued %q: %v", k, got[0])
-			}
-		}
-		if got[1]["trust_until_mono_ns"] != float64(1_500_000_200) || got[1]["latency_ns"] != float64(300_000) ||
-			got[1]["scope"] != "billing" || got[1]["epoch"] != float64(7) {
-			t.Errorf("heartbeat_ok line = %v", got[1])
-		}
-		if got[2]["reason"] != "shutdown" {
-			t.Errorf("gate_closed line = %v", got[2])
-		}
-		if got[3]["holder"] != "n2" {
-			t.Errorf("leader_observed line = %v", got[3])
-		}
-		if got[4]["scope"] != "" || got[4]["reason"] != "heartbeat_timeout" || got[4]["error"] != "heartbeat took 120ms, timeout is 100ms" {
-			t.Errorf("heartbeat_failed line = %v", got[4])
-		}
-	})
-
-	// A heartbeat round trip is one engine event; the file has a line per term,
-	// none for a follower's successful heartbeat.
-	t.Run("HeartbeatPerTerm", func(t *testing.T) {
-		w, path := open(t)
-		terms := []election.TermRef{{Scope: "a", Epoch: 3}, {Scope: "b", Epoch: 9}}
-		w.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 10, TrustUntilMonoNS: 99, Terms: terms})
-		w.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 11, TrustUntilMonoNS: 100})
-		w.Observe(election.Event{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 12, Reason: "lost_connection", Terms: terms})
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		got := readLines(t, path)
-		want := []struct {
-			event, scope string
-			epoch        float64
-		}{{"heartbeat_ok", "a", 3}, {"heartbeat_ok", "b", 9}, {"heartbeat_failed", "a", 3}, {"heartbeat_failed", "b", 9}}
-		if len(got) != len(want) {
-			t.Fatalf("got %d lines, want %d: %v", len(got), len(want), got)
-		}
-		for i, w := range want {
-			if got[i]["event"] != w.event || got[i]["scope"] != w.scope || got[i]["epoch"] != w.epoch {
-				t.Errorf("line %d = %v, want %s %s epoch %v", i+1, got[i], w.event, w.scope, w.epoch)
-			}
+		got := pgtest.JSONLines(t, path)
+		if len(got) != 2 || got[0]["event"] != "heartbeat_failed" || got[1]["event"] != "action_ok" {
+			t.Fatalf("lines = %v, want heartbeat_failed, action_ok", got)
 		}
 	})
 
@@ -148,7 +54,7 @@ func TestWriter(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got := readLines(t, path)
+		got := pgtest.JSONLines(t, path)
 		if len(got) != 2 {
 			t.Fatalf("got %d lines, want 2", len(got))
 		}
@@ -178,7 +84,7 @@ func TestWriter(t *testing.T) {
 		}
 		w2.Action(ActionOK, "a", 1, "r2", "")
 		_ = w2.Close()
-		if got := readLines(t, path); len(got) != 2 || got[1]["request_id"] != "r2" {
+		if got := pgtest.JSONLines(t, path); len(got) != 2 || got[1]["request_id"] != "r2" {
 			t.Fatalf("after reopening: %v", got)
 		}
 	})
@@ -191,8 +97,8 @@ func TestWriter(t *testing.T) {
 			wg.Go(func() {
 				for i := range each {
 					if i%2 == 0 {
-						w.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", Time: time.Now(),
-							Terms: []election.TermRef{{Scope: "s", Epoch: int64(g)}}})
+						w.Append(Record{Event: "heartbeat_ok", Node: "n1", Time: time.Now().UTC().Format(time.RFC3339Nano),
+							Scope: "s", Epoch: int64(g)})
 					} else {
 						w.Action(ActionOK, "s", int64(g), "req", "")
 					}
@@ -203,7 +109,7 @@ func TestWriter(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got := readLines(t, path); len(got) != goroutines*each {
+		if got := pgtest.JSONLines(t, path); len(got) != goroutines*each {
 			t.Fatalf("got %d lines, want %d", len(got), goroutines*each)
 		}
 	})
@@ -212,7 +118,7 @@ func TestWriter(t *testing.T) {
 		w, path := open(t)
 		_ = w.Close()
 		w.Action(ActionOK, "a", 1, "r", "") // dropped, no panic
-		if got := readLines(t, path); len(got) != 0 {
+		if got := pgtest.JSONLines(t, path); len(got) != 0 {
 			t.Fatalf("wrote after Close: %v", got)
 		}
 	})
@@ -287,7 +193,7 @@ func TestOpenRefusesUnsafeFiles(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if got := readLines(t, path); len(got) != 2 {
+			if got := pgtest.JSONLines(t, path); len(got) != 2 {
 				t.Fatalf("mode %o: %d lines after appending, want 2", mode, len(got))
 			}
 		}
@@ -375,7 +281,7 @@ func TestOpenRefusesUnsafeFiles(t *testing.T) {
 		if b, _ := os.ReadFile(victim); string(b) != "keep me\n" {
 			t.Fatalf("the file behind the link was written: %q", b)
 		}
-		if got := readLines(t, path+".1"); len(got) != 1 {
+		if got := pgtest.JSONLines(t, path+".1"); len(got) != 1 {
 			t.Fatalf("old file: %d lines, want 1", len(got))
 		}
 	})

@@ -61,20 +61,6 @@ func (t *Tail) Next() ([]Record, error) {
 	return out, nil
 }
 
-// ReadFiles reads whole events files and returns their records ordered by mono_ns.
-func ReadFiles(paths ...string) ([]Record, error) {
-	var all []Record
-	for _, p := range paths {
-		rs, err := NewTail(p).Next()
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, rs...)
-	}
-	SortByMono(all)
-	return all, nil
-}
-
 // SortByMono orders records by mono_ns (stable, so one file's order is kept).
 func SortByMono(rs []Record) {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].MonoNS < rs[j].MonoNS })

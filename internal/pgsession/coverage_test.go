@@ -22,7 +22,7 @@ var reviewed = map[string]struct {
 }{
 	"internal/pgsession/pgsession.go": {2, "Connect itself"},
 	"election/pooler.go":              {2, "dial: connConfig applies pgsession.Apply; the pooler fallback sets the path on the session and checkSessionPath verifies it"},
-	"collector/conn.go":               {2, "connConfig applies pgsession.Apply; pooled connections set it per transaction (readSettings) or run qualified statements"},
+	"internal/pgdial/pgdial.go":       {2, "Config applies pgsession.Apply; pooled connections set it per transaction (the collector's readSettings) or run qualified statements (operator actions)"},
 	"collector/logical/slots.go":      {2, "Available applies pgsession.Apply to both connections"},
 	"collector/logical/stream.go":     {1, "Open applies pgsession.Apply"},
 	"workload/workload.go":            {1, "NewPool applies pgsession.Apply (direct); pooled: pgleader.fence and an INSERT into pgleader.demo_actions"},
@@ -43,6 +43,8 @@ var reviewed = map[string]struct {
 	"lab/chaos/writer.go":     {1, "the supervised chaos child: Writer applies pgsession.Apply"},
 	"lab/pgserver/server.go":  {2, "the server's own start-up and admin"},
 	"lab/pgserver/standby.go": {2, "the server's own start-up and admin"},
+	// Tests' own sessions, on the throwaway servers they start.
+	"lab/pgtest/testing.go": {1, "test helper (Connect), for a test's own statements"},
 }
 
 // TestEveryConnectionReviewed: every connection the module opens outside tests

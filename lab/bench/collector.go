@@ -12,7 +12,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 )
 
-// CollectorResult is what CollectorLatency measured.
+// CollectorResult is what CollectorSourceLatency measured.
 type CollectorResult struct {
 	// Source is the collector's Health.Source while it measured: live
 	// (LISTEN/NOTIFY) or logical.
@@ -34,18 +34,12 @@ type CollectorResult struct {
 	Nodes    int
 }
 
-// Sizes of the forged cluster CollectorLatency reads.
+// Sizes of the forged cluster CollectorSourceLatency reads.
 const (
 	forgedScopes = 100
 	forgedNodes  = 300
 	forgedPolls  = 30
 )
-
-// CollectorLatency measures the collector on dsn, a migrated database, with its
-// LISTEN/NOTIFY source: see CollectorSourceLatency.
-func CollectorLatency(ctx context.Context, dsn string, n int, logf func(string, ...any)) (CollectorResult, error) {
-	return CollectorSourceLatency(ctx, dsn, collector.SourceModeNotify, n, logf)
-}
 
 // A leadership change made by SQL, as a node's session makes it: claimSQL
 // claims scope $1 for node $2 (the engine's claim, one scope, no guard), and

@@ -35,19 +35,17 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/eventlog"
-	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/fault"
 	"github.com/pgleader/pgleader/lab/pgbouncer"
 )
 
@@ -87,6 +85,13 @@ var AllScenarios = []string{"limit", "crash", "graceful", "frozen", "terminate",
 
 // faultScenarios are the failover scenarios, reported beside the physical limit.
 var faultScenarios = []string{"crash", "graceful", "frozen", "terminate", "handover", "priority"}
+
+// scenarioFaults are the faults of the catalogue the failover scenarios apply to
+// the leader.
+var scenarioFaults = map[string]fault.Fault{
+	"crash": fault.Kill9, "priority": fault.Kill9, "graceful": fault.SIGTERM, "frozen": fault.Freeze,
+	"terminate": fault.Terminate, "handover": fault.Handover,
+}
 
 // HandoverTarget bounds a targeted handover, `pgleader handover` started → the
 // target's gate open, at its p99 (issue's absolute target; the limit ratio is
@@ -434,24 +439,11 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 				return fmt.Errorf("iteration %d: %w", i+1, err)
 			}
 		}
-		switch kind {
-		case "crash", "priority":
-			t0, err = n.Kill()
-		case "handover":
-			t0 = monotime.Now()
-			if out, herr := exec.CommandContext(ctx, o.nodeBin(), "handover", scope, "--to", target, "--timeout", "10s",
-				"--dsn", o.DSN).CombinedOutput(); herr != nil {
-				err = fmt.Errorf("pgleader handover %s --to %s: %w: %s", scope, target, herr, out)
-			}
-		case "graceful":
-			t0, err = n.Signal(syscall.SIGTERM)
-		case "frozen":
-			t0, err = n.Signal(syscall.SIGSTOP)
-		case "terminate":
-			t0 = monotime.Now()
-			_, err = admin.Exec(ctx, "SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state WHERE scope = $1", scope)
+		strike := fault.Target{Node: n, Scope: scope, Bin: o.nodeBin(), DSN: o.DSN, To: target}
+		if admin != nil {
+			strike.Admin = admin
 		}
-		if err != nil {
+		if t0, err = scenarioFaults[kind].Apply(ctx, strike); err != nil {
 			return err
 		}
 		next, err := o.waitFor(ctx, c, func(r eventlog.Record) bool {
@@ -506,7 +498,7 @@ func (o Options) faults(ctx context.Context, rep *Report, kind string, probe *li
 				gap = append(gap, ms(next.MonoNS-trust.TrustUntilMonoNS))
 				line += fmt.Sprintf(" (old gate closed %.0f ms before)", ms(next.MonoNS-trust.TrustUntilMonoNS))
 			}
-			_, _ = n.Signal(syscall.SIGCONT)
+			_, _ = fault.Freeze.Undo(ctx, fault.Target{Node: n})
 			if _, err := n.Kill(); err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/lab/child"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/fault"
 )
 
 // RunOptions configure RunSupervised.
@@ -154,7 +155,7 @@ func crashSample(ctx context.Context, c *cluster.Cluster, reg Options, scope str
 	}); err != nil {
 		return 0, 0, false, err
 	}
-	killed, err := c.Node("a").Kill()
+	killed, err := fault.Kill9.Apply(ctx, fault.Target{Node: c.Node("a")})
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -200,7 +201,7 @@ func gateSample(ctx context.Context, o RunOptions, reg Options, i int) (float64,
 		return 0, err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", "pgleader leadership "+node); err != nil {
+	if _, err := fault.Terminate.Apply(ctx, fault.Target{Admin: conn, Scope: scope}); err != nil {
 		return 0, err
 	}
 	closed, err := reg.find(ctx, c, func(r eventlog.Record) bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/fault"
 )
 
 // ScaleOptions configure a scale benchmark: Nodes processes, each campaigning for
@@ -204,7 +205,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 	}
 	fmt.Fprintf(o.Progress, "scale: kill -9 %s, which leads %d scopes\n", busiest.Node, len(old))
 	w.victim = busiest.Node
-	killedAt, err := c.Node(busiest.Node).Kill()
+	killedAt, err := fault.Kill9.Apply(ctx, fault.Target{Node: c.Node(busiest.Node)})
 	if err != nil {
 		return rep, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/checker"
+	"github.com/pgleader/pgleader/lab/fault"
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/migrations/migrate"
 )
@@ -80,12 +81,11 @@ func (p *pair) close() {
 // until rebuild: as Patroni's synchronous_mode (not strict) does, it stops waiting
 // for one, or every commit would hang.
 func (p *pair) failover(ctx context.Context) (crashed, gone, promoted int64, err error) {
-	crashed = monotime.Now()
-	if err := p.primary.Stop("immediate"); err != nil {
+	if crashed, err = fault.Crash.Apply(ctx, fault.Target{Server: p.primary}); err != nil {
 		return 0, 0, 0, err
 	}
 	gone = monotime.Now()
-	if err := p.standby.Promote(ctx); err != nil {
+	if _, err := fault.Promote.Apply(ctx, fault.Target{Server: p.standby}); err != nil {
 		return 0, 0, 0, err
 	}
 	promoted = monotime.Now()
@@ -151,11 +151,11 @@ func failovers(sync bool) func(context.Context, *env) error {
 					if err != nil {
 						return err
 					}
-					t0, err := n.Kill()
+					t0, err := fault.Kill9.Apply(ctx, fault.Target{Node: n})
 					if err != nil {
 						return err
 					}
-					e.fault("kill9", n.ID, t0, t0)
+					e.fault(fault.Kill9.Name, n.ID, t0, t0)
 					if _, err := e.newEpoch(ctx, s, epoch); err != nil {
 						return err
 					}

@@ -3,15 +3,14 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/checker"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/fault"
 	"github.com/pgleader/pgleader/lab/faultnet"
 )
 
@@ -38,11 +37,11 @@ var takeover = checker.Footprint{Takeover: true, FaultApplied: true}
 var scenarios = []scenario{
 	{name: "kill9", about: "kill -9 of the leader, restarted after a moment", expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0, err := n.Kill()
+			t0, err := fault.Kill9.Apply(ctx, fault.Target{Node: n})
 			if err != nil {
 				return err
 			}
-			e.fault("kill9", n.ID, t0, t0)
+			e.fault(fault.Kill9.Name, n.ID, t0, t0)
 			if _, err := e.newEpoch(ctx, scope, epoch); err != nil {
 				return err
 			}
@@ -52,7 +51,7 @@ var scenarios = []scenario{
 		})},
 	{name: "sigterm", about: "SIGTERM of the leader: drain and hand over, then restart", expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0, err := n.Signal(syscall.SIGTERM)
+			t0, err := fault.SIGTERM.Apply(ctx, fault.Target{Node: n})
 			if err != nil {
 				return err
 			}
@@ -62,17 +61,17 @@ var scenarios = []scenario{
 			if err := n.Wait(15 * time.Second); err != nil {
 				return fmt.Errorf("%s after SIGTERM: %w", n.ID, err)
 			}
-			e.fault("sigterm", n.ID, t0, monotime.Now())
+			e.fault(fault.SIGTERM.Name, n.ID, t0, monotime.Now())
 			_, err = e.c.Start(n.ID)
 			return err
 		})},
 	{name: "resign", about: "the leader resigns every scope (SIGUSR1) and stays a candidate", expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0, err := n.Signal(syscall.SIGUSR1)
+			t0, err := fault.Resign.Apply(ctx, fault.Target{Node: n})
 			if err != nil {
 				return err
 			}
-			e.fault("resign", n.ID, t0, t0)
+			e.fault(fault.Resign.Name, n.ID, t0, t0)
 			_, err = e.newEpoch(ctx, scope, epoch)
 			return err
 		})},
@@ -88,16 +87,15 @@ var scenarios = []scenario{
 				return nil
 			}
 			to := pick(e.rng, cands)
-			t0 := monotime.Now()
-			out, err := exec.CommandContext(ctx, e.o.Bin, "handover", scope, "--to", to, "--timeout", "10s", "--dsn", e.dsn).CombinedOutput()
+			t0, err := fault.Handover.Apply(ctx, fault.Target{Scope: scope, To: to, Bin: e.o.Bin, DSN: e.dsn})
 			if err != nil {
-				return fmt.Errorf("pgleader handover %s --to %s: %w: %s", scope, to, err, out)
+				return err
 			}
 			next, err := e.newEpoch(ctx, scope, epoch)
 			if err != nil {
 				return err
 			}
-			e.fault("handover", n.ID, t0, monotime.Now())
+			e.fault(fault.Handover.Name, n.ID, t0, monotime.Now())
 			if next.Node != to {
 				return fmt.Errorf("handover of %s to %s, but %s leads it at epoch %d", scope, to, next.Node, next.Epoch)
 			}
@@ -109,12 +107,12 @@ var scenarios = []scenario{
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
 			// A heartbeat starts every 100ms and trust lasts 500ms from its start:
 			// a pause of up to 150ms can never let it lapse.
-			t0, err := n.Signal(syscall.SIGSTOP)
+			t0, err := fault.Freeze.Apply(ctx, fault.Target{Node: n})
 			if err != nil {
 				return err
 			}
 			time.Sleep(50*time.Millisecond + time.Duration(e.rng.Int64N(int64(100*time.Millisecond))))
-			if _, err := n.Signal(syscall.SIGCONT); err != nil {
+			if _, err := fault.Freeze.Undo(ctx, fault.Target{Node: n}); err != nil {
 				return err
 			}
 			e.fault("stop-short", n.ID, t0, monotime.Now())
@@ -122,9 +120,7 @@ var scenarios = []scenario{
 		})},
 	{name: "stop-long", about: "SIGSTOP of the leader for longer than the session lease: takeover, then SIGCONT",
 		expect: takeover,
-		run: leaderFaults(untilTakeover("stop-long", 0, 300*time.Millisecond,
-			func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGSTOP); return err },
-			func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGCONT); return err }))},
+		run:    leaderFaults(untilTakeover("stop-long", 0, 300*time.Millisecond, hold(fault.Freeze, process)))},
 	{name: "pause-write", about: "the leader stalls between its gate check and its write, is frozen past the lease there, a follower takes over; after SIGCONT its write must be refused",
 		nodeArgs:   []string{"--test-pause-before-write", "250ms"},
 		needsHooks: true,
@@ -143,12 +139,12 @@ var scenarios = []scenario{
 				if err != nil {
 					return err
 				}
-				t0, err := n.Signal(syscall.SIGSTOP)
+				t0, err := fault.Freeze.Apply(ctx, fault.Target{Node: n})
 				if err != nil {
 					return err
 				}
 				_, werr := e.newEpoch(ctx, scope, epoch)
-				if _, err := n.Signal(syscall.SIGCONT); err != nil {
+				if _, err := fault.Freeze.Undo(ctx, fault.Target{Node: n}); err != nil {
 					return err
 				}
 				e.fault("pause-write", n.ID, t0, monotime.Now())
@@ -170,30 +166,24 @@ var scenarios = []scenario{
 	{name: "terminate", about: "pg_terminate_backend of the leader's leadership session; its process lives on",
 		expect: takeover, notLease: "no leadership session to terminate (a lease outlives any backend)",
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0 := monotime.Now()
-			if _, err := e.admin.Exec(ctx, "SELECT pg_terminate_backend(holder_pid) FROM pgleader.leader_state WHERE scope = $1", scope); err != nil {
+			t0, err := fault.Terminate.Apply(ctx, fault.Target{Admin: e.admin, Scope: scope})
+			if err != nil {
 				return err
 			}
-			e.fault("terminate", n.ID, t0, t0)
-			_, err := e.newEpoch(ctx, scope, epoch)
+			e.fault(fault.Terminate.Name, n.ID, t0, t0)
+			_, err = e.newEpoch(ctx, scope, epoch)
 			return err
 		})},
 	{name: "net-hang", about: "the path between the leader and PostgreSQL goes silent (no FIN, no RST) until a follower took over, then heals",
 		viaProxy: true, expect: takeover,
-		run: leaderFaults(untilTakeover("net-hang", 0, 300*time.Millisecond,
-			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Hang() },
-			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Heal() }))},
+		run: leaderFaults(untilTakeover(fault.NetHang.Name, 0, 300*time.Millisecond, hold(fault.NetHang, proxy)))},
 	{name: "partition", about: "a true silent partition: the leader's network namespace drops every packet both ways (nftables) until a follower took over, then heals",
 		viaProxy: true, netns: true, expect: takeover,
 		skip: func() string { return faultnet.NamespaceSupport() },
-		run: leaderFaults(untilTakeover("partition", 0, 300*time.Millisecond,
-			func(e *env, n *cluster.Node) error { return e.namespaces[n.ID].Cut() },
-			func(e *env, n *cluster.Node) error { return e.namespaces[n.ID].Heal() }))},
+		run:  leaderFaults(untilTakeover(fault.Partition.Name, 0, 300*time.Millisecond, hold(fault.Partition, namespace)))},
 	{name: "net-reset", about: "every connection between the leader and PostgreSQL is reset, and new ones too until it heals",
 		viaProxy: true, expect: takeover,
-		run: leaderFaults(untilTakeover("net-reset", 100*time.Millisecond, 400*time.Millisecond,
-			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Reset() },
-			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Heal() }))},
+		run: leaderFaults(untilTakeover(fault.NetReset.Name, 100*time.Millisecond, 400*time.Millisecond, hold(fault.NetReset, proxy)))},
 	{name: "latency-low", about: "25–35 ms latency each way on every node's path (round trip well below the 150 ms heartbeat timeout): no transition",
 		viaProxy: true, expect: checker.Footprint{FaultApplied: true, NoTransition: true},
 		run: func(ctx context.Context, e *env) error {
@@ -202,16 +192,17 @@ var scenarios = []scenario{
 					return err
 				}
 			}
+			lag := fault.Latency(30*time.Millisecond, 5*time.Millisecond)
 			for e.running() && ctx.Err() == nil {
 				t0 := monotime.Now()
 				for _, p := range e.proxies {
-					if err := p.Latency(30*time.Millisecond, 5*time.Millisecond); err != nil {
+					if _, err := lag.Apply(ctx, fault.Target{Link: p}); err != nil {
 						return err
 					}
 				}
 				e.pause(ctx, time.Second, 3*time.Second)
 				for _, p := range e.proxies {
-					if err := p.Latency(0, 0); err != nil {
+					if _, err := lag.Undo(ctx, fault.Target{Link: p}); err != nil {
 						return err
 					}
 				}
@@ -223,25 +214,23 @@ var scenarios = []scenario{
 	{name: "latency-high", about: "100–140 ms latency each way on the leader's path (round trip above the 150 ms heartbeat timeout): it must give way",
 		viaProxy: true, expect: takeover,
 		run: leaderFaults(untilTakeover("latency-high", 200*time.Millisecond, 600*time.Millisecond,
-			func(e *env, n *cluster.Node) error {
-				return e.proxies[n.ID].Latency(120*time.Millisecond, 20*time.Millisecond)
-			},
-			func(e *env, n *cluster.Node) error { return e.proxies[n.ID].Latency(0, 0) }))},
+			hold(fault.Latency(120*time.Millisecond, 20*time.Millisecond), proxy)))},
 	{name: "same-id", about: "the leader is frozen and its node id is started again (a restart while the old process still lives); the old one is thawed after a takeover",
 		expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
 			var twin *cluster.Node
-			err := untilTakeover("same-id", 0, 300*time.Millisecond,
-				func(e *env, n *cluster.Node) error {
-					if _, err := n.Signal(syscall.SIGSTOP); err != nil {
-						return err
+			frozen := hold(fault.Freeze, process)
+			err := untilTakeover("same-id", 0, 300*time.Millisecond, holding{
+				apply: func(ctx context.Context, e *env, n *cluster.Node) (int64, error) {
+					t0, err := frozen.apply(ctx, e, n)
+					if err != nil {
+						return t0, err
 					}
-					var err error
 					twin, err = e.c.StartTwin(n.ID)
-					return err
+					return t0, err
 				},
-				func(e *env, n *cluster.Node) error { _, err := n.Signal(syscall.SIGCONT); return err },
-			)(ctx, e, n, scope, epoch)
+				undo: frozen.undo,
+			})(ctx, e, n, scope, epoch)
 			if err != nil {
 				return err
 			}
@@ -280,7 +269,7 @@ var scenarios = []scenario{
 			}()
 			t0 := monotime.Now()
 			err = leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-				t, err := n.Kill()
+				t, err := fault.Kill9.Apply(ctx, fault.Target{Node: n})
 				if err != nil {
 					return err
 				}
@@ -318,7 +307,7 @@ var scenarios = []scenario{
 	{name: "herd", about: "20 candidates; the leader is killed every few seconds", nodes: 20,
 		expect: takeover,
 		run: leaderFaults(func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-			t0, err := n.Kill()
+			t0, err := fault.Kill9.Apply(ctx, fault.Target{Node: n})
 			if err != nil {
 				return err
 			}
@@ -332,9 +321,9 @@ var scenarios = []scenario{
 		})},
 }
 
-// leaderFaults applies fault to the working leader of a random scope, over and over,
-// with a random pause in between.
-func leaderFaults(fault func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error) func(context.Context, *env) error {
+// leaderFaults applies strike to the working leader of a random scope, over and
+// over, with a random pause in between.
+func leaderFaults(strike func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error) func(context.Context, *env) error {
 	return func(ctx context.Context, e *env) error {
 		for e.running() && ctx.Err() == nil {
 			scope := pick(e.rng, e.scopes)
@@ -342,7 +331,7 @@ func leaderFaults(fault func(ctx context.Context, e *env, n *cluster.Node, scope
 			if err != nil {
 				return err
 			}
-			if err := fault(ctx, e, n, scope, epoch); err != nil {
+			if err := strike(ctx, e, n, scope, epoch); err != nil {
 				return err
 			}
 			e.pause(ctx, 200*time.Millisecond, 800*time.Millisecond)
@@ -351,18 +340,41 @@ func leaderFaults(fault func(ctx context.Context, e *env, n *cluster.Node, scope
 	}
 }
 
+// holding is a fault that holds until undone, applied to a node: apply returns
+// when it struck.
+type holding struct {
+	apply func(context.Context, *env, *cluster.Node) (int64, error)
+	undo  func(context.Context, *env, *cluster.Node) error
+}
+
+// hold applies f, a fault of the catalogue that holds, to what on picks of a node.
+func hold(f fault.Fault, on func(*env, *cluster.Node) fault.Target) holding {
+	return holding{
+		apply: func(ctx context.Context, e *env, n *cluster.Node) (int64, error) { return f.Apply(ctx, on(e, n)) },
+		undo: func(ctx context.Context, e *env, n *cluster.Node) error {
+			_, err := f.Undo(ctx, on(e, n))
+			return err
+		},
+	}
+}
+
+// The parts of a node a fault strikes.
+func process(_ *env, n *cluster.Node) fault.Target   { return fault.Target{Node: n} }
+func proxy(e *env, n *cluster.Node) fault.Target     { return fault.Target{Link: e.proxies[n.ID]} }
+func namespace(e *env, n *cluster.Node) fault.Target { return fault.Target{Link: e.namespaces[n.ID]} }
+
 // untilTakeover is the shape of the faults that hold until a follower has taken
 // over: apply the fault to the leader, wait for a higher epoch of the scope, keep the
 // fault a random [lo, hi) longer, undo it, and record it from apply to undo.
-func untilTakeover(kind string, lo, hi time.Duration, apply, undo func(*env, *cluster.Node) error) func(context.Context, *env, *cluster.Node, string, int64) error {
+func untilTakeover(kind string, lo, hi time.Duration, f holding) func(context.Context, *env, *cluster.Node, string, int64) error {
 	return func(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int64) error {
-		t0 := monotime.Now()
-		if err := apply(e, n); err != nil {
+		t0, err := f.apply(ctx, e, n)
+		if err != nil {
 			return err
 		}
 		_, werr := e.newEpoch(ctx, scope, epoch)
 		e.pause(ctx, lo, hi)
-		if err := undo(e, n); err != nil {
+		if err := f.undo(ctx, e, n); err != nil {
 			return err
 		}
 		e.fault(kind, n.ID, t0, monotime.Now())
@@ -379,11 +391,12 @@ func serverRestarts(mode string) func(context.Context, *env) error {
 			if err != nil {
 				return err
 			}
-			t0 := monotime.Now()
-			if err := e.o.Server.Restart(ctx, mode); err != nil {
+			restart := fault.Restart(mode)
+			t0, err := restart.Apply(ctx, fault.Target{Server: e.o.Server})
+			if err != nil {
 				return err
 			}
-			e.fault("pg-"+mode, "", t0, monotime.Now())
+			e.fault(restart.Name, "", t0, monotime.Now())
 			if err := e.reconnectAdmin(ctx); err != nil { // it died with the server
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/lab/cluster"
+	"github.com/pgleader/pgleader/lab/fault"
 )
 
 // squat is the fault of scenario "squat": a session that is not a node (a plain
@@ -42,7 +43,7 @@ func squat(ctx context.Context, e *env, n *cluster.Node, scope string, epoch int
 	if err := e.namesSquatter(ctx, scope, pid, false); err != nil {
 		return err
 	}
-	t0, err := n.Kill()
+	t0, err := fault.Kill9.Apply(ctx, fault.Target{Node: n})
 	if err != nil {
 		return err
 	}

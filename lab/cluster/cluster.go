@@ -117,15 +117,28 @@ func (c *Cluster) StartTwin(id string, extra ...string) (*Node, error) {
 	}
 }
 
+// StartCommand launches a process of another implementation of the node under
+// id (the conformance kit's foreign node): argv returns its command line, given
+// the path of the events file it must append to. Options.NodeArgs, Scopes and
+// Wrap do not apply; Env does. It is followed, faulted and stopped as any node.
+func (c *Cluster) StartCommand(id string, argv func(events string) []string) (*Node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.nodes[id]; old != nil && !old.Exited() {
+		return nil, fmt.Errorf("node %s is still running", id)
+	}
+	events := filepath.Join(c.opts.Dir, id+".jsonl")
+	args := argv(events)
+	if len(args) == 0 {
+		return nil, fmt.Errorf("node %s: empty command line", id)
+	}
+	return c.spawnLocked(exec.Command(args[0], args[1:]...), id, id, events)
+}
+
 // startLocked starts a process of bin with node id, tracked (and its events file
 // named) as key.
 func (c *Cluster) startLocked(bin, id, key string, extra []string) (*Node, error) {
 	events := filepath.Join(c.opts.Dir, key+".jsonl")
-	logf, err := os.OpenFile(filepath.Join(c.opts.Dir, key+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	verb := "node"
 	if len(c.opts.Supervise) > 0 {
 		verb = "run"
@@ -145,6 +158,17 @@ func (c *Cluster) startLocked(bin, id, key string, extra []string) (*Node, error
 			cmd = exec.Command(prefix[0], append(append(prefix[1:len(prefix):len(prefix)], bin), args...)...)
 		}
 	}
+	return c.spawnLocked(cmd, id, key, events)
+}
+
+// spawnLocked starts cmd as the process of node id, tracked as key, its output
+// in <key>.log, and follows its events file.
+func (c *Cluster) spawnLocked(cmd *exec.Cmd, id, key, events string) (*Node, error) {
+	logf, err := os.OpenFile(filepath.Join(c.opts.Dir, key+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), c.opts.Env...)
 	// Own process group: a Ctrl-C meant for the harness reaches the nodes only

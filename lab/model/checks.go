@@ -7,19 +7,28 @@ var (
 )
 
 // Checks returns every check of the protocol, in the order docs/model.md
-// presents them: the models as they ship, the mutations that must fail, what
-// the model found, the residual risk design.md states, and the proposed fixes
-// (slow: PGLEADER_MODEL_SLOW).
+// presents them: the models as they ship (they must pass), the mutations that
+// must fail (among them what shipped before the model's findings were fixed),
+// what the model found in what ships, the residual risk design.md states, the
+// fix proposed for the finding, and the slow checks (PGLEADER_MODEL_SLOW).
+//
+// The models' defaults are the shipped protocol: a restart or promotion keeps
+// the database down for any time from one tick to W + 1 (DOWN, DOWNMAX), and a
+// frozen process resumes within L (FMAX); the liveness checks let a freeze
+// last L + W (FMAX=7), long enough for end_fenced to act while it lasts. Lock
+// mode's liveness check has STALE_WRITERS, writers that fence with any epoch
+// of their node's whatever its process does: every write FencedTx could make,
+// and more (§8.3's fix).
 func Checks() []Check {
 	return []Check{
 		{Name: "lock/safety", Model: "lock.pml", Search: Exhaustive, Reach: lockFaults,
-			About: "lock mode as it ships, every state with up to two faults: S1, S3, S5 hold"},
-		{Name: "lock/liveness", Model: "lock.pml", Defines: []string{"MAXF=1"}, Search: Liveness,
-			About: "lock mode, any one fault: once time passes, some gate is eventually open for good"},
+			About: "lock mode as it ships, every state with up to two faults, outages of any length: S1, S3, S5 hold"},
+		{Name: "lock/liveness", Model: "lock.pml", Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS"}, Search: Liveness,
+			About: "lock mode, any one fault, writers that keep fencing with any epoch of theirs: once time passes, some node eventually leads for good"},
 		{Name: "lease/safety", Model: "lease.pml", Search: Exhaustive, Reach: leaseFaults,
-			About: "lease mode as it ships, every state with up to two faults: S1, S3, S5 hold"},
-		{Name: "lease/liveness", Model: "lease.pml", Defines: []string{"MAXF=1"}, Search: Liveness,
-			About: "lease mode, any one fault: once time passes, some gate is eventually open for good"},
+			About: "lease mode as it ships, every state with up to two faults, outages of any length: S1, S3, S5 hold"},
+		{Name: "lease/liveness", Model: "lease.pml", Defines: []string{"MAXF=1", "FMAX=7"}, Search: Liveness,
+			About: "lease mode, any one fault, FencedTx's writers: once time passes, some node eventually leads for good"},
 
 		{Name: "mutation/no-guard-wait", Model: "lock.pml", Defines: []string{"MAXF=1", "MUT_NO_GUARD_WAIT"},
 			Search: Shortest, Want: "S5",
@@ -39,35 +48,42 @@ func Checks() []Check {
 		{Name: "mutation/lease-trust-window-not-below-lease", Model: "lease.pml", Defines: []string{"MAXF=1", "W=4", "L=4"},
 			Search: Shortest, Want: "S5",
 			About: "lease mode, trust window W = lease L"},
-
-		{Name: "finding/short-outage-lock", Model: "lock.pml", Defines: []string{"MAXF=1", "DOWN=1"},
+		{Name: "mutation/no-failover-wait-lock", Model: "lock.pml", Defines: []string{"MAXF=1", "MUT_NO_FAILOVER_WAIT"},
 			Search: Shortest, Want: "S5",
-			About: "lock mode: a promotion or restart that takes less than W; the successor finds no guard to wait for"},
-		{Name: "finding/short-outage-lease", Model: "lease.pml", Defines: []string{"MAXF=1", "DOWN=1"},
+			About: "lock mode, claim_scopes as it was before §8.1's fix: after a short outage the successor finds no guard to wait for"},
+		{Name: "mutation/blind-debt-not-carried", Model: "lock.pml", Defines: []string{"MUT_NO_BLIND_DEBT"},
 			Search: Shortest, Want: "S5",
-			About: "lease mode: a promotion that takes less than W; the standby never saw the lease"},
-		{Name: "finding/lost-renewal-lease", Model: "lease.pml", Defines: []string{"DOWN=1", "NO_PROMOTE"},
+			About: "lock mode, a blind predecessor waited out, but the debt not carried in unresolved_guards: the next successor owes nothing"},
+		{Name: "mutation/no-failover-wait-lease", Model: "lease.pml", Defines: []string{"MAXF=1", "MUT_NO_FAILOVER_WAIT"},
 			Search: Shortest, Want: "S5",
-			About: "lease mode: a crash loses the newest renewal; a follower's watch predates it"},
-		{Name: "finding/claim-keeps-stale-guard-lease", Model: "lock.pml",
-			Defines: []string{"MAXF=3", "NO_CRASH", "NO_RESTART", "NO_PROMOTE"}, Search: FirstFound, Want: "S5",
-			About: "a won claim does not renew a guard lease armed long before: the guard runs out while the gate is open"},
-		{Name: "finding/stale-writers-starve-failover", Model: "lock.pml", Defines: []string{"MAXF=1", "STALE_WRITERS"},
+			About: "lease mode, a lease counted as before §8.1's fix: the promoted standby never saw it"},
+		{Name: "mutation/lease-counts-from-lost-renewal", Model: "lease.pml", Defines: []string{"NO_PROMOTE", "MUT_NO_FAILOVER_WAIT"},
+			Search: Shortest, Want: "S5",
+			About: "lease mode, a lease counted as before §8.1's fix: a crash loses the newest renewal, a follower's watch predates it"},
+		{Name: "mutation/arm-without-ping", Model: "lock.pml",
+			Defines: []string{"MAXF=3", "NO_CRASH", "NO_RESTART", "NO_PROMOTE", "MUT_ARM_NO_PING"}, Search: FirstFound, Want: "S5",
+			About: "armGuard as it was before §8.2's fix: a won claim keeps a guard lease armed long before, which runs out while the gate is open"},
+		{Name: "mutation/no-fence-off", Model: "lock.pml", Defines: []string{"MAXF=1", "STALE_WRITERS", "MUT_NO_FENCE_OFF"},
 			Search: Liveness, Want: "liveness",
-			About: "an application that keeps fencing with a dead term's epoch keeps every claim busy"},
+			About: "end_fenced as it was before §8.3's fix: writers that keep fencing with a dead term's epoch keep every claim busy"},
+
+		{Name: "finding/lease-fenced-off-term-renewed", Model: "lease.pml", Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS"},
+			Search: Liveness, Want: "liveness",
+			About: "lease mode: end_fenced fences off the term of a frozen holder, which resumes and renews it: it leads for good, and fence refuses every write"},
+		{Name: "finding/arm-threshold-spends-safety-gap", Model: "lock.pml",
+			Defines: []string{"MAXF=4", "NO_CRASH", "NO_RESTART", "NO_PROMOTE", "NO_HANDOVER"}, Search: FirstFound, Want: "S5",
+			Slow:  true,
+			About: "armGuard leaves a lease armed by a statement up to L − W before the claim: the guard may end as the gate closes (they touch, as with W = L)"},
 		{Name: "residual/both-sessions-terminated", Model: "lock.pml", Defines: []string{"RESIDUAL"},
 			Search: Shortest, Want: "S5",
 			About: "design.md §2's residual risk: both sessions of a live node terminated at once"},
 
-		{Name: "fix/short-outage-lock", Model: "lock.pml", Defines: []string{"DOWN=1", "FIX_FAILOVER_WAIT"},
-			Search: Exhaustive, Reach: lockFaults, Slow: true,
-			About: "lock mode with the proposed wait after a restart or promotion: S1, S3, S5 hold with a 1-tick outage"},
-		{Name: "fix/short-outage-lease", Model: "lease.pml", Defines: []string{"DOWN=1", "FIX_FAILOVER_WAIT"},
-			Search: Exhaustive, Reach: leaseFaults, Slow: true,
-			About: "lease mode with the proposed server-side wait: S1, S3, S5 hold with a 1-tick outage"},
-		{Name: "fix/claim-pings-guard", Model: "lock.pml",
-			Defines: []string{"MAXF=3", "NO_CRASH", "NO_RESTART", "NO_PROMOTE", "FIX_ARM_PINGS"},
-			Search:  Exhaustive, Slow: true,
-			About: "a claim that pings the guard: S1, S3, S5 hold with up to three freezes, terminations and handovers"},
+		{Name: "fix/lease-renewal-refuses-fenced-off", Model: "lease.pml",
+			Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS", "FIX_NO_RENEW_FENCED_OFF"}, Search: Liveness, Slow: true,
+			About: "lease mode with the proposed fix of §8.4 (lease_heartbeat does not renew a fenced-off term): some node eventually leads for good"},
+
+		{Name: "lock/safety-three-faults", Model: "lock.pml",
+			Defines: []string{"MAXF=3", "NO_CRASH", "NO_RESTART", "NO_PROMOTE"}, Search: Exhaustive, Slow: true,
+			About: "lock mode as it ships, every state with up to three freezes, terminations and handovers: S1, S3, S5 hold (§8.2's fix)"},
 	}
 }

@@ -26,7 +26,10 @@
 #define M 1           /* the successor's margin past the predecessors' trust (one tick: see docs/model.md) */
 #endif
 #ifndef DOWN
-#define DOWN (W + 1)  /* a restarted or promoted database accepts sessions again after DOWN ticks */
+#define DOWN 1        /* a restarted or promoted database refuses sessions for at least DOWN ticks ... */
+#endif
+#ifndef DOWNMAX       /* ... and at most DOWNMAX: any outage in between (see docs/model.md §2) */
+#define DOWNMAX (DOWN > W + 1 -> DOWN : W + 1)
 #endif
 #ifndef MAXF
 #define MAXF 2        /* faults per run (crash, freeze, termination, restart, promotion, handover) */
@@ -122,11 +125,13 @@ byte floor;           /* epoch_floor(): (timeline − 1) << 40, as the largest e
 byte repoch;          /* epoch */
 byte rholder = NOBODY;/* holder */
 bit  ropen;           /* holder IS NOT NULL AND released_at IS NULL: the term is open */
+bit  rfoff;           /* fenced_off_epoch = epoch: end_fenced fenced the current term off */
 
 /* The standby's copy of the row (asynchronous replication: it may lag). */
 byte sepoch;
 byte sholder = NOBODY;
 bit  sopen;
+bit  sfoff;
 
 /* Ghosts: what the nodes were told, kept across a promotion. */
 byte maxg;            /* the largest epoch ever granted */
@@ -135,7 +140,7 @@ byte fxown = NOBODY;  /* whose fenced transaction holds the row FOR KEY SHARE (a
 
 byte k, lo, hi;       /* scratch within one step, zero between steps */
 
-#ifdef SETTLE         /* bounded liveness: a gate is open SETTLE ticks after the last fault */
+#ifdef SETTLE         /* bounded liveness: a node leads SETTLE ticks after the last fault */
 byte quiet;           /* ticks since the last fault (saturated at SETTLE) */
 #define QUIET quiet = 0;
 #else
@@ -151,6 +156,9 @@ bit tkp;              /* flips at every tick: the liveness property assumes time
 #define TOKS (toks[0] | toks[1] | toks[2])
 #define HAS(m, e) (((m) >> ((e) - 1)) & 1)
 #define SOME_GATE (gate[0] || gate[1] || gate[2])
+/* Leadership worth the name: a gate open whose epoch the fence admits. */
+#define LEADS(n) (gate[n] && FENCE_OK(tep[n]))
+#define SOME_LEADER (LEADS(0) || LEADS(1) || LEADS(2))
 
 /* A fault: counted, and once the budget is spent the standby's copy is of no use. */
 #define FAULT faults++; QUIET if :: faults >= MAXF -> forget_standby() :: else -> skip fi
@@ -176,16 +184,16 @@ bit tkp;              /* flips at every tick: the liveness property assumes time
 
 /* Asynchronous replication: the standby catches up with the primary's row. */
 inline replicate() {
-	sepoch = repoch; sholder = rholder; sopen = ropen
+	sepoch = repoch; sholder = rholder; sopen = ropen; sfoff = rfoff
 }
 
 /* No promotion can come any more: the copy is dropped from the state. */
 inline forget_standby() {
-	sepoch = 0; sholder = NOBODY; sopen = 0
+	sepoch = 0; sholder = NOBODY; sopen = 0; sfoff = 0
 }
 
 #define STANDBY_BEHIND (F_PROMOTE && !promoted && faults < MAXF && \
-	(sepoch != repoch || sholder != rholder || sopen != ropen))
+	(sepoch != repoch || sholder != rholder || sopen != ropen || sfoff != rfoff))
 
 /*
  * The application (FencedTx, pgleader.fence). A token is issued when a gate
@@ -199,11 +207,20 @@ inline forget_standby() {
  */
 
 /* pgleader.fence(p_scope, p_epoch): PLF01 unless p_epoch is the current open
- * term and above the timeline's floor. */
+ * term, above the timeline's floor, and not fenced off (fenced_off_epoch). */
 #ifdef MUT_FENCE_NO_HOLDER
 #define FENCE_OK(e) ((e) > floor)   /* mutation: the current holder's epoch is not checked */
 #else
-#define FENCE_OK(e) ((e) > floor && repoch == (e) && ropen && rholder != NOBODY)
+#define FENCE_OK(e) ((e) > floor && repoch == (e) && ropen && rholder != NOBODY && !rfoff)
+#endif
+
+/* pgleader.end_fenced fences the dead term off before it ends its fenced
+ * transactions (fenced_off_epoch = epoch): fence refuses that epoch from then
+ * on. MUT_NO_FENCE_OFF: it only ends them (what shipped before). */
+#ifdef MUT_NO_FENCE_OFF
+#define FENCED_OFF skip
+#else
+#define FENCED_OFF rfoff = 1
 #endif
 
 #define MAXE 8        /* epochs 1..MAXE fit the token masks */
@@ -245,6 +262,47 @@ inline s3_writes() {
 	fi
 }
 
+/*
+ * Long writes: FencedTx begins one while the gate is open (Token.Valid); its
+ * fence passes and it holds the row FOR KEY SHARE until it commits, which may
+ * be long after the term ended; the server ends it once it has been idle for
+ * L in a frozen process. STALE_WRITERS: a writer that calls pgleader.fence
+ * (or Fence) with the epoch of any term whose gate opened on node n, as often
+ * as it likes and whatever n's process does (a worker of its own, not frozen
+ * or killed with n).
+ */
+#ifdef STALE_WRITERS
+#define MAY_WRITE(n) (repoch >= 1 && repoch <= MAXE && HAS(toks[n], repoch) && FENCE_OK(repoch))
+#define WRITER_RUNS(n) (1)
+#define WRITER_FREEZES 0
+#else
+#define MAY_WRITE(n) (gate[n] && FENCE_OK(tep[n]))
+#define WRITER_RUNS(n) LIVE(n)
+#define WRITER_FREEZES 1
+#endif
+
+inline writer_begins(n) {
+	fxown = n;
+#ifdef STALE_WRITERS
+	printf("%c's writer: a fenced write with epoch %d holds the row FOR KEY SHARE\n", NAME(n), repoch)
+#else
+	printf("%c application: a fenced write holds the row FOR KEY SHARE\n", NAME(n))
+#endif
+}
+
+inline writer_commits(n) {
+	fxown = NOBODY;
+#ifdef STALE_WRITERS
+	printf("%c's writer: the fenced write commits\n", NAME(n))
+#else
+	printf("%c application: the fenced write commits\n", NAME(n))
+#endif
+}
+
+/* A grant changes the epoch: end_fenced's proof (fence_waits, the first claim
+ * found busy for this very term, W ago) starts again for every node. */
+#define BUSY_FORGOTTEN bsy[0] = 0; bsy[1] = 0; bsy[2] = 0; bage[0] = 0; bage[1] = 0; bage[2] = 0
+
 /* A gate opens: the application holds the term's token from now on. */
 inline issue_token(n) {
 	if
@@ -256,7 +314,7 @@ inline issue_token(n) {
 }
 
 /* Bounded liveness, checked at every tick: SETTLE ticks after the last fault
- * (or the start) some gate is open. */
+ * (or the start) some gate is open, with an epoch the fence admits. */
 inline settle_check() {
 	skip;
 #ifdef SETTLE
@@ -265,8 +323,8 @@ inline settle_check() {
 	:: else -> skip
 	fi;
 	if
-	:: quiet >= SETTLE && !SOME_GATE ->
-		printf("VIOLATION liveness: no gate open %d ticks after the last fault\n", SETTLE);
+	:: quiet >= SETTLE && !SOME_LEADER ->
+		printf("VIOLATION liveness: no node leads (a gate open, its epoch admitted by fence) %d ticks after the last fault\n", SETTLE);
 		assert(false)
 	:: else -> skip
 	fi

@@ -14,9 +14,10 @@
 //
 // Checks lists the runs: the models as they ship (every state within a fault
 // budget; they must pass), mutations of the protocol (each must fail, with a
-// counterexample), and what the model found (a counterexample each, with the
-// proposed fix beside it). A counterexample is printed as a story in the
-// protocol's words:
+// counterexample; among them the protocol as it was before the fixes of the
+// model's first findings), and what the model found in what ships (a
+// counterexample each, with the proposed fix beside it). A counterexample is
+// printed as a story in the protocol's words:
 //
 //	t=0 C claim_scopes: acquired epoch 1 (previous term 0 closed; guards to wait for: none)
 //	t=0 C gate opens (epoch 1)

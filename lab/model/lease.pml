@@ -17,6 +17,8 @@
 
 byte lc[N];           /* the node's connection */
 byte rage;            /* server time since last_heartbeat (saturated at L) */
+byte sage = L;        /* server time since lease_claimable's p_since: the server's start, or the
+                       * timeline's first claim (saturated at L; see SERVER_STARTS) */
 bit  runfl;           /* the newest renewal is not flushed yet */
 byte rprev;           /* rage before that renewal (what a crash brings back) */
 bit  wq[N];           /* the follower watches a held lease ... */
@@ -31,22 +33,25 @@ byte bage[N];
 #define HBCAP (I > T -> I : T)
 #define FREE (rholder == NOBODY || !ropen)
 #define EXPIRED (rage >= L)   /* last_heartbeat + session_lease_ms < clock_timestamp() */
+#define OLD_TIMELINE (floor > 0 && repoch <= floor)
 
-/* lease_claim_scopes's one statement: free, or lease_seq as watched and expired.
- * FIX_FAILOVER_WAIT (proposed): the server measures the lease from the later of
- * last_heartbeat and the server's start (or the timeline's), and a row of an
- * older timeline, free or not, waits that long too. */
-#ifdef FIX_FAILOVER_WAIT
-bit rold;             /* the row is of an older timeline */
-#define CLAIMABLE(n) ((FREE && !rold) || (FREE && EXPIRED) || (wq[n] && wchg[n] == 0 && EXPIRED))
-#define SERVER_STARTS rage = 0
-#define NEW_TIMELINE rold = 1
-#define NEW_TERM rold = 0
-#else
+/* pgleader.lease_claimable(s, q, lease_ms, since, floor), the test of
+ * lease_claim_scopes's one statement (test and lock): a free row, but one of
+ * an older timeline only once a lease has passed since p_since; a held row
+ * once its lease_seq is the one watched (q) and a lease has passed since the
+ * later of its last renewal and p_since. p_since is the later of
+ * pg_postmaster_start_time() and the timeline's first claim: the model counts
+ * it from the restart or the promotion itself (SERVER_STARTS), which is no
+ * later, so it lets a claim through no later than the SQL does.
+ * MUT_NO_FAILOVER_WAIT: free, or watched and expired (what shipped before,
+ * docs/model.md §8.1). */
+#ifdef MUT_NO_FAILOVER_WAIT
 #define CLAIMABLE(n) (FREE || (wq[n] && wchg[n] == 0 && EXPIRED))
 #define SERVER_STARTS skip
-#define NEW_TIMELINE skip
-#define NEW_TERM skip
+#else
+#define CLAIMABLE(n) ((FREE && (!OLD_TIMELINE || sage >= L)) || \
+	(!FREE && wq[n] && wchg[n] == 0 && EXPIRED && sage >= L))
+#define SERVER_STARTS sage = 0
 #endif
 
 /* Every change of lease_seq (claim, renewal, release). */
@@ -99,7 +104,7 @@ inline lease_claim_scopes(n) {
 	want[n] = 0;
 	if
 	:: !CLAIMABLE(n) ->
-		skip
+		bsy[n] = 0; bage[n] = 0    /* not busy: endStaleFenced forgets */
 	:: else ->
 		if
 		:: FENCED_ANY ->
@@ -116,20 +121,27 @@ inline lease_claim_scopes(n) {
 			:: else -> printf("lease %d watched unchanged for L, expired in server time)\n", repoch)
 			fi;
 			CHECK_S1(e);
-			repoch = e; rholder = n; ropen = 1; rage = 0; runfl = 0; rprev = 0; NEW_TERM;
+			repoch = e; rholder = n; ropen = 1; rfoff = 0; rage = 0; runfl = 0; rprev = 0;
 			seq_changes();
 			forget_watch(n);
-			role[n] = R_LEAD; tep[n] = e; tage[n] = 0; bsy[n] = 0; bage[n] = 0;
+			role[n] = R_LEAD; tep[n] = e; tage[n] = 0; BUSY_FORGOTTEN;
 			gate_opens(n)
 		fi
 	fi
 }
 
 /* pgleader.lease_heartbeat, led row: renews if holder, epoch and token are the
- * caller's (lease_seq + 1, last_heartbeat = now(), synchronous_commit = off). */
+ * caller's (lease_seq + 1, last_heartbeat = now(), synchronous_commit = off),
+ * a fenced-off term too. FIX_NO_RENEW_FENCED_OFF (proposed, docs/model.md
+ * §8.4): not a term end_fenced fenced off. */
+#ifdef FIX_NO_RENEW_FENCED_OFF
+#define RENEWABLE (!rfoff)
+#else
+#define RENEWABLE (1)
+#endif
 inline lease_heartbeat_led(n) {
 	if
-	:: rholder == n && repoch == tep[n] && ropen ->
+	:: rholder == n && repoch == tep[n] && ropen && RENEWABLE ->
 		rprev = rage; rage = 0; runfl = 1;
 		seq_changes();
 		tage[n] = 0;
@@ -191,14 +203,19 @@ inline lease_release_batch(n) {
 	fi
 }
 
-/* pgleader.end_fenced, lease mode: only once the lease on record has run out
- * or was released. */
+/* pgleader.end_fenced, lease mode, after claims were busy for W: only once
+ * the lease on record has run out (last_heartbeat + L, whatever p_since) or
+ * was released, it fences the term off (fenced_off_epoch = epoch), then ends
+ * every fenced transaction (its two calls as one step, as in lock.pml). */
 inline end_fenced(n) {
+	FENCED_OFF;
 	fxown = NOBODY; bage[n] = 0;
+#ifdef MUT_NO_FENCE_OFF
 	printf("%c end_fenced: the lease ran out, its fenced transactions are ended\n", NAME(n))
+#else
+	printf("%c end_fenced: the lease ran out: term %d fenced off, its fenced transactions ended\n", NAME(n), repoch)
+#endif
 }
-
-#define MAY_WRITE(n) (gate[n] && FENCE_OK(tep[n]))
 
 /* A follower whose connection is fine heartbeats at the end of each tick
  * (tick_heartbeats), after everything else that happened in it: its reply
@@ -215,10 +232,10 @@ inline end_fenced(n) {
 		(lc[n] == C_OK && dbup && role[n] == R_FOLLOW && cool[n] == 0 && (want[n] || (wq[n] && wage[n] >= L)) && CLAIMABLE(n) && !(FENCED_ANY && bsy[n])) || \
 		(bsy[n] && bage[n] >= W && lc[n] == C_OK && dbup && (FREE || EXPIRED)))) || \
 	(gate[n] && tage[n] >= W) || \
-	(fxown == n && proc[n] == P_FROZEN && fage[n] >= L) || \
+	(WRITER_FREEZES && fxown == n && proc[n] == P_FROZEN && fage[n] >= L) || \
 	(proc[n] == P_FROZEN && fage[n] >= FMAX))
 
-#define URGENT (NODE_URGENT(0) || NODE_URGENT(1) || NODE_URGENT(2) || (!dbup && dage >= DOWN))
+#define URGENT (NODE_URGENT(0) || NODE_URGENT(1) || NODE_URGENT(2) || (!dbup && dage >= DOWNMAX))
 
 proctype Node(byte n) {
 	byte e;
@@ -237,18 +254,16 @@ proctype Node(byte n) {
 	:: d_step { LIVE(n) && lc[n] == C_OK && dbup && role[n] == R_FOLLOW && cool[n] == 0 && (want[n] || (CLAIMABLE(n) && !(FENCED_ANY && bsy[n]))) ->
 		lease_claim_scopes(n) }
 	:: d_step { LIVE(n) && bsy[n] && bage[n] >= W && lc[n] == C_OK && dbup && (FREE || EXPIRED) -> end_fenced(n) }
-	:: d_step { LIVE(n) && dbup && fxown == NOBODY && MAY_WRITE(n) ->
-		fxown = n;
-		printf("%c application: a fenced write holds the row FOR KEY SHARE\n", NAME(n)) }
-	:: d_step { LIVE(n) && fxown == n ->
-		fxown = NOBODY;
-		printf("%c application: the fenced write commits\n", NAME(n)) }
+	:: d_step { WRITER_RUNS(n) && dbup && fxown == NOBODY && MAY_WRITE(n) ->
+		writer_begins(n) }
+	:: d_step { WRITER_RUNS(n) && fxown == n ->
+		writer_commits(n) }
 
 	/* The clock and the server. */
 	:: d_step { gate[n] && tage[n] >= W ->
 		gate[n] = 0;
 		printf("%c gate closes: trust expired\n", NAME(n)) }
-	:: d_step { fxown == n && proc[n] == P_FROZEN && fage[n] >= L ->
+	:: d_step { WRITER_FREEZES && fxown == n && proc[n] == P_FROZEN && fage[n] >= L ->
 		fxown = NOBODY;
 		printf("server ends %c's idle fenced transaction (idle_in_transaction_session_timeout)\n", NAME(n)) }
 	:: d_step { proc[n] == P_FROZEN ->
@@ -262,10 +277,14 @@ proctype Node(byte n) {
 	:: d_step { F_CRASH && faults < MAXF && proc[n] != P_DOWN ->
 		end_term(n); forget_watch(n);
 		if
-		:: fxown == n -> fxown = NOBODY
+		:: WRITER_FREEZES && fxown == n -> fxown = NOBODY
 		:: else -> skip
 		fi;
-		lc[n] = C_NONE; hang[n] = 0; want[n] = 0; hbage[n] = 0; bsy[n] = 0; bage[n] = 0; toks[n] = 0;
+		lc[n] = C_NONE; hang[n] = 0; want[n] = 0; hbage[n] = 0; bsy[n] = 0; bage[n] = 0;
+		if
+		:: WRITER_FREEZES -> toks[n] = 0
+		:: else -> skip
+		fi;
 		proc[n] = P_DOWN; fage[n] = 0; cool[n] = 0;
 		printf("FAULT crash: %c is killed (kill -9); its lease stays until it runs out\n", NAME(n));
 		FAULT;
@@ -311,7 +330,7 @@ proctype Env() {
 		tkp = !tkp;
 #endif
 		runfl = 0; rprev = 0;   /* the WAL writer flushes within a tick */
-		SAT(rage, L);
+		SAT(rage, L); SAT(sage, L);
 		for (i : 0 .. N - 1) {
 			if
 			:: lc[i] != C_NONE -> SAT(hbage[i], HBCAP)
@@ -339,7 +358,7 @@ proctype Env() {
 			fi
 		}
 		if
-		:: !dbup -> SAT(dage, DOWN)
+		:: !dbup -> SAT(dage, DOWNMAX)
 		:: else -> skip
 		fi;
 		settle_check();
@@ -405,8 +424,8 @@ proctype Env() {
 		}
 		i = 0;
 		printf("FAULT the primary's host dies; the standby, at epoch %d, is promoted\n", sepoch);
-		repoch = sepoch; rholder = sholder; ropen = sopen; rage = L; runfl = 0; rprev = 0; scnt = 0;
-		SERVER_STARTS; NEW_TIMELINE;
+		repoch = sepoch; rholder = sholder; ropen = sopen; rfoff = sfoff; rage = L; runfl = 0; rprev = 0; scnt = 0;
+		SERVER_STARTS;
 #ifndef MUT_NO_FLOOR
 		floor = maxg;
 #endif
@@ -423,5 +442,5 @@ init {
 }
 
 #ifdef LIVENESS
-ltl live { ([]<> tkp && []<> !tkp) -> <>[] SOME_GATE }
+ltl live { ([]<> tkp && []<> !tkp) -> <>[] SOME_LEADER }
 #endif

@@ -129,14 +129,31 @@ inline register_node(n) {
 	printf("%c opens its sessions: session_lock(guard), session_lock(beacon), register_node\n", NAME(n))
 }
 
-/* lockMode.beforeClaim, Scope.lead: armGuard sets the guard's lease unless it
- * is armed already (then it sends nothing). FIX_ARM_PINGS (proposed): for a won
- * claim, before the gate may open, it pings the guard all the same (grant). */
+/* lockMode.beforeClaim, Scope.lead: armGuard(since) arms the guard's lease;
+ * one armed already is pinged unless the guard's last statement started at or
+ * after since − (L − W). In ticks the model takes the riskier reading: no ping
+ * while the last statement is at most L − W ticks old (it may have started up
+ * to a tick more than L − W before since). beforeClaim's call (since = now)
+ * and lead's after a won claim (since = the claim's start) fall in the same
+ * tick: the second has nothing left to do. MUT_ARM_NO_PING: nothing is sent
+ * when the lease is armed (what shipped before, docs/model.md §8.2).
+ * FIX_ARM_KEEPS_GAP (proposed, §8.5): no ping only for a statement of the
+ * claim's own tick. */
+#ifdef FIX_ARM_KEEPS_GAP
+#define ARM_STALE(n) (gidle[n] >= L - W)   /* proposed (docs/model.md §8.5): keep the gap L − W */
+#else
+#define ARM_STALE(n) (gidle[n] > L - W)
+#endif
 inline arm_guard(n) {
 	if
 	:: gh[n] == C_OK && !glease[n] ->
 		glease[n] = 1; gidle[n] = 0;
 		printf("%c guard: idle_session_timeout = L armed, alongside the claim\n", NAME(n))
+#ifndef MUT_ARM_NO_PING
+	:: gh[n] == C_OK && glease[n] && ARM_STALE(n) ->
+		printf("%c guard: pinged alongside the claim (its lease was armed by a statement %d ticks ago)\n", NAME(n), gidle[n]);
+		gidle[n] = 0
+#endif
 	:: else -> skip
 	fi
 }
@@ -154,7 +171,7 @@ inline claim_scopes(n) {
 		:: want[n] -> printf("%c claim_scopes: lock held by %c, follows\n", NAME(n), NAME(lockh))
 		:: else -> skip
 		fi;
-		want[n] = 0
+		want[n] = 0; bsy[n] = 0; bage[n] = 0    /* not busy: endStaleFenced forgets */
 	:: else ->
 		lockh = n;
 		if
@@ -170,24 +187,34 @@ inline claim_scopes(n) {
 	fi
 }
 
-/* A predecessor without a guard on record (prev_closed = false, prev_guard_key
- * NULL) is waited out whole. FIX_FAILOVER_WAIT (proposed): so is every holder
- * whose sessions ended with the server: an open term the server restarted
- * under (prev_reason = database_failover), and any term of an older timeline
- * (the first claim after a promotion: the standby may not even have its row). */
-#ifdef FIX_FAILOVER_WAIT
-#define BLIND_FAILOVER ((ropen && rstale) || (floor > 0 && repoch <= floor))
-#define BLIND_CARRIED 1   /* and the debt is carried in unresolved_guards until settled */
-#else
-#define BLIND_FAILOVER 0
-#define BLIND_CARRIED 0
-#endif
+/* claim_scopes's blind predecessor, whose guard proves nothing: an open term
+ * the server restarted under (pg_postmaster_start_time() > last_heartbeat),
+ * any scope whose epoch is at or below the timeline's floor (the first claim
+ * after a promotion, whatever the standby has), or a debt carried in
+ * unresolved_guards (a NULL element: BLINDBIT). It is answered prev_closed =
+ * false, prev_guard_key NULL (lockAwaitPredecessors waits out max(W,
+ * prev_trust_ms) + margin, and the guards in wait_guards meanwhile), and the
+ * debt is stored again, until node_heartbeat's p_settled clears it.
+ * MUT_NO_FAILOVER_WAIT: none of it (what shipped before, docs/model.md §8.1);
+ * MUT_NO_BLIND_DEBT: blind, but the debt is not carried to the next claim. */
 #define BLINDBIT 8
+#ifdef MUT_NO_FAILOVER_WAIT
+#define BLIND 0
+#else
+#define BLIND ((ropen && rstale) || (floor > 0 && repoch <= floor) || (runres & BLINDBIT))
+#endif
+#if defined(MUT_NO_FAILOVER_WAIT) || defined(MUT_NO_BLIND_DEBT)
+#define BLIND_CARRIED 0
+#else
+#define BLIND_CARRIED 1
+#endif
 
 inline grant(n) {
+	k = (BLIND -> 1 : 0);
 	wmask[n] = (runres | (ropen && rguard < N -> (1 << rguard) : 0)) & HELDMASK;
-	wbound[n] = ((ropen && rguard == NOBODY) || BLIND_FAILOVER || (runres & BLINDBIT) -> 1 : 0);
-	runres = wmask[n] | (BLIND_CARRIED && wbound[n] -> BLINDBIT : 0);
+	wbound[n] = ((ropen && rguard == NOBODY) || k -> 1 : 0);
+	runres = wmask[n] | (BLIND_CARRIED && k -> BLINDBIT : 0);
+	k = 0;
 	wmask[n] = wmask[n] & ~(1 << n);         /* this session's own guard is skipped */
 	e = (repoch > floor -> repoch : floor) + 1;
 	printf("%c claim_scopes: acquired epoch %d (previous term %d ", NAME(n), e, repoch);
@@ -198,21 +225,15 @@ inline grant(n) {
 	printf("; guards to wait for:");
 	print_guards(wmask[n]);
 	if
-	:: wbound[n] -> printf("; waits out W + margin")
+	:: wbound[n] -> printf("; blind: waits out W + margin")
 	:: else -> skip
 	fi;
 	printf(")\n");
 	CHECK_S1(e);
-	repoch = e; rholder = n; ropen = 1; rstale = 0;
+	repoch = e; rholder = n; ropen = 1; rstale = 0; rfoff = 0;
 	rguard = (HELD(n) -> n : DEADKEY);      /* p_guard_key: the caller's guard, dead if its session is */
 	role[n] = R_PEND; tep[n] = e; tage[n] = 0; wage[n] = 0;
-	want[n] = 0; bsy[n] = 0; bage[n] = 0;
-#ifdef FIX_ARM_PINGS
-	if
-	:: gh[n] == C_OK -> gidle[n] = 0
-	:: else -> skip
-	fi;
-#endif
+	want[n] = 0; BUSY_FORGOTTEN;
 	s3_writes()
 }
 
@@ -323,29 +344,26 @@ inline release_batch(n) {
 	fi
 }
 
-/* pgleader.end_fenced: only while no session holds the scope's lock (it takes
- * the lock itself, without waiting), it ends every fenced transaction. */
+/* pgleader.end_fenced, after claims were busy for W: only while no session
+ * holds the scope's lock (it takes the lock itself, without waiting), it
+ * fences the term off (fenced_off_epoch = epoch: FENCED_OFF), then ends every
+ * fenced transaction. Its two calls (one audits what it found, the next ends
+ * it) are one step: no fence passes between them (the term is fenced off). */
 inline end_fenced(n) {
+	FENCED_OFF;
 	fxown = NOBODY;
 	bage[n] = 0; lidle[n] = 0;
+#ifdef MUT_NO_FENCE_OFF
 	printf("%c end_fenced: the scope is led by no session, its fenced transactions are ended\n", NAME(n))
+#else
+	printf("%c end_fenced: the scope is led by no session: term %d fenced off, its fenced transactions ended\n", NAME(n), repoch)
+#endif
 }
 
 /* A follower whose sessions are fine heartbeats at the tick (tick_heartbeats):
  * it only keeps its session busy and learns whether to claim, and a claim may
  * come at any moment anyway (hints). */
 #define FOLLOWS(n) (LIVE(n) && role[n] == R_FOLLOW && lh[n] == C_OK && gh[n] == C_OK && !hang[n])
-
-/* A long write: FencedTx begins one while the gate is open (Token.Valid), its
- * fence passes and it holds the row FOR KEY SHARE until it commits, which may
- * be long after the term ended. STALE_WRITERS: an application that calls
- * pgleader.fence (or Fence) with a token whose gate has closed, as often as it
- * likes. */
-#ifdef STALE_WRITERS
-#define MAY_WRITE(n) (repoch >= 1 && repoch <= MAXE && HAS(toks[n], repoch) && FENCE_OK(repoch))
-#else
-#define MAY_WRITE(n) (gate[n] && FENCE_OK(tep[n]))
-#endif
 
 #define NODE_URGENT(n) ( \
 	(LIVE(n) && ( \
@@ -359,10 +377,10 @@ inline end_fenced(n) {
 	(gate[n] && tage[n] >= W) || \
 	(lh[n] == C_OK && lidle[n] >= L) || \
 	(gh[n] == C_OK && glease[n] && gidle[n] >= L) || \
-	(fxown == n && proc[n] == P_FROZEN && fage[n] >= L) || \
+	(WRITER_FREEZES && fxown == n && proc[n] == P_FROZEN && fage[n] >= L) || \
 	(proc[n] == P_FROZEN && fage[n] >= FMAX))
 
-#define URGENT (NODE_URGENT(0) || NODE_URGENT(1) || NODE_URGENT(2) || (!dbup && dage >= DOWN))
+#define URGENT (NODE_URGENT(0) || NODE_URGENT(1) || NODE_URGENT(2) || (!dbup && dage >= DOWNMAX))
 
 proctype Node(byte n) {
 	byte e;
@@ -379,12 +397,10 @@ proctype Node(byte n) {
 	:: d_step { LIVE(n) && lh[n] == C_OK && role[n] == R_FOLLOW && cool[n] == 0 -> claim_scopes(n) }
 	:: d_step { LIVE(n) && role[n] == R_PEND && glease[n] && WAIT_DONE(n) -> open_gate(n) }
 	:: d_step { LIVE(n) && bsy[n] && bage[n] >= W && lockh == NOBODY && dbup && lh[n] == C_OK -> end_fenced(n) }
-	:: d_step { LIVE(n) && dbup && fxown == NOBODY && MAY_WRITE(n) ->
-		fxown = n;
-		printf("%c application: a fenced write holds the row FOR KEY SHARE\n", NAME(n)) }
-	:: d_step { LIVE(n) && fxown == n ->
-		fxown = NOBODY;
-		printf("%c application: the fenced write commits\n", NAME(n)) }
+	:: d_step { WRITER_RUNS(n) && dbup && fxown == NOBODY && MAY_WRITE(n) ->
+		writer_begins(n) }
+	:: d_step { WRITER_RUNS(n) && fxown == n ->
+		writer_commits(n) }
 
 	/* The clock and the server. */
 	:: d_step { gate[n] && tage[n] >= W ->
@@ -396,7 +412,7 @@ proctype Node(byte n) {
 	:: d_step { gh[n] == C_OK && glease[n] && gidle[n] >= L ->
 		gh[n] = C_CLOSED; guard_ends(n);
 		printf("server ends %c's idle guard session (idle_session_timeout): its guard is free\n", NAME(n)) }
-	:: d_step { fxown == n && proc[n] == P_FROZEN && fage[n] >= L ->
+	:: d_step { WRITER_FREEZES && fxown == n && proc[n] == P_FROZEN && fage[n] >= L ->
 		fxown = NOBODY;
 		printf("server ends %c's idle fenced transaction (idle_in_transaction_session_timeout)\n", NAME(n)) }
 	:: d_step { proc[n] == P_FROZEN ->
@@ -418,11 +434,15 @@ proctype Node(byte n) {
 		:: else -> skip
 		fi;
 		if
-		:: fxown == n -> fxown = NOBODY
+		:: WRITER_FREEZES && fxown == n -> fxown = NOBODY
 		:: else -> skip
 		fi;
 		lh[n] = C_NONE; gh[n] = C_NONE; lidle[n] = 0; gidle[n] = 0; glease[n] = 0;
-		hang[n] = 0; want[n] = 0; hbage[n] = 0; bsy[n] = 0; bage[n] = 0; toks[n] = 0;
+		hang[n] = 0; want[n] = 0; hbage[n] = 0; bsy[n] = 0; bage[n] = 0;
+		if
+		:: WRITER_FREEZES -> toks[n] = 0
+		:: else -> skip
+		fi;
 		proc[n] = P_DOWN; fage[n] = 0; cool[n] = 0;
 		printf("FAULT crash: %c is killed (kill -9): its sessions close, the server frees its locks\n", NAME(n));
 		FAULT;
@@ -512,7 +532,7 @@ proctype Env() {
 			fi
 		}
 		if
-		:: !dbup -> SAT(dage, DOWN)
+		:: !dbup -> SAT(dage, DOWNMAX)
 		:: else -> skip
 		fi;
 		tick_heartbeats();
@@ -562,7 +582,7 @@ proctype Env() {
 		}
 		i = 0;
 		printf("FAULT the primary's host dies; the standby, at epoch %d, is promoted\n", sepoch);
-		repoch = sepoch; rholder = sholder; ropen = sopen; runres = 0; rstale = 0;
+		repoch = sepoch; rholder = sholder; ropen = sopen; rfoff = sfoff; runres = 0; rstale = 0;
 		rguard = (sopen -> DEADKEY : NOBODY);
 #ifndef MUT_NO_FLOOR
 		floor = maxg;
@@ -581,6 +601,7 @@ init {
 
 #ifdef LIVENESS
 /* A node that stays up and campaigns eventually leads for good: once time
- * passes and the faults (a finite budget) are over, some gate stays open. */
-ltl live { ([]<> tkp && []<> !tkp) -> <>[] SOME_GATE }
+ * passes and the faults (a finite budget) are over, some gate stays open, with
+ * an epoch the fence admits. */
+ltl live { ([]<> tkp && []<> !tkp) -> <>[] SOME_LEADER }
 #endif

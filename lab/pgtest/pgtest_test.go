@@ -21,18 +21,6 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func connect(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect %s: %v", dsn, err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
 func queryString(t *testing.T, conn *pgx.Conn, sql string) string {
 	t.Helper()
 	var s string
@@ -48,7 +36,7 @@ func TestDSN(t *testing.T) {
 	if dsn1 == dsn2 {
 		t.Fatalf("two calls returned the same DSN %s", dsn1)
 	}
-	c1, c2 := connect(t, dsn1), connect(t, dsn2)
+	c1, c2 := pgtest.Connect(t, dsn1), pgtest.Connect(t, dsn2)
 	db1 := queryString(t, c1, "SELECT current_database()")
 	db2 := queryString(t, c2, "SELECT current_database()")
 	if db1 == db2 || !strings.HasPrefix(db1, "pgleader_test_testdsn_") || len(db1) > 63 {
@@ -77,7 +65,7 @@ func TestDSN(t *testing.T) {
 func TestDSNLongSubtestName(t *testing.T) {
 	t.Parallel()
 	t.Run(strings.Repeat("Very Long/Name-", 10), func(t *testing.T) {
-		c := connect(t, pgtest.DSN(t))
+		c := pgtest.Connect(t, pgtest.DSN(t))
 		if db := queryString(t, c, "SELECT current_database()"); len(db) > 63 || !strings.HasPrefix(db, "pgleader_test_") {
 			t.Fatalf("database name %q", db)
 		}
@@ -132,7 +120,7 @@ func TestNewServer(t *testing.T) {
 	if err := s.Boot(ctx); err == nil {
 		t.Fatal("Boot of a running server succeeded")
 	}
-	if got := queryString(t, connect(t, dsn), "SELECT v FROM t"); got != "kept" {
+	if got := queryString(t, pgtest.Connect(t, dsn), "SELECT v FROM t"); got != "kept" {
 		t.Fatalf("row after immediate stop = %q", got)
 	}
 
@@ -143,7 +131,7 @@ func TestNewServer(t *testing.T) {
 	if pid3 == 0 || pid3 == pid2 {
 		t.Fatalf("PID after Restart = %d, before = %d", pid3, pid2)
 	}
-	if got := queryString(t, connect(t, dsn), "SELECT v FROM t"); got != "kept" {
+	if got := queryString(t, pgtest.Connect(t, dsn), "SELECT v FROM t"); got != "kept" {
 		t.Fatalf("row after fast restart = %q", got)
 	}
 	if err := s.Stop("bogus"); err == nil {

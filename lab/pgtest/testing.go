@@ -1,10 +1,13 @@
 package pgtest
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
@@ -314,13 +317,88 @@ func Migrate(t testing.TB, dsn string) {
 // tests wait on conditions with a deadline, never on a fixed sleep.
 func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	WaitEvery(t, what, d, 2*time.Millisecond, cond)
+}
+
+// WaitEvery is WaitFor for a condition that costs something to check (a command
+// to run, a page to scrape, a query): it checks cond every interval, so that
+// checking does not take the CPU from what the test waits for.
+func WaitEvery(t testing.TB, what string, d, interval time.Duration, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(interval)
 	}
+}
+
+// Connect opens a connection to dsn for the test and closes it when the test
+// ends; it fails t if the server does not answer within 10 s.
+func Connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ConnectConfig(t, cfg)
+}
+
+// ConnectConfig is Connect for a parsed (and perhaps edited) configuration.
+func ConnectConfig(t testing.TB, cfg *pgx.ConnConfig) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect to %s:%d/%s as %s: %v", cfg.Host, cfg.Port, cfg.Database, cfg.User, err)
+	}
+	t.Cleanup(func() {
+		// Bounded: a test may leave the server stopped or frozen.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(ctx)
+	})
+	return conn
+}
+
+// Logger is the logger of the components a test starts: silent, or with
+// PGLEADER_TEST_LOG set, every record at debug level on stderr.
+func Logger() *slog.Logger {
+	if os.Getenv("PGLEADER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// JSONLines parses every line of the file at path as a JSON object, as an
+// events file holds them (docs/design.md §5), and fails t on a line that is not
+// one: tests check the file as it is on disk, field by field. A file that does
+// not exist yet has no lines.
+func JSONLines(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: line %d is not a JSON object: %v: %s", path, len(out)+1, err, sc.Text())
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // NewBouncer starts a PgBouncer in pool mode (transaction, session, statement) in

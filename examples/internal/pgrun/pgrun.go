@@ -236,3 +236,15 @@ func Ask(addr, scope string) (Leader, error) {
 	}
 	return l, nil
 }
+
+// Python returns Debian's /usr/bin/python3 once it can import psycopg2; the
+// test is skipped otherwise, saying why (failed in CI, as Missing does).
+func Python(t *testing.T) string {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	Need(t, "install Debian's python3 (.ci/install-deps)", python)
+	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
+		Missing(t, "psycopg2 missing for "+python+": apt-get install -y python3-psycopg2 (.ci/install-deps): "+strings.TrimSpace(string(out)))
+	}
+	return python
+}

@@ -1,0 +1,206 @@
+package operator
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgleader/pgleader/collector"
+	"github.com/pgleader/pgleader/lab/pgtest"
+)
+
+// The actions are tested as they are used: against a real database, each beside
+// a collector whose snapshots it re-checks holders against. The helpers are the
+// collector tests' own, so that a test reads the same in both packages.
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// wait is the deadline of every condition a test waits for.
+const wait = 10 * time.Second
+
+func testLogger() *slog.Logger {
+	if os.Getenv("PGLEADER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// testConfig is a collector Config with thresholds short enough for tests, on
+// LISTEN/NOTIFY.
+func testConfig(t testing.TB, dsn string) collector.Config {
+	t.Helper()
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return collector.Config{ConnConfig: cc, PollInterval: 50 * time.Millisecond, Logger: testLogger(),
+		Source: collector.SourceModeNotify}
+}
+
+func newCollector(t testing.TB, cfg collector.Config) *collector.Collector {
+	t.Helper()
+	c, err := collector.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newOperator is the Operator on cfg's database that acts on c's latest
+// snapshot (c nil: on whichever holder the database shows).
+func newOperator(t testing.TB, cfg collector.Config, c *collector.Collector) *Operator {
+	t.Helper()
+	var latest func() *collector.Snapshot
+	if c != nil {
+		latest = c.Snapshot
+	}
+	op, err := New(Config{ConnConfig: cfg.ConnConfig, Latest: latest, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// run runs c until the test ends, and fails the test if Run errs or hangs.
+func run(t testing.TB, c *collector.Collector) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			panic("collector Run did not return within 30s of cancel")
+		}
+	})
+}
+
+// recorder keeps every event of a subscription.
+type recorder struct {
+	mu     sync.Mutex
+	events []collector.Event
+	done   chan struct{}
+}
+
+func record(t testing.TB, c *collector.Collector) *recorder {
+	t.Helper()
+	ch, cancel := c.Subscribe(100000)
+	r := &recorder{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ev := range ch {
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+func (r *recorder) find(match func(collector.Event) bool) (collector.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ev := range r.events {
+		if match(ev) {
+			return ev, true
+		}
+	}
+	return collector.Event{}, false
+}
+
+// waitEvent waits for an event that matches.
+func (r *recorder) waitEvent(t testing.TB, what string, match func(collector.Event) bool) collector.Event {
+	t.Helper()
+	var got collector.Event
+	pgtest.WaitFor(t, what, wait, func() bool {
+		var ok bool
+		got, ok = r.find(match)
+		return ok
+	})
+	return got
+}
+
+// waitSnap waits for a snapshot that satisfies cond and returns it.
+func waitSnap(t testing.TB, c *collector.Collector, what string, cond func(*collector.Snapshot) bool) *collector.Snapshot {
+	t.Helper()
+	var s *collector.Snapshot
+	pgtest.WaitFor(t, what, wait, func() bool {
+		s = c.Snapshot()
+		return s != nil && cond(s)
+	})
+	return s
+}
+
+// settle waits until the collector has made n more reads after the call.
+func settle(t testing.TB, c *collector.Collector, n int) *collector.Snapshot {
+	t.Helper()
+	start := uint64(0)
+	if s := c.Snapshot(); s != nil {
+		start = s.Health.Polls
+	}
+	return waitSnap(t, c, "more reads", func(s *collector.Snapshot) bool { return s.Health.Polls >= start+uint64(n) })
+}
+
+func alert(s *collector.Snapshot, kind collector.AlertKind, scope string) (collector.Alert, bool) {
+	for _, a := range s.Alerts {
+		if a.Kind == kind && (scope == "" || a.Scope == scope) {
+			return a, true
+		}
+	}
+	return collector.Alert{}, false
+}
+
+func scope(t testing.TB, s *collector.Snapshot, name string) collector.Scope {
+	t.Helper()
+	sc, ok := s.Scope(name)
+	if !ok {
+		t.Fatalf("snapshot %d has no scope %q", s.Seq, name)
+	}
+	return sc
+}
+
+func exec(t testing.TB, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func queryInt(t testing.TB, conn *pgx.Conn, sql string, args ...any) int64 {
+	t.Helper()
+	var v int64
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// forgeHolder makes conn the holder of scope through the schema's own claim (the
+// connection keeps the lock like a leadership session), registering node first.
+func forgeHolder(t testing.TB, conn *pgx.Conn, scope, node string) int64 {
+	t.Helper()
+	// Registered on this connection (a claim is made only by the session that
+	// registered its node), with the scopes it registered before.
+	exec(t, conn, `SELECT pgleader.register_node($1, 'forged-host', 1, 'test',
+	               ARRAY(SELECT DISTINCT x FROM unnest(coalesce((SELECT n.scopes FROM pgleader.nodes n WHERE n.node_id = $1), '{}') || $2::text) x),
+	               100, 300, 500, 0, 0)`, node, scope)
+	var ok bool
+	var epoch int64
+	if err := conn.QueryRow(context.Background(),
+		`SELECT acquired, epoch FROM pgleader.claim_scopes($2, 'forged-host', 0, 100, 100, 300, 500, ARRAY[$1::text], ARRAY[pgleader.lock_key($1)])`,
+		scope, node).Scan(&ok, &epoch); err != nil || !ok {
+		t.Fatalf("forged claim of %s by %s: acquired=%v err=%v", scope, node, ok, err)
+	}
+	return epoch
+}
