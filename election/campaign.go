@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // queueClaim marks a claim of the scope as queued in sess's batch; false when the
@@ -144,7 +145,7 @@ func (s *Scope) campaign(ctx context.Context) {
 					retry.Stop()
 					s.setFollowing(false)
 					reason := s.lead(ctx, sess, o.r)
-					if reason == ReasonResigned || reason == ReasonHandedOver {
+					if reason == protocol.ReasonResigned || reason == protocol.ReasonHandedOver {
 						s.coolDown(ctx, *o.r.epoch)
 					}
 					break follow
@@ -244,7 +245,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	e := s.e
 	t := newTerm(s, *r.epoch, sess, r.start)
 	if !sess.addTerm(t) {
-		return ReasonLostConnection
+		return protocol.ReasonLostConnection
 	}
 	s.term.Store(t)
 	defer s.term.CompareAndSwap(t, nil)
@@ -268,7 +269,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 			break
 		}
 		if monotime.Now() > giveUp {
-			sess.lose(ReasonLostConnection, fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
+			sess.lose(protocol.ReasonLostConnection, fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
 		}
 	}
 
@@ -302,14 +303,14 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		if !sess.isLost() {
 			// Evicted while the session lives: make sure the lock is not kept.
 			if _, _, err := sess.releaseTerm(s, t.epoch, reason); err != nil {
-				sess.lose(ReasonLostConnection, err)
+				sess.lose(protocol.ReasonLostConnection, err)
 			}
 		}
 	case req := <-t.resign:
 		reason = req.reason
 		req.reply <- s.release(t, reason)
 	case <-ctx.Done():
-		reason = ReasonShutdown
+		reason = protocol.ReasonShutdown
 		// A lost session was logged when it was lost; anything else is this
 		// scope's own failure to release at shutdown (the lock goes with the
 		// session all the same).
@@ -397,13 +398,13 @@ func (s *Scope) release(t *term, reason Reason) error {
 	}
 	switch {
 	case err != nil:
-		t.end(ReasonLostConnection, false)
+		t.end(protocol.ReasonLostConnection, false)
 		// The lock may still be held on a session we cannot use: drop the session
 		// so the server frees it now rather than after the lease.
-		t.sess.lose(ReasonLostConnection, err)
+		t.sess.lose(protocol.ReasonLostConnection, err)
 		return fmt.Errorf("release %s: %w", s.name, err)
 	case !ok:
-		t.end(ReasonEvicted, false)
+		t.end(protocol.ReasonEvicted, false)
 		return fmt.Errorf("release %s: %w (epoch %d was no longer ours)", s.name, ErrNotLeader, t.epoch)
 	}
 	t.end(reason, true)

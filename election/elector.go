@@ -90,7 +90,7 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 	for _, name := range cfg.Scopes {
 		key, ok := cfg.LockKeys[name]
 		if !ok {
-			key = LockKey(name)
+			key = protocol.LockKey(name)
 		}
 		if other, dup := keys[key]; dup {
 			return nil, &ConfigError{Field: "LockKeys", Rule: fmt.Sprintf("scopes %q and %q share lock key %d", other, name, key)}
@@ -102,11 +102,6 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 	}
 	return e, nil
 }
-
-// LockKey returns the default advisory-lock key of a scope, the same value as
-// `SELECT pgleader.lock_key(scope)`: protocol.LockKey, under the name this package
-// has always exported.
-func LockKey(scope string) int64 { return protocol.LockKey(scope) }
 
 // NodeID returns the node id this elector campaigns as.
 func (e *Elector) NodeID() string { return e.cfg.NodeID }
@@ -128,7 +123,7 @@ func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 
 // Observe adds an observer of engine events (see Event) and returns the function
 // that removes it. The observer runs on its own goroutine and receives the events
-// through a queue of ObserverQueue: a slow observer never delays a heartbeat or a
+// through a queue of observerQueueLen: a slow observer never delays a heartbeat or a
 // claim. When it falls that far behind, events are dropped and counted: the next
 // one it receives carries the count in Event.Dropped (and a warning is logged).
 // Observers may be added and removed at any time, before or while the Elector

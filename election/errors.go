@@ -72,8 +72,8 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.R
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // LostError is the cause of a context cancelled because a gate closed: which
-// scope and epoch, and why (ReasonTrustExpired, ReasonLostConnection, a clean
-// release's ReasonShutdown or ReasonResigned, …). errors.Is(err,
+// scope and epoch, and why (protocol.ReasonTrustExpired, protocol.ReasonLostConnection, a clean
+// release's protocol.ReasonShutdown or protocol.ReasonResigned, …). errors.Is(err,
 // ErrLeadershipLost) is true for it.
 type LostError struct {
 	Scope  string

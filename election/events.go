@@ -72,9 +72,9 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// ObserverQueue is how many events a queued observer (Elector.Observe) may fall
+// observerQueueLen is how many events a queued observer (Elector.Observe) may fall
 // behind before events are dropped.
-const ObserverQueue = 4096
+const observerQueueLen = 4096
 
 // observers is the Elector's set of observers, replaced as a whole (copy on
 // write) so that emitting reads it without a lock.
@@ -151,7 +151,7 @@ func (q *observerQueue) run(o Observer, stopped <-chan struct{}, log *slog.Logge
 func (os *observers) add(o Observer, queued bool, stopped <-chan struct{}, log *slog.Logger) func() {
 	entry := &observerEntry{o: o}
 	if queued {
-		q := &observerQueue{ch: make(chan Event, ObserverQueue), quit: make(chan struct{}), done: make(chan struct{})}
+		q := &observerQueue{ch: make(chan Event, observerQueueLen), quit: make(chan struct{}), done: make(chan struct{})}
 		q.start = func() { q.run(o, stopped, log) }
 		entry.q = q
 	}
@@ -236,7 +236,7 @@ type Transition struct {
 	Scope  string
 	Epoch  int64
 	Holder string // the leader (this node for Elected and Revoked)
-	Reason Reason // Revoked: why the term ended (ReasonResigned, ReasonShutdown, ReasonLostConnection, …)
+	Reason Reason // Revoked: why the term ended (protocol.ReasonResigned, protocol.ReasonShutdown, protocol.ReasonLostConnection, …)
 	// Token is the term's token: for Elected, valid while the gate that just
 	// opened stays open (pass it to Fence); for Revoked, the ended term's (no
 	// longer valid). Zero for LeaderObserved.

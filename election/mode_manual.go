@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/election/internal/manual"
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Manual mode: the Elector of package electiontest. Terms are granted and ended by
@@ -152,11 +153,11 @@ func (d *manualDriver) serve(ctx context.Context, s *Scope, t *term, done chan s
 	case <-t.ctx.Done():
 	case req := <-t.resign:
 		t.drain(d.e.cfg.DrainTimeout)
-		t.end(ReasonResigned, true)
+		t.end(protocol.ReasonResigned, true)
 		req.reply <- nil
 	case <-ctx.Done():
 		t.drain(d.e.cfg.DrainTimeout)
-		t.end(ReasonShutdown, true)
+		t.end(protocol.ReasonShutdown, true)
 	}
 	s.term.CompareAndSwap(t, nil) // before Revoked, as the engine does (campaign.go)
 	d.e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: d.e.cfg.NodeID, Reason: t.reason,
@@ -200,7 +201,7 @@ func (d *manualDriver) Elsewhere(name, node string) error {
 		return fmt.Errorf("%q is this node: use Lead", node)
 	}
 	if t := s.term.Load(); t != nil {
-		d.end(t, ReasonEvicted)
+		d.end(t, protocol.ReasonEvicted)
 	}
 	d.mu.Lock()
 	d.epochs[name]++

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // standaloneMode is Config.Mode = ModeStandalone: no database, no election. Every scope is
@@ -52,7 +53,7 @@ func (m standaloneMode) run(ctx context.Context) error {
 		case <-ctx.Done():
 			for _, t := range terms {
 				t.drain(e.cfg.DrainTimeout)
-				t.end(ReasonShutdown, true)
+				t.end(protocol.ReasonShutdown, true)
 			}
 			return nil
 		}

@@ -10,7 +10,7 @@ import (
 // event it receives; events arrive in order; remove waits for the goroutine.
 func TestQueuedObserverNeverBlocks(t *testing.T) {
 	var os observers
-	got := make(chan Event, ObserverQueue+2)
+	got := make(chan Event, observerQueueLen+2)
 	entered, release := make(chan struct{}), make(chan struct{})
 	first := true
 	remove := os.add(ObserverFunc(func(ev Event) {
@@ -25,11 +25,11 @@ func TestQueuedObserverNeverBlocks(t *testing.T) {
 	os.emit(Event{Epoch: 0})
 	<-entered // the observer holds event 0 and is stuck
 	const extra = 5
-	for i := range ObserverQueue + extra {
+	for i := range observerQueueLen + extra {
 		os.emit(Event{Epoch: int64(i + 1)}) // returns at once: the test would hang otherwise
 	}
 	close(release)
-	for i := range ObserverQueue + 1 {
+	for i := range observerQueueLen + 1 {
 		if ev := <-got; ev.Epoch != int64(i) || ev.Dropped != 0 {
 			t.Fatalf("event %d: epoch %d, dropped %d; want epoch %d, none dropped", i, ev.Epoch, ev.Dropped, i)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // A's leadership backend is terminated while A's process lives on and keeps its
@@ -35,7 +36,7 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 		t.Cleanup(func() { c.Close(ctx) })
 		return c
 	}
-	key := election.LockKey("s")
+	key := protocol.LockKey("s")
 	claim := func(lead *pgx.Conn, node string, guard int64) {
 		var acquired bool
 		if _, err := lead.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', '{s}', 100, $2, 1500, 1, $3)`,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Event is one line of /v1/transitions.
@@ -42,7 +43,7 @@ const StreamInterval = 500 * time.Millisecond
 
 // released reasons end a term on request; every other reason is a loss.
 func released(r election.Reason) bool {
-	return r == election.ReasonResigned || r == election.ReasonShutdown || r == election.ReasonHandedOver
+	return r == protocol.ReasonResigned || r == protocol.ReasonShutdown || r == protocol.ReasonHandedOver
 }
 
 // streamWriteTimeout bounds each write of a stream: a client that stops

@@ -7,7 +7,7 @@
 //	e, ctl := electiontest.New(t, election.Config{Scopes: []string{"billing"}})
 //	go service.Run(ctx, e)                 // calls e.Start, Scope.Lead, …
 //	ctl.Lead("billing")                    // this node wins epoch 1: Lead's function runs
-//	ctl.Lose("billing", election.ReasonLostConnection) // its context is cancelled
+//	ctl.Lose("billing", protocol.ReasonLostConnection) // its context is cancelled
 //	ctl.Elsewhere("billing", "node-2")     // another node leads epoch 2: old tokens are fenced
 //
 // Fence and FencedTx check the token's epoch in memory (ErrFenced once another
