@@ -101,7 +101,6 @@ type resignRequest struct {
 // Name returns the scope's name.
 func (s *Scope) Name() string { return s.name }
 
-
 // Require returns a Token if this node leads the scope and its gate is open at this
 // moment, else ErrNotLeader. It does not wait and does not touch the database.
 func (s *Scope) Require(ctx context.Context) (Token, error) {
