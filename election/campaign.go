@@ -236,7 +236,6 @@ func (s *Scope) observe(holder string, epoch int64) {
 	s.obsMu.Unlock()
 	e := s.e
 	e.emit(Event{Kind: EventObserved, Scope: s.name, Epoch: epoch, Holder: holder})
-	e.broker.publish(Transition{Kind: LeaderObserved, Scope: s.name, Epoch: epoch, Holder: holder, At: time.Now()})
 	e.log.Info("leader observed", "scope", s.name, "node", e.cfg.NodeID, "holder", holder, "epoch", epoch)
 }
 
@@ -290,7 +289,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		case <-t.ctx.Done():
 		default:
 			elected = true
-			e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
+			t.emit(Event{Kind: EventElected, Holder: e.cfg.NodeID, Token: t.token()})
 			e.log.Info("elected", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
 				"predecessor", deref(r.prevHolder), "prev_epoch", deref(r.prevEpoch))
 		}
@@ -322,7 +321,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		// The term is gone before anyone hears so: a subscriber that reads
 		// Role or Health on Revoked sees a follower, not a pending holder.
 		s.term.CompareAndSwap(t, nil)
-		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now(), Token: t.token()})
+		t.emit(Event{Kind: EventRevoked, Holder: e.cfg.NodeID, Reason: t.reason, Token: t.token()})
 		e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
 	}
 	return reason

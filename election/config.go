@@ -169,17 +169,8 @@ type Config struct {
 	// max_locks_per_transaction × (max_connections + max_prepared_transactions).
 	MaxScopes int
 
-	// SubscriberBuffer: transitions kept per subscriber before the oldest are
-	// dropped. Default 1024.
-	SubscriberBuffer int
-
 	// Logger receives one structured line per transition. Default slog.Default().
 	Logger *slog.Logger
-
-	// Observer receives fine-grained engine events synchronously, as with
-	// Elector.ObserveSync (see Event). Optional; Elector.Observe adds (and
-	// removes) queued observers at any time, which cannot delay the engine.
-	Observer Observer
 }
 
 // DefaultConfig returns a Config with every default filled in.
@@ -207,9 +198,6 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxScopes == 0 {
 		c.MaxScopes = 10000
-	}
-	if c.SubscriberBuffer == 0 {
-		c.SubscriberBuffer = 1024
 	}
 	if c.Hostname == "" {
 		c.Hostname, _ = os.Hostname()

@@ -51,7 +51,8 @@
 // ErrNotLeader without waiting; Await waits for one; Token.Valid re-checks the gate
 // just in time; Do runs a function under a context cancelled when the gate closes;
 // Fence fences a transaction the caller manages (FenceSQLTx one of database/sql);
-// Subscribe delivers transitions that carry the term's Token; HealthHandler serves
+// Observe delivers the engine's events, elected and revoked with the term's Token;
+// HealthHandler serves
 // the node's role per scope to a readiness probe. Package electionprom exports the
 // node's metrics to Prometheus; package electiontest gives a service's unit tests
 // an Elector that leads when the test says so.
@@ -340,22 +341,19 @@
 // the transaction, so S3 holds: every fenced write that committed did so while its
 // epoch was current.
 //
-// # Transitions and observers
+// # Observing
 //
-// Subscribe delivers Elected, Revoked and LeaderObserved transitions of all scopes in
-// the order the engine produced them. Each subscriber has its own queue fed by its own
-// goroutine, so a slow subscriber never blocks the engine or other subscribers; if a
-// subscriber falls more than SubscriberBuffer transitions behind, the oldest are
-// dropped and the next delivered transition reports how many were missed.
-//
-// Observers receive fine-grained events (acquired, gate_open, heartbeat_ok,
-// gate_closed, …). Elector.Observe queues them for the observer's own goroutine
-// (ObserverQueue events; beyond that they are dropped and counted in
+// Elector.Observe is the one way to watch an Elector, and Event its one
+// vocabulary: the fine-grained events of the --events file (acquired, gate_open,
+// heartbeat_ok, gate_closed, lost, resigned, leader_observed; a heartbeat is
+// one event per round trip, followers' included, listing the terms it
+// confirmed) and a service's view of a term, elected (its gate opened for the
+// first time; Event.Token is the term's) and revoked (an elected term ended).
+// By default an observer runs on a goroutine of its own and events reach it
+// through a queue (4096; beyond that they are dropped and counted in
 // Event.Dropped), so a slow observer cannot delay a heartbeat, as raft's
-// observers. Config.Observer and Elector.ObserveSync are called synchronously,
-// before the engine goes on, and must not block: the event files of `pgleader
-// node --events` need that order (an event is on file before the engine acts on
-// it), and package electionprom's metrics stay consistent with the API (atomic
-// adds, no I/O). A heartbeat is one event per round trip, followers' included,
-// listing the terms it confirmed.
+// observers. With Synchronous, the engine calls it before it goes on, and it
+// must not block: the events file of `pgleader node --events` needs that order
+// (an event is on file before the engine acts on it), and package
+// electionprom's metrics stay consistent with the API (atomic adds, no I/O).
 package election

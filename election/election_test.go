@@ -22,8 +22,7 @@ func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string
 	var nodes []*testnode.Node
 	for i := range n {
 		cfg := testnode.FastConfig(dsn, fmt.Sprintf("n%d", i+1), scopes...)
-		cfg.Observer = r
-		nodes = append(nodes, testnode.Start(t, cfg))
+		nodes = append(nodes, testnode.Start(t, cfg, r.Observe))
 	}
 	return nodes
 }
@@ -101,8 +100,13 @@ func TestElection(t *testing.T) {
 		r := &recorder{}
 		nodes := startCluster(t, dsn, r, 3, "s")
 		l := waitOneLeader(t, nodes, "s")
-		sub, cancel := l.Subscribe()
-		defer cancel()
+		sub := make(chan election.Event, 64)
+		remove := l.Observe(func(ev election.Event) {
+			if ev.Kind == election.EventElected || ev.Kind == election.EventRevoked {
+				sub <- ev
+			}
+		})
+		defer remove()
 		if err := l.Scope("s").Resign(context.Background()); err != nil {
 			t.Fatalf("Resign: %v", err)
 		}
@@ -113,22 +117,22 @@ func TestElection(t *testing.T) {
 		if next == l {
 			t.Fatal("resigning node took the scope back")
 		}
-		// The Elected transition of epoch 1 may reach a subscriber that came
-		// after the gate opened (it is published just after): skip it.
+		// The elected event of epoch 1 may reach an observer that came after
+		// the gate opened (it is emitted just after): skip it.
 		deadline := time.After(5 * time.Second)
 	revoked:
 		for {
 			select {
 			case tr := <-sub:
-				if tr.Kind == election.Elected && tr.Epoch == 1 && tr.Holder == l.NodeID() {
+				if tr.Kind == election.EventElected && tr.Epoch == 1 && tr.Holder == l.NodeID() {
 					continue
 				}
-				if tr.Kind != election.Revoked || tr.Reason != "resigned" || tr.Epoch != 1 {
-					t.Fatalf("transition %+v, want Revoked/resigned epoch 1", tr)
+				if tr.Kind != election.EventRevoked || tr.Reason != "resigned" || tr.Epoch != 1 || tr.Token.Epoch != 1 || tr.Token.Valid() {
+					t.Fatalf("event %+v, want revoked/resigned epoch 1 with its ended token", tr)
 				}
 				break revoked
 			case <-deadline:
-				t.Fatal("no Revoked transition delivered")
+				t.Fatal("no revoked event delivered")
 			}
 		}
 		var reason string
@@ -215,8 +219,7 @@ func TestElection(t *testing.T) {
 			waitOneLeader(t, []*testnode.Node{first}, s)
 		}
 		cfg := testnode.FastConfig(dsn, "n2", scopes...)
-		cfg.Observer = r
-		second := testnode.Start(t, cfg)
+		second := testnode.Start(t, cfg, r.Observe)
 		pgtest.WaitFor(t, "follower observing all scopes", 5*time.Second, func() bool {
 			return r.count("n2", election.EventObserved) >= len(scopes)
 		})

@@ -30,7 +30,6 @@ type Elector struct {
 	osPid  int // this process, with processStarted: what a registration records
 	scopes map[string]*Scope
 	order  []*Scope
-	broker *broker
 	ring   *ring
 
 	mode mode // how it leads (mode.go)
@@ -75,11 +74,8 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 		cfg.NodeID = names.DefaultNodeID()
 	}
 	e := &Elector{cfg: cfg, log: cfg.Logger, osPid: os.Getpid(), scopes: map[string]*Scope{},
-		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}
+		stopped: make(chan struct{}), sessReady: make(chan struct{})}
 	e.ring = newRing(e)
-	if cfg.Observer != nil {
-		e.obs.add(cfg.Observer, false, nil, nil)
-	}
 	e.mode = newMode(e)
 	base, err := e.mode.connConfig()
 	if err != nil {
@@ -121,32 +117,33 @@ func (e *Elector) Scope(name string) *Scope {
 // Scopes returns the handles of all scopes, in configuration order.
 func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 
-// Observe adds an observer of engine events (see Event) and returns the function
-// that removes it. The observer runs on its own goroutine and receives the events
-// through a queue of observerQueueLen: a slow observer never delays a heartbeat or a
-// claim. When it falls that far behind, events are dropped and counted: the next
-// one it receives carries the count in Event.Dropped (and a warning is logged).
-// Observers may be added and removed at any time, before or while the Elector
-// runs; each receives the events emitted while it is registered. remove returns
-// once the observer's goroutine has delivered what was queued; after the Elector
-// stops, the goroutine delivers what is queued and ends by itself.
-func (e *Elector) Observe(o Observer) (remove func()) {
-	return e.obs.add(o, true, e.stopped, e.log)
+// Observe calls fn with every engine event (see Event and EventKind: the
+// gates and terms of the --events file, and a service's view of them, elected
+// and revoked) and returns the function that stops it. It is the one way to
+// watch an Elector: metrics (electionprom), the events file (electionlog) and
+// the local API's stream are built on it.
+//
+// By default fn runs on a goroutine of its own and receives the events through
+// a queue of 4096: a slow observer never delays a heartbeat or a claim. When it
+// falls that far behind, events are dropped and counted: the next one it
+// receives carries the count in Event.Dropped (and a warning is logged). remove
+// returns once the goroutine has delivered what was queued; after the Elector
+// stops, the goroutine delivers what is queued and ends by itself. With
+// Synchronous, the engine calls fn itself before it goes on.
+//
+// Observers may be added and removed at any time; each receives the events
+// emitted while it is registered. One added before Start or Run receives every
+// event from the first. Events of one scope arrive in order.
+func (e *Elector) Observe(fn func(Event), opts ...ObserveOption) (remove func()) {
+	var o observeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.sync {
+		return e.obs.add(fn, false, nil, nil)
+	}
+	return e.obs.add(fn, true, e.stopped, e.log)
 }
-
-// ObserveSync adds an observer that the engine calls synchronously, on its own
-// goroutines, before it goes on: an event reaches it before anything the engine
-// does next (the events file of `pgleader node --events` relies on this: a fenced
-// write it records never precedes the term it records). Every microsecond it
-// takes delays heartbeats and claims: it must return at once and must not block.
-// Prefer Observe.
-func (e *Elector) ObserveSync(o Observer) (remove func()) { return e.obs.add(o, false, nil, nil) }
-
-// Subscribe returns a channel of transitions of all scopes, in order, and a function
-// that ends the subscription. The channel is closed when Run returns or cancel is
-// called (at once, for a subscription made after Run returned). Delivery never blocks the engine; see the package doc for what happens
-// to a subscriber that falls behind.
-func (e *Elector) Subscribe() (<-chan Transition, func()) { return e.broker.subscribe() }
 
 func (e *Elector) emit(ev Event) {
 	if e.obs.empty() {
@@ -220,7 +217,6 @@ func (e *Elector) Run(ctx context.Context) error {
 // waiters; subscriptions end.
 func (e *Elector) finish(err error) {
 	e.runErr = err
-	e.broker.closeAll()
 	close(e.stopped)
 }
 

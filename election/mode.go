@@ -3,6 +3,7 @@ package election
 import (
 	"context"
 	"fmt"
+
 	"github.com/pgleader/pgleader/internal/dbcheck"
 
 	"github.com/jackc/pgx/v5"

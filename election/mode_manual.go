@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
-	_ "unsafe" // go:linkname
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,12 +19,8 @@ import (
 // (opened without a trust window), and Fence checks the epoch in memory.
 
 // newManual returns a manual Elector for cfg (its DSN, ConnConfig and Mode
-// ignored) and its driver. It is package electiontest's constructor, which
-// declares it under the same name and signature: the linkname below lets that
-// package (and no other, by convention) call it without an exported name here.
-//
-//lint:ignore U1000 called from package electiontest through go:linkname
-//go:linkname newManual
+// ignored) and its driver: package electiontest's constructor, which it reaches
+// through manual.New (set below), not an exported name here.
 func newManual(cfg Config) (*Elector, manual.Driver, error) {
 	cfg.DSN, cfg.ConnConfig, cfg.Mode = "", nil, ModeLock
 	var d *manualDriver
@@ -38,6 +32,16 @@ func newManual(cfg Config) (*Elector, manual.Driver, error) {
 		return nil, nil, err
 	}
 	return e, d, nil
+}
+
+func init() {
+	manual.New = func(cfg any) (any, manual.Driver, error) {
+		e, d, err := newManual(cfg.(Config))
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, d, nil
+	}
 }
 
 var _ manual.Driver = (*manualDriver)(nil)
@@ -134,7 +138,7 @@ func (d *manualDriver) Lead(name string) error {
 	t.allowOpen = true
 	t.openPeriodLocked(math.MaxInt64, monotime.Now())
 	t.mu.Unlock()
-	d.e.broker.publish(Transition{Kind: Elected, Scope: name, Epoch: epoch, Holder: d.e.cfg.NodeID, At: time.Now(), Token: t.token()})
+	t.emit(Event{Kind: EventElected, Holder: d.e.cfg.NodeID, Token: t.token()})
 	go d.serve(ctx, s, t, done)
 	return nil
 }
@@ -159,9 +163,8 @@ func (d *manualDriver) serve(ctx context.Context, s *Scope, t *term, done chan s
 		t.drain(d.e.cfg.DrainTimeout)
 		t.end(protocol.ReasonShutdown, true)
 	}
-	s.term.CompareAndSwap(t, nil) // before Revoked, as the engine does (campaign.go)
-	d.e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: d.e.cfg.NodeID, Reason: t.reason,
-		At: time.Now(), Token: t.token()})
+	s.term.CompareAndSwap(t, nil) // before revoked, as the engine does (campaign.go)
+	t.emit(Event{Kind: EventRevoked, Holder: d.e.cfg.NodeID, Reason: t.reason, Token: t.token()})
 }
 
 // Lose ends this node's term of the scope without a clean release.

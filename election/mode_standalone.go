@@ -42,7 +42,7 @@ func (m standaloneMode) run(ctx context.Context) error {
 	for _, s := range e.order {
 		t := standaloneTerm(s)
 		terms = append(terms, t)
-		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
+		t.emit(Event{Kind: EventElected, Holder: e.cfg.NodeID, Token: t.token()})
 	}
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
@@ -54,6 +54,7 @@ func (m standaloneMode) run(ctx context.Context) error {
 			for _, t := range terms {
 				t.drain(e.cfg.DrainTimeout)
 				t.end(protocol.ReasonShutdown, true)
+				t.emit(Event{Kind: EventRevoked, Holder: e.cfg.NodeID, Reason: t.reason, Token: t.token()})
 			}
 			return nil
 		}

@@ -217,7 +217,7 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 		if !f.eventHeartbeats {
 			ns.events.OmitHeartbeats()
 		}
-		e.ObserveSync(electionlog.Observer(ns.events)) // the file records an event before the engine acts on it
+		e.Observe(electionlog.Observer(ns.events), election.Synchronous()) // the file records an event before the engine acts on it
 	}
 	return ns, nil
 }

@@ -297,25 +297,30 @@ func TestFence(t *testing.T) {
 	})
 }
 
-// TestTransitionsAndResign: transitions carry the term's token; Resign releases
-// cleanly (resigned).
+// TestTransitionsAndResign: elected and revoked carry the term's token; Resign
+// releases cleanly (resigned).
 func TestTransitionsAndResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, ctl := electiontest.New(t, config("billing"))
-		trs, stop := e.Subscribe()
+		trs := make(chan election.Event, 8)
+		stop := e.Observe(func(ev election.Event) {
+			if ev.Kind == election.EventElected || ev.Kind == election.EventRevoked {
+				trs <- ev
+			}
+		})
 		defer stop()
 		start(t, e)
 		ctl.Lead("billing")
 		el := <-trs
-		if el.Kind != election.Elected || el.Token.Epoch != 1 || !el.Token.Valid() {
-			t.Fatalf("first transition %+v, want Elected with a valid token", el)
+		if el.Kind != election.EventElected || el.Token.Epoch != 1 || !el.Token.Valid() {
+			t.Fatalf("first event %+v, want elected with a valid token", el)
 		}
 		if err := e.Scope("billing").Resign(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		rv := <-trs
-		if rv.Kind != election.Revoked || rv.Reason != protocol.ReasonResigned || rv.Token.Valid() {
-			t.Fatalf("second transition %+v, want Revoked (resigned) with an ended token", rv)
+		if rv.Kind != election.EventRevoked || rv.Reason != protocol.ReasonResigned || rv.Token.Valid() {
+			t.Fatalf("second event %+v, want revoked (resigned) with an ended token", rv)
 		}
 		h := e.Health()
 		if !h.Healthy || len(h.Scopes) != 1 || h.Scopes[0].Role != election.RoleFollower {
