@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
 )
 
 // Check connects once and verifies what Run needs: the server is reachable,
@@ -14,7 +15,7 @@ func (e *Elector) Check(ctx context.Context) error { return e.mode.check(ctx) }
 
 // checkDatabase is Check in a database mode.
 func (e *Elector) checkDatabase(ctx context.Context) error {
-	if err := dbcheck.Database(ctx, e.base); err != nil {
+	if err := dbcheck.Database(ctx, e.base, migrations.Latest); err != nil {
 		return err
 	}
 	if err := dbcheck.NodeRole(ctx, e.base); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/pgleader/pgleader/internal/dbcheck"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -95,7 +97,7 @@ pg_signal_backend role (or superuser, or the leader's own role).
 			}
 			if !targets.named() {
 				// A lone --dsn: an unreachable or unmigrated database is bad input, at once.
-				if err := dbcheck.Database(ctx, ts[0].Config); err != nil {
+				if err := dbcheck.Database(ctx, ts[0].Config, migrations.Latest); err != nil {
 					return err
 				}
 			} else {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgleader/pgleader/internal/dbcheck"
 	"github.com/pgleader/pgleader/internal/names"
+	"github.com/pgleader/pgleader/migrations"
 
 	"github.com/spf13/cobra"
 
@@ -197,7 +198,7 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 	// The checks wait out a database in the middle of a failover, and report
 	// anything else at once (exit 2; ErrTooManyScopes names the settings); Start
 	// repeats them, cheaply, before it campaigns.
-	if err := dbcheck.Await(ctx, lead.Config, len(cfg.Scopes), a.log); err != nil {
+	if err := dbcheck.Await(ctx, lead.Config, len(cfg.Scopes), migrations.Latest, a.log); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil // stopped before starting
 		}

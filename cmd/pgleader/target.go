@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgleader/pgleader/internal/dbcheck"
 	"github.com/pgleader/pgleader/internal/names"
+	"github.com/pgleader/pgleader/migrations"
 
 	"github.com/spf13/cobra"
 
@@ -44,7 +45,7 @@ func (a *app) checkedTarget(ctx context.Context) (cli.Target, error) {
 	if err != nil {
 		return t, err
 	}
-	return t, dbcheck.Database(ctx, t.Config)
+	return t, dbcheck.Database(ctx, t.Config, migrations.Latest)
 }
 
 // withCheckedTarget runs fn on the invocation's database once checkedTarget has

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/pgleader/pgleader/internal/dbcheck"
 	"sync"
 	"time"
+
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
 
 	"github.com/spf13/cobra"
 
@@ -113,7 +115,7 @@ func checkTargets(ctx context.Context, ts []cli.NamedTarget) []error {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, targetTimeout)
 			defer cancel()
-			errs[i] = dbcheck.Database(cctx, t.Config)
+			errs[i] = dbcheck.Database(cctx, t.Config, migrations.Latest)
 		})
 	}
 	wg.Wait()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -218,7 +219,7 @@ func (a *app) topTarget(ctx context.Context, ts []cli.NamedTarget) (cli.Target, 
 	if ts == nil {
 		return a.checkedTarget(ctx)
 	}
-	return ts[0].Target, cli.ForTarget(ts[0].Name, dbcheck.Database(ctx, ts[0].Config))
+	return ts[0].Target, cli.ForTarget(ts[0].Name, dbcheck.Database(ctx, ts[0].Config, migrations.Latest))
 }
 
 // topHandoverTimeout is how long a handover asked from the dashboard waits for

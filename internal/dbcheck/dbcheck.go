@@ -21,7 +21,6 @@ import (
 
 	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/retry"
-	"github.com/pgleader/pgleader/migrations"
 )
 
 // The probes' errors; election exports each under the same name.
@@ -166,8 +165,9 @@ func LockTable(ctx context.Context, cfg *pgx.ConnConfig, n int) error {
 // server is reachable, PostgreSQL 14 or newer, the role may use the schema, and
 // the pgleader schema is at the version this build requires. Its errors wrap
 // ErrUnreachable, ErrUnsupportedServer, ErrPermission or ErrSchemaMissing and
-// say how to fix the problem.
-func Database(ctx context.Context, cfg *pgx.ConnConfig) error {
+// say how to fix the problem. schema is the version this build needs
+// (migrations.Latest: the callers pass it, so that this package stays a leaf).
+func Database(ctx context.Context, cfg *pgx.ConnConfig, schema int) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgsession.Connect(cctx, checkConfig(cfg))
@@ -191,21 +191,24 @@ func Database(ctx context.Context, cfg *pgx.ConnConfig) error {
 		return fmt.Errorf("%w: role %q may not use schema pgleader: grant it pgleader_node (nodes), pgleader_reader (status, history, top, exporter) or pgleader_operator (resign), e.g. GRANT pgleader_node TO %q (docs/security.md)",
 			ErrPermission, cfg.User, cfg.User)
 	}
-	v, err := migrations.Version(cctx, conn)
-	if err != nil {
-		return fmt.Errorf("%w: read schema version: %w", ErrUnreachable, err)
+	var v int
+	if err := conn.QueryRow(cctx, "SELECT pgleader.schema_version()").Scan(&v); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || (pe.Code != "3F000" && pe.Code != "42883") { // a missing schema or function: version 0
+			return fmt.Errorf("%w: read schema version: %w", ErrUnreachable, err)
+		}
 	}
 	switch {
 	case v == 0:
 		return fmt.Errorf("%w: database %q has no pgleader schema: run `pgleader migrate`", ErrSchemaMissing, cfg.Database)
-	case v < migrations.Latest:
-		return fmt.Errorf("%w: database %q has pgleader schema version %d, this build needs %d: run `pgleader migrate`", ErrSchemaMissing, cfg.Database, v, migrations.Latest)
+	case v < schema:
+		return fmt.Errorf("%w: database %q has pgleader schema version %d, this build needs %d: run `pgleader migrate`", ErrSchemaMissing, cfg.Database, v, schema)
 	}
 	return nil
 }
 
-// Await runs the checks a node needs (Database, NodeRole, then LockTable for n
-// scopes) and, while they fail only because the database is in the middle of a
+// Await runs the checks a node needs (Database for schema, NodeRole, then
+// LockTable for n scopes) and, while they fail only because the database is in the middle of a
 // restart or a failover, retries them with backoff (at most a second apart) until
 // they pass or ctx ends, logging each failure. In transition means: a server
 // answered that it is starting up, shutting down or in recovery (SQLSTATE 57P03);
@@ -214,9 +217,9 @@ func Database(ctx context.Context, cfg *pgx.ConnConfig) error {
 // connection; or a server that accepted the connection dropped it. Anything else
 // (a wrong host, password, certificate or database, a missing schema) is returned
 // at once: it will not heal by itself. A node's Run calls it.
-func Await(ctx context.Context, cfg *pgx.ConnConfig, n int, log *slog.Logger) error {
+func Await(ctx context.Context, cfg *pgx.ConnConfig, n, schema int, log *slog.Logger) error {
 	for attempt := 1; ; attempt++ {
-		err := Database(ctx, cfg)
+		err := Database(ctx, cfg, schema)
 		if err == nil {
 			err = NodeRole(ctx, cfg)
 		}
