@@ -29,6 +29,9 @@ var Promised = []string{
 	"github.com/pgleader/pgleader/election/electionprom",
 	"github.com/pgleader/pgleader/migrations",
 	"github.com/pgleader/pgleader/migrations/migrate",
+	// protocol: the vocabulary election's API speaks (Reason's values, the
+	// SQLSTATEs, LockKey), shared with the watchers and native clients.
+	"github.com/pgleader/pgleader/protocol",
 }
 
 var record = flag.Bool("record", false, "write the recorded API of every promised package instead of checking it (make api-baseline)")

@@ -51,7 +51,8 @@
 // ErrNotLeader without waiting; Await waits for one; Token.Valid re-checks the gate
 // just in time; Do runs a function under a context cancelled when the gate closes;
 // Fence fences a transaction the caller manages (FenceSQLTx one of database/sql);
-// Subscribe delivers transitions that carry the term's Token; HealthHandler serves
+// Observe delivers the engine's events, elected and revoked with the term's Token;
+// HealthHandler serves
 // the node's role per scope to a readiness probe. Package electionprom exports the
 // node's metrics to Prometheus; package electiontest gives a service's unit tests
 // an Elector that leads when the test says so.
@@ -110,7 +111,7 @@
 //     systems there is no watcher and heartbeats are the detector.
 //
 // Followers hold no lock and no connection per scope: advisory locks live in the
-// server's shared lock table (LockTableCapacity), and a waiting lock per followed
+// server's shared lock table (Check refuses a node whose scopes could fill half of it), and a waiting lock per followed
 // scope per node is what used to exhaust both the table and max_connections.
 //
 // # How a follower learns that leadership ended
@@ -274,7 +275,7 @@
 // cannot compute a floor, so it never grants. For the engine a failover is a lost
 // session like any other: gates close within the trust window, the node reconnects
 // through its DSN (use a multi-host DSN with target_session_attrs=read-write, or a
-// read-write endpoint), Run waits out a database in transition (AwaitDatabase), and
+// read-write endpoint), Run waits out a database in transition, and
 // the new session claims anew on the new primary. See docs/ha.md.
 //
 // # Behind a connection pooler: lease mode
@@ -315,7 +316,7 @@
 // # Modes
 //
 // An Elector runs in one mode, fixed by New: lock mode (the default), lease mode
-// (Config.Mode), standalone (Config.Standalone), or the manual Elector of package
+// (Config.Mode), standalone (Config.Mode = ModeStandalone), or the manual Elector of package
 // electiontest. Campaigns, terms and their gates, Require, Do, Lead, Resign,
 // transitions and observers are the same code in every mode; the mode decides only
 // how a session opens and registers, heartbeats, claims, waits for its
@@ -340,22 +341,19 @@
 // the transaction, so S3 holds: every fenced write that committed did so while its
 // epoch was current.
 //
-// # Transitions and observers
+// # Observing
 //
-// Subscribe delivers Elected, Revoked and LeaderObserved transitions of all scopes in
-// the order the engine produced them. Each subscriber has its own queue fed by its own
-// goroutine, so a slow subscriber never blocks the engine or other subscribers; if a
-// subscriber falls more than SubscriberBuffer transitions behind, the oldest are
-// dropped and the next delivered transition reports how many were missed.
-//
-// Observers receive fine-grained events (acquired, gate_open, heartbeat_ok,
-// gate_closed, …). Elector.Observe queues them for the observer's own goroutine
-// (ObserverQueue events; beyond that they are dropped and counted in
+// Elector.Observe is the one way to watch an Elector, and Event its one
+// vocabulary: the fine-grained events of the --events file (acquired, gate_open,
+// heartbeat_ok, gate_closed, lost, resigned, leader_observed; a heartbeat is
+// one event per round trip, followers' included, listing the terms it
+// confirmed) and a service's view of a term, elected (its gate opened for the
+// first time; Event.Token is the term's) and revoked (an elected term ended).
+// By default an observer runs on a goroutine of its own and events reach it
+// through a queue (4096; beyond that they are dropped and counted in
 // Event.Dropped), so a slow observer cannot delay a heartbeat, as raft's
-// observers. Config.Observer and Elector.ObserveSync are called synchronously,
-// before the engine goes on, and must not block: the event files of `pgleader
-// node --events` need that order (an event is on file before the engine acts on
-// it), and package electionprom's metrics stay consistent with the API (atomic
-// adds, no I/O). A heartbeat is one event per round trip, followers' included,
-// listing the terms it confirmed.
+// observers. With Synchronous, the engine calls it before it goes on, and it
+// must not block: the events file of `pgleader node --events` needs that order
+// (an event is on file before the engine acts on it), and package
+// electionprom's metrics stay consistent with the API (atomic adds, no I/O).
 package election

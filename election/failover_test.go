@@ -48,9 +48,8 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 	var nodes []*testnode.Node
 	for _, id := range []string{"fo-a", "fo-b", "fo-c"} {
 		c := testnode.FastConfig(dsn, id, scope)
-		c.Observer = rec
 		c.Mode = mode
-		nodes = append(nodes, testnode.Start(t, c))
+		nodes = append(nodes, testnode.Start(t, c, rec.Observe))
 	}
 	leader := func() *testnode.Node {
 		if ls := leaders(nodes, scope); len(ls) == 1 {
@@ -448,8 +447,7 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 	var nodes []*testnode.Node
 	for _, id := range []string{"sc-a", "sc-b"} {
 		c := testnode.FastConfig(dsn, id, scope)
-		c.Observer = rec
-		nodes = append(nodes, testnode.Start(t, c))
+		nodes = append(nodes, testnode.Start(t, c, rec.Observe))
 	}
 	var first *testnode.Node
 	pgtest.WaitFor(t, "a leader", 10*time.Second, func() bool {

@@ -116,9 +116,8 @@ func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
 		// The chaos harness's timing (lab/chaos defaultNodeArgs).
 		cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 150*time.Millisecond
 		cfg.TrustWindow, cfg.SessionLease = 500*time.Millisecond, 700*time.Millisecond
-		cfg.Observer = rec
 		cfg.Logger = slog.New(floodCount{"notification flood", &floods})
-		nodes = append(nodes, testnode.Start(t, cfg))
+		nodes = append(nodes, testnode.Start(t, cfg, rec.Observe))
 	}
 	epochs := map[string]int64{}
 	holders := map[string]string{}

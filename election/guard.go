@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // guardReq is a statement for guardLoop to run on the guard connection.
@@ -66,7 +67,7 @@ func (s *session) guardLoop() {
 			}
 			req.reply <- err
 			if err != nil && s.guard.IsClosed() { // the statement was cut: the guard is gone
-				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+				s.lose(protocol.ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
 		case <-due:
@@ -74,7 +75,7 @@ func (s *session) guardLoop() {
 			err := s.pingGuard(ctx)
 			cancel()
 			if err != nil {
-				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+				s.lose(protocol.ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
 		}

@@ -57,10 +57,9 @@ func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfgA, cfgB := coolingConfig(dsn, "a", mode), coolingConfig(dsn, "b", mode)
-	cfgA.Observer, cfgB.Observer = rec, rec
-	a := testnode.Start(t, cfgA)
+	a := testnode.Start(t, cfgA, rec.Observe)
 	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.Leads("s") })
-	b := testnode.Start(t, cfgB)
+	b := testnode.Start(t, cfgB, rec.Observe)
 	// b is a live candidate once its session registered it.
 	pgtest.WaitFor(t, "the handover to b accepted", 5*time.Second, func() bool { return requestHandover(t, dsn, "b") == nil })
 	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.Leads("s") })

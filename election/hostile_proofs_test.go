@@ -14,6 +14,7 @@ import (
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Probes of a hostile neighbour against the SECURITY DEFINER functions: each
@@ -47,7 +48,7 @@ func fencedTx(t *testing.T, dsn, scope string, epoch int64) *pgx.Conn {
 	if _, err := c.Exec(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, election.FenceSQL, scope, epoch, nil); err != nil {
+	if _, err := c.Exec(ctx, fenceSQL, scope, epoch, nil); err != nil {
 		t.Fatalf("fence %s at %d: %v", scope, epoch, err)
 	}
 	// A client may lift the fence's idle limit (protocol.md §9): this one stays
@@ -157,7 +158,7 @@ func TestHostileEndFencedOnlyFencers(t *testing.T) {
 	victim := fencedTx(t, as("app"), scope, 1)
 	// A session that holds only the fence key (any role may, without the
 	// hardening): it blocks nothing and is nobody's fenced transaction.
-	key := election.LockKey(scope)
+	key := protocol.LockKey(scope)
 	keyOnly, err := pgx.Connect(ctx, as("squat"))
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestHostileEndFencedOnlyFencers(t *testing.T) {
 		t.Fatal(err)
 	}
 	withConn(t, as("app"), func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, election.FenceSQL, scope, 2, nil)
+		_, err := c.Exec(ctx, fenceSQL, scope, 2, nil)
 		if sqlstate(err) != "PLF13" || !strings.Contains(err.Error(), fmt.Sprint(keyOnly.PgConn().PID())) {
 			t.Errorf("fence behind an exclusive fence key: got %v, want SQLSTATE PLF13 naming pid %d", err, keyOnly.PgConn().PID())
 		}
@@ -314,7 +315,7 @@ func TestHostileFenceBoundScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := int64(1); i <= tok.Epoch+1; i++ {
-		refused(t, as("node2"), "PLF10", election.FenceSQL, "billing", i, nil)
+		refused(t, as("node2"), "PLF10", fenceSQL, "billing", i, nil)
 	}
 	fencedTx(t, as("app"), "billing", tok.Epoch).Close(ctx)
 	fencedTx(t, as("node"), "billing", tok.Epoch).Close(ctx)
@@ -361,7 +362,7 @@ func TestHostileRunLedger(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, election.FenceSQL, "nightly", tok.Epoch, nil); err != nil {
+		if _, err := tx.Exec(ctx, fenceSQL, "nightly", tok.Epoch, nil); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, begin, "nightly", tok.Epoch, "k1").Scan(&key); err != nil {
@@ -644,7 +645,7 @@ func TestHostileNodeFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := election.LockKey("nf")
+	key := protocol.LockKey("nf")
 	withConn(t, as("node2"), func(ctx context.Context, c *pgx.Conn) error {
 		var got *bool
 		if err := c.QueryRow(ctx, `SELECT pgleader.node_stopped('victim')`).Scan(&got); err != nil || got != nil {

@@ -51,8 +51,7 @@ func TestLeaseModeThroughPgBouncer(t *testing.T) {
 	start := func(id string) *testnode.Node {
 		c := testnode.FastConfig(via, id, "billing")
 		c.Mode = election.ModeLease
-		c.Observer = rec
-		return testnode.Start(t, c)
+		return testnode.Start(t, c, rec.Observe)
 	}
 	a, b := start("a"), start("b")
 	pgtest.WaitFor(t, "a leader", 15*time.Second, func() bool { return a.Leads("billing") || b.Leads("billing") })

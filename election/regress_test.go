@@ -17,6 +17,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // A's leadership backend is terminated while A's process lives on and keeps its
@@ -35,7 +36,7 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 		t.Cleanup(func() { c.Close(ctx) })
 		return c
 	}
-	key := election.LockKey("s")
+	key := protocol.LockKey("s")
 	claim := func(lead *pgx.Conn, node string, guard int64) {
 		var acquired bool
 		if _, err := lead.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', '{s}', 100, $2, 1500, 1, $3)`,
@@ -161,12 +162,10 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 	via.Host = bh.ln.Addr().String()
 	rec := &recorder{}
 	lcfg := testnode.FastConfig(dsn, "leader", "s")
-	lcfg.Observer = rec
-	l := testnode.Start(t, lcfg)
+	l := testnode.Start(t, lcfg, rec.Observe)
 	pgtest.WaitFor(t, "leader leads", 5*time.Second, func() bool { return l.Leads("s") })
 	fcfg := testnode.FastConfig(via.String(), "follower", "s")
-	fcfg.Observer = rec
-	f := testnode.Start(t, fcfg)
+	f := testnode.Start(t, fcfg, rec.Observe)
 	pgtest.WaitFor(t, "follower observes", 5*time.Second, func() bool { return rec.count("follower", election.EventObserved) > 0 })
 	bh.silenceExisting()
 	pgtest.WaitFor(t, "follower's heartbeat failing", 5*time.Second, func() bool {
@@ -196,8 +195,7 @@ func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfg := testnode.FastConfig(dsn, "a", "x", "y")
-	cfg.Observer = rec
-	n := testnode.Start(t, cfg)
+	n := testnode.Start(t, cfg, rec.Observe)
 	pgtest.WaitFor(t, "leads both", 5*time.Second, func() bool { return n.Leads("x") && n.Leads("y") })
 	ctx := context.Background()
 	tok, err := n.Scope("x").Require(ctx)
@@ -237,19 +235,24 @@ func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 	}
 }
 
-// Subscribing after Run returned gives a channel that is already closed.
-func TestSubscribeAfterStop(t *testing.T) {
+// An observer added after Run returned receives nothing, and removing it
+// returns at once.
+func TestObserveAfterStop(t *testing.T) {
 	n := testnode.Start(t, testnode.FastConfig(pgtest.MigratedDSN(t), "a", "s"))
 	n.Stop()
-	ch, cancel := n.Subscribe()
-	defer cancel()
+	got := make(chan election.Event, 1)
+	remove := n.Observe(func(ev election.Event) { got <- ev })
+	done := make(chan struct{})
+	go func() { remove(); close(done) }()
 	select {
-	case _, ok := <-ch:
-		if ok {
-			t.Fatal("received a transition after Run returned")
-		}
+	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("subscription after Run returned is never closed")
+		t.Fatal("removing an observer added after Run returned does not return")
+	}
+	select {
+	case ev := <-got:
+		t.Fatalf("received %+v after Run returned", ev)
+	default:
 	}
 }
 
@@ -261,12 +264,10 @@ func TestResignRequestedThroughTheDatabase(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfgA := testnode.FastConfig(dsn, "a", "x", "y")
-	cfgA.Observer = rec
-	a := testnode.Start(t, cfgA)
+	a := testnode.Start(t, cfgA, rec.Observe)
 	pgtest.WaitFor(t, "a leads both", 5*time.Second, func() bool { return a.Leads("x") && a.Leads("y") })
 	cfgB := testnode.FastConfig(dsn, "b", "x", "y")
-	cfgB.Observer = rec
-	b := testnode.Start(t, cfgB)
+	b := testnode.Start(t, cfgB, rec.Observe)
 	// b campaigns before the request: else a, alone, takes x back after its
 	// cooldown (seen on a loaded machine, where b registered late).
 	pgtest.WaitFor(t, "b registered", 10*time.Second, func() bool {

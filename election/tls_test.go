@@ -38,8 +38,7 @@ func TestTLSVerifyFull(t *testing.T) {
 
 	r := &recorder{}
 	c := testnode.FastConfig(dsn, "tls-1", "s")
-	c.Observer = r
-	n := testnode.Start(t, c)
+	n := testnode.Start(t, c, r.Observe)
 	pgtest.WaitFor(t, "leadership over TLS", 10*time.Second, func() bool { return n.Leads("s") })
 
 	var plain int64

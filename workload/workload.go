@@ -43,6 +43,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/pgsession"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Recorder receives the outcome of every attempted action; *eventlog.Writer is one.
@@ -266,5 +267,5 @@ func (a *actor) report(kind eventlog.ActionKind, tok election.Token, requestID, 
 func isFenced(err error) bool {
 	var pe *pgconn.PgError
 	return errors.Is(err, election.ErrFenced) ||
-		errors.As(err, &pe) && pe.Code == election.FencedSQLState
+		errors.As(err, &pe) && pe.Code == protocol.SQLStateFenced
 }
