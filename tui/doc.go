@@ -87,4 +87,7 @@
 //
 // [RenderOnce] renders one frame as plain text or the data as JSON for
 // `pgleader top --once`.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package tui

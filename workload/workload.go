@@ -23,6 +23,9 @@
 //
 // The pool is separate from the engine's connections: the leadership session must
 // never run work (docs/design.md, "Things that are easy to get wrong").
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package workload
 
 import (

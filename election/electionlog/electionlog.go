@@ -4,6 +4,9 @@
 // internal/eventlog, which knows nothing of the engine, so that whatever only
 // reads events files links no engine; this package is the one place where the
 // two meet.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package electionlog
 
 import (
