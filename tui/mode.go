@@ -32,9 +32,10 @@ const (
 )
 
 // mode is the dashboard's mode, a view and an overlay, with what each of
-// them shows. It is changed through openView, openEvent, closeView,
-// openOverlay and closeOverlay, which keep the fields of a view or an
-// overlay that is not open at their zero value.
+// them shows. openView, openEvent, closeView, openOverlay and closeOverlay
+// switch it and reset what the mode left showed; the help and its search
+// line share the query and the scroll, so going from one to the other
+// (helpKey, searchKey) keeps both.
 type mode struct {
 	view    view
 	subject string   // viewScope, viewNode: the key of the scope or node shown
