@@ -246,7 +246,7 @@ func (c *Config) Validate() error {
 		return bad("FailbackAfter", "failback after %v: must be 0 (no failback) or positive", c.FailbackAfter)
 	}
 	if c.FailbackAfter > 0 && c.priority() == 0 {
-		return bad("FailbackAfter", "a node that never leads cannot be preferred: set NeverLead false or FailbackAfter 0")
+		return bad("FailbackAfter", "a node of priority 0 never leads (NeverLead), so it cannot be preferred: set NeverLead false or FailbackAfter 0")
 	}
 	if c.FailbackAfter > 0 && c.FailbackAfter < 4*c.HeartbeatInterval {
 		return bad("FailbackAfter", "failback after %v: must be at least four heartbeat intervals (%v)", c.FailbackAfter, 4*c.HeartbeatInterval)
