@@ -27,7 +27,7 @@ SCALE_ARGS ?= --nodes 5 --scopes 200
 # rolling upgrade starts from (lab/upgrade.PreviousRelease).
 BENCH_BASELINE ?= 2ef21015a191a26647edd562a5882876df59d0e6
 
-.PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps api-baseline
+.PHONY: help build build-lab dist test test-short lint bench bench-quick chaos demo clean deps api-baseline
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,6 +55,10 @@ test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process
 	# The release packaging (a .deb built and checked with dpkg-deb) runs in one
 	# goroutine; -race would only multiply its compression time.
 	$(GO) test -count=1 ./lab/release
+
+test-short: deps ## the edit-test loop (under 2 minutes): vet, unit tests and the fast integration tests
+	$(GO) vet $(PKGS)
+	$(GO) test -short -count=1 $$($(GO) list $(PKGS) | grep -v /lab/release)
 
 api-baseline: ## record the promised packages' Go API (api/*.export), which make test holds the code to
 	$(GO) test -count=1 -run TestAPICompatible ./api -args -record

@@ -96,6 +96,9 @@ const notCovered = "Its Go API is not covered by pgleader's compatibility promis
 // that is not promised (not under internal/, lab/, examples/ or cmd/, and not a
 // command) says so in its package doc, and no promised package does.
 func TestPackageDocsSayWhatIsPromised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{.Name}} {{.Dir}} {{join .GoFiles ","}}`, "./...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()

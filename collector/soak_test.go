@@ -16,6 +16,7 @@ import (
 // no stale leader, no leader missing for NoLeaderAfter (default thresholds, so
 // the test proves the defaults, read every 100 ms).
 func TestHealthyClusterSilent(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	scopes := []string{"a", "b"}
 	cfg := testConfig(t, dsn)

@@ -46,6 +46,7 @@ func connectionsOf(t testing.TB, dsn string, ids ...string) map[string]int {
 // the node that leads most scopes killed (its leadership backend terminated) → every
 // one of them led again by the others, in batches, with dense epochs.
 func TestConnectionEconomy(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	scopes := manyScopes(t, 300)
 	ids := []string{"econ-a", "econ-b", "econ-c"}
@@ -135,6 +136,7 @@ func TestConnectionEconomy(t *testing.T) {
 // Check refuses more scopes than half the server's lock table
 // (max_locks_per_transaction × (max_connections + max_prepared_transactions)).
 func TestLockTableCapacity(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	var half int
 	withConn(t, dsn, func(ctx context.Context, c *pgx.Conn) error {

@@ -54,6 +54,7 @@ func without(nodes []*testnode.Node, x *testnode.Node) []*testnode.Node {
 }
 
 func TestElection(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("FiveCandidatesOneLeader", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		r := &recorder{}

@@ -105,6 +105,7 @@ func (p floodPhase) String() string {
 // A control phase first sends the same statements on a channel nobody listens on
 // (the same load on the server, no notification delivered), for comparison.
 func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	attacker := floodRole(t, dsn)
 	scopes := []string{"flood-a", "flood-b", "flood-c"}

@@ -17,6 +17,7 @@ import (
 // after that (pgleader run relies on it: no two children at once). Without the
 // hold, the successor may open while the old function still runs.
 func TestHoldGuardOnLoss(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	for _, tc := range []struct {
 		name string

@@ -65,6 +65,7 @@ func fencedTx(t *testing.T, dsn, scope string, epoch int64) *pgx.Conn {
 // application's session — unaudited after a rollback. Now the planted row is
 // refused, and end_fenced acts only for the registered candidate of the scope.
 func TestHostileEndFencedProves(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -139,6 +140,7 @@ func TestHostileEndFencedProves(t *testing.T) {
 // an audit row that committed before it (a rollback takes back neither); a
 // fenced transaction cannot be hidden behind an exclusive fence key.
 func TestHostileEndFencedOnlyFencers(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
@@ -271,6 +273,7 @@ func TestHostileEndFencedOnlyFencers(t *testing.T) {
 // transactions: a prepared one has no backend to end, and held up a failover
 // without bound.
 func TestHostileFencedTxNotPrepared(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t, pgserver.Options{Settings: map[string]string{"max_prepared_transactions": "5"}})
 	dsn := srv.DSN("postgres")
@@ -304,6 +307,7 @@ func TestHostileFencedTxNotPrepared(t *testing.T) {
 // fence (PLF10); the scope's own nodes and plain application roles fence as
 // before.
 func TestHostileFenceBoundScope(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -473,6 +477,7 @@ func TestHostileSessionLockBounded(t *testing.T) {
 // makes a successor wait longer than the maximum session lease; a wait for a
 // predecessor ends at SIGTERM.
 func TestHostileTimingBounds(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
@@ -636,6 +641,7 @@ func TestForgetNode(t *testing.T) {
 // The node functions that act for a node id act only for the session that
 // registered it: another login's session, naming the node, changes nothing.
 func TestHostileNodeFunctions(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
@@ -689,6 +695,7 @@ func TestHostileNodeFunctions(t *testing.T) {
 // The operator's functions: refused to every other role, bounded, audited with
 // the caller's login.
 func TestHostileOperatorFunctions(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	a := testnode.Start(t, testnode.FastConfig(as("node"), "op-a", "op"))

@@ -25,6 +25,7 @@ import (
 const fenceSQL = "SELECT pgleader.fence($1, $2, $3)"
 
 func TestHostileScopeBindings(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -100,6 +101,7 @@ func TestHostileScopeBindings(t *testing.T) {
 // Failback stays within the bound roles, and a failback request is attributed to
 // the login of the node that caused it, not to the leader whose heartbeat wrote it.
 func TestHostileFailbackAttribution(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	victim := testnode.Start(t, testnode.FastConfig(as("node"), "victim", "fb"))
@@ -245,6 +247,7 @@ func TestHostileLeaseTokens(t *testing.T) {
 // trust window, audited with its pid and login, and its writes never commit. The
 // fence's refusal says the epoch is stale, not who leads now.
 func TestHostileFencedTxBounded(t *testing.T) {
+	pgtest.Slow(t)
 	for _, mode := range []election.Mode{election.ModeLock, election.ModeLease} {
 		t.Run(string(mode), func(t *testing.T) { testFencedTxBounded(t, mode) })
 	}

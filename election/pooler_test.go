@@ -45,6 +45,7 @@ func TestLockModeRefusesTransactionPooler(t *testing.T) {
 // heartbeat interval or two, fenced writes through the pooler commit under the
 // current term and are refused under an old one, and no two gates overlap.
 func TestLeaseModeThroughPgBouncer(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	rec := &recorder{}

@@ -25,6 +25,7 @@ import (
 // while waiting A out. C claims next: it must wait for A too, although its own
 // predecessor is B.
 func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	const W = 1000 * time.Millisecond
@@ -152,6 +153,7 @@ func (b *blackhole) silenceExisting() {
 // A follower whose connections all go silent (its waiter among them) must still
 // take over when the leader releases, once its session has been rebuilt.
 func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
@@ -177,6 +179,7 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 
 // Resign right after Require succeeded never answers ErrNotLeader.
 func TestResignRightAfterElected(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testnode.FastConfig(dsn, "a", "s")
 	cfg.ResignCooldown = 20 * time.Millisecond
@@ -192,6 +195,7 @@ func TestResignRightAfterElected(t *testing.T) {
 // Resigning a scope whose fenced transaction is still running must not cost the
 // node its other scopes.
 func TestResignDoesNotStarveOtherScopes(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfg := testnode.FastConfig(dsn, "a", "x", "y")
@@ -261,6 +265,7 @@ func TestObserveAfterStop(t *testing.T) {
 // releases as "resigned", and the other node takes over. Only scope x moves; a
 // request for an epoch that is not current is refused and changes nothing.
 func TestResignRequestedThroughTheDatabase(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfgA := testnode.FastConfig(dsn, "a", "x", "y")

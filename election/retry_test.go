@@ -23,6 +23,7 @@ import (
 // scope's lock, with the scope's record naming "ghost" as the holder on that
 // connection's backend.
 func TestClaimRetriesEndedHolder(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -135,6 +136,7 @@ func TestClaimRetriesEndedHolder(t *testing.T) {
 // its session is up, not at its next heartbeat (5 s here). Unwatched, that node's
 // crash would have waited for this heartbeat.
 func TestRingRereadsAtSessionStart(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 // interval here is 2 s and the old leader sits out 10 s after resigning, so only
 // the wake-up explains a takeover within 400 ms.
 func TestWakeUpDuringClaimInFlight(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := func(id string) Config {
 		return Config{DSN: dsn, NodeID: id, Scopes: []string{"s"},

@@ -120,6 +120,7 @@ END $$`)
 // application fences with EXECUTE on fence alone; operators planted in public run
 // nowhere; a role with only CONNECT cannot squat.
 func TestLeastPrivilege(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)

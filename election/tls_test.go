@@ -22,6 +22,7 @@ import (
 // sessions really are encrypted, the socket watcher still notices a terminated
 // backend through the TLS layer, and a wrong CA is a clear error.
 func TestTLSVerifyFull(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t, pgserver.Options{TLS: true})
 	if err := srv.CreateDatabase(ctx, "app"); err != nil {

@@ -20,6 +20,7 @@ import (
 // (A claim that tested the row in one statement and locked it in another let a
 // second node lock the row just after the first committed, and both led.)
 func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
+	pgtest.Slow(t)
 	cfg := setup(t)
 	ctx := context.Background()
 	const nodes, rounds = 6, 40

@@ -75,6 +75,9 @@ const spare = "f5"
 // dispatch, the help screen, the footer, the in-place hints and the fault-key
 // reservation all follow: the key map is the one place a key is spelled.
 func TestKeysDefinedOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	type check = func(m *Model, b *bundle, cmd tea.Cmd) bool
 	cursorAt := func(i int) check {
 		return func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.scopes.cursor == i }

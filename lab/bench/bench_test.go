@@ -48,6 +48,7 @@ func setup(t *testing.T) string {
 // are: figures belong in the benchmark's output, not in pass/fail.
 
 func TestFailoverLimit(t *testing.T) {
+	pgtest.Slow(t)
 	tests := []struct {
 		name      string
 		scenarios []string
@@ -117,6 +118,7 @@ func TestFailoverLimit(t *testing.T) {
 // (kill → the leader's locks freed, freed → the successor's gate open), and the
 // first part is set beside the limit like a failover figure.
 func TestFailoverSplit(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -157,6 +159,7 @@ func TestFailoverSplit(t *testing.T) {
 // are checked against the bounds the timing sets (not the lock's limit), the
 // terminate scenario is skipped saying why, and the idle load has its target.
 func TestFailoverLease(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -195,6 +198,7 @@ func TestFailoverLease(t *testing.T) {
 }
 
 func TestScale(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -253,6 +257,7 @@ func TestScale(t *testing.T) {
 // together, and that no child outlived its killed supervisor (that one is a
 // correctness check, not a timing).
 func TestRunSupervised(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	rep, err := bench.RunSupervised(context.Background(), bench.RunOptions{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 2})
 	if err != nil {

@@ -179,6 +179,7 @@ func checkHistory(t *testing.T, c *cluster.Cluster, dsn string) {
 }
 
 func TestKillLeader(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	killRounds(t, c, 3, nil)
 	checkHistory(t, c, dsn)
@@ -210,6 +211,7 @@ func killRounds(t *testing.T, c *cluster.Cluster, rounds int, opened func(old *c
 }
 
 func TestFrozenLeader(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	freezeAndThaw(t, c, dsn)
 	checkHistory(t, c, dsn)
@@ -307,6 +309,7 @@ func TestSIGTERMHandsOver(t *testing.T) {
 }
 
 func TestTerminatedBackend(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	for round := range 3 {
 		old, epoch := leader(t, c)
@@ -333,6 +336,7 @@ func TestTerminatedBackend(t *testing.T) {
 // follower takes over, and after SIGCONT the old leader's write reaches the
 // database under its old epoch: the fence refuses it.
 func TestStaleWriteRejectedAfterThaw(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 0)
 	old, err := c.Start("n1", "--test-pause-before-write", "300ms")
 	if err != nil {

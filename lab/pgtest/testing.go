@@ -416,3 +416,13 @@ func NewBouncer(t testing.TB, dsn, mode string) string {
 	t.Cleanup(func() { _ = b.Close() })
 	return via
 }
+
+// Slow skips t under -short: the test takes seconds (a cluster to elect, a
+// fault to ride out, a process to start), so make test runs it and make
+// test-short, the edit–test loop, does not.
+func Slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
+}
