@@ -16,9 +16,16 @@ COMMIT  := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/de
 # A plain go build / go install says what the toolchain recorded instead.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
-# Packages run one at a time (-p 1): the process-level fault tests measure takeovers
-# on 2 cores and must not compete with another package's tests for them.
+# The packages whose tests measure takeovers or latencies on 2 cores (process-level
+# faults, bounded failovers, live Prometheus and HAProxy) run one at a time (-p 1),
+# so that no other package's tests compete with them; the rest run first, two at a
+# time.
 TEST_TIMEOUT ?= 12m
+TIMED_PKGS := ./cmd/pgleader ./collector ./collector/logical ./election ./election/electionapi \
+	./election/electionprom ./examples/... ./exporter/... ./lab/bench ./lab/chaos ./lab/cluster \
+	./lab/conformance ./lab/upgrade ./migrations ./operator ./supervisor ./workload
+TIMED = $(shell $(GO) list $(TIMED_PKGS))
+UNTIMED = $(filter-out $(TIMED) %/lab/release,$(shell $(GO) list $(PKGS)))
 # `make bench`'s scale run: modest, about half a minute (the command's own default is
 # 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
 SCALE_ARGS ?= --nodes 5 --scopes 200
@@ -48,7 +55,8 @@ test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v /lab/release)
+	$(GO) test -race -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(UNTIMED)
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(TIMED)
 	# Allocation counts mean nothing under -race (it adds its own): the assertions
 	# that count them run once more without it.
 	$(GO) test -count=1 -run 'TestLeadDo/NoAllocation' ./election
