@@ -42,8 +42,9 @@ func TestHealthyClusterSilent(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	var resigns, restarts, terminations int
-	var down string                              // the stopped elector, restarted on the next stop action
-	deadline := time.Now().Add(20 * time.Second) // ~50 actions: every kind of fault several times over
+	var down string // the stopped elector, restarted on the next stop action
+	// About 50 actions: every kind of fault several times over.
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
 		scope := scopes[rng.IntN(len(scopes))]
