@@ -16,16 +16,20 @@ COMMIT  := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/de
 # A plain go build / go install says what the toolchain recorded instead.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
-# The packages whose tests measure takeovers or latencies on 2 cores (process-level
-# faults, bounded failovers, live Prometheus and HAProxy) run one at a time (-p 1),
-# so that no other package's tests compete with them; the rest run first, two at a
-# time.
+# Three tiers, one after the other. The packages whose tests measure takeovers
+# and failovers against tight bounds on 2 cores (process-level faults, chaos,
+# priorities, HAProxy, the conformance kit, an outage seen by Prometheus) run one
+# at a time (-p 1), so that no other package's tests compete with them; the other
+# packages that run nodes and servers two at a time; the rest, which run no node
+# process, two at a time first.
 TEST_TIMEOUT ?= 12m
-TIMED_PKGS := ./cmd/pgleader ./collector ./collector/logical ./election ./election/electionapi \
-	./election/electionprom ./examples/... ./exporter/... ./lab/bench ./lab/chaos ./lab/cluster \
-	./lab/conformance ./lab/upgrade ./migrations ./operator ./supervisor ./workload
-TIMED = $(shell $(GO) list $(TIMED_PKGS))
-UNTIMED = $(filter-out $(TIMED) %/lab/release,$(shell $(GO) list $(PKGS)))
+SERIAL_PKGS := ./election ./lab/chaos ./lab/cluster ./lab/conformance ./examples/node-haproxy \
+	./examples/python-native ./exporter
+NODES_PKGS := ./cmd/pgleader ./collector ./collector/logical ./election/electionapi ./election/electionprom \
+	./examples/... ./exporter/dashboard ./lab/bench ./lab/upgrade ./migrations ./operator ./supervisor ./workload
+SERIAL = $(shell $(GO) list $(SERIAL_PKGS))
+NODES = $(filter-out $(SERIAL),$(shell $(GO) list $(NODES_PKGS)))
+REST = $(filter-out $(SERIAL) $(NODES) %/lab/release,$(shell $(GO) list $(PKGS)))
 # `make bench`'s scale run: modest, about half a minute (the command's own default is
 # 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
 SCALE_ARGS ?= --nodes 5 --scopes 200
@@ -55,8 +59,9 @@ test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) test -race -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(UNTIMED)
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(TIMED)
+	$(GO) test -race -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(REST)
+	$(GO) test -race -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(NODES)
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(SERIAL)
 	# Allocation counts mean nothing under -race (it adds its own): the assertions
 	# that count them run once more without it.
 	$(GO) test -count=1 -run 'TestLeadDo/NoAllocation' ./election
