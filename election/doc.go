@@ -57,120 +57,23 @@
 // node's metrics to Prometheus; package electiontest gives a service's unit tests
 // an Elector that leads when the test says so.
 //
-// # Moving parts (per node): four connections, whatever the number of scopes
+// # Moving parts
 //
-//   - The leadership session: one dedicated, non-pooled connection. It holds the
-//     session advisory lock of every scope this node leads, and the node's beacon:
-//     a random advisory key published in pgleader.nodes.beacon_key and held for the
-//     session's whole life. It runs the batched claim, heartbeat and release
-//     functions of the schema and nothing else — a long statement on it would keep
-//     the locks alive after the process died (its one wait, for a dying holder's
-//     lock after a claim, lasts at most 100 ms). It is opened with
-//     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot
-//     fire before L, and client_connection_check_interval.
-//   - The guard session: holds the node's guard lock, a random advisory key
-//     published with every claim, and nothing else. While the node leads
-//     any scope it has the same idle_session_timeout L and is pinged with every
-//     heartbeat (and in between, should a long batch delay one);
-//     a node that leads nothing leaves it idle without a lease (nothing reads
-//     it then: its loss is seen by the socket watcher, or by the statement that
-//     arms the lease before a new term's gate may open). The guard is held
-//     for as long as any gate of this node may be open; see "No overlap" below.
-//   - The watch session: blocked in pgleader.await_release on the beacon of one
-//     peer, the next live node in node_id order (pgleader.ring_next; every
-//     heartbeat re-reads it, and a node that joins announces itself with a
-//     node_joined notification, so that the node it now follows re-aims at once).
-//     Every node watches exactly one peer, so the nodes form a ring and every
-//     leadership session is watched by one node. Each new session re-reads the
-//     peer: a node that joined before this one listened was announced to no
-//     one. The ring skips a node whose beacon is free, so a holder that died
-//     while the watch passed to a node that joined (after the old watcher
-//     turned away, before the newcomer aimed) shows as a gap: whenever a node
-//     aims at a new peer it claims the scopes whose last-seen holder lies
-//     between itself and that peer. The watch session also serves a new term's
-//     waits for its predecessors' guards (those come first: the peer wait is
-//     interrupted with a cancel request and resumed after).
-//   - The listen session: the only one that LISTENs (leader_change), and the only
-//     one a notification ever reaches; nothing waits on it. PostgreSQL sends a
-//     listening session every pending notification before the reply to any
-//     statement, and any role may NOTIFY: on the guard or the leadership session
-//     a flood would queue the heartbeat's reply behind all of it (measured: a
-//     ping behind 10k queued 7000-byte notifications waited 158 ms, behind 50k,
-//     0.8 s), and no client-side draining can bound a queue the server holds.
-//     Losing it ends nothing (it is reopened; then a heartbeat and a ring
-//     re-read catch up). Its backend exits with the others at a crash, which is
-//     its price: one more idle session of a dying process (docs/design.md §4).
-//   - Load on the server: a follower sends one statement per heartbeat interval (its
-//     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
-//     round trip, and the guard ping); the blocked watch statement costs nothing.
-//     Claims and releases go in batches (one round trip, one commit, for up to 250
-//     scopes): a node that dies leading a thousand scopes costs its successor ten.
-//   - A watcher on the leadership and on the guard connection polls its socket for
-//     the peer's close (POLLRDHUP, Linux) between and during statements, so a
-//     terminated backend is noticed at once, not at the next heartbeat. On other
-//     systems there is no watcher and heartbeats are the detector.
+// docs/design.md §4 lists a node's connections, what runs on each, and how a
+// follower learns that leadership ended; what the invariants below rely on:
 //
-// Followers hold no lock and no connection per scope: advisory locks live in the
-// server's shared lock table (Check refuses a node whose scopes could fill half of it), and a waiting lock per followed
-// scope per node is what used to exhaust both the table and max_connections.
-//
-// # How a follower learns that leadership ended
-//
-// A scope's leadership ends in one of these ways; each frees the scope's lock and is
-// announced to the followers within milliseconds, without a connection per scope:
-//
-//	crash (kill -9)      the leader's backends see the sockets close and exit; the
-//	                     leadership backend frees the beacon and the scope locks
-//	                     in one exit, a lock partition at a time. The ring
-//	                     watcher's await_release returns; it claims the scopes it
-//	                     campaigns for and, in the same transaction, NOTIFYs
-//	                     node_lost, on which every other node claims the scopes it
-//	                     saw that node lead. A scope whose lock the dying backend
-//	                     has not freed yet is waited for and claimed again
-//	                     the moment it is free (within 100 ms).
-//	freeze, partition    the server ends the leadership session after L idle
-//	                     (idle_session_timeout; keepalives if the path is silent):
-//	                     then as a crash. The frozen node's gates closed L − W
-//	                     before (its trust window is W).
-//	terminated session   (pg_terminate_backend, a pooler, a restart) as a crash for
-//	                     the scope locks and the beacon; the live process notices
-//	                     through its socket watcher, closes its gates and drops its
-//	                     guard, which its successor waits for (below).
-//	resign, drain,       the leader closes its gate, then releases in the database:
-//	shutdown             the release NOTIFYs released, on which every follower
-//	                     claims the scope; a shutdown also frees the beacon.
-//	evicted              a heartbeat finds the term no longer this node's: the node
-//	                     closes the gate and gives the lock back (release).
-//	handover, failback   the leader's heartbeat returns the request (an operator's
-//	                     pgleader handover; or a failback, which that heartbeat
-//	                     requests itself for a preferred node of higher priority,
-//	                     Config.FailbackAfter); then as resign, and the release
-//	                     reserves the scope for the target, which alone claims it
-//	                     (a target cooling down after its own resign or handover
-//	                     ends its cooldown for it: Config.ResignCooldown).
-//
-// Notifications are hints: anyone may NOTIFY anything, and one sent while a
-// listener is disconnected is lost. What is decided is decided by the locks and the
-// claim function; a follower's heartbeat (every I) reports each followed scope that
-// has no live holder, and the follower claims it then, so a lost wake-up (a watcher
-// that died with its peer, a notification missed across a reconnection) costs at
-// most one heartbeat interval. A foreign session squatting a scope's key is
-// likewise retried at every heartbeat.
-//
-// A notification flood therefore costs leadership nothing and the node a bounded
-// amount of work. The heartbeat's statements (leadership and guard sessions) never
-// wait behind a notification (above). What the listen session takes in is
-// budgeted per second — max(1024, 4 per scope) notifications, 512 bytes each —
-// and a hint that repeats one acted on within I/2 is collapsed (per scope for a
-// release, per node for a lost node, per kind for resign or handover requests and
-// joins). Beyond the budget the node closes its listen session, which drops what
-// the server still queues for it unread, and stays deaf for 1 s, doubling per
-// consecutive flood up to 30 s, logging the top senders' pids; its heartbeats
-// find meanwhile what the hints would have said, within I. A wake-up that a flood
-// hides costs at most I, like any lost one. TestNotifyFloodLeavesLeadershipAlone
-// (a CONNECT-only role, three flooding connections, the chaos harness's timing)
-// and the chaos scenario notify-flood check that no heartbeat fails, no gate
-// closes and no epoch moves.
+//   - The leadership session holds the session advisory lock of every scope the
+//     node leads, and runs the schema's claim, heartbeat and release functions and
+//     nothing else: the server ends it L after its last statement
+//     (idle_session_timeout), and its locks go with it.
+//   - The guard session holds the node's guard lock while any gate of the node may
+//     be open (with the same lease while the node leads): a successor that waits
+//     for it waits until the predecessor cannot trust its gate (below).
+//   - Wake-ups (the ring's wait on a peer's beacon, notifications) are hints: the
+//     locks and the claim function decide, and a follower's heartbeat (every I)
+//     finds any scope without a live holder, so a lost wake-up costs at most I.
+//   - Followers hold nothing per scope: N nodes need the same connections for one
+//     scope or ten thousand.
 //
 // # States of a scope
 //
@@ -278,18 +181,12 @@
 // read-write endpoint), Run waits out a database in transition, and
 // the new session claims anew on the new primary. See docs/ha.md.
 //
-// # Behind a connection pooler: lease mode
+// # Lease mode
 //
-// Session advisory locks, LISTEN and session settings do not survive a transaction
-// pooler (PgBouncer pool_mode = transaction, Supavisor's transaction port, pgcat):
-// the next transaction may run on another server connection. In lock mode (the
-// default) Start refuses such a path with ErrPooler, naming the fixes: point
-// Config.DSN at PostgreSQL itself or a session pooler — the application may keep
-// writing, and fencing, through the transaction pooler — or run in lease mode.
-//
-// In lease mode (Config.Mode = ModeLease) a node has one connection, every
-// statement its own transaction, unnamed statements only, and no guard, beacon,
-// ring or LISTEN. A scope's row is the lease; lease_seq counts its changes.
+// Behind a transaction pooler, session locks do not hold (Start refuses lock mode
+// there with ErrPooler; docs/poolers.md). In lease mode (Config.Mode = ModeLease)
+// a node has one connection, every statement its own transaction, and no guard,
+// beacon or ring. A scope's row is the lease; lease_seq counts its changes.
 //
 //	FOLLOWING  each heartbeat reads the followed rows. Free: claim now. Held at
 //	           lease_seq q: remember when a heartbeat first returned q (o); a
@@ -313,17 +210,6 @@
 // docs/poolers.md says which mode to choose for PgBouncer, RDS Proxy, Supavisor,
 // pgcat and the pooled endpoints of managed services.
 //
-// # Modes
-//
-// An Elector runs in one mode, fixed by New: lock mode (the default), lease mode
-// (Config.Mode), standalone (Config.Mode = ModeStandalone), or the manual Elector of package
-// electiontest. Campaigns, terms and their gates, Require, Do, Lead, Resign,
-// transitions and observers are the same code in every mode; the mode decides only
-// how a session opens and registers, heartbeats, claims, waits for its
-// predecessors, releases and records a clean stop, what Fence checks, and what
-// Health reports. Each mode's rules are in one file (mode.go names them; see
-// locks.go for the locks they take).
-//
 // # Fencing (S3)
 //
 // Fence calls pgleader.fence(scope, epoch, holder) in the caller's transaction. It
@@ -336,8 +222,8 @@
 // server like the client's leadership session, so it cannot block a failover.
 // A busy one (a long statement) is not idle: a successor whose claim has found the
 // scope's row held by fenced transactions for the trust window W ends them
-// (pgleader.end_fenced, schema 12: only while no session leads the scope; audited
-// with pid and login; the owner role needs pg_signal_backend). Termination aborts
+// (pgleader.end_fenced: only while no session leads the scope; audited with pid
+// and login; the owner role needs pg_signal_backend). Termination aborts
 // the transaction, so S3 holds: every fenced write that committed did so while its
 // epoch was current.
 //
