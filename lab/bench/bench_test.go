@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -274,6 +275,33 @@ func TestRunSupervised(t *testing.T) {
 	for i := range rep.RunFailover.Samples {
 		if rep.RunFailover.Samples[i] < rep.RunGate.Samples[i] {
 			t.Errorf("sample %d: the child started (%.2f ms) before the gate opened (%.2f ms)", i, rep.RunFailover.Samples[i], rep.RunGate.Samples[i])
+		}
+	}
+}
+
+// TestDashboardLatency: `pgleader bench dashboard` drives pgleader top in tmux
+// with leadership changes made as a node's session makes them (registered on
+// that session, as the schema's caller proofs require), and each one reaches
+// the screen.
+func TestDashboardLatency(t *testing.T) {
+	pgtest.Slow(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is missing: .ci/install-deps installs it")
+		}
+		t.Skip("needs tmux")
+	}
+	dsn := setup(t)
+	res, err := bench.DashboardLatency(context.Background(), binary, dsn, 2, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.CommitToScreen) != 2 {
+		t.Fatalf("%d changes timed, want 2", len(res.CommitToScreen))
+	}
+	for i, d := range res.CommitToScreen {
+		if d <= 0 {
+			t.Errorf("change %d: %v from commit to screen", i+1, d)
 		}
 	}
 }
