@@ -16,18 +16,29 @@ COMMIT  := $(shell git describe --always --dirty --abbrev=12 --exclude '*' 2>/de
 # A plain go build / go install says what the toolchain recorded instead.
 RELEASE_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)"
 # Long soaks and benchmarks are kept out of `make test` (CI budget: 15 minutes).
-# Packages run one at a time (-p 1): the process-level fault tests measure takeovers
-# on 2 cores and must not compete with another package's tests for them.
+# Three tiers, one after the other. The packages whose tests measure takeovers
+# and failovers against tight bounds on 2 cores (process-level faults, chaos,
+# priorities, HAProxy, the conformance kit, an outage seen by Prometheus) run one
+# at a time (-p 1), so that no other package's tests compete with them; the other
+# packages that run nodes and servers two at a time; the rest, which run no node
+# process, two at a time first.
 TEST_TIMEOUT ?= 12m
-# `make bench`'s scale run: modest, about half a minute (the command's own default is
-# 5 nodes × 1000 scopes); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 1000".
-SCALE_ARGS ?= --nodes 5 --scopes 200
+SERIAL_PKGS := ./election ./lab/chaos ./lab/cluster ./lab/conformance ./examples/node-haproxy \
+	./examples/python-native ./exporter
+NODES_PKGS := ./cmd/pgleader ./collector ./collector/logical ./election/electionapi ./election/electionprom \
+	./examples/... ./exporter/dashboard ./lab/bench ./lab/upgrade ./migrations ./operator ./supervisor ./workload
+SERIAL = $(shell $(GO) list $(SERIAL_PKGS))
+NODES = $(filter-out $(SERIAL),$(shell $(GO) list $(NODES_PKGS)))
+REST = $(filter-out $(SERIAL) $(NODES) %/lab/release,$(shell $(GO) list $(PKGS)))
+# `make bench`'s scale run: 5 nodes × 1000 scopes, the README's figure (about a
+# minute); e.g. make bench SCALE_ARGS="--nodes 5 --scopes 200" for a quicker one.
+SCALE_ARGS ?= --nodes 5 --scopes 1000
 # `make bench`'s A/B: the build it measures this one against, in the same run (a
 # git ref, built once and cached): by default the previous release, the build a
 # rolling upgrade starts from (lab/upgrade.PreviousRelease).
 BENCH_BASELINE ?= 2ef21015a191a26647edd562a5882876df59d0e6
 
-.PHONY: help build build-lab dist test lint bench bench-quick chaos demo clean deps api-baseline
+.PHONY: help build build-lab dist test test-short lint bench bench-quick chaos demo clean deps api-baseline
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,13 +59,19 @@ test: deps ## the whole suite: unit, integration (throwaway PostgreSQL), process
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags pgleader_lab ./cmd/pgleader
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v /lab/release)
+	$(GO) test -race -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(REST)
+	$(GO) test -race -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(NODES)
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) $(SERIAL)
 	# Allocation counts mean nothing under -race (it adds its own): the assertions
 	# that count them run once more without it.
 	$(GO) test -count=1 -run 'TestLeadDo/NoAllocation' ./election
 	# The release packaging (a .deb built and checked with dpkg-deb) runs in one
 	# goroutine; -race would only multiply its compression time.
 	$(GO) test -count=1 ./lab/release
+
+test-short: deps ## the edit-test loop (under 2 minutes): vet, unit tests and the fast integration tests
+	$(GO) vet $(PKGS)
+	$(GO) test -short -count=1 $$($(GO) list $(PKGS) | grep -v /lab/release)
 
 api-baseline: ## record the promised packages' Go API (api/*.export), which make test holds the code to
 	$(GO) test -count=1 -run TestAPICompatible ./api -args -record
@@ -68,6 +85,7 @@ lint: ## gofmt + go vet + staticcheck
 bench: deps build-lab ## every benchmark on a throwaway PostgreSQL; writes docs/bench-*.json
 	$(LAB_BIN) bench failover -n 50 --json docs/bench-failover.json
 	$(LAB_BIN) bench failover -n 50 --scenarios crash,handover --baseline $(BENCH_BASELINE) --pairs 3 --json docs/bench-failover-ab.json
+	$(LAB_BIN) bench failover -n 20 --mode lease --scenarios crash,frozen,load --json docs/bench-failover-lease.json
 	$(LAB_BIN) bench scale $(SCALE_ARGS) --json docs/bench-scale.json
 	$(LAB_BIN) bench collector -n 200 --json docs/bench-collector.json
 	$(LAB_BIN) bench dashboard -n 50 --json docs/bench-dashboard.json

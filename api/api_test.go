@@ -10,6 +10,8 @@ package api
 import (
 	"bytes"
 	"flag"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +31,9 @@ var Promised = []string{
 	"github.com/pgleader/pgleader/election/electionprom",
 	"github.com/pgleader/pgleader/migrations",
 	"github.com/pgleader/pgleader/migrations/migrate",
+	// protocol: the vocabulary election's API speaks (Reason's values, the
+	// SQLSTATEs, LockKey), shared with the watchers and native clients.
+	"github.com/pgleader/pgleader/protocol",
 }
 
 var record = flag.Bool("record", false, "write the recorded API of every promised package instead of checking it (make api-baseline)")
@@ -81,4 +86,71 @@ func TestAPICompatible(t *testing.T) {
 			}
 		}
 	}
+}
+
+// notCovered is the sentence every package outside the promise ends its doc
+// with (README, "Versioning").
+const notCovered = "Its Go API is not covered by pgleader's compatibility promise"
+
+// TestPackageDocsSayWhatIsPromised: every importable package of the module
+// that is not promised (not under internal/, lab/, examples/ or cmd/, and not a
+// command) says so in its package doc, and no promised package does.
+func TestPackageDocsSayWhatIsPromised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{.Name}} {{.Dir}} {{join .GoFiles ","}}`, "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/pgleader/pgleader/"
+	promised := map[string]bool{}
+	for _, p := range Promised {
+		promised[p] = true
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue // no Go files but tests
+		}
+		pkg, name, dir, files := f[0], f[1], f[2], strings.Split(f[3], ",")
+		rel := strings.TrimPrefix(pkg, module)
+		if name == "main" || rel == "api" || strings.Contains("/"+rel+"/", "/internal/") {
+			continue
+		}
+		if top, _, _ := strings.Cut(rel, "/"); top == "lab" || top == "examples" || top == "cmd" {
+			continue
+		}
+		says := strings.Contains(packageDoc(t, dir, files), notCovered)
+		switch {
+		case promised[pkg] && says:
+			t.Errorf("%s is promised, and its package doc says %q", pkg, notCovered)
+		case !promised[pkg] && !says:
+			t.Errorf("%s is not promised: end its package doc with %q …", pkg, notCovered)
+		}
+		checked++
+	}
+	if checked < len(Promised)+5 {
+		t.Fatalf("checked %d packages: go list found too few for the check to mean anything", checked)
+	}
+}
+
+// packageDoc returns the package comments of files (the package's Go files,
+// as go list names them, in dir), joined with their line breaks undone.
+func packageDoc(t *testing.T, dir string, files []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, name := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			b.WriteString(strings.Join(strings.Fields(f.Doc.Text()), " "))
+		}
+	}
+	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 // reads the table and whether the new rows come before or after the
 // collector's next read.
 func TestAuditReset(t *testing.T) {
+	pgtest.Slow(t)
 	for _, src := range []SourceMode{SourceModeNotify, SourceModeLogical} {
 		for _, tc := range []struct {
 			name     string

@@ -13,6 +13,7 @@ import (
 // read (or one streamed transaction). A subscriber with the dashboard's buffer
 // (256) that reads only after the burst was published gets every one of them.
 func TestMassFailoverReachesSubscribers(t *testing.T) {
+	pgtest.Slow(t)
 	for _, src := range []SourceMode{SourceModeNotify, SourceModeLogical} {
 		t.Run(string(src), func(t *testing.T) { testMassFailoverReachesSubscribers(t, src) })
 	}

@@ -32,6 +32,7 @@ func firing(rec *recorder, kind AlertKind) []Event {
 }
 
 func TestNoLeader(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("DeadHolderNoCandidate", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)
@@ -115,6 +116,7 @@ func TestNoLeader(t *testing.T) {
 }
 
 func TestSplitBrain(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("EpochRegression", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		n1 := testnode.Start(t, testnode.FastConfig(dsn, "n1", "s"))
@@ -211,6 +213,7 @@ func TestSplitBrain(t *testing.T) {
 }
 
 func TestStaleLeader(t *testing.T) {
+	pgtest.Slow(t)
 	// stale forges a zombie: a session that holds the lock and an open term whose
 	// heartbeat is 10 s old (trust window 300 ms).
 	stale := func(t *testing.T, dsn, scope string) (*pgx.Conn, int) {
@@ -294,6 +297,7 @@ func (f *fakeEvictor) all() []evictCall {
 }
 
 func TestNodes(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.StaleNodeAfter = 2 * time.Second
@@ -342,6 +346,7 @@ func TestNodes(t *testing.T) {
 }
 
 func TestFlapping(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.FlapMax = 3
@@ -401,6 +406,7 @@ func TestFlapping(t *testing.T) {
 }
 
 func TestFenceRejected(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.FenceAlertFor = 3 * time.Second
@@ -438,6 +444,7 @@ func TestFenceRejected(t *testing.T) {
 // The lock table is the server's: locks another database holds count, and the
 // alert says how many of them are this database's advisory locks.
 func TestLockPressure(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t)
 	for _, db := range []string{"app", "other"} {
@@ -472,6 +479,7 @@ func TestLockPressure(t *testing.T) {
 
 // The notification queue's fill is read; above NotifyQueuePressure it alerts.
 func TestNotifyQueuePressure(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t)
 	if err := srv.CreateDatabase(ctx, "app"); err != nil {
@@ -498,6 +506,7 @@ func TestNotifyQueuePressure(t *testing.T) {
 }
 
 func TestCollectorDown(t *testing.T) {
+	pgtest.Slow(t)
 	srv := pgtest.NewServer(t)
 	ctx := context.Background()
 	if err := srv.CreateDatabase(ctx, "app"); err != nil {

@@ -251,4 +251,7 @@
 // The verdict of a scope is SPLIT BRAIN with a split_brain alert, NO LEADER when it
 // has no leader (even before no_leader fires), DEGRADED with any other alert on it
 // or a heartbeat older than twice its interval, and OK otherwise.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package collector

@@ -11,6 +11,7 @@ import (
 )
 
 func TestEvents(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("ElectedThroughListen", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		cfg := testConfig(t, dsn)

@@ -18,6 +18,7 @@ import (
 // before PostgreSQL 17), where the position it had read on the old primary, which
 // may be ahead of the new primary's WAL, must not make it skip what comes next.
 func TestCollectorFollowsAFailover(t *testing.T) {
+	pgtest.Slow(t)
 	for _, slot := range []string{"", "pgleader_failover_test"} {
 		name := "TemporarySlot"
 		if slot != "" {

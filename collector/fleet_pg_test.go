@@ -81,6 +81,7 @@ func closedPort(t *testing.T) string {
 // orders becomes unreachable with its last-known scope (not NO LEADER),
 // while billing's changes keep arriving; healed, orders reads again.
 func TestFleetPostgres(t *testing.T) {
+	pgtest.Slow(t)
 	billing := pgtest.MigratedDSN(t)
 	orders := secondDatabase(t, billing, "orders")
 	cc, err := pgx.ParseConfig(orders)

@@ -10,6 +10,7 @@ import (
 // TestCrashedCandidatesKeepAlerting: a scope whose only candidate vanished
 // without stopping cleanly is not idle: no_leader fires.
 func TestCrashedCandidatesKeepAlerting(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	cfg.NoLeaderAfter = 200 * time.Millisecond

@@ -17,6 +17,7 @@ import (
 // each source: it checks that every change was seen and that the forged cluster
 // was read in full, and logs the figures (run with -v); it asserts no timing.
 func TestCollectorLatency(t *testing.T) {
+	pgtest.Slow(t)
 	for _, tc := range []struct {
 		source collector.SourceMode
 		want   collector.Source

@@ -13,6 +13,7 @@ import (
 // pooler) is OK with its leader, and no lock-based check fires over several
 // reads; once every node stops cleanly it is IDLE.
 func TestLeaseModeScope(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	c := newCollector(t, testConfig(t, dsn))
@@ -51,6 +52,7 @@ func TestLeaseModeScope(t *testing.T) {
 // per transaction, polls instead of listening, and sees the lease-mode leader
 // (a handover through the pooler is operator's TestHandoverThroughPooler).
 func TestThroughTransactionPooler(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	cfg := testConfig(t, via)

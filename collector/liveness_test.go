@@ -50,6 +50,7 @@ func TestNodeState(t *testing.T) {
 // no longer a follower, and the scope it followed raises no_follower; when the
 // candidate comes back, the alert clears.
 func TestDownAtOnceAndNoFollower(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testConfig(t, dsn)
 	c := newCollector(t, cfg)

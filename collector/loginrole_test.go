@@ -15,6 +15,7 @@ import (
 // migrated by a build before it), it reads the nodes without it, and a
 // collector whose connection found the column reconnects and does the same.
 func TestNodeLoginRole(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	admin := pgtest.Connect(t, dsn)

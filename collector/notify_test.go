@@ -126,6 +126,7 @@ func flood(t *testing.T, dsn string) (stop func() int64) {
 // raises the collector's reads by a bounded factor (notifyBudget), a real claim
 // during the flood is still seen, and the lying payloads change nothing.
 func TestNotifyStorm(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, c, rec := liveNotifyCollector(t)
 
 	// Idle: the poll alone, for the figures.
@@ -213,6 +214,7 @@ func measureReads(t *testing.T, c *Collector, d time.Duration, during func()) re
 // for it), polls for a while and listens again; a real election during the flood
 // is still published (by the poll).
 func TestNotifyFloodBounded(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, c, rec := liveNotifyCollector(t)
 
 	ctx, stop := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 // no stale leader, no leader missing for NoLeaderAfter (default thresholds, so
 // the test proves the defaults, read every 100 ms).
 func TestHealthyClusterSilent(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	scopes := []string{"a", "b"}
 	cfg := testConfig(t, dsn)
@@ -42,7 +43,8 @@ func TestHealthyClusterSilent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var resigns, restarts, terminations int
 	var down string // the stopped elector, restarted on the next stop action
-	deadline := time.Now().Add(50 * time.Second)
+	// About 50 actions: every kind of fault several times over.
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
 		scope := scopes[rng.IntN(len(scopes))]

@@ -126,6 +126,7 @@ func (l *logCapture) find(sub string) (string, bool) {
 }
 
 func TestLogicalSource(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("Streaming", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		cfg := logicalConfig(t, dsn, "")
@@ -362,6 +363,7 @@ func TestLogicalSource(t *testing.T) {
 }
 
 func TestLogicalSourceUnavailable(t *testing.T) {
+	pgtest.Slow(t)
 	// check runs an auto collector (it must fall back to LISTEN/NOTIFY and log
 	// why) and a logical one (Run must fail, naming the reason and the fixes).
 	check := func(t *testing.T, cfg Config, reason string, fixes ...string) {

@@ -10,6 +10,7 @@ import (
 // TestNodeSupervisor: what a pgleader run node records of its command
 // (pgleader.node_supervisor) reaches the snapshot; a plain node has none.
 func TestNodeSupervisor(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	admin := pgtest.Connect(t, dsn)
 	testnode.Start(t, testnode.FastConfig(dsn, "node-run", "s"))

@@ -14,6 +14,9 @@
 // throwaway server are stopped and the scratch directories removed. If the demo
 // process itself dies (kill -9, a crash), a reaper child (demo/reaper) kills
 // what is left and removes the directories.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package demo
 
 import (

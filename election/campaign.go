@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // queueClaim marks a claim of the scope as queued in sess's batch; false when the
@@ -144,7 +145,7 @@ func (s *Scope) campaign(ctx context.Context) {
 					retry.Stop()
 					s.setFollowing(false)
 					reason := s.lead(ctx, sess, o.r)
-					if reason == ReasonResigned || reason == ReasonHandedOver {
+					if reason == protocol.ReasonResigned || reason == protocol.ReasonHandedOver {
 						s.coolDown(ctx, *o.r.epoch)
 					}
 					break follow
@@ -235,7 +236,6 @@ func (s *Scope) observe(holder string, epoch int64) {
 	s.obsMu.Unlock()
 	e := s.e
 	e.emit(Event{Kind: EventObserved, Scope: s.name, Epoch: epoch, Holder: holder})
-	e.broker.publish(Transition{Kind: LeaderObserved, Scope: s.name, Epoch: epoch, Holder: holder, At: time.Now()})
 	e.log.Info("leader observed", "scope", s.name, "node", e.cfg.NodeID, "holder", holder, "epoch", epoch)
 }
 
@@ -244,7 +244,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 	e := s.e
 	t := newTerm(s, *r.epoch, sess, r.start)
 	if !sess.addTerm(t) {
-		return ReasonLostConnection
+		return protocol.ReasonLostConnection
 	}
 	s.term.Store(t)
 	defer s.term.CompareAndSwap(t, nil)
@@ -268,7 +268,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 			break
 		}
 		if monotime.Now() > giveUp {
-			sess.lose(ReasonLostConnection, fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
+			sess.lose(protocol.ReasonLostConnection, fmt.Errorf("cannot arm the guard lease for %s: %w", s.name, err))
 		}
 	}
 
@@ -289,7 +289,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		case <-t.ctx.Done():
 		default:
 			elected = true
-			e.broker.publish(Transition{Kind: Elected, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
+			t.emit(Event{Kind: EventElected, Holder: e.cfg.NodeID, Token: t.token()})
 			e.log.Info("elected", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch,
 				"predecessor", deref(r.prevHolder), "prev_epoch", deref(r.prevEpoch))
 		}
@@ -302,14 +302,14 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		if !sess.isLost() {
 			// Evicted while the session lives: make sure the lock is not kept.
 			if _, _, err := sess.releaseTerm(s, t.epoch, reason); err != nil {
-				sess.lose(ReasonLostConnection, err)
+				sess.lose(protocol.ReasonLostConnection, err)
 			}
 		}
 	case req := <-t.resign:
 		reason = req.reason
 		req.reply <- s.release(t, reason)
 	case <-ctx.Done():
-		reason = ReasonShutdown
+		reason = protocol.ReasonShutdown
 		// A lost session was logged when it was lost; anything else is this
 		// scope's own failure to release at shutdown (the lock goes with the
 		// session all the same).
@@ -321,7 +321,7 @@ func (s *Scope) lead(ctx context.Context, sess *session, r claimResult) Reason {
 		// The term is gone before anyone hears so: a subscriber that reads
 		// Role or Health on Revoked sees a follower, not a pending holder.
 		s.term.CompareAndSwap(t, nil)
-		e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: e.cfg.NodeID, Reason: t.reason, At: time.Now(), Token: t.token()})
+		t.emit(Event{Kind: EventRevoked, Holder: e.cfg.NodeID, Reason: t.reason, Token: t.token()})
 		e.log.Info("revoked", "scope", s.name, "node", e.cfg.NodeID, "epoch", t.epoch, "reason", t.reason)
 	}
 	return reason
@@ -397,13 +397,13 @@ func (s *Scope) release(t *term, reason Reason) error {
 	}
 	switch {
 	case err != nil:
-		t.end(ReasonLostConnection, false)
+		t.end(protocol.ReasonLostConnection, false)
 		// The lock may still be held on a session we cannot use: drop the session
 		// so the server frees it now rather than after the lease.
-		t.sess.lose(ReasonLostConnection, err)
+		t.sess.lose(protocol.ReasonLostConnection, err)
 		return fmt.Errorf("release %s: %w", s.name, err)
 	case !ok:
-		t.end(ReasonEvicted, false)
+		t.end(protocol.ReasonEvicted, false)
 		return fmt.Errorf("release %s: %w (epoch %d was no longer ours)", s.name, ErrNotLeader, t.epoch)
 	}
 	t.end(reason, true)

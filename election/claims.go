@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // claimResult is one row of pgleader.claim_scopes (lease_claim_scopes).
@@ -244,12 +245,12 @@ func countAcquired(rs []claimResult) int {
 // gone took its locks with it. Runs in a leadDo request (leadLoop).
 func (s *session) reconcileLocked(keys []int64, cause error) {
 	if s.lead.IsClosed() {
-		go s.lose(ReasonLostConnection, cause)
+		go s.lose(protocol.ReasonLostConnection, cause)
 		return
 	}
 	var pe *pgconn.PgError
 	if !errors.As(cause, &pe) {
-		go s.lose(ReasonLostConnection, cause)
+		go s.lose(protocol.ReasonLostConnection, cause)
 		return
 	}
 	ctx, cancel := s.stmtCtx(s.e.cfg.HeartbeatTimeout)
@@ -257,6 +258,6 @@ func (s *session) reconcileLocked(keys []int64, cause error) {
 	if _, err := s.lead.Exec(ctx, "SELECT pgleader.unlock_held_many($1)", keys); err != nil {
 		s.e.log.Warn("cannot reconcile advisory locks after a failed claim; dropping the session",
 			"node", s.e.cfg.NodeID, "keys", len(keys), "cause", cause, "err", err)
-		go s.lose(ReasonLostConnection, err)
+		go s.lose(protocol.ReasonLostConnection, err)
 	}
 }

@@ -1,23 +1,15 @@
 package election
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/pgleader/pgleader/internal/names"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pgleader/pgleader/internal/termsafe"
 )
-
-// MaxScopeLen is the longest scope name, in bytes (the schema enforces it too).
-const MaxScopeLen = 200
 
 // Mode is how a node holds leadership (Config.Mode).
 type Mode string
@@ -36,6 +28,10 @@ const (
 	// once its lease (SessionLease) has run out, as seen by a follower, plus up to
 	// one heartbeat interval. Every candidate of a scope must use the same mode.
 	ModeLease Mode = "lease"
+	// ModeStandalone makes every scope permanently led by this node without any
+	// database (epoch 0, Fence a no-op). For local development only; logged
+	// loudly.
+	ModeStandalone Mode = "standalone"
 )
 
 // Config configures an Elector. Start from DefaultConfig or leave durations zero to
@@ -62,7 +58,7 @@ type Config struct {
 	ConnConfig *pgx.ConnConfig
 
 	// NodeID names this process in pgleader.nodes, terms and audit. It must be
-	// unique among live candidates. Default: DefaultNodeID(),
+	// unique among live candidates. Default:
 	// <hostname>-<pid>-<6 random hex digits>. The rules of scope names apply (see
 	// Scopes).
 	NodeID string
@@ -70,11 +66,13 @@ type Config struct {
 	// Priority ranks this node among the candidates of its scopes: when a scope is
 	// free, the live waiting candidate of highest priority wins it (others defer
 	// for at most three of its heartbeat intervals), so leadership goes where it
-	// is preferred, not to whoever claims first. nil means the default, 1.
-	// Priority(0) makes an observer that never leads: it heartbeats, shows in
-	// pgleader status, and watches its ring peer, but never claims. Set it with
-	// the Priority function: Config{Priority: election.Priority(0)}.
-	Priority *int
+	// is preferred, not to whoever claims first. 0 means the default, 1.
+	Priority int
+
+	// NeverLead makes an observer that never leads (it registers with priority
+	// 0): it heartbeats, shows in pgleader status, and watches its ring peer,
+	// but never claims.
+	NeverLead bool
 
 	// Hostname is recorded with every term. Default: os.Hostname().
 	Hostname string
@@ -83,11 +81,14 @@ type Config struct {
 	Version string
 
 	// Scopes this node campaigns for. Each scope is an independent election with
-	// its own epoch. Names are non-empty, at most MaxScopeLen bytes, valid UTF-8,
+	// its own epoch. Names are non-empty, at most 200 bytes, valid UTF-8,
 	// without control characters (NUL, TAB, CR, LF, ESC, DEL, the C1 controls) or
 	// the Unicode controls that reorder a line (U+202A–U+202E, U+2066–U+2069,
 	// U+200E, U+200F, …): names are printed on operators' terminals, where such a
-	// character would act instead of showing (see ValidateScopeName).
+	// character would act instead of showing; nor invisible format characters
+	// (Unicode category Cf), with which two names that print alike would be two
+	// scopes. A node id holds no quote or backslash either. Validate says which
+	// rule a name breaks.
 	Scopes []string
 
 	// LockKeys overrides the advisory-lock key of a scope (default: the first 8
@@ -152,7 +153,7 @@ type Config struct {
 	// operator's handover is left alone: failback undoes failovers, not an
 	// operator's choice. 0 (the default): no failback;
 	// leadership stays where a failover put it until an operator hands it over.
-	// It needs Priority ≥ 1 and at least four heartbeat intervals; 30 s is a
+	// It needs NeverLead false and at least four heartbeat intervals; 30 s is a
 	// good start (pgleader node --preferred).
 	FailbackAfter time.Duration
 
@@ -164,24 +165,12 @@ type Config struct {
 	ResignCooldown time.Duration
 
 	// MaxScopes caps len(Scopes). Default 10,000. The real limit is the server's
-	// lock table, which Check (and Run) enforce: see LockTableCapacity.
+	// lock table, which Check (and Run) enforce: a node may use at most half of
+	// max_locks_per_transaction × (max_connections + max_prepared_transactions).
 	MaxScopes int
-
-	// Standalone makes every scope permanently led by this node without any
-	// database (epoch 0, Fence a no-op). For local development only; logged loudly.
-	Standalone bool
-
-	// SubscriberBuffer: transitions kept per subscriber before the oldest are
-	// dropped. Default 1024.
-	SubscriberBuffer int
 
 	// Logger receives one structured line per transition. Default slog.Default().
 	Logger *slog.Logger
-
-	// Observer receives fine-grained engine events synchronously, as with
-	// Elector.ObserveSync (see Event). Optional; Elector.Observe adds (and
-	// removes) queued observers at any time, which cannot delay the engine.
-	Observer Observer
 }
 
 // DefaultConfig returns a Config with every default filled in.
@@ -209,9 +198,6 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxScopes == 0 {
 		c.MaxScopes = 10000
-	}
-	if c.SubscriberBuffer == 0 {
-		c.SubscriberBuffer = 1024
 	}
 	if c.Hostname == "" {
 		c.Hostname, _ = os.Hostname()
@@ -241,23 +227,26 @@ const maxSessionLease = 10 * time.Minute
 // server's: advisory locks live in PostgreSQL's shared lock table, which the whole
 // server shares and which, once full, fails every session of the database, not
 // only pgleader's. A node holds one lock per scope it leads (followers hold none),
-// and Check refuses a scope count above half of the table (see LockTableCapacity).
+// and Check refuses a scope count above half of the table (ErrTooManyScopes).
 func (c *Config) Validate() error {
 	c.applyDefaults()
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: field, Rule: fmt.Sprintf(format, args...)}
 	}
-	if c.Mode != ModeLock && c.Mode != ModeLease {
-		return bad("Mode", "mode %q: must be %q (session advisory locks, the default) or %q (lease rows, through a transaction pooler)", c.Mode, ModeLock, ModeLease)
+	if c.Mode != ModeLock && c.Mode != ModeLease && c.Mode != ModeStandalone {
+		return bad("Mode", "mode %q: must be %q (session advisory locks, the default), %q (lease rows, through a transaction pooler) or %q (no database)", c.Mode, ModeLock, ModeLease, ModeStandalone)
 	}
-	if c.Priority != nil && *c.Priority < 0 {
-		return bad("Priority", "priority %d: must be 0 (never leads) or more (default 1)", *c.Priority)
+	if c.Priority < 0 {
+		return bad("Priority", "priority %d: must be 1 or more (0: the default, 1; NeverLead for a node that never leads)", c.Priority)
+	}
+	if c.NeverLead && c.Priority > 0 {
+		return bad("NeverLead", "a node that never leads has no priority: leave Priority 0")
 	}
 	if c.FailbackAfter < 0 {
 		return bad("FailbackAfter", "failback after %v: must be 0 (no failback) or positive", c.FailbackAfter)
 	}
 	if c.FailbackAfter > 0 && c.priority() == 0 {
-		return bad("FailbackAfter", "a node of priority 0 never leads, so it cannot be preferred: set Priority ≥ 1 or FailbackAfter 0")
+		return bad("FailbackAfter", "a node of priority 0 never leads (NeverLead), so it cannot be preferred: set NeverLead false or FailbackAfter 0")
 	}
 	if c.FailbackAfter > 0 && c.FailbackAfter < 4*c.HeartbeatInterval {
 		return bad("FailbackAfter", "failback after %v: must be at least four heartbeat intervals (%v)", c.FailbackAfter, 4*c.HeartbeatInterval)
@@ -265,8 +254,8 @@ func (c *Config) Validate() error {
 	if c.DSN != "" && c.ConnConfig != nil {
 		return bad("ConnConfig", "set DSN or ConnConfig, not both")
 	}
-	if c.NodeID != "" { // empty: New picks DefaultNodeID()
-		if err := ValidateNodeID(c.NodeID); err != nil {
+	if c.NodeID != "" { // empty: New picks the default
+		if err := names.NodeID(c.NodeID); err != nil {
 			return bad("NodeID", "%v", err)
 		}
 	}
@@ -279,7 +268,7 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Scopes {
-		if err := ValidateScopeName(s); err != nil {
+		if err := names.Scope(s); err != nil {
 			return bad("Scopes", "%v", err)
 		}
 		if seen[s] {
@@ -318,10 +307,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Priority returns a pointer to n, for Config.Priority: Priority(0) never leads,
-// higher values win free scopes over lower ones, the default is 1.
-func Priority(n int) *int { return &n }
-
 // failbackMS is FailbackAfter for register_node: NULL when the node is not
 // preferred.
 func (c *Config) failbackMS() *int64 {
@@ -332,102 +317,14 @@ func (c *Config) failbackMS() *int64 {
 	return &ms
 }
 
-// priority is the effective Config.Priority.
+// priority is the priority the node registers with: 0 for NeverLead,
+// Config.Priority, 1 by default.
 func (c *Config) priority() int {
-	if c.Priority == nil {
+	switch {
+	case c.NeverLead:
+		return 0
+	case c.Priority == 0:
 		return 1
 	}
-	return *c.Priority
-}
-
-// DefaultNodeID returns <hostname>-<pid>-<6 random hex digits>: unique among the
-// processes of a host, and unique across restarts of the same process slot, so a
-// restarted node is never mistaken for its previous incarnation. New uses it when
-// Config.NodeID is empty.
-func DefaultNodeID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "node"
-	}
-	// Keep the id within the limits of a node id whatever the hostname holds.
-	host = strings.Map(func(r rune) rune {
-		if termsafe.Unsafe(r) {
-			return '_'
-		}
-		return r
-	}, host)
-	if len(host) > 64 {
-		host = host[:64]
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return fmt.Sprintf("%s-%d-%s", strings.ToValidUTF8(host, "_"), os.Getpid(), hex.EncodeToString(b[:]))
-}
-
-// ValidateScopeName reports why name cannot be a scope, or nil: it is empty,
-// longer than MaxScopeLen bytes, not UTF-8, or holds a character that would act
-// on a terminal instead of showing — a control character (C0 with TAB, CR and LF,
-// DEL, C1) or a Unicode direction control (termsafe.Unsafe) — or an invisible
-// format character (Unicode category Cf: zero-width space and joiners U+200B–
-// U+200D, word joiner and invisible operators U+2060–U+2064, BOM U+FEFF, soft
-// hyphen, tags, …), with which two names that print alike would be two scopes or
-// two nodes. The error is one line naming the character as an escape and its
-// position.
-func ValidateScopeName(name string) error { return validateName("scope name", name) }
-
-// ValidateNodeID reports why id cannot be a node id, or nil: the rules of scope
-// names (ValidateScopeName) apply, and a node id holds no quote (' " `) or
-// backslash, since it appears in the commands that hints suggest (`pgleader node
-// forget 'ID'`). The database refuses the same ids (pgleader.check_name, PLF11).
-func ValidateNodeID(id string) error {
-	if err := validateName("node id", id); err != nil {
-		return err
-	}
-	if i := strings.IndexAny(id, "'\"`\\"); i >= 0 {
-		return fmt.Errorf("node id %q holds %q: a node id holds no quote or backslash", id, id[i:i+1])
-	}
-	return nil
-}
-
-// validateName applies the rules of scope names to what (a scope name, a node
-// id).
-func validateName(what, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%s must not be empty", what)
-	case len(name) > MaxScopeLen:
-		return fmt.Errorf("%s is %d bytes, longer than the limit of %d", what, len(name), MaxScopeLen)
-	case strings.IndexByte(name, 0) >= 0:
-		return fmt.Errorf("%s %q contains a NUL byte, which PostgreSQL text cannot store", what, name)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%s %q is not valid UTF-8", what, name)
-	}
-	pos := 0
-	for _, r := range name {
-		pos++
-		if termsafe.Unsafe(r) {
-			kind := "control character"
-			switch {
-			case r == 0x2028 || r == 0x2029:
-				kind = "line separator"
-			case r > 0x9f:
-				kind = "text-direction control"
-			}
-			return fmt.Errorf("%s %q has the %s %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
-				what, name, kind, termsafe.String(string(r)), pos)
-		}
-		if unicode.Is(unicode.Cf, r) {
-			return fmt.Errorf("%s %q has the invisible format character %s at character %d: use printable characters only (letters, digits, punctuation, symbols, spaces)",
-				what, name, uEscape(r), pos)
-		}
-	}
-	return nil
-}
-
-// uEscape is r as a Go escape: \uHHHH, or \UHHHHHHHH beyond the BMP.
-func uEscape(r rune) string {
-	if r > 0xffff {
-		return fmt.Sprintf("\\U%08x", r)
-	}
-	return fmt.Sprintf("\\u%04x", r)
+	return c.Priority
 }

@@ -15,6 +15,9 @@ import (
 // packages); only the CLI imports the demo; the pgleader binary links no test
 // code.
 func TestDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	deps := func(pkg string) map[string]bool {
 		out, err := osexec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {

@@ -51,111 +51,33 @@
 // ErrNotLeader without waiting; Await waits for one; Token.Valid re-checks the gate
 // just in time; Do runs a function under a context cancelled when the gate closes;
 // Fence fences a transaction the caller manages (FenceSQLTx one of database/sql);
-// Subscribe delivers transitions that carry the term's Token; HealthHandler serves
+// Observe delivers the engine's events, elected and revoked with the term's Token;
+// HealthHandler serves
 // the node's role per scope to a readiness probe. Package electionprom exports the
 // node's metrics to Prometheus; package electiontest gives a service's unit tests
 // an Elector that leads when the test says so.
 //
 // # Moving parts (per node): three connections, whatever the number of scopes
 //
-//   - The leadership session: one dedicated, non-pooled connection. It holds the
-//     session advisory lock of every scope this node leads, and the node's beacon:
-//     a random advisory key published in pgleader.nodes.beacon_key and held for the
-//     session's whole life. It runs the batched claim, heartbeat and release
-//     functions of the schema and nothing else — a long statement on it would keep
-//     the locks alive after the process died (its one wait, for a dying holder's
-//     lock after a claim, lasts at most 100 ms). It is opened with
-//     idle_session_timeout = L (the server-side lease), TCP keepalives that cannot
-//     fire before L, and client_connection_check_interval.
-//   - The guard session: holds the node's guard lock, a random advisory key
-//     published with every claim, and nothing else. While the node leads
-//     any scope it has the same idle_session_timeout L and is pinged with every
-//     heartbeat (and in between, should a long batch delay one);
-//     a node that leads nothing leaves it idle without a lease (nothing reads
-//     it then: its loss is seen by the socket watcher, or by the statement that
-//     arms the lease before a new term's gate may open). The guard is held
-//     for as long as any gate of this node may be open; see "No overlap" below.
-//   - The watch session: the node's doorbell and its ring watch. It registers
-//     itself (pgleader.doorbell_register) and then runs pgleader.watch and
-//     nothing else: each call first re-reads, in order with every transaction
-//     that rang it, what the node should act on (below; a call that follows a
-//     wait that ran out with nothing new skips the re-read), then waits on the
-//     beacon of one peer, the next live node in node_id order — every node
-//     watches exactly one peer, so the nodes form a ring and every leadership
-//     session is watched by one node. The wait returns within a millisecond of
-//     that peer's leadership session ending, however it ended; a node that
-//     joins rings the node it falls after, whose re-read returns its new peer.
-//     The ring skips a node whose beacon is free, so a holder that died
-//     while the watch passed to a node that joined (after the old watcher
-//     turned away, before the newcomer aimed) shows as a gap: whenever a node
-//     aims at a new peer it claims the scopes whose last-seen holder lies
-//     between itself and that peer. The watch session also serves a new term's
-//     waits for its predecessors' guards (those come first: the peer wait is
-//     interrupted with a cancel request and resumed after).
-//   - No session LISTENs. A listening session is sent every pending
-//     notification before the reply to any statement, any role may NOTIFY any
-//     channel, and a listener that falls behind holds the tail of the server's
-//     notification queue: a node that LISTENs is a consumer any role can
-//     flood or make fall behind. Wake-ups reach a node through its doorbell
-//     instead, which only the schema's own functions ring (below). The schema
-//     still NOTIFYs leader_change for the collector, which may LISTEN: it is not
-//     on the failover path.
-//   - Load on the server: a follower sends one statement per heartbeat interval (its
-//     heartbeat); a leader two (its heartbeat, which confirms all its scopes in one
-//     round trip, and the guard ping); the watch statement, blocked, costs
-//     nothing, and is re-issued every 2 s (peerWaitSlice: a blocked statement holds
-//     the xmin horizon) as a bare wait, without the re-read, whose row lock costs
-//     a transaction ID and a commit record. Claims and releases go in batches (one round trip, one
-//     commit, for up to 250 scopes): a node that dies leading a thousand scopes
-//     costs its successor ten.
-//   - A watcher on the leadership and on the guard connection polls its socket for
-//     the peer's close (POLLRDHUP, Linux) between and during statements, so a
-//     terminated backend is noticed at once, not at the next heartbeat. On other
-//     systems there is no watcher and heartbeats are the detector.
+// docs/design.md §4 lists a node's connections, what runs on each, and how a
+// follower learns that leadership ended; what the invariants below rely on:
 //
-// Followers hold no lock and no connection per scope: advisory locks live in the
-// server's shared lock table (LockTableCapacity), and a waiting lock per followed
-// scope per node is what used to exhaust both the table and max_connections.
-//
-// # How a follower learns that leadership ended
-//
-// A scope's leadership ends in one of these ways; each frees the scope's lock and
-// reaches the followers concerned within milliseconds, without a connection per
-// scope:
-//
-//	crash (kill -9)      the leader's backends see the sockets close and exit; the
-//	                     leadership backend frees the beacon and the scope locks
-//	                     in one exit, a lock partition at a time. The ring
-//	                     watcher's wait returns; it claims the scopes it
-//	                     campaigns for and, in the same transaction, rings the
-//	                     doorbells of the live candidates of the lost node's
-//	                     scopes it did not take (node_lost), which claim them.
-//	                     A scope whose lock the dying backend has not freed yet
-//	                     is waited for and claimed again the moment it is free
-//	                     (within 100 ms).
-//	freeze, partition    the server ends the leadership session after L idle
-//	                     (idle_session_timeout; keepalives if the path is silent):
-//	                     then as a crash. The frozen node's gates closed L − W
-//	                     before (its trust window is W).
-//	terminated session   (pg_terminate_backend, a pooler, a restart) as a crash for
-//	                     the scope locks and the beacon; the live process notices
-//	                     through its socket watcher, closes its gates and drops its
-//	                     guard, which its successor waits for (below).
-//	resign, drain,       the leader closes its gate, then releases in the database:
-//	shutdown             the release rings the doorbells of the scope's live
-//	                     candidates, which claim it; a shutdown also frees the
-//	                     beacon.
-//	evicted              a heartbeat finds the term no longer this node's: the node
-//	                     closes the gate and gives the lock back (release).
-//	handover, failback   an operator's pgleader handover (or a failback, which a
-//	                     preferred node's heartbeat requests itself,
-//	                     Config.FailbackAfter) rings the leader, whose re-read
-//	                     returns the request; it heartbeats at once, which
-//	                     returns the request too; then as resign, and the release
-//	                     reserves the scope for the target and rings it alone,
-//	                     which alone claims it (a target cooling down after its
-//	                     own resign or handover ends its cooldown for it:
-//	                     Config.ResignCooldown).
+//   - The leadership session holds the session advisory lock of every scope the
+//     node leads, and runs the schema's claim, heartbeat and release functions and
+//     nothing else: the server ends it L after its last statement
+//     (idle_session_timeout), and its locks go with it.
+//   - The guard session holds the node's guard lock while any gate of the node may
+//     be open (with the same lease while the node leads): a successor that waits
+//     for it waits until the predecessor cannot trust its gate (below).
+//   - The watch session is the node's doorbell (below) and its ring watch: it
+//     waits on the beacon of the next live node in node_id order (every
+//     leadership session is watched by one node) and serves a new term's waits
+//     for its predecessors' guards. No session of a node LISTENs.
+//   - Wake-ups (the ring's wait on a peer's beacon, a doorbell) are hints: the
+//     locks and the claim function decide, and a follower's heartbeat (every I)
+//     finds any scope without a live holder, so a lost wake-up costs at most I.
+//   - Followers hold nothing per scope: N nodes need the same connections for one
+//     scope or ten thousand.
 //
 // # The doorbell
 //
@@ -340,21 +262,15 @@
 // cannot compute a floor, so it never grants. For the engine a failover is a lost
 // session like any other: gates close within the trust window, the node reconnects
 // through its DSN (use a multi-host DSN with target_session_attrs=read-write, or a
-// read-write endpoint), Run waits out a database in transition (AwaitDatabase), and
+// read-write endpoint), Run waits out a database in transition, and
 // the new session claims anew on the new primary. See docs/ha.md.
 //
-// # Behind a connection pooler: lease mode
+// # Lease mode
 //
-// Session advisory locks, LISTEN and session settings do not survive a transaction
-// pooler (PgBouncer pool_mode = transaction, Supavisor's transaction port, pgcat):
-// the next transaction may run on another server connection. In lock mode (the
-// default) Start refuses such a path with ErrPooler, naming the fixes: point
-// Config.DSN at PostgreSQL itself or a session pooler — the application may keep
-// writing, and fencing, through the transaction pooler — or run in lease mode.
-//
-// In lease mode (Config.Mode = ModeLease) a node has one connection, every
-// statement its own transaction, unnamed statements only, and no guard, beacon,
-// ring or LISTEN. A scope's row is the lease; lease_seq counts its changes.
+// Behind a transaction pooler, session locks do not hold (Start refuses lock mode
+// there with ErrPooler; docs/poolers.md). In lease mode (Config.Mode = ModeLease)
+// a node has one connection, every statement its own transaction, and no guard,
+// beacon or ring. A scope's row is the lease; lease_seq counts its changes.
 //
 //	FOLLOWING  each heartbeat reads the followed rows. Free: claim now. Held at
 //	           lease_seq q: remember when a heartbeat first returned q (o); a
@@ -378,17 +294,6 @@
 // docs/poolers.md says which mode to choose for PgBouncer, RDS Proxy, Supavisor,
 // pgcat and the pooled endpoints of managed services.
 //
-// # Modes
-//
-// An Elector runs in one mode, fixed by New: lock mode (the default), lease mode
-// (Config.Mode), standalone (Config.Standalone), or the manual Elector of package
-// electiontest. Campaigns, terms and their gates, Require, Do, Lead, Resign,
-// transitions and observers are the same code in every mode; the mode decides only
-// how a session opens and registers, heartbeats, claims, waits for its
-// predecessors, releases and records a clean stop, what Fence checks, and what
-// Health reports. Each mode's rules are in one file (mode.go names them; see
-// locks.go for the locks they take).
-//
 // # Fencing (S3)
 //
 // Fence calls pgleader.fence(scope, epoch, holder) in the caller's transaction. It
@@ -401,27 +306,24 @@
 // server like the client's leadership session, so it cannot block a failover.
 // A busy one (a long statement) is not idle: a successor whose claim has found the
 // scope's row held by fenced transactions for the trust window W ends them
-// (pgleader.end_fenced, schema 12: only while no session leads the scope; audited
-// with pid and login; the owner role needs pg_signal_backend). Termination aborts
+// (pgleader.end_fenced: only while no session leads the scope; audited with pid
+// and login; the owner role needs pg_signal_backend). Termination aborts
 // the transaction, so S3 holds: every fenced write that committed did so while its
 // epoch was current.
 //
-// # Transitions and observers
+// # Observing
 //
-// Subscribe delivers Elected, Revoked and LeaderObserved transitions of all scopes in
-// the order the engine produced them. Each subscriber has its own queue fed by its own
-// goroutine, so a slow subscriber never blocks the engine or other subscribers; if a
-// subscriber falls more than SubscriberBuffer transitions behind, the oldest are
-// dropped and the next delivered transition reports how many were missed.
-//
-// Observers receive fine-grained events (acquired, gate_open, heartbeat_ok,
-// gate_closed, …). Elector.Observe queues them for the observer's own goroutine
-// (ObserverQueue events; beyond that they are dropped and counted in
+// Elector.Observe is the one way to watch an Elector, and Event its one
+// vocabulary: the fine-grained events of the --events file (acquired, gate_open,
+// heartbeat_ok, gate_closed, lost, resigned, leader_observed; a heartbeat is
+// one event per round trip, followers' included, listing the terms it
+// confirmed) and a service's view of a term, elected (its gate opened for the
+// first time; Event.Token is the term's) and revoked (an elected term ended).
+// By default an observer runs on a goroutine of its own and events reach it
+// through a queue (4096; beyond that they are dropped and counted in
 // Event.Dropped), so a slow observer cannot delay a heartbeat, as raft's
-// observers. Config.Observer and Elector.ObserveSync are called synchronously,
-// before the engine goes on, and must not block: the event files of `pgleader
-// node --events` need that order (an event is on file before the engine acts on
-// it), and package electionprom's metrics stay consistent with the API (atomic
-// adds, no I/O). A heartbeat is one event per round trip, followers' included,
-// listing the terms it confirmed.
+// observers. With Synchronous, the engine calls it before it goes on, and it
+// must not block: the events file of `pgleader node --events` needs that order
+// (an event is on file before the engine acts on it), and package
+// electionprom's metrics stay consistent with the API (atomic adds, no I/O).
 package election

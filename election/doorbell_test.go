@@ -91,7 +91,7 @@ func TestDoorbellUnavailable(t *testing.T) {
 	var said atomic.Int64
 	cfg := func(id string) election.Config {
 		c := coolingConfig(dsn, id, election.ModeLock)
-		c.Logger = slog.New(floodCount{prefix: "doorbell unavailable", n: &said})
+		c.Logger = slog.New(logCount{prefix: "doorbell unavailable", n: &said})
 		return c
 	}
 	a := testnode.Start(t, cfg("a"))
@@ -394,3 +394,19 @@ func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
 		t.Error("a release did not ring the doorbell of its scope's candidate")
 	}
 }
+
+// logCount counts the log records whose message starts with prefix.
+type logCount struct {
+	prefix string
+	n      *atomic.Int64
+}
+
+func (h logCount) Enabled(context.Context, slog.Level) bool { return true }
+func (h logCount) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h logCount) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logCount) WithGroup(string) slog.Handler      { return h }

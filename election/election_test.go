@@ -22,8 +22,7 @@ func startCluster(t *testing.T, dsn string, r *recorder, n int, scopes ...string
 	var nodes []*testnode.Node
 	for i := range n {
 		cfg := testnode.FastConfig(dsn, fmt.Sprintf("n%d", i+1), scopes...)
-		cfg.Observer = r
-		nodes = append(nodes, testnode.Start(t, cfg))
+		nodes = append(nodes, testnode.Start(t, cfg, r.Observe))
 	}
 	return nodes
 }
@@ -55,6 +54,7 @@ func without(nodes []*testnode.Node, x *testnode.Node) []*testnode.Node {
 }
 
 func TestElection(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("FiveCandidatesOneLeader", func(t *testing.T) {
 		dsn := pgtest.MigratedDSN(t)
 		r := &recorder{}
@@ -101,8 +101,13 @@ func TestElection(t *testing.T) {
 		r := &recorder{}
 		nodes := startCluster(t, dsn, r, 3, "s")
 		l := waitOneLeader(t, nodes, "s")
-		sub, cancel := l.Subscribe()
-		defer cancel()
+		sub := make(chan election.Event, 64)
+		remove := l.Observe(func(ev election.Event) {
+			if ev.Kind == election.EventElected || ev.Kind == election.EventRevoked {
+				sub <- ev
+			}
+		})
+		defer remove()
 		if err := l.Scope("s").Resign(context.Background()); err != nil {
 			t.Fatalf("Resign: %v", err)
 		}
@@ -113,22 +118,22 @@ func TestElection(t *testing.T) {
 		if next == l {
 			t.Fatal("resigning node took the scope back")
 		}
-		// The Elected transition of epoch 1 may reach a subscriber that came
-		// after the gate opened (it is published just after): skip it.
+		// The elected event of epoch 1 may reach an observer that came after
+		// the gate opened (it is emitted just after): skip it.
 		deadline := time.After(5 * time.Second)
 	revoked:
 		for {
 			select {
 			case tr := <-sub:
-				if tr.Kind == election.Elected && tr.Epoch == 1 && tr.Holder == l.NodeID() {
+				if tr.Kind == election.EventElected && tr.Epoch == 1 && tr.Holder == l.NodeID() {
 					continue
 				}
-				if tr.Kind != election.Revoked || tr.Reason != "resigned" || tr.Epoch != 1 {
-					t.Fatalf("transition %+v, want Revoked/resigned epoch 1", tr)
+				if tr.Kind != election.EventRevoked || tr.Reason != "resigned" || tr.Epoch != 1 || tr.Token.Epoch != 1 || tr.Token.Valid() {
+					t.Fatalf("event %+v, want revoked/resigned epoch 1 with its ended token", tr)
 				}
 				break revoked
 			case <-deadline:
-				t.Fatal("no Revoked transition delivered")
+				t.Fatal("no revoked event delivered")
 			}
 		}
 		var reason string
@@ -215,8 +220,7 @@ func TestElection(t *testing.T) {
 			waitOneLeader(t, []*testnode.Node{first}, s)
 		}
 		cfg := testnode.FastConfig(dsn, "n2", scopes...)
-		cfg.Observer = r
-		second := testnode.Start(t, cfg)
+		second := testnode.Start(t, cfg, r.Observe)
 		pgtest.WaitFor(t, "follower observing all scopes", 5*time.Second, func() bool {
 			return r.count("n2", election.EventObserved) >= len(scopes)
 		})
@@ -283,7 +287,7 @@ func TestConfigValidate(t *testing.T) {
 	base := func() election.Config {
 		return election.Config{DSN: "postgres://x", NodeID: "n", Scopes: []string{"s"}}
 	}
-	long := make([]byte, election.MaxScopeLen+1)
+	long := make([]byte, 201) // one byte over the limit
 	for i := range long {
 		long[i] = 'x'
 	}
@@ -294,7 +298,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"Defaults", func(*election.Config) {}, ""},
 		{"EmptyDSNMeansEnvironment", func(c *election.Config) { c.DSN = "" }, ""},
-		{"StandaloneNeedsNoDSN", func(c *election.Config) { c.DSN = ""; c.Standalone = true }, ""},
+		{"StandaloneNeedsNoDSN", func(c *election.Config) { c.DSN = ""; c.Mode = election.ModeStandalone }, ""},
 		{"NoScopes", func(c *election.Config) { c.Scopes = nil }, "Scopes"},
 		{"EmptyScope", func(c *election.Config) { c.Scopes = []string{""} }, "Scopes"},
 		{"LongScope", func(c *election.Config) { c.Scopes = []string{string(long)} }, "Scopes"},
@@ -317,7 +321,7 @@ func TestConfigValidate(t *testing.T) {
 		{"Preferred", func(c *election.Config) { c.FailbackAfter = 30 * time.Second }, ""},
 		{"PreferredNegative", func(c *election.Config) { c.FailbackAfter = -time.Second }, "FailbackAfter"},
 		{"PreferredTooSoon", func(c *election.Config) { c.FailbackAfter = time.Second }, "FailbackAfter"},
-		{"PreferredObserver", func(c *election.Config) { c.FailbackAfter = 30 * time.Second; c.Priority = election.Priority(0) }, "FailbackAfter"},
+		{"PreferredObserver", func(c *election.Config) { c.FailbackAfter = 30 * time.Second; c.NeverLead = true }, "FailbackAfter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -347,8 +351,9 @@ func TestConfigValidate(t *testing.T) {
 	})
 }
 
-// TestValidateScopeName: names that would act on a terminal are refused with one
-// line naming the field, the character (as an escape), its position and the rule.
+// TestValidateScopeName: scope names that would act on a terminal are refused
+// with one line naming the field, the character (as an escape), its position
+// and the rule.
 func TestValidateScopeName(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -386,15 +391,16 @@ func TestValidateScopeName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := election.ValidateScopeName(tt.in)
+			c := election.Config{DSN: "postgres://x", NodeID: "n", Scopes: []string{tt.in}}
+			err := c.Validate()
 			if tt.want == "" {
 				if err != nil {
-					t.Fatalf("ValidateScopeName(%q): %v", tt.in, err)
+					t.Fatalf("Validate of scope %q: %v", tt.in, err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("ValidateScopeName(%q) = %v, want it to contain %q", tt.in, err, tt.want)
+				t.Fatalf("Validate of scope %q = %v, want it to contain %q", tt.in, err, tt.want)
 			}
 			for _, r := range err.Error() {
 				if termsafe.Unsafe(r) || unicode.Is(unicode.Cf, r) {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/names"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/monotime"
@@ -27,7 +29,6 @@ type Elector struct {
 	osPid  int // this process, with processStarted: what a registration records
 	scopes map[string]*Scope
 	order  []*Scope
-	broker *broker
 	ring   *ring
 
 	mode mode // how it leads (mode.go)
@@ -55,7 +56,7 @@ func New(cfg Config) (*Elector, error) {
 // modeOf is the mode a Config asks for.
 func modeOf(e *Elector) mode {
 	switch {
-	case e.cfg.Standalone:
+	case e.cfg.Mode == ModeStandalone:
 		return standaloneMode{e}
 	case e.cfg.Mode == ModeLease:
 		return leaseMode{database{e}}
@@ -69,14 +70,11 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 		return nil, err
 	}
 	if cfg.NodeID == "" {
-		cfg.NodeID = DefaultNodeID()
+		cfg.NodeID = names.DefaultNodeID()
 	}
 	e := &Elector{cfg: cfg, log: cfg.Logger, osPid: os.Getpid(), scopes: map[string]*Scope{},
-		broker: newBroker(cfg.SubscriberBuffer), stopped: make(chan struct{}), sessReady: make(chan struct{})}
+		stopped: make(chan struct{}), sessReady: make(chan struct{})}
 	e.ring = newRing(e)
-	if cfg.Observer != nil {
-		e.obs.add(cfg.Observer, false, nil, nil)
-	}
 	e.mode = newMode(e)
 	base, err := e.mode.connConfig()
 	if err != nil {
@@ -87,7 +85,7 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 	for _, name := range cfg.Scopes {
 		key, ok := cfg.LockKeys[name]
 		if !ok {
-			key = LockKey(name)
+			key = protocol.LockKey(name)
 		}
 		if other, dup := keys[key]; dup {
 			return nil, &ConfigError{Field: "LockKeys", Rule: fmt.Sprintf("scopes %q and %q share lock key %d", other, name, key)}
@@ -99,11 +97,6 @@ func newElector(cfg Config, newMode func(*Elector) mode) (*Elector, error) {
 	}
 	return e, nil
 }
-
-// LockKey returns the default advisory-lock key of a scope, the same value as
-// `SELECT pgleader.lock_key(scope)`: protocol.LockKey, under the name this package
-// has always exported.
-func LockKey(scope string) int64 { return protocol.LockKey(scope) }
 
 // NodeID returns the node id this elector campaigns as.
 func (e *Elector) NodeID() string { return e.cfg.NodeID }
@@ -123,32 +116,33 @@ func (e *Elector) Scope(name string) *Scope {
 // Scopes returns the handles of all scopes, in configuration order.
 func (e *Elector) Scopes() []*Scope { return append([]*Scope(nil), e.order...) }
 
-// Observe adds an observer of engine events (see Event) and returns the function
-// that removes it. The observer runs on its own goroutine and receives the events
-// through a queue of ObserverQueue: a slow observer never delays a heartbeat or a
-// claim. When it falls that far behind, events are dropped and counted: the next
-// one it receives carries the count in Event.Dropped (and a warning is logged).
-// Observers may be added and removed at any time, before or while the Elector
-// runs; each receives the events emitted while it is registered. remove returns
-// once the observer's goroutine has delivered what was queued; after the Elector
-// stops, the goroutine delivers what is queued and ends by itself.
-func (e *Elector) Observe(o Observer) (remove func()) {
-	return e.obs.add(o, true, e.stopped, e.log)
+// Observe calls fn with every engine event (see Event and EventKind: the
+// gates and terms of the --events file, and a service's view of them, elected
+// and revoked) and returns the function that stops it. It is the one way to
+// watch an Elector: metrics (electionprom), the events file (electionlog) and
+// the local API's stream are built on it.
+//
+// By default fn runs on a goroutine of its own and receives the events through
+// a queue of 4096: a slow observer never delays a heartbeat or a claim. When it
+// falls that far behind, events are dropped and counted: the next one it
+// receives carries the count in Event.Dropped (and a warning is logged). remove
+// returns once the goroutine has delivered what was queued; after the Elector
+// stops, the goroutine delivers what is queued and ends by itself. With
+// Synchronous, the engine calls fn itself before it goes on.
+//
+// Observers may be added and removed at any time; each receives the events
+// emitted while it is registered. One added before Start or Run receives every
+// event from the first. Events of one scope arrive in order.
+func (e *Elector) Observe(fn func(Event), opts ...ObserveOption) (remove func()) {
+	var o observeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.sync {
+		return e.obs.add(fn, false, nil, nil)
+	}
+	return e.obs.add(fn, true, e.stopped, e.log)
 }
-
-// ObserveSync adds an observer that the engine calls synchronously, on its own
-// goroutines, before it goes on: an event reaches it before anything the engine
-// does next (the events file of `pgleader node --events` relies on this: a fenced
-// write it records never precedes the term it records). Every microsecond it
-// takes delays heartbeats and claims: it must return at once and must not block.
-// Prefer Observe.
-func (e *Elector) ObserveSync(o Observer) (remove func()) { return e.obs.add(o, false, nil, nil) }
-
-// Subscribe returns a channel of transitions of all scopes, in order, and a function
-// that ends the subscription. The channel is closed when Run returns or cancel is
-// called (at once, for a subscription made after Run returned). Delivery never blocks the engine; see the package doc for what happens
-// to a subscriber that falls behind.
-func (e *Elector) Subscribe() (<-chan Transition, func()) { return e.broker.subscribe() }
 
 func (e *Elector) emit(ev Event) {
 	if e.obs.empty() {
@@ -172,7 +166,7 @@ func (e *Elector) emit(ev Event) {
 // ErrSchemaMissing, ErrPermission or ErrTooManyScopes, what will not heal by
 // itself: a bad DSN or password, a server that refuses connections, a missing
 // schema, a role without the grants. A database in the middle of a restart or
-// failover is waited out (see AwaitDatabase). After a failed start the Elector is
+// failover is waited out (see Check). After a failed start the Elector is
 // stopped (Wait returns the same error). An Elector starts once; later calls
 // return ErrClosed.
 func (e *Elector) Start(ctx context.Context) error {
@@ -222,7 +216,6 @@ func (e *Elector) Run(ctx context.Context) error {
 // waiters; subscriptions end.
 func (e *Elector) finish(err error) {
 	e.runErr = err
-	e.broker.closeAll()
 	close(e.stopped)
 }
 

@@ -114,6 +114,7 @@ func TestDefaultsAndConnConfig(t *testing.T) {
 // takeover; a transaction idle longer than FencedTxIdleTimeout fails with
 // ErrFencedTxIdle; fn's own error comes back as it is.
 func TestFencedTx(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	exec(t, dsn, "CREATE TABLE work (epoch bigint NOT NULL, note text)")
 	pool, err := pgxpool.New(context.Background(), dsn)
@@ -181,6 +182,7 @@ func TestFencedTx(t *testing.T) {
 // TestFenceSQLTx: database/sql transactions are fenced the same way (pgx's
 // stdlib driver here).
 func TestFenceSQLTx(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -220,6 +222,7 @@ func TestFenceSQLTx(t *testing.T) {
 // TestHealthHandler: 200 with the scope's role once the node heartbeats; 503
 // after it stopped.
 func TestHealthHandler(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	n := testnode.Start(t, testnode.FastConfig(dsn, "a", "billing"))
 	pgtest.WaitFor(t, "a leads", 15*time.Second, func() bool { return n.Leads("billing") })

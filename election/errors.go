@@ -3,6 +3,8 @@ package election
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pgleader/pgleader/internal/dbcheck"
 )
 
 // Errors callers branch on. Errors returned by the package wrap one of these with
@@ -22,17 +24,18 @@ var (
 	// ErrInvalidConfig: Config.Validate rejected the configuration.
 	ErrInvalidConfig = errors.New("pgleader: invalid configuration")
 	// ErrUnreachable: the database could not be reached.
-	ErrUnreachable = errors.New("pgleader: database unreachable")
+	ErrUnreachable = dbcheck.ErrUnreachable
 	// ErrUnsupportedServer: the server is older than PostgreSQL 14.
-	ErrUnsupportedServer = errors.New("pgleader: unsupported PostgreSQL version")
+	ErrUnsupportedServer = dbcheck.ErrUnsupportedServer
 	// ErrSchemaMissing: the pgleader schema is absent or older than this build needs.
-	ErrSchemaMissing = errors.New("pgleader: schema missing or outdated")
+	ErrSchemaMissing = dbcheck.ErrSchemaMissing
 	// ErrPermission: the connecting role lacks the privileges it needs on the
 	// pgleader schema (a node needs the pgleader_node role; see docs/security.md).
-	ErrPermission = errors.New("pgleader: permission denied")
-	// ErrTooManyScopes: more scopes than the server's lock table can hold safely
-	// (see LockTableCapacity).
-	ErrTooManyScopes = errors.New("pgleader: too many scopes for this server")
+	ErrPermission = dbcheck.ErrPermission
+	// ErrTooManyScopes: more scopes than the server's lock table can hold safely:
+	// a node may use at most half of the server's shared lock table,
+	// max_locks_per_transaction × (max_connections + max_prepared_transactions).
+	ErrTooManyScopes = dbcheck.ErrTooManyScopes
 	// ErrPooler: a connection pooler sits where the leadership session needs a
 	// session of its own: a transaction or statement pooler (PgBouncer's
 	// pool_mode=transaction, Supavisor, RDS Proxy without pinning, pgcat), or one
@@ -40,7 +43,7 @@ var (
 	// advisory locks through it would outlive a crash or reach another client.
 	// The message names the fixes: a direct DSN for leadership (a session pooler
 	// works too), or Mode = ModeLease.
-	ErrPooler = errors.New("pgleader: connection pooler in the way")
+	ErrPooler = dbcheck.ErrPooler
 	// ErrModeConflict: a scope already runs in the other mode (ModeLock,
 	// ModeLease) with live candidates: every candidate of a scope must use the
 	// same mode.
@@ -69,8 +72,8 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.R
 func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
 
 // LostError is the cause of a context cancelled because a gate closed: which
-// scope and epoch, and why (ReasonTrustExpired, ReasonLostConnection, a clean
-// release's ReasonShutdown or ReasonResigned, …). errors.Is(err,
+// scope and epoch, and why (protocol.ReasonTrustExpired, protocol.ReasonLostConnection, a clean
+// release's protocol.ReasonShutdown or protocol.ReasonResigned, …). errors.Is(err,
 // ErrLeadershipLost) is true for it.
 type LostError struct {
 	Scope  string

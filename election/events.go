@@ -21,6 +21,11 @@ const (
 	EventLost            EventKind = "lost"             // the term ended without a clean release (Reason)
 	EventResigned        EventKind = "resigned"         // the term was released cleanly (Reason)
 	EventObserved        EventKind = "leader_observed"  // a follower saw another holder
+
+	// The two transitions of a term as a service sees them, once per term
+	// each: not lines of the --events file, which records gates and terms.
+	EventElected EventKind = "elected" // this node leads, its gate opened for the first time (Token set)
+	EventRevoked EventKind = "revoked" // a term that was elected ended (Reason; Token: the ended term's)
 )
 
 // TermRef names one term: a scope and the epoch this node holds it with.
@@ -51,30 +56,34 @@ type Event struct {
 	Latency          time.Duration // heartbeat_ok, heartbeat_failed: round-trip time
 	Holder           string        // leader_observed: who leads now
 	Terms            []TermRef     // heartbeat_ok, heartbeat_failed: the terms of the round trip
+	// Token: for elected, the term's token, valid while the gate that just
+	// opened stays open (pass it to Fence, watch its Draining); for revoked,
+	// the ended term's (no longer valid).
+	Token Token
 
-	// Dropped: for an observer added with Elector.Observe, how many events were
-	// dropped just before this one because its queue was full (see Observe).
+	// Dropped: for a queued observer (Elector.Observe without Synchronous),
+	// how many events were dropped just before this one because its queue was
+	// full.
 	Dropped uint64
 }
 
-// Observer receives engine events. Register one with Elector.Observe (queued:
-// it cannot delay the engine), or with Config.Observer or Elector.ObserveSync
-// (synchronous: called on the engine's goroutines before the engine goes on).
-// Events of one scope arrive in order. An observer must not call back into the
-// Elector.
-type Observer interface {
-	Observe(Event)
-}
+// ObserveOption changes how Elector.Observe delivers events.
+type ObserveOption func(*observeOptions)
 
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(Event)
+type observeOptions struct{ sync bool }
 
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
+// Synchronous makes the engine call the observer itself, on its own goroutines,
+// before it goes on: an event reaches the observer before anything the engine
+// does next (the events file of `pgleader node --events` relies on this: a
+// fenced write it records never precedes the term it records). Every
+// microsecond the observer takes delays heartbeats and claims: it must return
+// at once, must not block, and must not call back into the Elector (Scope.Do,
+// Scope.Lead, Resign). Without it, an observer runs on a goroutine of its own.
+func Synchronous() ObserveOption { return func(o *observeOptions) { o.sync = true } }
 
-// ObserverQueue is how many events a queued observer (Elector.Observe) may fall
-// behind before events are dropped.
-const ObserverQueue = 4096
+// observerQueueLen is how many events a queued observer may fall behind before
+// events are dropped.
+const observerQueueLen = 4096
 
 // observers is the Elector's set of observers, replaced as a whole (copy on
 // write) so that emitting reads it without a lock.
@@ -85,7 +94,7 @@ type observers struct {
 
 // observerEntry is one registration: synchronous when q is nil.
 type observerEntry struct {
-	o Observer
+	o func(Event)
 	q *observerQueue
 }
 
@@ -115,13 +124,13 @@ func (q *observerQueue) offer(ev Event) {
 // run delivers until remove (quit) or until the Elector has stopped (stopped),
 // then delivers what is queued and returns. A drop still unreported at the end
 // is logged.
-func (q *observerQueue) run(o Observer, stopped <-chan struct{}, log *slog.Logger) {
+func (q *observerQueue) run(o func(Event), stopped <-chan struct{}, log *slog.Logger) {
 	defer close(q.done)
 	deliver := func(ev Event) {
 		if ev.Dropped > 0 {
 			log.Warn("observer fell behind: events dropped", "dropped", ev.Dropped, "queue", cap(q.ch))
 		}
-		o.Observe(ev)
+		o(ev)
 	}
 	for {
 		select {
@@ -148,10 +157,10 @@ func (q *observerQueue) run(o Observer, stopped <-chan struct{}, log *slog.Logge
 // add registers o; a queued observer gets its goroutine at its first event,
 // which ends at remove or once stopped is closed (the Elector has stopped:
 // nothing more is emitted).
-func (os *observers) add(o Observer, queued bool, stopped <-chan struct{}, log *slog.Logger) func() {
+func (os *observers) add(o func(Event), queued bool, stopped <-chan struct{}, log *slog.Logger) func() {
 	entry := &observerEntry{o: o}
 	if queued {
-		q := &observerQueue{ch: make(chan Event, ObserverQueue), quit: make(chan struct{}), done: make(chan struct{})}
+		q := &observerQueue{ch: make(chan Event, observerQueueLen), quit: make(chan struct{}), done: make(chan struct{})}
 		q.start = func() { q.run(o, stopped, log) }
 		entry.q = q
 	}
@@ -194,7 +203,7 @@ func (os *observers) emit(ev Event) {
 		if e.q != nil {
 			e.q.offer(ev)
 		} else {
-			e.o.Observe(ev)
+			e.o(ev)
 		}
 	}
 }
@@ -202,156 +211,4 @@ func (os *observers) emit(ev Event) {
 func (os *observers) empty() bool {
 	p := os.list.Load()
 	return p == nil || len(*p) == 0
-}
-
-// TransitionKind is the kind of a leadership transition.
-type TransitionKind int
-
-// Transition kinds.
-const (
-	// Elected: this node became leader of Scope with Epoch and its gate opened.
-	Elected TransitionKind = iota + 1
-	// Revoked: this node's term Epoch of Scope ended (Reason says why).
-	Revoked
-	// LeaderObserved: another node (Holder) leads Scope with Epoch.
-	LeaderObserved
-)
-
-// String returns the kind's name: elected, revoked or leader_observed.
-func (k TransitionKind) String() string {
-	switch k {
-	case Elected:
-		return "elected"
-	case Revoked:
-		return "revoked"
-	case LeaderObserved:
-		return "leader_observed"
-	}
-	return "unknown"
-}
-
-// Transition is a change of leadership as one node sees it.
-type Transition struct {
-	Kind   TransitionKind
-	Scope  string
-	Epoch  int64
-	Holder string // the leader (this node for Elected and Revoked)
-	Reason Reason // Revoked: why the term ended (ReasonResigned, ReasonShutdown, ReasonLostConnection, …)
-	// Token is the term's token: for Elected, valid while the gate that just
-	// opened stays open (pass it to Fence); for Revoked, the ended term's (no
-	// longer valid). Zero for LeaderObserved.
-	Token Token
-	At    time.Time
-	// Missed counts transitions dropped before this one because the subscriber
-	// fell more than Config.SubscriberBuffer behind.
-	Missed int
-}
-
-// broker fans transitions out to subscribers without ever blocking the publisher.
-type broker struct {
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
-	limit  int
-	closed bool // after closeAll: new subscriptions get a closed channel
-}
-
-type subscriber struct {
-	mu      sync.Mutex
-	queue   []Transition
-	wake    chan struct{}
-	out     chan Transition
-	done    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
-}
-
-func newBroker(limit int) *broker {
-	return &broker{subs: map[*subscriber]struct{}{}, limit: max(limit, 1)}
-}
-
-func (b *broker) subscribe() (<-chan Transition, func()) {
-	s := &subscriber{wake: make(chan struct{}, 1), out: make(chan Transition),
-		done: make(chan struct{}), stopped: make(chan struct{})}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		close(s.out)
-		return s.out, func() {}
-	}
-	b.subs[s] = struct{}{}
-	b.mu.Unlock()
-	go s.deliver() // owned by the subscription: ends on cancel or closeAll
-	cancel := func() {
-		b.mu.Lock()
-		delete(b.subs, s)
-		b.mu.Unlock()
-		s.stop()
-	}
-	return s.out, cancel
-}
-
-func (s *subscriber) deliver() {
-	defer close(s.stopped)
-	defer close(s.out)
-	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 {
-			s.mu.Unlock()
-			select {
-			case <-s.wake:
-				continue
-			case <-s.done:
-				return
-			}
-		}
-		t := s.queue[0]
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
-		select {
-		case s.out <- t:
-		case <-s.done:
-			return
-		}
-	}
-}
-
-func (s *subscriber) stop() {
-	s.once.Do(func() { close(s.done) })
-	<-s.stopped
-}
-
-func (b *broker) publish(t Transition) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s := range b.subs {
-		s.mu.Lock()
-		if len(s.queue) >= b.limit {
-			// Drop the oldest queued; the next one delivered reports the gap.
-			dropped := s.queue[0]
-			s.queue = s.queue[1:]
-			if len(s.queue) > 0 {
-				s.queue[0].Missed += dropped.Missed + 1
-			} else {
-				t.Missed += dropped.Missed + 1
-			}
-		}
-		s.queue = append(s.queue, t)
-		s.mu.Unlock()
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// closeAll ends every subscription (their channels are closed).
-func (b *broker) closeAll() {
-	b.mu.Lock()
-	subs := b.subs
-	b.subs = map[*subscriber]struct{}{}
-	b.closed = true
-	b.mu.Unlock()
-	for s := range subs {
-		s.stop()
-	}
 }

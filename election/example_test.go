@@ -74,10 +74,10 @@ func service() error {
 // real service sets DSN instead.
 func Example() {
 	e, err := election.New(election.Config{
-		Standalone: true, // DSN: os.Getenv("DATABASE_URL") in a real service
-		NodeID:     "worker-1",
-		Scopes:     []string{"billing"},
-		Logger:     slog.New(slog.DiscardHandler),
+		Mode:   election.ModeStandalone, // DSN: os.Getenv("DATABASE_URL") in a real service
+		NodeID: "worker-1",
+		Scopes: []string{"billing"},
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -119,7 +119,7 @@ func ExampleElector_Start() {
 
 // Await waits for leadership, bounded by its context.
 func ExampleScope_Await() {
-	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+	e, _ := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "worker-1", Scopes: []string{"billing"},
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -215,36 +215,28 @@ func ExampleFence() {
 	_ = tx.Commit(ctx)
 }
 
-// Subscribe delivers leadership transitions in order without ever blocking the
-// engine; an Elected transition carries the term's token.
-func ExampleElector_Subscribe() {
-	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
-		Logger: slog.New(slog.DiscardHandler)})
-	transitions, stop := e.Subscribe()
-	defer stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	_ = e.Start(ctx)
-	tr := <-transitions
-	fmt.Println(tr.Kind, tr.Scope, tr.Holder, tr.Token.Valid())
-	cancel()
-	_ = e.Wait()
-	// Output: elected billing worker-1 true
-}
-
-// Observe adds an observer of engine events at any time (metrics, logs, files).
+// Observe delivers every engine event, in order per scope, without ever
+// blocking the engine: here a service's view of its terms, elected (with the
+// term's token) and revoked.
 func ExampleElector_Observe() {
-	e, _ := election.New(election.Config{Standalone: true, NodeID: "worker-1", Scopes: []string{"billing"},
+	e, _ := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "worker-1", Scopes: []string{"billing"},
 		Logger: slog.New(slog.DiscardHandler)})
-	remove := e.Observe(election.ObserverFunc(func(ev election.Event) {
-		if ev.Kind == election.EventGateOpen {
-			fmt.Println("gate open:", ev.Scope)
+	events := make(chan election.Event, 16)
+	remove := e.Observe(func(ev election.Event) {
+		if ev.Kind == election.EventElected || ev.Kind == election.EventRevoked {
+			events <- ev
 		}
-	}))
-	defer remove()
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	_ = e.Start(ctx)
-	_, _ = e.Scope("billing").Await(ctx)
+	ev := <-events
+	fmt.Println(ev.Kind, ev.Scope, ev.Holder, ev.Token.Valid())
 	cancel()
 	_ = e.Wait()
-	// Output: gate open: billing
+	remove()
+	ev = <-events
+	fmt.Println(ev.Kind, ev.Scope, ev.Reason)
+	// Output:
+	// elected billing worker-1 true
+	// revoked billing shutdown
 }

@@ -31,6 +31,7 @@ import (
 // epoch is granted twice, a token from before the promotion is fenced on the new
 // primary, leadership resumes by itself, and no two gates overlap.
 func TestPrimaryFailover(t *testing.T) {
+	pgtest.Slow(t)
 	for _, mode := range []string{"async", "sync"} {
 		t.Run(mode, func(t *testing.T) { testPrimaryFailover(t, mode == "sync", election.ModeLock) })
 	}
@@ -48,9 +49,8 @@ func testPrimaryFailover(t *testing.T, sync bool, mode election.Mode) {
 	var nodes []*testnode.Node
 	for _, id := range []string{"fo-a", "fo-b", "fo-c"} {
 		c := testnode.FastConfig(dsn, id, scope)
-		c.Observer = rec
 		c.Mode = mode
-		nodes = append(nodes, testnode.Start(t, c))
+		nodes = append(nodes, testnode.Start(t, c, rec.Observe))
 	}
 	leader := func() *testnode.Node {
 		if ls := leaders(nodes, scope); len(ls) == 1 {
@@ -284,6 +284,7 @@ func withStandby(ctx context.Context, s *pgserver.Server, fn func(*pgx.Conn) err
 
 // A node whose DSN reaches only a standby never leads there, and says why in its log.
 func TestSessionOnAStandbyRefused(t *testing.T) {
+	pgtest.Slow(t)
 	_, standby, _ := haPair(t, false)
 	var logs syncBuffer
 	c := testnode.FastConfig(standby.DSN("fo"), "on-standby", "s")
@@ -318,6 +319,7 @@ func (s *syncBuffer) String() string {
 // A node alone (its peers gone) leads again after every crash-restart of the
 // database, each time under a higher epoch.
 func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t)
 	if err := srv.CreateDatabase(ctx, "lone"); err != nil {
@@ -371,6 +373,7 @@ func TestLoneNodeSurvivesCrashRestarts(t *testing.T) {
 // machine: once in 30 runs). The rows are written as that race leaves them; a
 // term that did heartbeat keeps its predecessor's label.
 func TestShutdownVictimRelabelled(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t)
 	if err := srv.CreateDatabase(ctx, "relabel"); err != nil {
@@ -431,6 +434,7 @@ func TestShutdownVictimRelabelled(t *testing.T) {
 // stuck on the standby stalled the successor's claim before its commit, about one
 // run in three.)
 func TestCancelledSynchronousCommit(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	primary, standby, dsn := haPair(t, true)
 	const scope = "sync-cancel"
@@ -448,8 +452,7 @@ func TestCancelledSynchronousCommit(t *testing.T) {
 	var nodes []*testnode.Node
 	for _, id := range []string{"sc-a", "sc-b"} {
 		c := testnode.FastConfig(dsn, id, scope)
-		c.Observer = rec
-		nodes = append(nodes, testnode.Start(t, c))
+		nodes = append(nodes, testnode.Start(t, c, rec.Observe))
 	}
 	var first *testnode.Node
 	pgtest.WaitFor(t, "a leader", 10*time.Second, func() bool {

@@ -14,20 +14,10 @@ import (
 	"github.com/pgleader/pgleader/protocol"
 )
 
-// Execer is what Fence needs of a transaction: pgx.Tx, *pgx.Conn and pgxpool types
-// satisfy it.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// FenceSQL is the statement Fence runs, for callers on database/sql or other
-// drivers: run it in the writing transaction with the token's scope, epoch and
-// holder, and treat SQLSTATE FencedSQLState as ErrFenced.
-const FenceSQL = "SELECT pgleader.fence($1, $2, $3)"
-
-// FencedSQLState is the SQLSTATE pgleader.fence raises for a stale epoch:
-// protocol.SQLStateFenced, under the name this package has always exported.
-const FencedSQLState = protocol.SQLStateFenced
+// fenceSQL is the statement Fence runs (docs/protocol.md: a client on another
+// driver runs it in the writing transaction with the token's scope, epoch and
+// holder, and treats SQLSTATE protocol.SQLStateFenced as a lost term).
+const fenceSQL = "SELECT pgleader.fence($1, $2, $3)"
 
 // Fence makes the caller's transaction conditional on tok's epoch still being the
 // scope's current term at commit (S3): call it inside the transaction, before or
@@ -41,7 +31,9 @@ const FencedSQLState = protocol.SQLStateFenced
 // transaction that idles longer fails with SQLSTATE 25P03 (FencedTx reports it as
 // ErrFencedTxIdle). In standalone mode Fence does nothing. FencedTx does all of
 // this (begin, fence, commit, error mapping) around a function.
-func Fence(ctx context.Context, tx Execer, tok Token) error {
+func Fence(ctx context.Context, tx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}, tok Token) error {
 	return fence(tok, func(query string, args ...any) error {
 		_, err := tx.Exec(ctx, query, args...)
 		return err
@@ -64,7 +56,7 @@ func fenceStatement(tok Token) (string, []any) {
 	c := tok.p.term.scope.e.cfg
 	switch {
 	case c.FencedTxIdleTimeout == c.SessionLease:
-		return FenceSQL, []any{tok.Scope, tok.Epoch, tok.Holder}
+		return fenceSQL, []any{tok.Scope, tok.Epoch, tok.Holder}
 	case c.FencedTxIdleTimeout < 0: // keep what the session had before the fence
 		return `WITH prev AS MATERIALIZED (SELECT pg_catalog.current_setting('idle_in_transaction_session_timeout') AS v)
 		        SELECT pgleader.fence($1, $2, $3), pg_catalog.set_config('idle_in_transaction_session_timeout', prev.v, true) FROM prev`,
@@ -92,7 +84,7 @@ func sqlState(err error) string {
 // cause (errors.As finds the driver's error).
 func fenceError(tok Token, err error) error {
 	switch sqlState(err) {
-	case FencedSQLState:
+	case protocol.SQLStateFenced:
 		msg := err.Error()
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {
@@ -103,12 +95,6 @@ func fenceError(tok Token, err error) error {
 		return fmt.Errorf("%w (%v, Config.FencedTxIdleTimeout): %w", ErrFencedTxIdle, tok.p.term.scope.e.cfg.FencedTxIdleTimeout, err)
 	}
 	return fmt.Errorf("fence %s epoch %d: %w", tok.Scope, tok.Epoch, err)
-}
-
-// Beginner begins a pgx transaction: *pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy
-// it (a pgx.Tx begins a savepoint).
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // FencedTx runs fn in a transaction fenced with tok and commits it: the whole
@@ -131,7 +117,9 @@ type Beginner interface {
 //
 // A commit that fails for a lost connection leaves the outcome unknown, as with
 // any transaction; the error says so through the driver's error.
-func FencedTx(ctx context.Context, db Beginner, tok Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
+func FencedTx(ctx context.Context, db interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}, tok Token, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	if !tok.Valid() {
 		return fmt.Errorf("%w: %s epoch %d: the token's gate has closed", ErrNotLeader, tok.Scope, tok.Epoch)
 	}
@@ -143,7 +131,9 @@ func FencedTx(ctx context.Context, db Beginner, tok Token, fn func(ctx context.C
 	if err := Fence(ctx, tx, tok); err != nil {
 		if errors.Is(err, ErrFenced) {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
-			if ex, ok := db.(Execer); ok {
+			if ex, ok := db.(interface {
+				Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+			}); ok {
 				if rerr := ReportFenced(context.WithoutCancel(ctx), ex, tok, err.Error()); rerr != nil {
 					err = errors.Join(err, rerr)
 				}
@@ -167,31 +157,25 @@ func txError(ctx context.Context, tok Token, err error) error {
 	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, ErrLeadershipLost) && !errors.Is(err, ErrLeadershipLost) {
 		return fmt.Errorf("%w: %w", cause, err)
 	}
-	if s := sqlState(err); (s == FencedSQLState || s == "25P03") && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrFencedTxIdle) {
+	if s := sqlState(err); (s == protocol.SQLStateFenced || s == "25P03") && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrFencedTxIdle) {
 		return fenceError(tok, err)
 	}
 	return err
 }
 
-// SQLExecer is what FenceSQLTx needs of a database/sql transaction: *sql.Tx
-// satisfies it.
-type SQLExecer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
 // FenceSQLTx is Fence for a database/sql transaction (any driver whose errors
 // carry a SQLSTATE through a SQLState() method: pgx's stdlib, lib/pq): same
 // statement, same idle limit, same errors (ErrFenced, ErrFencedTxIdle).
-func FenceSQLTx(ctx context.Context, tx SQLExecer, tok Token) error {
+func FenceSQLTx(ctx context.Context, tx *sql.Tx, tok Token) error {
 	return fence(tok, func(query string, args ...any) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})
 }
 
-// ReportFencedSQL is the statement ReportFenced runs: pgleader.fence_rejected(scope,
+// reportFencedSQL is the statement ReportFenced runs: pgleader.fence_rejected(scope,
 // epoch, node, detail).
-const ReportFencedSQL = "SELECT pgleader.fence_rejected($1, $2, $3, $4)"
+const reportFencedSQL = "SELECT pgleader.fence_rejected($1, $2, $3, $4)"
 
 // ReportFenced records in pgleader.audit (kind fence_rejected) that the database
 // refused a write fenced with tok: a zombie leader tried to act. Call it after the
@@ -200,11 +184,13 @@ const ReportFencedSQL = "SELECT pgleader.fence_rejected($1, $2, $3, $4)"
 // along). Operators are alerted by the collector's fenced-write check. detail is a
 // short free-form note (the error text, a request id). ReportFenced does nothing
 // for a zero token or in standalone mode.
-func ReportFenced(ctx context.Context, db Execer, tok Token, detail string) error {
+func ReportFenced(ctx context.Context, db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}, tok Token, detail string) error {
 	if tok.p == nil || !tok.p.term.scope.e.mode.audited() {
 		return nil
 	}
-	if _, err := db.Exec(ctx, ReportFencedSQL, tok.Scope, tok.Epoch, tok.Holder, detail); err != nil {
+	if _, err := db.Exec(ctx, reportFencedSQL, tok.Scope, tok.Epoch, tok.Holder, detail); err != nil {
 		return fmt.Errorf("report fenced write on %s epoch %d: %w", tok.Scope, tok.Epoch, err)
 	}
 	return nil

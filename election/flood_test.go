@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -69,22 +68,6 @@ func flood(ctx context.Context, dsn, stmt string, per, limit int) (int, error) {
 	return n, nil
 }
 
-// floodCount counts the log records whose message starts with prefix.
-type floodCount struct {
-	prefix string
-	n      *atomic.Int64
-}
-
-func (h floodCount) Enabled(context.Context, slog.Level) bool { return true }
-func (h floodCount) Handle(_ context.Context, r slog.Record) error {
-	if strings.HasPrefix(r.Message, h.prefix) {
-		h.n.Add(1)
-	}
-	return nil
-}
-func (h floodCount) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h floodCount) WithGroup(string) slog.Handler      { return h }
-
 // floodPhase is what one phase of TestNotifyFloodLeavesLeadershipAlone measured.
 type floodPhase struct {
 	sent                 int64
@@ -106,6 +89,7 @@ func (p floodPhase) String() string {
 // for comparison. No session of a node LISTENs, so neither phase delivers a
 // notification to a node: what is left is the load on the server.
 func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	attacker := floodRole(t, dsn)
 	scopes := []string{"flood-a", "flood-b", "flood-c"}
@@ -116,8 +100,7 @@ func TestNotifyFloodLeavesLeadershipAlone(t *testing.T) {
 		// The chaos harness's timing (lab/chaos defaultNodeArgs).
 		cfg.HeartbeatInterval, cfg.HeartbeatTimeout = 100*time.Millisecond, 150*time.Millisecond
 		cfg.TrustWindow, cfg.SessionLease = 500*time.Millisecond, 700*time.Millisecond
-		cfg.Observer = rec
-		nodes = append(nodes, testnode.Start(t, cfg))
+		nodes = append(nodes, testnode.Start(t, cfg, rec.Observe))
 	}
 	epochs := map[string]int64{}
 	holders := map[string]string{}

@@ -10,9 +10,9 @@ import (
 	"github.com/pgleader/pgleader/internal/monotime"
 )
 
-func testScope(w time.Duration, obs Observer) *Scope {
+func testScope(w time.Duration, obs func(Event)) *Scope {
 	e := &Elector{cfg: Config{NodeID: "n", TrustWindow: w, Logger: slog.New(slog.DiscardHandler)},
-		log: slog.New(slog.DiscardHandler), broker: newBroker(8), stopped: make(chan struct{})}
+		log: slog.New(slog.DiscardHandler), stopped: make(chan struct{})}
 	if obs != nil {
 		e.obs.add(obs, false, nil, nil)
 	}
@@ -104,11 +104,11 @@ func monoAt(time.Time) int64 { return monotime.Now() }
 func TestPeriodContextEndsWithTrust(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var closed []string
-		sc := testScope(300*time.Millisecond, ObserverFunc(func(e Event) {
+		sc := testScope(300*time.Millisecond, func(e Event) {
 			if e.Kind == EventGateClosed {
 				closed = append(closed, string(e.Reason))
 			}
-		}))
+		})
 		tm := newTerm(sc, 1, nil, monotime.Now())
 		tm.open()
 		began := time.Now()
@@ -162,39 +162,6 @@ func TestDrainWaitsForInflight(t *testing.T) {
 		tm.end("over", true)
 		tm2.end("over", true)
 	})
-}
-
-func TestSlowSubscriberNeverBlocks(t *testing.T) {
-	b := newBroker(4)
-	ch, cancel := b.subscribe()
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		for i := range 100 {
-			b.publish(Transition{Kind: Elected, Epoch: int64(i)})
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("publish blocked on a subscriber that does not read")
-	}
-	// In order, the newest kept, and the gap reported.
-	var got []Transition
-	for len(got) == 0 || got[len(got)-1].Epoch != 99 {
-		got = append(got, <-ch)
-	}
-	missed := 0
-	for i, tr := range got {
-		missed += tr.Missed
-		if i > 0 && tr.Epoch <= got[i-1].Epoch {
-			t.Fatalf("out of order: %d after %d", tr.Epoch, got[i-1].Epoch)
-		}
-	}
-	if missed+len(got) != 100 {
-		t.Fatalf("delivered %d + missed %d != 100 published", len(got), missed)
-	}
 }
 
 // BenchmarkGate measures the gate check (Require and Token.Valid): the targets are

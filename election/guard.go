@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // guardReq is a statement for guardLoop to run on the guard connection.
@@ -65,7 +66,7 @@ func (s *session) guardLoop() {
 			}
 			req.reply <- err
 			if err != nil && s.guard.IsClosed() { // the statement was cut: the guard is gone
-				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+				s.lose(protocol.ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
 		case <-due:
@@ -73,7 +74,7 @@ func (s *session) guardLoop() {
 			err := s.pingGuard(ctx)
 			cancel()
 			if err != nil {
-				s.lose(ReasonLostConnection, fmt.Errorf("guard session: %w", err))
+				s.lose(protocol.ReasonLostConnection, fmt.Errorf("guard session: %w", err))
 				return
 			}
 		}
@@ -109,17 +110,20 @@ func (s *session) guardBeat(ctx context.Context) error {
 // (lead, since = the claim's start), and speculatively alongside a claim by a
 // node that leads nothing (since = now), so that a won claim does not wait for a
 // guard round trip. A lease armed by a guard statement that started at or after
-// since − (L − W) needs nothing more; one armed earlier (for a claim that was
-// lost, the next heartbeat not yet come) gets a ping: its timer may run out while the new
-// term's gate is open, freeing the guard a successor waits for (found by the
-// protocol's model: docs/model.md §8.2).
+// since − (L − W)/2 needs nothing more: its timer runs out no earlier than
+// since + W + (L − W)/2, half the safety gap after the gate's trust. One armed
+// earlier (for a claim that was lost, the next heartbeat not yet come) gets a
+// ping: its timer may run out while the new term's gate is open, freeing the
+// guard a successor waits for (docs/model.md §8.2), or as the gate closes,
+// spending the gap L − W that absorbs the clocks' and timers' slack (§8.5; a
+// statement that started exactly L − W before since would do that).
 func (s *session) armGuard(ctx context.Context, since int64) error {
 	return s.guardDo(ctx, func(ctx context.Context) error {
 		// The guard's timer runs out L after its last statement ended; the
 		// term's trust, W after since: a statement that started no earlier
-		// than since − (L − W) outlasts it.
+		// than since − (L − W)/2 outlasts it by half the gap at least.
 		switch {
-		case s.guardLease && s.guardStmt >= since-int64(s.e.cfg.SessionLease-s.e.cfg.TrustWindow):
+		case s.guardLease && s.guardStmt >= since-int64(s.e.cfg.SessionLease-s.e.cfg.TrustWindow)/2:
 			return nil
 		case s.guardLease:
 			return s.pingGuard(ctx)

@@ -48,6 +48,7 @@ func requestHandover(t testing.TB, dsn, to string) error {
 // still never picks the cooling node. In lock mode a learns of the reservation
 // from the release's notification, in lease mode from its next heartbeat.
 func TestHandoverBackToCoolingNode(t *testing.T) {
+	pgtest.Slow(t)
 	for _, mode := range []election.Mode{election.ModeLock, election.ModeLease} {
 		t.Run(string(mode), func(t *testing.T) { testHandoverBackToCoolingNode(t, mode) })
 	}
@@ -57,10 +58,9 @@ func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfgA, cfgB := coolingConfig(dsn, "a", mode), coolingConfig(dsn, "b", mode)
-	cfgA.Observer, cfgB.Observer = rec, rec
-	a := testnode.Start(t, cfgA)
+	a := testnode.Start(t, cfgA, rec.Observe)
 	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.Leads("s") })
-	b := testnode.Start(t, cfgB)
+	b := testnode.Start(t, cfgB, rec.Observe)
 	// b is a live candidate once its session registered it.
 	pgtest.WaitFor(t, "the handover to b accepted", 5*time.Second, func() bool { return requestHandover(t, dsn, "b") == nil })
 	pgtest.WaitFor(t, "b leads", 5*time.Second, func() bool { return b.Leads("s") })
@@ -88,6 +88,7 @@ func testHandoverBackToCoolingNode(t *testing.T, mode election.Mode) {
 // free rather than going back to a before a's cooldown has passed, and an early
 // wake-up does not come from b's release (it reserves the scope for nobody).
 func TestResignKeepsCooldown(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	a := testnode.Start(t, coolingConfig(dsn, "a", election.ModeLock))
 	pgtest.WaitFor(t, "a leads", 5*time.Second, func() bool { return a.Leads("s") })

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // heartbeatSQL: a led row's holder is the target of a handover asked for it
@@ -186,9 +187,9 @@ func (s *session) termsSnapshot() (terms []*term, scopes []string, epochs []int6
 // heartbeatFailed reports a failed heartbeat round trip and gives the session up.
 func (s *session) heartbeatFailed(err error, latency time.Duration, terms []*term) {
 	e := s.e
-	reason := ReasonHeartbeatTimeout
+	reason := protocol.ReasonHeartbeatTimeout
 	if !errors.Is(err, context.DeadlineExceeded) && latency < e.cfg.HeartbeatTimeout {
-		reason = ReasonLostConnection
+		reason = protocol.ReasonLostConnection
 	}
 	e.emit(Event{Kind: EventHeartbeatFailed, Reason: reason, Err: err, Latency: latency, Terms: termRefs(terms)})
 	e.log.Warn("heartbeat failed", "node", e.cfg.NodeID, "err", err, "latency", latency)
@@ -217,7 +218,7 @@ func (s *session) confirmTerms(terms []*term, ok, resign map[string]bool, handov
 			}
 		} else if s.removeTerm(t) {
 			// Still ours when the answer came: not a term released meanwhile.
-			t.end(ReasonEvicted, false)
+			t.end(protocol.ReasonEvicted, false)
 		}
 	}
 }

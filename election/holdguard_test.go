@@ -17,6 +17,7 @@ import (
 // after that (pgleader run relies on it: no two children at once). Without the
 // hold, the successor may open while the old function still runs.
 func TestHoldGuardOnLoss(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	for _, tc := range []struct {
 		name string
@@ -27,8 +28,7 @@ func TestHoldGuardOnLoss(t *testing.T) {
 			rec := &recorder{}
 			cfgA := testnode.FastConfig(dsn, "hold-a-"+tc.name, scope)
 			cfgA.HoldGuardOnLoss = tc.hold
-			cfgA.Observer = rec
-			a := testnode.Start(t, cfgA)
+			a := testnode.Start(t, cfgA, rec.Observe)
 			if _, err := a.Scope(scope).Await(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -54,8 +54,7 @@ func TestHoldGuardOnLoss(t *testing.T) {
 			})
 			<-entered
 			cfgB := testnode.FastConfig(dsn, "hold-b-"+tc.name, scope)
-			cfgB.Observer = rec
-			b := testnode.Start(t, cfgB)
+			b := testnode.Start(t, cfgB, rec.Observe)
 			pgtest.WaitFor(t, "b following a", 10*time.Second, func() bool {
 				node, _ := b.Scope(scope).Leader()
 				return node == cfgA.NodeID

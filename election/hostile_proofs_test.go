@@ -14,6 +14,7 @@ import (
 	"github.com/pgleader/pgleader/lab/pgserver"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Probes of a hostile neighbour against the SECURITY DEFINER functions: each
@@ -47,7 +48,7 @@ func fencedTx(t *testing.T, dsn, scope string, epoch int64) *pgx.Conn {
 	if _, err := c.Exec(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, election.FenceSQL, scope, epoch, nil); err != nil {
+	if _, err := c.Exec(ctx, fenceSQL, scope, epoch, nil); err != nil {
 		t.Fatalf("fence %s at %d: %v", scope, epoch, err)
 	}
 	// A client may lift the fence's idle limit (protocol.md §9): this one stays
@@ -64,6 +65,7 @@ func fencedTx(t *testing.T, dsn, scope string, epoch int64) *pgx.Conn {
 // application's session — unaudited after a rollback. Now the planted row is
 // refused, and end_fenced acts only for the registered candidate of the scope.
 func TestHostileEndFencedProves(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -138,6 +140,7 @@ func TestHostileEndFencedProves(t *testing.T) {
 // an audit row that committed before it (a rollback takes back neither); a
 // fenced transaction cannot be hidden behind an exclusive fence key.
 func TestHostileEndFencedOnlyFencers(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
@@ -157,7 +160,7 @@ func TestHostileEndFencedOnlyFencers(t *testing.T) {
 	victim := fencedTx(t, as("app"), scope, 1)
 	// A session that holds only the fence key (any role may, without the
 	// hardening): it blocks nothing and is nobody's fenced transaction.
-	key := election.LockKey(scope)
+	key := protocol.LockKey(scope)
 	keyOnly, err := pgx.Connect(ctx, as("squat"))
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +261,7 @@ func TestHostileEndFencedOnlyFencers(t *testing.T) {
 		t.Fatal(err)
 	}
 	withConn(t, as("app"), func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, election.FenceSQL, scope, 2, nil)
+		_, err := c.Exec(ctx, fenceSQL, scope, 2, nil)
 		if sqlstate(err) != "PLF13" || !strings.Contains(err.Error(), fmt.Sprint(keyOnly.PgConn().PID())) {
 			t.Errorf("fence behind an exclusive fence key: got %v, want SQLSTATE PLF13 naming pid %d", err, keyOnly.PgConn().PID())
 		}
@@ -270,6 +273,7 @@ func TestHostileEndFencedOnlyFencers(t *testing.T) {
 // transactions: a prepared one has no backend to end, and held up a failover
 // without bound.
 func TestHostileFencedTxNotPrepared(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t, pgserver.Options{Settings: map[string]string{"max_prepared_transactions": "5"}})
 	dsn := srv.DSN("postgres")
@@ -303,6 +307,7 @@ func TestHostileFencedTxNotPrepared(t *testing.T) {
 // fence (PLF10); the scope's own nodes and plain application roles fence as
 // before.
 func TestHostileFenceBoundScope(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -314,7 +319,7 @@ func TestHostileFenceBoundScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := int64(1); i <= tok.Epoch+1; i++ {
-		refused(t, as("node2"), "PLF10", election.FenceSQL, "billing", i, nil)
+		refused(t, as("node2"), "PLF10", fenceSQL, "billing", i, nil)
 	}
 	fencedTx(t, as("app"), "billing", tok.Epoch).Close(ctx)
 	fencedTx(t, as("node"), "billing", tok.Epoch).Close(ctx)
@@ -361,7 +366,7 @@ func TestHostileRunLedger(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, election.FenceSQL, "nightly", tok.Epoch, nil); err != nil {
+		if _, err := tx.Exec(ctx, fenceSQL, "nightly", tok.Epoch, nil); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, begin, "nightly", tok.Epoch, "k1").Scan(&key); err != nil {
@@ -472,6 +477,7 @@ func TestHostileSessionLockBounded(t *testing.T) {
 // makes a successor wait longer than the maximum session lease; a wait for a
 // predecessor ends at SIGTERM.
 func TestHostileTimingBounds(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
@@ -635,6 +641,7 @@ func TestForgetNode(t *testing.T) {
 // The node functions that act for a node id act only for the session that
 // registered it: another login's session, naming the node, changes nothing.
 func TestHostileNodeFunctions(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
@@ -644,7 +651,7 @@ func TestHostileNodeFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := election.LockKey("nf")
+	key := protocol.LockKey("nf")
 	withConn(t, as("node2"), func(ctx context.Context, c *pgx.Conn) error {
 		var got *bool
 		if err := c.QueryRow(ctx, `SELECT pgleader.node_stopped('victim')`).Scan(&got); err != nil || got != nil {
@@ -688,6 +695,7 @@ func TestHostileNodeFunctions(t *testing.T) {
 // The operator's functions: refused to every other role, bounded, audited with
 // the caller's login.
 func TestHostileOperatorFunctions(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	a := testnode.Start(t, testnode.FastConfig(as("node"), "op-a", "op"))

@@ -12,6 +12,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Probes of a hostile neighbour with a login (docs/security.md): each was seen to
@@ -20,7 +21,11 @@ import (
 // A scope bound to a service's role is refused to every other node login, at
 // registration and at the claim, lock and lease mode, naming the scope and the
 // role; the bound role still leads; a prefix binding covers every scope under it.
+// fenceSQL is the statement election.Fence runs (docs/protocol.md).
+const fenceSQL = "SELECT pgleader.fence($1, $2, $3)"
+
 func TestHostileScopeBindings(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -47,7 +52,7 @@ func TestHostileScopeBindings(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = c.Exec(ctx, `SELECT * FROM pgleader.claim_batch('intruder', 'h', 1, 50, 100, 300, 500, $1, $2)`,
-				[]string{scope}, []int64{election.LockKey(scope)})
+				[]string{scope}, []int64{protocol.LockKey(scope)})
 			if sqlstate(err) != "PLF12" {
 				t.Errorf("claim_batch %s by a node that did not register it: got %v, want SQLSTATE PLF12", scope, err)
 			}
@@ -96,13 +101,14 @@ func TestHostileScopeBindings(t *testing.T) {
 // Failback stays within the bound roles, and a failback request is attributed to
 // the login of the node that caused it, not to the leader whose heartbeat wrote it.
 func TestHostileFailbackAttribution(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
 	victim := testnode.Start(t, testnode.FastConfig(as("node"), "victim", "fb"))
 	pgtest.WaitFor(t, "the victim leading", 10*time.Second, func() bool { return victim.Leads("fb") })
 
 	cfg := testnode.FastConfig(as("node2"), "preferred", "fb")
-	cfg.Priority = election.Priority(1000)
+	cfg.Priority = 1000
 	cfg.FailbackAfter = 300 * time.Millisecond
 	pref := testnode.Start(t, cfg)
 	pgtest.WaitFor(t, "the preferred node taking the scope back", 15*time.Second, func() bool { return pref.Leads("fb") })
@@ -125,7 +131,7 @@ func TestHostileLockKeys(t *testing.T) {
 	dsn := pgtest.MigratedDSN(t)
 	_, as := loginRoles(t, dsn)
 	node := as("node")
-	victimKey := election.LockKey("victim")
+	victimKey := protocol.LockKey("victim")
 	const claimSQL = `SELECT * FROM pgleader.claim_batch('n', 'h', 1, 50, 100, 300, 500, $1, $2)`
 	noLock := func(what string, key int64) {
 		t.Helper()
@@ -142,7 +148,7 @@ func TestHostileLockKeys(t *testing.T) {
 		if _, err := c.Exec(ctx, `SELECT pgleader.register_node('n', 'h', 1, 'v', '{victim}', 50, 300, 500, 1, 2)`); err != nil {
 			return err
 		}
-		for _, key := range []int64{42, election.LockKey("victim-other")} {
+		for _, key := range []int64{42, protocol.LockKey("victim-other")} {
 			_, err := c.Exec(ctx, claimSQL, []string{"victim"}, []int64{key})
 			if sqlstate(err) != "PLF03" {
 				t.Errorf("claim of scope victim under key %d: got %v, want SQLSTATE PLF03", key, err)
@@ -168,18 +174,18 @@ func TestHostileLockKeys(t *testing.T) {
 		if tx, err = c.Begin(ctx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, claimSQL, []string{scratch}, []int64{election.LockKey(scratch)}); err != nil {
+		if _, err := tx.Exec(ctx, claimSQL, []string{scratch}, []int64{protocol.LockKey(scratch)}); err != nil {
 			t.Errorf("a warm-up claim: %v", err)
 		}
 		_ = tx.Rollback(ctx)
-		noLock("a warm-up claim, rolled back", election.LockKey(scratch))
+		noLock("a warm-up claim, rolled back", protocol.LockKey(scratch))
 		// Nor can a scratch row commit.
-		if _, err := c.Exec(ctx, claimSQL, []string{scratch}, []int64{election.LockKey(scratch)}); sqlstate(err) != "PLF03" {
+		if _, err := c.Exec(ctx, claimSQL, []string{scratch}, []int64{protocol.LockKey(scratch)}); sqlstate(err) != "PLF03" {
 			t.Errorf("a warm-up claim that would commit: got %v, want SQLSTATE PLF03", err)
 		}
-		noLock("a warm-up claim that would commit, refused", election.LockKey(scratch))
+		noLock("a warm-up claim that would commit, refused", protocol.LockKey(scratch))
 		// A scope the node did not register: PLF12.
-		if _, err := c.Exec(ctx, claimSQL, []string{"victim-other"}, []int64{election.LockKey("victim-other")}); sqlstate(err) != "PLF12" {
+		if _, err := c.Exec(ctx, claimSQL, []string{"victim-other"}, []int64{protocol.LockKey("victim-other")}); sqlstate(err) != "PLF12" {
 			t.Errorf("a claim of a scope the node did not register: got %v, want SQLSTATE PLF12", err)
 		}
 		_, err = c.Exec(ctx, `SELECT pgleader.node_stopped('n')`)
@@ -241,6 +247,7 @@ func TestHostileLeaseTokens(t *testing.T) {
 // trust window, audited with its pid and login, and its writes never commit. The
 // fence's refusal says the epoch is stale, not who leads now.
 func TestHostileFencedTxBounded(t *testing.T) {
+	pgtest.Slow(t)
 	for _, mode := range []election.Mode{election.ModeLock, election.ModeLease} {
 		t.Run(string(mode), func(t *testing.T) { testFencedTxBounded(t, mode) })
 	}
@@ -272,7 +279,7 @@ func testFencedTxBounded(t *testing.T, mode election.Mode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, election.FenceSQL, tok.Scope, tok.Epoch, tok.Holder); err != nil {
+	if _, err := tx.Exec(ctx, fenceSQL, tok.Scope, tok.Epoch, tok.Holder); err != nil {
 		t.Fatal(err)
 	}
 	slept := make(chan error, 1)
@@ -310,9 +317,9 @@ func testFencedTxBounded(t *testing.T, mode election.Mode) {
 
 	// The refusal of a stale epoch names neither the current epoch nor the holder.
 	withConn(t, as("app"), func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, election.FenceSQL, tok.Scope, tok.Epoch, tok.Holder)
-		if sqlstate(err) != election.FencedSQLState {
-			t.Fatalf("stale fence: got %v, want SQLSTATE %s", err, election.FencedSQLState)
+		_, err := c.Exec(ctx, fenceSQL, tok.Scope, tok.Epoch, tok.Holder)
+		if sqlstate(err) != protocol.SQLStateFenced {
+			t.Fatalf("stale fence: got %v, want SQLSTATE %s", err, protocol.SQLStateFenced)
 		}
 		if strings.Contains(err.Error(), "ft-b") || strings.Contains(err.Error(), "current is") {
 			t.Errorf("the fence's refusal tells who leads now: %v", err)

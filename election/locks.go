@@ -65,7 +65,7 @@
 //
 // Callbacks under a lock: term.mu is held while openPeriodLocked and
 // closePeriodLocked emit gate_open and gate_closed, so synchronous observers
-// (Config.Observer, ObserveSync) run with it held and must not enter the term (Scope.Do, Scope.Lead) on the same
+// (Observe with Synchronous) run with it held and must not enter the term (Scope.Do, Scope.Lead) on the same
 // goroutine; Token.Valid takes no lock. The test hook testHooks.retryWait runs
 // in a leadDo request, on leadLoop: it must not wait for the leadership
 // connection (a heartbeat, a claim, a release) to answer.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -97,9 +100,9 @@ func (d database) check(ctx context.Context) error { return d.e.checkDatabase(ct
 // that no live node of the other mode campaigns for these scopes.
 func (d database) startChecks(ctx context.Context, path func(context.Context) error) error {
 	e := d.e
-	err := AwaitDatabase(ctx, e.base, len(e.cfg.Scopes), e.log)
+	err := dbcheck.Await(ctx, e.base, len(e.cfg.Scopes), migrations.Latest, e.log)
 	if err == nil {
-		err = checkBindings(ctx, e.base, e.cfg.Scopes)
+		err = dbcheck.Bindings(ctx, e.base, e.cfg.Scopes)
 	}
 	if err == nil && path != nil {
 		err = path(ctx)

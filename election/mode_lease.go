@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgleader/pgleader/internal/monotime"
 	"github.com/pgleader/pgleader/internal/pgsession"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Lease mode (Config.Mode = ModeLease; schema version 9). A scope is held by its
@@ -79,7 +80,7 @@ func (leaseMode) beforeClaim(*session) {}
 func (leaseMode) claim(ctx context.Context, s *session, names []string, _ []int64, scopes []*Scope, _ *string) ([]claimResult, error) {
 	got, err := s.runLeaseClaims(ctx, names, scopes)
 	if err != nil && s.lead.IsClosed() {
-		go s.lose(ReasonLostConnection, err)
+		go s.lose(protocol.ReasonLostConnection, err)
 	}
 	return got, err
 }
@@ -143,7 +144,9 @@ func (e *Elector) openLeaseSession(ctx context.Context) (*session, error) {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("register node (lease mode): %w", err)
 	}
-	w := watchSocket(conn.PgConn().Conn(), func() { s.lose(ReasonLostConnection, errors.New("the server or pooler closed the connection")) })
+	w := watchSocket(conn.PgConn().Conn(), func() {
+		s.lose(protocol.ReasonLostConnection, errors.New("the server or pooler closed the connection"))
+	})
 	s.termsMu.Lock()
 	s.watches = append(s.watches, w)
 	s.termsMu.Unlock()

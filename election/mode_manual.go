@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"time"
-	_ "unsafe" // go:linkname
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/election/internal/manual"
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Manual mode: the Elector of package electiontest. Terms are granted and ended by
@@ -19,15 +18,11 @@ import (
 // database and no timing: a granted gate stays open until the test ends the term
 // (opened without a trust window), and Fence checks the epoch in memory.
 
-// newManual returns a manual Elector for cfg (its DSN, ConnConfig and Standalone
-// ignored) and its driver. It is package electiontest's constructor, which
-// declares it under the same name and signature: the linkname below lets that
-// package (and no other, by convention) call it without an exported name here.
-//
-//lint:ignore U1000 called from package electiontest through go:linkname
-//go:linkname newManual
+// newManual returns a manual Elector for cfg (its DSN, ConnConfig and Mode
+// ignored) and its driver: package electiontest's constructor, which it reaches
+// through manual.New (set below), not an exported name here.
 func newManual(cfg Config) (*Elector, manual.Driver, error) {
-	cfg.DSN, cfg.ConnConfig, cfg.Standalone = "", nil, false
+	cfg.DSN, cfg.ConnConfig, cfg.Mode = "", nil, ModeLock
 	var d *manualDriver
 	e, err := newElector(cfg, func(e *Elector) mode {
 		d = &manualDriver{e: e, epochs: map[string]int64{}, served: map[*term]chan struct{}{}}
@@ -37,6 +32,16 @@ func newManual(cfg Config) (*Elector, manual.Driver, error) {
 		return nil, nil, err
 	}
 	return e, d, nil
+}
+
+func init() {
+	manual.New = func(cfg any) (any, manual.Driver, error) {
+		e, d, err := newManual(cfg.(Config))
+		if err != nil {
+			return nil, nil, err
+		}
+		return e, d, nil
+	}
 }
 
 var _ manual.Driver = (*manualDriver)(nil)
@@ -133,7 +138,7 @@ func (d *manualDriver) Lead(name string) error {
 	t.allowOpen = true
 	t.openPeriodLocked(math.MaxInt64, monotime.Now())
 	t.mu.Unlock()
-	d.e.broker.publish(Transition{Kind: Elected, Scope: name, Epoch: epoch, Holder: d.e.cfg.NodeID, At: time.Now(), Token: t.token()})
+	t.emit(Event{Kind: EventElected, Holder: d.e.cfg.NodeID, Token: t.token()})
 	go d.serve(ctx, s, t, done)
 	return nil
 }
@@ -152,15 +157,14 @@ func (d *manualDriver) serve(ctx context.Context, s *Scope, t *term, done chan s
 	case <-t.ctx.Done():
 	case req := <-t.resign:
 		t.drain(d.e.cfg.DrainTimeout)
-		t.end(ReasonResigned, true)
+		t.end(protocol.ReasonResigned, true)
 		req.reply <- nil
 	case <-ctx.Done():
 		t.drain(d.e.cfg.DrainTimeout)
-		t.end(ReasonShutdown, true)
+		t.end(protocol.ReasonShutdown, true)
 	}
-	s.term.CompareAndSwap(t, nil) // before Revoked, as the engine does (campaign.go)
-	d.e.broker.publish(Transition{Kind: Revoked, Scope: s.name, Epoch: t.epoch, Holder: d.e.cfg.NodeID, Reason: t.reason,
-		At: time.Now(), Token: t.token()})
+	s.term.CompareAndSwap(t, nil) // before revoked, as the engine does (campaign.go)
+	t.emit(Event{Kind: EventRevoked, Holder: d.e.cfg.NodeID, Reason: t.reason, Token: t.token()})
 }
 
 // Lose ends this node's term of the scope without a clean release.
@@ -200,7 +204,7 @@ func (d *manualDriver) Elsewhere(name, node string) error {
 		return fmt.Errorf("%q is this node: use Lead", node)
 	}
 	if t := s.term.Load(); t != nil {
-		d.end(t, ReasonEvicted)
+		d.end(t, protocol.ReasonEvicted)
 	}
 	d.mu.Lock()
 	d.epochs[name]++

@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
-// standaloneMode is Config.Standalone: no database, no election. Every scope is
+// standaloneMode is Config.Mode = ModeStandalone: no database, no election. Every scope is
 // led from Start on, at epoch 0, by a term whose gate never closes while the
 // Elector runs (term.always); Fence does nothing and Resign refuses.
 type standaloneMode struct{ e *Elector }
@@ -41,7 +42,7 @@ func (m standaloneMode) run(ctx context.Context) error {
 	for _, s := range e.order {
 		t := standaloneTerm(s)
 		terms = append(terms, t)
-		e.broker.publish(Transition{Kind: Elected, Scope: s.name, Holder: e.cfg.NodeID, At: time.Now(), Token: t.token()})
+		t.emit(Event{Kind: EventElected, Holder: e.cfg.NodeID, Token: t.token()})
 	}
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
@@ -52,14 +53,15 @@ func (m standaloneMode) run(ctx context.Context) error {
 		case <-ctx.Done():
 			for _, t := range terms {
 				t.drain(e.cfg.DrainTimeout)
-				t.end(ReasonShutdown, true)
+				t.end(protocol.ReasonShutdown, true)
+				t.emit(Event{Kind: EventRevoked, Holder: e.cfg.NodeID, Reason: t.reason, Token: t.token()})
 			}
 			return nil
 		}
 	}
 }
 
-// standaloneTerm is a term that is always open (Config.Standalone).
+// standaloneTerm is a term that is always open (Config.Mode = ModeStandalone).
 func standaloneTerm(sc *Scope) *term {
 	t := newTerm(sc, 0, nil, 0)
 	t.always = true

@@ -10,26 +10,26 @@ import (
 // event it receives; events arrive in order; remove waits for the goroutine.
 func TestQueuedObserverNeverBlocks(t *testing.T) {
 	var os observers
-	got := make(chan Event, ObserverQueue+2)
+	got := make(chan Event, observerQueueLen+2)
 	entered, release := make(chan struct{}), make(chan struct{})
 	first := true
-	remove := os.add(ObserverFunc(func(ev Event) {
+	remove := os.add(func(ev Event) {
 		if first {
 			first = false
 			close(entered)
 			<-release
 		}
 		got <- ev
-	}), true, make(chan struct{}), slog.New(slog.DiscardHandler))
+	}, true, make(chan struct{}), slog.New(slog.DiscardHandler))
 
 	os.emit(Event{Epoch: 0})
 	<-entered // the observer holds event 0 and is stuck
 	const extra = 5
-	for i := range ObserverQueue + extra {
+	for i := range observerQueueLen + extra {
 		os.emit(Event{Epoch: int64(i + 1)}) // returns at once: the test would hang otherwise
 	}
 	close(release)
-	for i := range ObserverQueue + 1 {
+	for i := range observerQueueLen + 1 {
 		if ev := <-got; ev.Epoch != int64(i) || ev.Dropped != 0 {
 			t.Fatalf("event %d: epoch %d, dropped %d; want epoch %d, none dropped", i, ev.Epoch, ev.Dropped, i)
 		}
@@ -53,7 +53,7 @@ func TestQueuedObserverEndsWithElector(t *testing.T) {
 	var os observers
 	stopped := make(chan struct{})
 	var n int
-	os.add(ObserverFunc(func(Event) { n++ }), true, stopped, slog.New(slog.DiscardHandler))
+	os.add(func(Event) { n++ }, true, stopped, slog.New(slog.DiscardHandler))
 	entry := (*os.list.Load())[0]
 	for range 3 {
 		os.emit(Event{})
@@ -65,12 +65,12 @@ func TestQueuedObserverEndsWithElector(t *testing.T) {
 	}
 }
 
-// TestSyncObserverRunsBeforeEmitReturns: Config.Observer and ObserveSync are
+// TestSyncObserverRunsBeforeEmitReturns: an observer added with Synchronous is
 // called on the emitting goroutine.
 func TestSyncObserverRunsBeforeEmitReturns(t *testing.T) {
 	var os observers
 	var seen int64
-	os.add(ObserverFunc(func(ev Event) { seen = ev.Epoch }), false, nil, nil)
+	os.add(func(ev Event) { seen = ev.Epoch }, false, nil, nil)
 	os.emit(Event{Epoch: 7})
 	if seen != 7 {
 		t.Fatalf("after emit returned the sync observer saw epoch %d, want 7", seen)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
 	"github.com/pgleader/pgleader/internal/pgsession"
 	"github.com/pgleader/pgleader/internal/pooler"
 )
@@ -15,7 +16,7 @@ import (
 // checkModeConflict makes sure that no live node of the other mode campaigns
 // for one of this node's scopes (a start-up check of both database modes).
 func (e *Elector) checkModeConflict(ctx context.Context) error {
-	return withCheckConn(ctx, e.base, func(ctx context.Context, conn *pgx.Conn) error {
+	return dbcheck.WithConn(ctx, e.base, func(ctx context.Context, conn *pgx.Conn) error {
 		var scope, mode, nodes *string
 		err := conn.QueryRow(ctx, "SELECT scope, mode, nodes FROM pgleader.mode_conflict($1, $2, $3)",
 			e.cfg.NodeID, string(e.cfg.Mode), e.cfg.Scopes).Scan(&scope, &mode, &nodes)
@@ -31,7 +32,7 @@ func (e *Elector) checkModeConflict(ctx context.Context) error {
 }
 
 // poolerFix is how an ErrPooler message ends: what to do about it.
-const poolerFix = "point the leadership DSN at PostgreSQL itself (Config.DSN, pgleader node --leader-dsn; your application may keep writing, and fencing, through the pooler), or use a session pooler, or run in lease mode (Config.Mode = ModeLease, --mode lease): see docs/poolers.md"
+const poolerFix = dbcheck.PoolerFix
 
 // checkSessionPath makes sure the leadership session's connection is a session
 // of its own on the server, with the settings that bound failover. A pooler
@@ -49,7 +50,7 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 	want := e.connConfig("check", true).RuntimeParams["idle_session_timeout"]
 	a, err := e.dial(cctx, "check", true, pgx.QueryExecModeExec) // a prepared statement would not survive a transaction pooler
 	if err != nil {
-		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, unwrapConnectErr(err))
+		return fmt.Errorf("%w: leadership session: %w", ErrUnreachable, dbcheck.UnwrapConnectErr(err))
 	}
 	defer a.Close(context.Background())
 	pooled, backend, err := pooler.Between(cctx, a)
@@ -74,7 +75,7 @@ func (e *Elector) checkSessionPath(ctx context.Context) error {
 	}
 	b, err := e.dial(cctx, "check", false, pgx.QueryExecModeExec)
 	if err != nil {
-		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, unwrapConnectErr(err))
+		return fmt.Errorf("%w: probe the pooler: %w", ErrUnreachable, dbcheck.UnwrapConnectErr(err))
 	}
 	defer b.Close(context.Background())
 	tx, err := b.Begin(cctx)

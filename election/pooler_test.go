@@ -45,14 +45,14 @@ func TestLockModeRefusesTransactionPooler(t *testing.T) {
 // heartbeat interval or two, fenced writes through the pooler commit under the
 // current term and are refused under an old one, and no two gates overlap.
 func TestLeaseModeThroughPgBouncer(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	rec := &recorder{}
 	start := func(id string) *testnode.Node {
 		c := testnode.FastConfig(via, id, "billing")
 		c.Mode = election.ModeLease
-		c.Observer = rec
-		return testnode.Start(t, c)
+		return testnode.Start(t, c, rec.Observe)
 	}
 	a, b := start("a"), start("b")
 	pgtest.WaitFor(t, "a leader", 15*time.Second, func() bool { return a.Leads("billing") || b.Leads("billing") })

@@ -17,6 +17,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // A's leadership backend is terminated while A's process lives on and keeps its
@@ -24,6 +25,7 @@ import (
 // while waiting A out. C claims next: it must wait for A too, although its own
 // predecessor is B.
 func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	const W = 1000 * time.Millisecond
@@ -35,7 +37,7 @@ func TestChainedPredecessorsAreWaitedOut(t *testing.T) {
 		t.Cleanup(func() { c.Close(ctx) })
 		return c
 	}
-	key := election.LockKey("s")
+	key := protocol.LockKey("s")
 	claim := func(lead *pgx.Conn, node string, guard int64) {
 		var acquired bool
 		if _, err := lead.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', '{s}', 100, $2, 1500, 1, $3)`,
@@ -151,6 +153,7 @@ func (b *blackhole) silenceExisting() {
 // A follower whose connections all go silent (its waiter among them) must still
 // take over when the leader releases, once its session has been rebuilt.
 func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
@@ -161,12 +164,10 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 	via.Host = bh.ln.Addr().String()
 	rec := &recorder{}
 	lcfg := testnode.FastConfig(dsn, "leader", "s")
-	lcfg.Observer = rec
-	l := testnode.Start(t, lcfg)
+	l := testnode.Start(t, lcfg, rec.Observe)
 	pgtest.WaitFor(t, "leader leads", 5*time.Second, func() bool { return l.Leads("s") })
 	fcfg := testnode.FastConfig(via.String(), "follower", "s")
-	fcfg.Observer = rec
-	f := testnode.Start(t, fcfg)
+	f := testnode.Start(t, fcfg, rec.Observe)
 	pgtest.WaitFor(t, "follower observes", 5*time.Second, func() bool { return rec.count("follower", election.EventObserved) > 0 })
 	bh.silenceExisting()
 	pgtest.WaitFor(t, "follower's heartbeat failing", 5*time.Second, func() bool {
@@ -178,6 +179,7 @@ func TestFollowerRecoversFromSilentWaiter(t *testing.T) {
 
 // Resign right after Require succeeded never answers ErrNotLeader.
 func TestResignRightAfterElected(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	cfg := testnode.FastConfig(dsn, "a", "s")
 	cfg.ResignCooldown = 20 * time.Millisecond
@@ -193,11 +195,11 @@ func TestResignRightAfterElected(t *testing.T) {
 // Resigning a scope whose fenced transaction is still running must not cost the
 // node its other scopes.
 func TestResignDoesNotStarveOtherScopes(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfg := testnode.FastConfig(dsn, "a", "x", "y")
-	cfg.Observer = rec
-	n := testnode.Start(t, cfg)
+	n := testnode.Start(t, cfg, rec.Observe)
 	pgtest.WaitFor(t, "leads both", 5*time.Second, func() bool { return n.Leads("x") && n.Leads("y") })
 	ctx := context.Background()
 	tok, err := n.Scope("x").Require(ctx)
@@ -237,19 +239,24 @@ func TestResignDoesNotStarveOtherScopes(t *testing.T) {
 	}
 }
 
-// Subscribing after Run returned gives a channel that is already closed.
-func TestSubscribeAfterStop(t *testing.T) {
+// An observer added after Run returned receives nothing, and removing it
+// returns at once.
+func TestObserveAfterStop(t *testing.T) {
 	n := testnode.Start(t, testnode.FastConfig(pgtest.MigratedDSN(t), "a", "s"))
 	n.Stop()
-	ch, cancel := n.Subscribe()
-	defer cancel()
+	got := make(chan election.Event, 1)
+	remove := n.Observe(func(ev election.Event) { got <- ev })
+	done := make(chan struct{})
+	go func() { remove(); close(done) }()
 	select {
-	case _, ok := <-ch:
-		if ok {
-			t.Fatal("received a transition after Run returned")
-		}
+	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("subscription after Run returned is never closed")
+		t.Fatal("removing an observer added after Run returned does not return")
+	}
+	select {
+	case ev := <-got:
+		t.Fatalf("received %+v after Run returned", ev)
+	default:
 	}
 }
 
@@ -258,15 +265,14 @@ func TestSubscribeAfterStop(t *testing.T) {
 // releases as "resigned", and the other node takes over. Only scope x moves; a
 // request for an epoch that is not current is refused and changes nothing.
 func TestResignRequestedThroughTheDatabase(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	rec := &recorder{}
 	cfgA := testnode.FastConfig(dsn, "a", "x", "y")
-	cfgA.Observer = rec
-	a := testnode.Start(t, cfgA)
+	a := testnode.Start(t, cfgA, rec.Observe)
 	pgtest.WaitFor(t, "a leads both", 5*time.Second, func() bool { return a.Leads("x") && a.Leads("y") })
 	cfgB := testnode.FastConfig(dsn, "b", "x", "y")
-	cfgB.Observer = rec
-	b := testnode.Start(t, cfgB)
+	b := testnode.Start(t, cfgB, rec.Observe)
 	// b campaigns before the request: else a, alone, takes x back after its
 	// cooldown (seen on a loaded machine, where b registered late).
 	pgtest.WaitFor(t, "b registered", 10*time.Second, func() bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // releaseReq is one term to release in a batch.
@@ -88,7 +89,7 @@ func (s *session) runReleases(reqs []releaseReq) {
 		if err != nil {
 			// A failed release may have left locks on a session we can no longer
 			// trust: drop it, which frees them now rather than after the lease.
-			go s.lose(ReasonLostConnection, fmt.Errorf("release batch: %w", err))
+			go s.lose(protocol.ReasonLostConnection, fmt.Errorf("release batch: %w", err))
 		}
 	}); lerr != nil {
 		err = lerr // not run: the session is lost

@@ -22,6 +22,7 @@ import (
 // scope's lock, with the scope's record naming "ghost" as the holder on that
 // connection's backend.
 func TestClaimRetriesEndedHolder(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -24,6 +24,7 @@ import (
 // the wake-up explains a takeover within 400 ms. The nodes log in as a node role
 // (nodeLogin): the doorbell does not ring a superuser's session.
 func TestWakeUpDuringClaimInFlight(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := nodeLogin(t, pgtest.MigratedDSN(t))
 	cfg := func(id string) Config {
 		return Config{DSN: dsn, NodeID: id, Scopes: []string{"s"},

@@ -19,6 +19,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // loginRoles creates login roles for one test: <prefix>_node and <prefix>_node2
@@ -119,6 +120,7 @@ END $$`)
 // application fences with EXECUTE on fence alone; operators planted in public run
 // nowhere; a role with only CONNECT cannot squat.
 func TestLeastPrivilege(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.MigratedDSN(t)
 	prefix, as := loginRoles(t, dsn)
@@ -174,7 +176,7 @@ func TestLeastPrivilege(t *testing.T) {
 
 	t.Run("NodeCannotTakeAnothersTerm", func(t *testing.T) {
 		other := as("node2")
-		key := election.LockKey(scope)
+		key := protocol.LockKey(scope)
 		withConn(t, other, func(ctx context.Context, c *pgx.Conn) error {
 			var acquired, busy bool
 			// Unregistered, the session proves nothing: refused (PLF12).
@@ -281,8 +283,8 @@ func TestLeastPrivilege(t *testing.T) {
 	})
 
 	t.Run("CannotSquat", func(t *testing.T) {
-		refused(t, squat, "42501", "SELECT pg_advisory_lock_shared($1)", election.LockKey(scope))
-		refused(t, squat, "42501", "SELECT pg_try_advisory_lock($1)", election.LockKey(scope))
+		refused(t, squat, "42501", "SELECT pg_advisory_lock_shared($1)", protocol.LockKey(scope))
+		refused(t, squat, "42501", "SELECT pg_try_advisory_lock($1)", protocol.LockKey(scope))
 	})
 
 	// Last: it moves leadership (and the claim evaluates int / numeric).
@@ -324,7 +326,7 @@ func TestSquatterNamed(t *testing.T) {
 	prefix, as := loginRoles(t, dsn)
 	squat := as("squat")
 	const scope = "sq"
-	key := election.LockKey(scope)
+	key := protocol.LockKey(scope)
 
 	for _, mode := range []string{"pg_advisory_lock", "pg_advisory_lock_shared"} {
 		t.Run(mode, func(t *testing.T) {

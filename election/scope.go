@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Scope is one election of an Elector: its gate, its current term and the verbs a
@@ -94,14 +95,11 @@ func (s *Scope) gateOpened() {
 
 type resignRequest struct {
 	reply  chan error
-	reason Reason // ReasonResigned, or ReasonHandedOver for a handover
+	reason Reason // protocol.ReasonResigned, or protocol.ReasonHandedOver for a handover
 }
 
 // Name returns the scope's name.
 func (s *Scope) Name() string { return s.name }
-
-// LockKey returns the advisory-lock key of the scope.
-func (s *Scope) LockKey() int64 { return s.key }
 
 // Require returns a Token if this node leads the scope and its gate is open at this
 // moment, else ErrNotLeader. It does not wait and does not touch the database.
@@ -324,7 +322,7 @@ func (s *Scope) Resign(ctx context.Context) error {
 	}
 	// The term's campaign takes the request as soon as it is leading (a pending
 	// term first waits out its predecessor); a term that ends first answers no.
-	req := resignRequest{reply: make(chan error, 1), reason: ReasonResigned}
+	req := resignRequest{reply: make(chan error, 1), reason: protocol.ReasonResigned}
 	select {
 	case t.resign <- req:
 	case <-t.ctx.Done():

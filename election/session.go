@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 var errSessionLost = errors.New("leadership session lost")
@@ -126,7 +127,7 @@ func (e *Elector) openLockSession(ctx context.Context) (*session, error) {
 		}
 	}
 	for _, conn := range []*pgx.Conn{lead, guard} {
-		w := watchSocket(conn.PgConn().Conn(), func() { s.lose(ReasonLostConnection, errors.New("the server closed the connection")) })
+		w := watchSocket(conn.PgConn().Conn(), func() { s.lose(protocol.ReasonLostConnection, errors.New("the server closed the connection")) })
 		s.termsMu.Lock()
 		s.watches = append(s.watches, w)
 		s.termsMu.Unlock()
@@ -155,7 +156,7 @@ func (s *session) warm(ctx context.Context) error {
 	// A scratch scope of its own, under its derived key: the database refuses a
 	// row under any other key (schema version 12).
 	scope := fmt.Sprintf("pgleader-warmup-%016x", uint64(randomKey()))
-	key := LockKey(scope)
+	key := protocol.LockKey(scope)
 	tx, err := s.lead.Begin(ctx)
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func (s *session) warm(ctx context.Context) error {
 		return err
 	}
 	for i := range 2 {
-		rel, err := s.releaseRows(ctx, tx, []releaseReq{{scope: scope, epoch: epoch, reason: ReasonResigned}})
+		rel, err := s.releaseRows(ctx, tx, []releaseReq{{scope: scope, epoch: epoch, reason: protocol.ReasonResigned}})
 		if err != nil || len(rel) != 1 || rel[0].ok != (i == 0) {
 			return fmt.Errorf("release scratch scope: %v err=%v", rel, err)
 		}
@@ -231,7 +232,7 @@ func (s *session) lose(reason Reason, cause error) {
 		// within requests too.
 		_ = s.lead.PgConn().Conn().Close()
 		if s.guard != nil {
-			if hold := s.e.cfg.HoldGuardOnLoss; hold > 0 && len(busy) > 0 && reason != ReasonClosed {
+			if hold := s.e.cfg.HoldGuardOnLoss; hold > 0 && len(busy) > 0 && reason != protocol.ReasonClosed {
 				// The successor's gate waits for this guard: keep it until the
 				// lost terms' work has returned (HoldGuardOnLoss).
 				s.guardHeld = make(chan struct{})
@@ -255,7 +256,7 @@ func (s *session) lose(reason Reason, cause error) {
 			}
 		}
 		level := slog.LevelWarn
-		if reason == ReasonClosed {
+		if reason == protocol.ReasonClosed {
 			level = slog.LevelInfo
 		}
 		s.e.log.Log(context.Background(), level, "leadership session ended", "node", s.e.cfg.NodeID, "reason", reason,
@@ -266,7 +267,7 @@ func (s *session) lose(reason Reason, cause error) {
 // close releases the connections' resources after lose, from the session's owner
 // (sessionLoop), never from a leadDo request: it waits for leadLoop to return.
 func (s *session) close() {
-	s.lose(ReasonClosed, nil)
+	s.lose(protocol.ReasonClosed, nil)
 	s.loops.Wait() // leadLoop has answered its last request: lead is ours again
 	s.termsMu.Lock()
 	if s.leaseTimer != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/internal/monotime"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // term is this node's tenure of one epoch of a scope. Its gate opens only once the
@@ -64,9 +65,9 @@ func (t *term) requestResign(to string) {
 			"node", e.cfg.NodeID)
 	}
 	go func() {
-		req := resignRequest{reply: make(chan error, 1), reason: ReasonResigned}
+		req := resignRequest{reply: make(chan error, 1), reason: protocol.ReasonResigned}
 		if to != "" {
-			req.reason = ReasonHandedOver
+			req.reason = protocol.ReasonHandedOver
 		}
 		select {
 		case t.resign <- req:
@@ -133,7 +134,7 @@ func (t *term) refreshLocked() {
 		if p.extend(until, now) {
 			return
 		}
-		t.closePeriodLocked(ReasonTrustExpired)
+		t.closePeriodLocked(protocol.ReasonTrustExpired)
 	}
 	if until <= now {
 		return // a confirmation too old to open anything
@@ -180,7 +181,7 @@ func (t *term) onTrustTimer(p *period) {
 		p.timer.Reset(time.Duration(left))
 		return
 	}
-	t.closePeriodLocked(ReasonTrustExpired)
+	t.closePeriodLocked(protocol.ReasonTrustExpired)
 }
 
 func (t *term) closePeriodLocked(reason Reason) {

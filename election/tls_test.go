@@ -22,6 +22,7 @@ import (
 // sessions really are encrypted, the socket watcher still notices a terminated
 // backend through the TLS layer, and a wrong CA is a clear error.
 func TestTLSVerifyFull(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	srv := pgtest.NewServer(t, pgserver.Options{TLS: true})
 	if err := srv.CreateDatabase(ctx, "app"); err != nil {
@@ -38,8 +39,7 @@ func TestTLSVerifyFull(t *testing.T) {
 
 	r := &recorder{}
 	c := testnode.FastConfig(dsn, "tls-1", "s")
-	c.Observer = r
-	n := testnode.Start(t, c)
+	n := testnode.Start(t, c, r.Observe)
 	pgtest.WaitFor(t, "leadership over TLS", 10*time.Second, func() bool { return n.Leads("s") })
 
 	var plain int64

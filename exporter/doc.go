@@ -143,4 +143,7 @@
 // election/electionprom, which depends on the engine and client_golang only; this
 // package, which reads the whole database through the collector, is for the
 // cluster view.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package exporter

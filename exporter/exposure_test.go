@@ -138,6 +138,7 @@ func exposedCollector(t *testing.T, dsn string, port int) (http.Handler, connDet
 // the database is readable, unreachable after a first read, or never reached;
 // the details are in the log.
 func TestEndpointsShowNoConnectionDetails(t *testing.T) {
+	pgtest.Slow(t)
 	every := func(t *testing.T, h http.Handler, d connDetails) {
 		t.Helper()
 		for _, path := range []string{"/", "/metrics", "/readyz", "/healthz"} {

@@ -20,6 +20,7 @@ import (
 // A collector streaming through a permanent slot shows in the metrics: source 3,
 // the slot's lag, the age of the stream's last change.
 func TestExporterLogicalSource(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
 	cc, err := pgx.ParseConfig(dsn)

@@ -45,6 +45,9 @@ func TestRulesCheck(t *testing.T) {
 }
 
 func TestRulesUnitTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	t.Parallel()
 	run(t, nil, promtool(t), "test", "rules", filepath.Join("rules", "pgleader.rules_test.yml"))
 }

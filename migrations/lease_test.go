@@ -20,6 +20,7 @@ import (
 // (A claim that tested the row in one statement and locked it in another let a
 // second node lock the row just after the first committed, and both led.)
 func TestLeaseClaimIsOneCompareAndSwap(t *testing.T) {
+	pgtest.Slow(t)
 	cfg := setup(t)
 	ctx := context.Background()
 	const nodes, rounds = 6, 40
@@ -120,5 +121,48 @@ func TestMigrateRefusesPooler(t *testing.T) {
 	var exists bool
 	if err := pgtest.ConnectConfig(t, direct).QueryRow(context.Background(), "SELECT to_regnamespace('pgleader') IS NOT NULL").Scan(&exists); err != nil || exists {
 		t.Fatalf("schema created through a refused migration (%v, %v)", exists, err)
+	}
+}
+
+// TestLeaseFencedOffTermNotRenewed: a lease-mode term that end_fenced fenced
+// off (leader_state.fenced_off_epoch) is not renewed by its holder's heartbeat:
+// the holder, frozen while its lease ran out and back since, loses the term
+// instead of leading on with an epoch fence refuses (docs/model.md §8.4). Its
+// renewals succeed until then.
+func TestLeaseFencedOffTermNotRenewed(t *testing.T) {
+	cfg := setup(t)
+	ctx := context.Background()
+	c := pgtest.ConnectConfig(t, cfg)
+	if _, err := c.Exec(ctx, `SELECT pgleader.lease_register('n0', 'h', 1, 'test', '{s}', 10, 30, 130, 1000, 1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	var won bool
+	if err := c.QueryRow(ctx, `SELECT acquired FROM pgleader.lease_claim_batch('n0', 1000, 'h', 10, 10, 30, 130, '{s}', '{0}')`).Scan(&won); err != nil || !won {
+		t.Fatalf("claim: %v, %v", won, err)
+	}
+	var epoch, seq int64
+	if err := c.QueryRow(ctx, `SELECT epoch, lease_seq FROM pgleader.leader_state WHERE scope = 's'`).Scan(&epoch, &seq); err != nil {
+		t.Fatal(err)
+	}
+	renew := func() (ok bool, after int64) {
+		t.Helper()
+		if err := c.QueryRow(ctx, `SELECT ok FROM pgleader.lease_heartbeat('n0', 1000, '{s}', $1, '{}') WHERE kind = 'led'`,
+			[]int64{epoch}).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRow(ctx, `SELECT lease_seq FROM pgleader.leader_state WHERE scope = 's'`).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		return ok, after
+	}
+	if ok, after := renew(); !ok || after != seq+1 {
+		t.Fatalf("renewal of a live term: ok %v, lease_seq %d after %d", ok, after, seq)
+	}
+	// What end_fenced records when it ends the dead term's fenced writers.
+	if _, err := c.Exec(ctx, `UPDATE pgleader.leader_state SET fenced_off_epoch = epoch WHERE scope = 's'`); err != nil {
+		t.Fatal(err)
+	}
+	if ok, after := renew(); ok || after != seq+1 {
+		t.Fatalf("renewal of a fenced-off term: ok %v, lease_seq %d (was %d); want refused, unchanged", ok, after, seq+1)
 	}
 }

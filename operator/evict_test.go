@@ -17,6 +17,7 @@ import (
 // Config.EvictStale once per term; a role that may not signal the holder's
 // backend evicts nothing.
 func TestEvict(t *testing.T) {
+	pgtest.Slow(t)
 	// stale forges a zombie: a session that holds the lock and an open term whose
 	// heartbeat is 10 s old (trust window 300 ms).
 	stale := func(t *testing.T, dsn, scope string) (*pgx.Conn, int) {

@@ -28,6 +28,9 @@
 // pg_stat_activity have always shown them), with statements bounded on the
 // server; through a connection pooler it runs schema-qualified calls only and
 // polls instead of listening (internal/pgdial).
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package operator
 
 import (

@@ -14,6 +14,7 @@ import (
 )
 
 func TestResign(t *testing.T) {
+	pgtest.Slow(t)
 	// Two electors on s: Resign marks the leader's term, its engine hands over at
 	// its next heartbeat, and the follower leads under the next epoch.
 	t.Run("HandsOver", func(t *testing.T) {

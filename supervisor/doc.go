@@ -34,4 +34,7 @@
 // transactions, with SELECT pgleader.fence($PGLEADER_SCOPE, $PGLEADER_EPOCH)
 // (docs/protocol.md): the supervisor bounds the child's life; the fence makes
 // a stale write impossible even when that bound fails.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package supervisor

@@ -271,7 +271,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 	s.setState("waiting", 0, 0)
 	// The gate's deadline, renewed by every heartbeat, goes to the guard: a
 	// frozen supervisor cannot renew it, and the guard kills the group then.
-	s.e.Observe(election.ObserverFunc(func(ev election.Event) {
+	s.e.Observe(func(ev election.Event) {
 		if s.pid.Load() == 0 {
 			return
 		}
@@ -283,7 +283,7 @@ func (s *Supervisor) Run(ctx context.Context) (int, error) {
 		if ev.Scope == s.cfg.Scope && ev.TrustUntilMonoNS > 0 {
 			_ = g.deadline(ev.TrustUntilMonoNS)
 		}
-	}))
+	})
 
 	code, runErr := 0, error(nil)
 	var once sync.Once

@@ -219,6 +219,7 @@ func (r *recorder) exits() []string {
 
 // TestRun runs the supervisor against a real PostgreSQL.
 func TestRun(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -421,6 +422,7 @@ func TestRun(t *testing.T) {
 // TestReportTo: the supervisor's state reaches pgleader.nodes.supervisor, from
 // the node's own login only.
 func TestReportTo(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	e := newElector(t, fast(dsn, "report-node", "report-scope"))

@@ -78,7 +78,7 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		m.setStatus(fmt.Sprintf("scope %s has no leader to %s", keyLabel(scope), kind.verb()), toneWarn)
 		return nil
 	}
-	c := &confirmation{kind: kind, scope: scope, leader: sc.Leader, pid: sc.HolderPID, epoch: sc.Epoch}
+	c := confirmation{kind: kind, scope: scope, leader: sc.Leader, pid: sc.HolderPID, epoch: sc.Epoch}
 	if kind == actionHandover {
 		to, ok := m.handoverTarget(sc)
 		if !ok {
@@ -87,7 +87,8 @@ func (m *Model) ask(kind actionKind) tea.Cmd {
 		}
 		c.target, c.priority = to.id, to.node.Priority
 	}
-	m.confirm = c
+	m.openOverlay(overlayConfirm)
+	m.mode.confirm = c
 	return nil
 }
 
@@ -111,14 +112,8 @@ func stillEligible(s *collector.Snapshot, scope, to string) bool {
 	return ok && n.Eligible()
 }
 
-// answerConfirm runs the confirmed action on y (or Y); any other key cancels.
-func (m *Model) answerConfirm(msg tea.KeyPressMsg) tea.Cmd {
-	c := m.confirm
-	m.confirm = nil
-	if !key.Matches(msg, m.keys.Confirm) {
-		m.setStatus(fmt.Sprintf("%s %s cancelled", c.kind.verb(), keyLabel(c.scope)), toneNone)
-		return nil
-	}
+// runAction runs the action the operator confirmed (confirmKey).
+func (m *Model) runAction(c confirmation) tea.Cmd {
 	// Every action acts on whoever leads the scope when it runs: refuse if that
 	// is no longer the leader the operator agreed to act on (or, for a
 	// handover, the target is no longer eligible).
@@ -242,7 +237,7 @@ func wrapWords(s string, w int) []string {
 // confirmBox renders the open y/N question: which action, on whom, and what it
 // does.
 func (m *Model) confirmBox(w int) string {
-	c := *m.confirm
+	c := m.mode.confirm
 	c.scope, c.leader = termsafe.String(keyLabel(c.scope)), termsafe.String(c.leader) // shown, not acted on
 	c.target = termsafe.String(c.target)
 	var title string

@@ -11,14 +11,14 @@ func TestEvictConfirm(t *testing.T) {
 	m, b := setup(t, healthySnapshot())
 
 	keys(m, "x")
-	if m.confirm == nil || !strings.Contains(screen(m), "Evict the leader of billing?") {
+	if m.mode.overlay != overlayConfirm || !strings.Contains(screen(m), "Evict the leader of billing?") {
 		t.Fatal("x does not ask for confirmation")
 	}
 	if cmd := keys(m, "n"); cmd != nil {
 		t.Fatal("n returned a command")
 	}
-	if m.confirm != nil || len(b.actions.calls) != 0 {
-		t.Fatalf("n: confirm=%v calls=%v", m.confirm, b.actions.calls)
+	if m.mode.overlay == overlayConfirm || len(b.actions.calls) != 0 {
+		t.Fatalf("n: confirm=%v calls=%v", m.mode.confirm, b.actions.calls)
 	}
 	keys(m, "x")
 	if cmd := keys(m, "enter"); cmd != nil || len(b.actions.calls) != 0 {
@@ -62,7 +62,7 @@ func TestEvictGuards(t *testing.T) {
 	t.Run("ReadOnly", func(t *testing.T) {
 		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
 		keys(m, "x")
-		if m.confirm != nil || !strings.Contains(screen(m), "read-only") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "read-only") {
 			t.Fatal("x without Actions must explain read-only mode")
 		}
 		keys(m, "?")
@@ -73,7 +73,7 @@ func TestEvictGuards(t *testing.T) {
 	t.Run("NoLeader", func(t *testing.T) {
 		m, b := setup(t, troubleSnapshot())
 		keys(m, "down", "x") // reports has no leader
-		if m.confirm != nil || !strings.Contains(screen(m), "reports has no leader") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "reports has no leader") {
 			t.Fatal("x on a leaderless scope must say so")
 		}
 		if len(b.actions.calls) != 0 {
@@ -95,7 +95,7 @@ func TestResignConfirm(t *testing.T) {
 
 	keys(m, "R")
 	s := screen(m)
-	if m.confirm == nil || m.confirm.kind != actionResign || !strings.Contains(s, "Resign the leader of billing?") ||
+	if m.mode.overlay != overlayConfirm || m.mode.confirm.kind != actionResign || !strings.Contains(s, "Resign the leader of billing?") ||
 		!strings.Contains(s, "Asks node-a through the database to hand billing over") || !strings.Contains(s, "y resign") {
 		t.Fatalf("R does not ask for confirmation of a resign:\n%s", s)
 	}
@@ -105,8 +105,8 @@ func TestResignConfirm(t *testing.T) {
 	if cmd := keys(m, "N"); cmd != nil {
 		t.Fatal("N returned a command")
 	}
-	if m.confirm != nil || len(b.actions.resignCalls()) != 0 || !strings.Contains(screen(m), "resign billing cancelled") {
-		t.Fatalf("N: confirm=%v calls=%v", m.confirm, b.actions.resignCalls())
+	if m.mode.overlay == overlayConfirm || len(b.actions.resignCalls()) != 0 || !strings.Contains(screen(m), "resign billing cancelled") {
+		t.Fatalf("N: confirm=%v calls=%v", m.mode.confirm, b.actions.resignCalls())
 	}
 
 	keys(m, "down", "R") // reports, led by node-b
@@ -152,7 +152,7 @@ func TestResignGuards(t *testing.T) {
 	t.Run("ReadOnly", func(t *testing.T) {
 		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
 		keys(m, "R")
-		if m.confirm != nil || !strings.Contains(screen(m), "read-only: start with --allow-actions to resign a leader") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "read-only: start with --allow-actions to resign a leader") {
 			t.Fatal("R without Actions must explain read-only mode")
 		}
 		if strings.Contains(screen(m), "R resign") {
@@ -162,7 +162,7 @@ func TestResignGuards(t *testing.T) {
 	t.Run("NoLeader", func(t *testing.T) {
 		m, b := setup(t, troubleSnapshot())
 		keys(m, "down", "R") // reports has no leader
-		if m.confirm != nil || !strings.Contains(screen(m), "reports has no leader to resign") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "reports has no leader to resign") {
 			t.Fatal("R on a leaderless scope must say so")
 		}
 		if len(b.actions.resignCalls()) != 0 {
@@ -185,8 +185,8 @@ func TestResignGuards(t *testing.T) {
 		b.feed.mu.Lock()
 		refreshes := b.feed.refreshes
 		b.feed.mu.Unlock()
-		if m.confirm == nil || refreshes != 0 {
-			t.Fatalf("R: confirm=%v refreshes=%d", m.confirm, refreshes)
+		if m.mode.overlay != overlayConfirm || refreshes != 0 {
+			t.Fatalf("R: confirm=%v refreshes=%d", m.mode.confirm, refreshes)
 		}
 	})
 	t.Run("Help", func(t *testing.T) {
@@ -238,14 +238,14 @@ func TestHandoverConfirm(t *testing.T) {
 
 	keys(m, "O") // billing: node-c has the highest priority among its followers
 	s := screen(m)
-	if m.confirm == nil || m.confirm.kind != actionHandover || m.confirm.target != "node-c" ||
+	if m.mode.overlay != overlayConfirm || m.mode.confirm.kind != actionHandover || m.mode.confirm.target != "node-c" ||
 		!strings.Contains(s, "Hand billing over to node-c?") || !strings.Contains(s, "Asks node-a through the database to hand billing to") ||
 		!strings.Contains(s, "priority 2") || !strings.Contains(s, "y hand over") {
 		t.Fatalf("O does not ask to hand billing over to node-c:\n%s", s)
 	}
-	if cmd := keys(m, "n"); cmd != nil || m.confirm != nil || len(b.actions.handoverCalls()) != 0 ||
+	if cmd := keys(m, "n"); cmd != nil || m.mode.overlay == overlayConfirm || len(b.actions.handoverCalls()) != 0 ||
 		!strings.Contains(screen(m), "hand over billing cancelled") {
-		t.Fatalf("n: confirm=%v calls=%v", m.confirm, b.actions.handoverCalls())
+		t.Fatalf("n: confirm=%v calls=%v", m.mode.confirm, b.actions.handoverCalls())
 	}
 
 	keys(m, "O")
@@ -264,8 +264,8 @@ func TestHandoverConfirm(t *testing.T) {
 	// Equal priorities: the first by node id.
 	m, b = setup(t, healthySnapshot())
 	keys(m, "O")
-	if m.confirm == nil || m.confirm.target != "node-b" {
-		t.Fatalf("equal priorities: confirm %+v, want node-b", m.confirm)
+	if m.mode.overlay != overlayConfirm || m.mode.confirm.target != "node-b" {
+		t.Fatalf("equal priorities: confirm %+v, want node-b", m.mode.confirm)
 	}
 
 	// An error (the database refused) reaches the log and the status line.
@@ -283,14 +283,14 @@ func TestHandoverGuards(t *testing.T) {
 	t.Run("NoneEligible", func(t *testing.T) {
 		m, _ := setup(t, handoverSnapshot())
 		keys(m, "end", "O") // archive: IDLE, no follower
-		if m.confirm != nil || !strings.Contains(screen(m), "not handing archive over: no follower is eligible") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "not handing archive over: no follower is eligible") {
 			t.Fatalf("O without an eligible follower must refuse without asking:\n%s", screen(m))
 		}
 		s := handoverSnapshot()
 		s.Scopes[1].Followers = []string{"node-d"} // billing: only the priority-0 node
 		m, b := setup(t, s)
 		keys(m, "O")
-		if m.confirm != nil || !strings.Contains(screen(m), "not handing billing over: no follower is eligible") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "not handing billing over: no follower is eligible") {
 			t.Fatalf("a priority-0 follower is not a target:\n%s", screen(m))
 		}
 		if len(b.actions.handoverCalls()) != 0 {
@@ -300,7 +300,7 @@ func TestHandoverGuards(t *testing.T) {
 	t.Run("NoLeader", func(t *testing.T) {
 		m, b := setup(t, troubleSnapshot())
 		keys(m, "down", "O") // reports has no leader; node-a follows it
-		if s := screen(m); m.confirm == nil || !strings.Contains(s, "Hand reports over to node-a?") ||
+		if s := screen(m); m.mode.overlay != overlayConfirm || !strings.Contains(s, "Hand reports over to node-a?") ||
 			!strings.Contains(s, "reports has no leader: reserves it for node-a") {
 			t.Fatalf("O on a leaderless scope with a follower asks to reserve it:\n%s", s)
 		}
@@ -329,7 +329,7 @@ func TestHandoverGuards(t *testing.T) {
 	t.Run("ReadOnly", func(t *testing.T) {
 		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Actions = nil })
 		keys(m, "O")
-		if m.confirm != nil || !strings.Contains(screen(m), "read-only: start with --allow-actions to hand over a scope") {
+		if m.mode.overlay == overlayConfirm || !strings.Contains(screen(m), "read-only: start with --allow-actions to hand over a scope") {
 			t.Fatal("O without Actions must explain read-only mode")
 		}
 		if strings.Contains(screen(m), "O handover") {

@@ -2,13 +2,9 @@ package tui
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"charm.land/bubbles/v2/key"
-	tea "charm.land/bubbletea/v2"
 
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
@@ -37,10 +33,10 @@ func (m *Model) detailMissing(st *styles, name, why string, w int) []string {
 // scope, its heartbeat-age history and its terms.
 func (m *Model) detailLines(w, h int) []string {
 	st := m.bodyStyles()
-	sc, ok := findScope(m.snap, m.detail)
-	name := m.detailName("SCOPE", m.detail)
+	sc, ok := findScope(m.snap, m.mode.subject)
+	name := m.detailName("SCOPE", m.mode.subject)
 	if !ok {
-		return m.detailMissing(st, name, "scope "+termsafe.String(keyLabel(m.detail))+" is not in the latest snapshot (deleted, or filtered by the collector)", w)
+		return m.detailMissing(st, name, "scope "+termsafe.String(keyLabel(m.mode.subject))+" is not in the latest snapshot (deleted, or filtered by the collector)", w)
 	}
 	label, vt := show.Verdict(sc.Verdict), verdictTone(sc.Verdict)
 	if m.dbDown(sc.Database) {
@@ -126,7 +122,7 @@ func (m *Model) detailLines(w, h int) []string {
 	if len(sc.Followers) > 0 {
 		fol = m.followersText(sc.Database, sc.Followers)
 	}
-	if unknown := m.unknownCandidates[m.detail]; len(unknown) > 0 {
+	if unknown := m.unknownCandidates[m.mode.subject]; len(unknown) > 0 {
 		// Replayed: candidates whose state then is not recorded may have followed.
 		u := st.render(toneMuted, "? "+termsafe.String(strings.Join(unknown, ", "))+" (state not recorded then)")
 		if len(sc.Followers) == 0 {
@@ -147,7 +143,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 
 	// Heartbeat-age history.
-	if r := m.hb[m.detail]; r != nil && (r.full || r.next > 0) {
+	if r := m.hb[m.mode.subject]; r != nil && (r.full || r.next > 0) {
 		vals := r.values()
 		if n := w - 2 - 12; len(vals) > n && n > 0 {
 			vals = vals[len(vals)-n:]
@@ -172,7 +168,7 @@ func (m *Model) detailLines(w, h int) []string {
 	}
 
 	// Timeline strip for this scope.
-	if strip, legend := m.timelineLines(st, w, 2, []string{m.detail}); len(strip) > 0 {
+	if strip, legend := m.timelineLines(st, w, 2, []string{m.mode.subject}); len(strip) > 0 {
 		lines = append(lines, "", m.paneTitle(st, -1, "LAST "+fmtAxis(timelineWindow)+"  "+legend, "", w))
 		lines = append(lines, strip...)
 	}
@@ -190,7 +186,7 @@ func (m *Model) detailLines(w, h int) []string {
 		}
 	}
 
-	terms := m.termsByScope[m.detail]
+	terms := m.termsByScope[m.mode.subject]
 	lines = append(lines, "", m.paneTitle(st, -1, "TERMS "+strconv.Itoa(len(terms))+" (newest first)", "", w))
 	rows := make([]row, 0, len(terms))
 	for i := len(terms) - 1; i >= 0; i-- {
@@ -209,13 +205,13 @@ func (m *Model) detailLines(w, h int) []string {
 // scrolled to, over the body's visible lines.
 func (m *Model) detailScrolled(st *styles, name string, lines []string, w, h int) []string {
 	view := h - 1
-	m.detailScroll = min(m.detailScroll, max(0, len(lines)-view))
+	m.mode.scroll = min(m.mode.scroll, max(0, len(lines)-view))
 	hint := m.keys.Back.Help().Key + " back"
 	if len(lines) > view {
-		hint = itoa(m.detailScroll+1) + "–" + itoa(min(len(lines), m.detailScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
+		hint = itoa(m.mode.scroll+1) + "–" + itoa(min(len(lines), m.mode.scroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
 	}
 	title := m.paneTitle(st, m.focus, name, hint, w)
-	return append([]string{title}, lines[m.detailScroll:]...)
+	return append([]string{title}, lines[m.mode.scroll:]...)
 }
 
 // followersText lists followers with their priority, best first as a
@@ -278,30 +274,6 @@ func timingText(t collector.Timing) string {
 	return s + " · trust " + human.Cell(t.TrustWindow) + " · lease " + human.Cell(t.SessionLease)
 }
 
-// detailKey handles a key in either detail view: Back, Erase or Enter again
-// return to the panes; the movement keys scroll.
-func (m *Model) detailKey(msg tea.KeyPressMsg) {
-	switch {
-	case key.Matches(msg, m.keys.Back, m.keys.Erase, m.keys.Enter):
-		m.detail, m.nodeDetail, m.eventDetail, m.detailScroll = "", "", nil, 0
-	case key.Matches(msg, m.keys.Up):
-		m.detailScroll = max(0, m.detailScroll-1)
-	case key.Matches(msg, m.keys.Down):
-		m.detailScroll++
-	case key.Matches(msg, m.keys.PageUp):
-		m.detailScroll = max(0, m.detailScroll-m.pageSize())
-	case key.Matches(msg, m.keys.PageDown):
-		m.detailScroll += m.pageSize()
-	case key.Matches(msg, m.keys.Top):
-		m.detailScroll = 0
-	case key.Matches(msg, m.keys.Bottom):
-		m.detailScroll = math.MaxInt32 // the render clamps it to the last page
-	}
-}
-
-// inDetail reports whether a detail view is open (scope, node or event).
-func (m *Model) inDetail() bool { return m.detail != "" || m.nodeDetail != "" || m.eventDetail != nil }
-
 // openDetail opens the detail of the row under the focused pane's cursor: a
 // node's on the nodes pane, the event line's on the event log, else its
 // scope's.
@@ -311,7 +283,7 @@ func (m *Model) openDetail() {
 	switch m.focus {
 	case paneEvents:
 		if e, ok := m.events.selected(); ok {
-			m.eventDetail, m.detailScroll = &e, 0
+			m.openEvent(e)
 		}
 		return
 	case paneScopes:
@@ -322,12 +294,12 @@ func (m *Model) openDetail() {
 		}
 	case paneNodes:
 		if node := m.nodes.selected(); node != "" {
-			m.nodeDetail, m.detailScroll = node, 0
+			m.openView(viewNode, node)
 		}
 		return
 	}
 	if scope != "" {
-		m.detail, m.detailScroll = scope, 0
+		m.openView(viewScope, scope)
 	}
 }
 

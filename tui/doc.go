@@ -24,6 +24,17 @@
 // wrapped, with the event's fields, and on a flood's one line ("heartbeat
 // late on 252 scopes") lists its member events; Esc goes back.
 //
+// The dashboard is in one mode at a time (mode.go): a view — the panes, or
+// the detail of one scope, node or event line — and over it at most one
+// overlay, which has the keyboard: the filter line, the help screen (read,
+// or typing into its search line), an action's y/N question or the database
+// picker. A key's meaning is decided in one place, handleKey: the overlay
+// takes the key first, then the replay keys, the fault keys and the keys
+// that mean the same in every view, then the view's own; footerKeys lists
+// the keys of the same mode. Pause and replay are states of the feed, not
+// modes: every view works in them, and replay refuses the keys that act on
+// the live cluster.
+//
 // The terms say what happened, not what was last written: a term is held
 // until its holder's last sign of life (collector.Term.LastSign), so a
 // crash or a database outage is the next term's GAP BEFORE, not time held,
@@ -87,4 +98,7 @@
 //
 // [RenderOnce] renders one frame as plain text or the data as JSON for
 // `pgleader top --once`.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package tui

@@ -17,7 +17,7 @@ import (
 // value wraps, and the view scrolls.
 func (m *Model) eventDetailLines(w, h int) []string {
 	st := m.bodyStyles()
-	e := m.eventDetail
+	e := &m.mode.event
 	kind, _, _, _ := eventParts(e.ev)
 	var lines []string
 	if len(e.members) > 0 {

@@ -63,7 +63,7 @@ func TestEventDetail(t *testing.T) {
 	}
 
 	keys(m, "enter")
-	if m.eventDetail == nil {
+	if m.mode.view != viewEvent {
 		t.Fatal("enter on the event log opened nothing")
 	}
 	s := screen(m)
@@ -84,8 +84,8 @@ func TestEventDetail(t *testing.T) {
 	}
 
 	keys(m, "esc")
-	if m.eventDetail != nil || m.focus != paneEvents {
-		t.Fatalf("esc: event detail %v, focus %s; want the log back", m.eventDetail != nil, m.focus)
+	if m.mode.view == viewEvent || m.focus != paneEvents {
+		t.Fatalf("esc: event detail %v, focus %s; want the log back", m.mode.view == viewEvent, m.focus)
 	}
 	if l := marked(); !strings.Contains(l, "reports epoch 7 of node-1 ended") {
 		t.Fatalf("back on the log, the cursor moved to %q", l)
@@ -126,8 +126,8 @@ func TestEventDetailFlood(t *testing.T) {
 	m.Update(eventsMsg{burst})
 	m.Update(eventsMsg{[]collector.Event{{At: t0.Add(time.Second), Kind: collector.EventNodeLeft, Node: "node-2", Reason: "down"}}})
 	keys(m, "shift+tab", "k", "enter")
-	if m.eventDetail == nil || len(m.eventDetail.members) != 252 {
-		t.Fatalf("enter on the flood's line: %+v", m.eventDetail)
+	if m.mode.view != viewEvent || len(m.mode.event.members) != 252 {
+		t.Fatalf("enter on the flood's line: %+v", m.mode.event)
 	}
 	s := screen(m)
 	for _, want := range []string{"252 events in one line", "MEMBERS 252", "heartbeat late on 252 scopes led by node-2",
@@ -145,7 +145,7 @@ func TestEventDetailFlood(t *testing.T) {
 	}
 	keys(m, "pgup", "j")
 	keys(m, "esc")
-	if m.eventDetail != nil || !strings.Contains(screen(m), "EVENTS") {
+	if m.mode.view == viewEvent || !strings.Contains(screen(m), "EVENTS") {
 		t.Fatal("esc does not go back to the log")
 	}
 }

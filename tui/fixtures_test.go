@@ -395,3 +395,19 @@ func plain(s string) string {
 	s = trailingSpace.ReplaceAllString(s+"\n", "\n")
 	return strings.TrimRight(s, "\n") + "\n"
 }
+
+// What the mode shows, for the tests' assertions.
+func scopeDetail(m *Model) string { return subjectIn(m, viewScope) }
+func nodeDetail(m *Model) string  { return subjectIn(m, viewNode) }
+func helpOpen(m *Model) bool      { return m.mode.overlay == overlayHelp || searching(m) }
+func searching(m *Model) bool     { return m.mode.overlay == overlaySearch }
+func filterOpen(m *Model) bool    { return m.mode.overlay == overlayFilter }
+func picking(m *Model) bool       { return m.mode.overlay == overlayPicker }
+
+// subjectIn is the key shown in detail view v ("" when v is not open).
+func subjectIn(m *Model, v view) string {
+	if m.mode.view != v {
+		return ""
+	}
+	return m.mode.subject
+}

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/key"
-	tea "charm.land/bubbletea/v2"
-
 	"github.com/pgleader/pgleader/collector"
 	"github.com/pgleader/pgleader/internal/human"
 	"github.com/pgleader/pgleader/internal/termsafe"
@@ -83,8 +80,7 @@ func findNode(s *collector.Snapshot, key string) (collector.Node, bool) {
 // fleetView is the dashboard's state about a fleet.
 type fleetView struct {
 	only     string              // the database the panes are narrowed to ("" = all)
-	picking  bool                // the database picker is open (d)
-	pick     int                 // its cursor: 0 = all, i = Databases[i-1]
+	pick     int                 // the picker's cursor (overlayPicker): 0 = all, i = Databases[i-1]
 	countsOf *collector.Snapshot // the snapshot counts was made for
 	counts   []dbCount           // per database, in the snapshot's order
 }
@@ -135,40 +131,22 @@ func (m *Model) openPicker() {
 		m.setStatus("one database: nothing to narrow to", toneNone)
 		return
 	}
-	m.fleet.picking = true
+	m.openOverlay(overlayPicker)
 	m.fleet.pick = 1 + slices.IndexFunc(m.snap.Databases, func(d collector.DatabaseState) bool { return d.Name == m.fleet.only })
 }
 
-// pickKey handles a key while the picker is open: the movement keys move,
-// Enter narrows the panes to the database under the cursor (or shows all),
-// Back or the database key close it; ctrl+c quits, as anywhere.
-func (m *Model) pickKey(msg tea.KeyPressMsg) tea.Cmd {
+// showPicked narrows the panes to the database under the picker's cursor,
+// or shows all.
+func (m *Model) showPicked() {
 	n := len(m.snap.Databases) + 1
-	switch {
-	case key.Matches(msg, m.keys.Up):
-		m.fleet.pick = max(0, m.fleet.pick-1)
-	case key.Matches(msg, m.keys.Down):
-		m.fleet.pick = min(n-1, m.fleet.pick+1)
-	case key.Matches(msg, m.keys.Top, m.keys.PageUp):
-		m.fleet.pick = 0
-	case key.Matches(msg, m.keys.Bottom, m.keys.PageDown):
-		m.fleet.pick = n - 1
-	case key.Matches(msg, m.keys.Enter):
-		m.fleet.picking = false
-		m.fleet.only = ""
-		if m.fleet.pick > 0 && m.fleet.pick < n {
-			m.fleet.only = m.snap.Databases[m.fleet.pick-1].Name // the footer says so
-			m.status = ""
-		} else {
-			m.setStatus("all "+itoa(n-1)+" databases", toneNone)
-		}
-		m.invalidate()
-	case key.Matches(msg, m.keys.Back, m.keys.Database):
-		m.fleet.picking = false
-	case key.Matches(msg, m.keys.Quit):
-		return m.quit()
+	m.fleet.only = ""
+	if m.fleet.pick > 0 && m.fleet.pick < n {
+		m.fleet.only = m.snap.Databases[m.fleet.pick-1].Name // the footer says so
+		m.status = ""
+	} else {
+		m.setStatus("all "+itoa(n-1)+" databases", toneNone)
 	}
-	return nil
+	m.invalidate()
 }
 
 // pickerBox renders the picker: "all", then every database with its

@@ -205,14 +205,14 @@ func TestFleetNarrow(t *testing.T) {
 	}
 	for i, want := range []string{"billing", "ledger", "orders", ""} {
 		keys(m, "d", "home")
-		if !m.fleet.picking {
+		if !picking(m) {
 			t.Fatal("d opened no picker")
 		}
 		for range (i + 1) % 4 {
 			keys(m, "down")
 		}
 		keys(m, "enter")
-		if m.fleet.picking {
+		if picking(m) {
 			t.Fatal("enter left the picker open")
 		}
 		m.ensureRows()
@@ -269,12 +269,12 @@ func TestFleetNodeKeys(t *testing.T) {
 	if m.nodeAlerts[keyOf("ledger", "node-b")] != 1 || m.nodeAlerts[keyOf("billing", "node-b")] != 0 || m.nodeAlerts["node-b"] != 0 {
 		t.Fatalf("node alerts %v", m.nodeAlerts)
 	}
-	m.nodeDetail = keyOf("billing", "node-b")
+	m.openView(viewNode, keyOf("billing", "node-b"))
 	frame := screen(m)
 	if !strings.Contains(frame, "NODE billing/node-b") || !strings.Contains(frame, "● live") || !strings.Contains(frame, "database") {
 		t.Fatalf("billing's node-b detail:\n%s", frame)
 	}
-	m.nodeDetail = keyOf("ledger", "node-b")
+	m.openView(viewNode, keyOf("ledger", "node-b"))
 	if frame := screen(m); !strings.Contains(frame, "✖ down") {
 		t.Fatalf("ledger's node-b detail:\n%s", frame)
 	}
@@ -296,8 +296,8 @@ func TestFleetActionsRouted(t *testing.T) {
 	i := slices.IndexFunc(m.scopes.rows, func(r row) bool { return r.key == keyOf("ledger", "billing") })
 	m.scopes.setCursor(i)
 	keys(m, "x")
-	if m.confirm == nil || !strings.Contains(plain(m.confirmBox(120)), "ledger/billing") {
-		t.Fatalf("no confirmation naming ledger/billing: %+v", m.confirm)
+	if m.mode.overlay != overlayConfirm || !strings.Contains(plain(m.confirmBox(120)), "ledger/billing") {
+		t.Fatalf("no confirmation naming ledger/billing: %+v", m.mode.confirm)
 	}
 	runCmd(t, m, keys(m, "y"))
 	if got := per["ledger"].calls; len(got) != 1 || got[0].scope != "billing" {
@@ -382,11 +382,11 @@ func TestFleetPicker(t *testing.T) {
 		t.Fatalf("the picker opened on %d, not ledger's 2", m.fleet.pick)
 	}
 	keys(m, "down", "esc")
-	if m.fleet.picking || m.fleet.only != "ledger" {
-		t.Fatalf("esc: picking %v, only %q", m.fleet.picking, m.fleet.only)
+	if picking(m) || m.fleet.only != "ledger" {
+		t.Fatalf("esc: picking %v, only %q", picking(m), m.fleet.only)
 	}
 	keys(m, "d", "d")
-	if m.fleet.picking {
+	if picking(m) {
 		t.Fatal("d did not close the picker")
 	}
 	keys(m, "d")

@@ -1,11 +1,7 @@
 package tui
 
 import (
-	"math"
 	"strings"
-
-	"charm.land/bubbles/v2/key"
-	tea "charm.land/bubbletea/v2"
 
 	"github.com/pgleader/pgleader/internal/termsafe"
 )
@@ -34,11 +30,11 @@ const helpColumn = 40
 // filtered by the search query, in as many columns as fit.
 func (m *Model) helpLines(w, h int) []string {
 	st := m.look
-	q := m.helpQuery
+	q := m.mode.query
 	search := m.keys.Filter.Help().Key
 	query := search + " searches"
 	switch {
-	case m.helpTyping:
+	case m.mode.overlay == overlaySearch:
 		query = "search: " + termsafe.String(q) + "▏"
 	case q != "":
 		query = "“" + termsafe.String(q) + "” (" + search + " edits)"
@@ -129,75 +125,11 @@ func (m *Model) helpLines(w, h int) []string {
 		lines[i] = fitLine(b.String(), w)
 	}
 	view := h - 1
-	m.helpScroll = min(m.helpScroll, max(0, len(lines)-view))
+	m.mode.helpScroll = min(m.mode.helpScroll, max(0, len(lines)-view))
 	hint := m.keys.Back.Help().Key + " closes"
 	if len(lines) > view {
-		hint = itoa(m.helpScroll+1) + "–" + itoa(min(len(lines), m.helpScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
+		hint = itoa(m.mode.helpScroll+1) + "–" + itoa(min(len(lines), m.mode.helpScroll+view)) + " of " + itoa(len(lines)) + " · " + m.keys.scrollHint() + " · " + hint
 	}
 	title := m.paneTitle(st, m.focus, "HELP · "+query, hint, w)
-	return append([]string{title}, lines[m.helpScroll:]...)
-}
-
-// helpKey handles a key while the help screen is open. It opens to be read:
-// the movement keys (j and k too) scroll it, the filter key starts a search,
-// Back clears the search, then closes the screen, as Help, Enter and Quit's
-// letter do. While the search line has the keyboard (helpTyping), text goes
-// to it; Enter keeps it, Back clears it.
-func (m *Model) helpKey(msg tea.KeyPressMsg) {
-	if m.helpTyping {
-		switch {
-		case key.Matches(msg, m.keys.Back):
-			m.helpQuery, m.helpTyping = "", false
-		case key.Matches(msg, m.keys.Enter):
-			m.helpTyping = false
-		case key.Matches(msg, m.keys.Erase):
-			if r := []rune(m.helpQuery); len(r) > 0 {
-				m.helpQuery = string(r[:len(r)-1])
-			}
-		case key.Matches(msg, m.keys.EraseAll):
-			m.helpQuery = ""
-		// The letters among the movement keys (j, k) type here; the arrows
-		// scroll.
-		case msg.Text == "" && key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown):
-			m.scrollHelp(msg)
-		default:
-			if msg.Text != "" {
-				m.helpQuery += msg.Text
-				m.helpScroll = 0
-			}
-		}
-		return
-	}
-	switch {
-	case key.Matches(msg, m.keys.Back):
-		if m.helpQuery != "" {
-			m.helpQuery = ""
-		} else {
-			m.helpOpen = false
-		}
-	case key.Matches(msg, m.keys.Help, m.keys.Enter, m.keys.Quit):
-		m.helpOpen = false
-	case key.Matches(msg, m.keys.Filter):
-		m.helpTyping = true
-	default:
-		m.scrollHelp(msg)
-	}
-}
-
-// scrollHelp scrolls the help screen for a movement key.
-func (m *Model) scrollHelp(msg tea.KeyPressMsg) {
-	switch {
-	case key.Matches(msg, m.keys.Up):
-		m.helpScroll = max(0, m.helpScroll-1)
-	case key.Matches(msg, m.keys.Down):
-		m.helpScroll++
-	case key.Matches(msg, m.keys.PageUp):
-		m.helpScroll = max(0, m.helpScroll-m.pageSize())
-	case key.Matches(msg, m.keys.PageDown):
-		m.helpScroll += m.pageSize()
-	case key.Matches(msg, m.keys.Top):
-		m.helpScroll = 0
-	case key.Matches(msg, m.keys.Bottom):
-		m.helpScroll = math.MaxInt32 // the render clamps it to the last page
-	}
+	return append([]string{title}, lines[m.mode.helpScroll:]...)
 }

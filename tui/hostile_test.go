@@ -175,14 +175,14 @@ func TestEscapeHostileDashboard(t *testing.T) {
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 
 	keys(m, "enter")
-	if m.detail == "" {
+	if scopeDetail(m) == "" {
 		t.Fatal("enter opened no detail view")
 	}
 	frame("detail view")
 	keys(m, "esc")
 
 	keys(m, "R")
-	if m.confirm == nil {
+	if m.mode.overlay != overlayConfirm {
 		t.Fatal("R asked nothing")
 	}
 	frame("resign confirmation")
@@ -192,7 +192,7 @@ func TestEscapeHostileDashboard(t *testing.T) {
 		t.Errorf("status %q: want the cancelled resign, its scope escaped", m.status)
 	}
 	keys(m, "O")
-	if m.confirm == nil {
+	if m.mode.overlay != overlayConfirm {
 		t.Fatal("O asked nothing")
 	}
 	frame("handover confirmation") // names the target node

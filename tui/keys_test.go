@@ -75,6 +75,9 @@ const spare = "f5"
 // dispatch, the help screen, the footer, the in-place hints and the fault-key
 // reservation all follow: the key map is the one place a key is spelled.
 func TestKeysDefinedOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	type check = func(m *Model, b *bundle, cmd tea.Cmd) bool
 	cursorAt := func(i int) check {
 		return func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.scopes.cursor == i }
@@ -109,13 +112,13 @@ func TestKeysDefinedOnce(t *testing.T) {
 		{name: "PrevPane", b: func(k *keyMap) *key.Binding { return &k.PrevPane },
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.focus == paneEvents }},
 		{name: "Enter", b: func(k *keyMap) *key.Binding { return &k.Enter }, footer: "f5 detail",
-			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.detail == "billing" },
+			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return scopeDetail(m) == "billing" },
 			hint: filtering, want: "f5 keeps"},
 		{name: "Back", b: func(k *keyMap) *key.Binding { return &k.Back }, before: func(m *Model) { m.filter = "bill"; m.invalidate() },
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "" },
 			hint: func(m *Model) { hit(m, m.keys.Enter) }, want: "f5 back"},
 		{name: "Filter", b: func(k *keyMap) *key.Binding { return &k.Filter }, footer: "f5 filter",
-			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filtering },
+			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return filterOpen(m) },
 			hint: filtering, want: "f5 filter: ab"},
 		{name: "Problems", b: func(k *keyMap) *key.Binding { return &k.Problems }, footer: "f5 problems",
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.problems },
@@ -129,7 +132,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 		{name: "Reverse", b: func(k *keyMap) *key.Binding { return &k.Reverse }, footer: "s/f5 sort",
 			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.scopeSort.desc }},
 		{name: "Help", b: func(k *keyMap) *key.Binding { return &k.Help }, footer: "f5 help",
-			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.helpOpen }},
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return helpOpen(m) }},
 		{name: "Copy", b: func(k *keyMap) *key.Binding { return &k.Copy }, footer: "f5 copy DSN",
 			before: func(m *Model) { m.opts.DSN = "postgres://app@db/app" },
 			did: func(m *Model, _ *bundle, cmd tea.Cmd) bool {
@@ -140,7 +143,7 @@ func TestKeysDefinedOnce(t *testing.T) {
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "a" },
 			hint: func(m *Model) { hit(m, m.keys.Help); hit(m, m.keys.Filter); typed(m, "zzz") }, want: "(f5 edits, esc clears)"},
 		{name: "EraseAll", b: func(k *keyMap) *key.Binding { return &k.EraseAll }, before: filtering,
-			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "" && m.filtering }},
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.filter == "" && filterOpen(m) }},
 		{name: "Pause", b: func(k *keyMap) *key.Binding { return &k.Pause }, footer: "f5 pause",
 			did:  func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.paused },
 			hint: func(m *Model) { hit(m, m.keys.Pause) }, want: "f5 resumes"},
@@ -162,7 +165,9 @@ func TestKeysDefinedOnce(t *testing.T) {
 				return b.feed.refreshes == 1
 			}},
 		{name: "Evict", b: func(k *keyMap) *key.Binding { return &k.Evict }, footer: "f5 evict",
-			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.confirm != nil && m.confirm.kind == actionEvict },
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool {
+				return m.mode.overlay == overlayConfirm && m.mode.confirm.kind == actionEvict
+			},
 			hint: func(m *Model) {
 				hit(m, m.keys.Evict)
 				next := healthySnapshot()
@@ -172,9 +177,13 @@ func TestKeysDefinedOnce(t *testing.T) {
 				hit(m, m.keys.Confirm)
 			}, want: "press f5 again"},
 		{name: "Resign", b: func(k *keyMap) *key.Binding { return &k.Resign }, footer: "f5 resign",
-			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.confirm != nil && m.confirm.kind == actionResign }},
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool {
+				return m.mode.overlay == overlayConfirm && m.mode.confirm.kind == actionResign
+			}},
 		{name: "Handover", b: func(k *keyMap) *key.Binding { return &k.Handover }, footer: "f5 handover",
-			did: func(m *Model, _ *bundle, _ tea.Cmd) bool { return m.confirm != nil && m.confirm.kind == actionHandover },
+			did: func(m *Model, _ *bundle, _ tea.Cmd) bool {
+				return m.mode.overlay == overlayConfirm && m.mode.confirm.kind == actionHandover
+			},
 			hint: func(m *Model) {
 				hit(m, m.keys.Handover)
 				next := healthySnapshot()
@@ -364,7 +373,7 @@ var keyModes = []struct {
 	{"Detail", func(m *Model) { hit(m, m.keys.Enter); hit(m, m.keys.Down) }, false},                  // scrolled down
 	{"EventDetail", func(m *Model) { hit(m, m.keys.PrevPane); hit(m, m.keys.Up); hit(m, m.keys.Enter) }, false},
 	// scrolled down, not by a key: a Down rebound to a text key types here
-	{"Help", func(m *Model) { hit(m, m.keys.Help); m.helpScroll = 1 }, false},
+	{"Help", func(m *Model) { hit(m, m.keys.Help); m.mode.helpScroll = 1 }, false},
 	{"HelpSearch", func(m *Model) { hit(m, m.keys.Help); hit(m, m.keys.Filter); typed(m, "ab") }, true},
 	{"Filter", func(m *Model) { hit(m, m.keys.Filter); typed(m, "ab") }, true},
 	{"FilterKept", func(m *Model) { hit(m, m.keys.Filter); typed(m, "bill"); hit(m, m.keys.Enter) }, false},
@@ -392,9 +401,9 @@ func inMode(t *testing.T, mode int, keyMap func(*keyMap)) *Model {
 // keyState is what a key can change, the screen aside (it names the keys).
 func keyState(m *Model, cmd tea.Cmd) string {
 	m.render() // a render clamps the scroll positions
-	return fmt.Sprint(m.focus, m.filter, m.filtering, m.problems, m.scopeSort, m.nodeSort,
-		m.helpOpen, m.helpQuery, m.helpTyping, m.helpScroll, m.detail, m.eventDetail != nil, m.detailScroll, m.paused, m.interval,
-		m.confirm != nil, m.scopes.cursor, m.nodes.cursor, m.terms.cursor,
+	return fmt.Sprint(m.focus, m.filter, m.problems, m.scopeSort, m.nodeSort,
+		m.mode.overlay, m.mode.query, m.mode.helpScroll, m.mode.view, m.mode.subject, m.mode.scroll, m.paused, m.interval,
+		m.scopes.cursor, m.nodes.cursor, m.terms.cursor,
 		m.events.offset, m.events.cursor, m.events.follow, m.status, cmd != nil)
 }
 

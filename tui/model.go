@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/pgleader/pgleader/collector"
@@ -51,10 +50,10 @@ type Model struct {
 	feedClosed    bool
 	interval      time.Duration
 
-	focus     pane
-	filter    string
-	filtering bool // the filter line has the keyboard
-	problems  bool
+	mode     mode // the view and the overlay that has the keyboard (mode.go)
+	focus    pane
+	filter   string
+	problems bool
 
 	scopeSort, nodeSort  sortState
 	scopes, nodes, terms *table
@@ -73,17 +72,6 @@ type Model struct {
 	verdicts          []int               // the header's scope order (verdictOrder)
 	verdictsOf        *collector.Snapshot // the snapshot verdicts was sorted for
 
-	helpOpen   bool
-	helpQuery  string
-	helpTyping bool // the help's search line has the keyboard
-	helpScroll int
-
-	detail       string    // scope shown in the scope detail view ("" = none)
-	nodeDetail   string    // node shown in the node detail view ("" = none)
-	eventDetail  *logEntry // event line shown in the event detail view (nil = none)
-	detailScroll int       // any detail view's
-
-	confirm *confirmation
 	status  string
 	statusT tone
 
@@ -218,117 +206,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case tea.PasteMsg:
-		switch {
-		case m.filtering:
-			m.filter += msg.Content
-			m.invalidate()
-		case m.helpOpen:
-			m.helpQuery += msg.Content
-			m.helpTyping, m.helpScroll = true, 0
-		}
+		m.paste(msg.Content)
 		return m, nil
 	case tea.KeyPressMsg:
 		return m, m.handleKey(msg)
 	}
 	return m, nil
-}
-
-// handleKey dispatches a key press, every case through m.keys: the open y/N
-// question, the filter line or the help search take it first, then the demo's
-// fault keys, then the dashboard's own.
-func (m *Model) handleKey(msg tea.KeyPressMsg) tea.Cmd {
-	// A quit key that types no text (ctrl+c) quits from anywhere, the filter
-	// line and the help search included; q types there.
-	if key.Matches(msg, m.keys.Quit) && msg.Text == "" {
-		return m.quit()
-	}
-	if msg.Code == tea.KeyEscape && msg.Mod == tea.ModAlt {
-		// Two quick escapes (or a multiplexer's) arrive as one key, alt+esc:
-		// honour both. This is the terminal's escape byte, not a binding.
-		esc := tea.KeyPressMsg{Code: tea.KeyEscape}
-		return tea.Batch(m.handleKey(esc), m.handleKey(esc))
-	}
-	switch {
-	case m.confirm != nil:
-		return m.answerConfirm(msg)
-	case m.filtering:
-		m.editFilter(msg)
-		return nil
-	case m.helpOpen:
-		m.helpKey(msg)
-		return nil
-	case m.fleet.picking:
-		return m.pickKey(msg)
-	}
-	if m.tooSmall() {
-		if key.Matches(msg, m.keys.Quit) {
-			return m.quit()
-		}
-		return nil
-	}
-	if cmd, done := m.replayKey(msg); done {
-		return cmd
-	}
-	for _, f := range m.keys.Faults {
-		if key.Matches(msg, f) {
-			return m.runFault(f)
-		}
-	}
-
-	switch {
-	case key.Matches(msg, m.keys.Quit):
-		return m.quit()
-	case key.Matches(msg, m.keys.Help):
-		m.helpOpen, m.helpQuery, m.helpTyping, m.helpScroll = true, "", false, 0
-	case key.Matches(msg, m.keys.Pause):
-		m.togglePause()
-	case key.Matches(msg, m.keys.Slower):
-		m.stepInterval(+1)
-	case key.Matches(msg, m.keys.Faster):
-		m.stepInterval(-1)
-	case key.Matches(msg, m.keys.Refresh):
-		m.setStatus("refresh requested", toneNone)
-		feed := m.feed
-		return func() tea.Msg { feed.Refresh(); return nil }
-	case key.Matches(msg, m.keys.Copy):
-		return m.copyDSN()
-	case key.Matches(msg, m.keys.Evict):
-		return m.ask(actionEvict)
-	case key.Matches(msg, m.keys.Resign):
-		return m.ask(actionResign)
-	case key.Matches(msg, m.keys.Handover):
-		return m.ask(actionHandover)
-	case m.inDetail():
-		m.detailKey(msg)
-	case key.Matches(msg, m.keys.Filter):
-		m.filtering = true
-	case key.Matches(msg, m.keys.Back):
-		switch {
-		case m.filter != "":
-			m.filter = ""
-			m.invalidate()
-		case m.focus == paneEvents:
-			m.events.followTail() // back to the newest line
-		}
-	case key.Matches(msg, m.keys.Problems):
-		m.problems = !m.problems
-		m.invalidate()
-	case key.Matches(msg, m.keys.Database):
-		m.openPicker()
-	case key.Matches(msg, m.keys.NextPane):
-		m.setFocus((m.focus + 1) % paneCount)
-	case key.Matches(msg, m.keys.PrevPane):
-		m.setFocus((m.focus + paneCount - 1) % paneCount)
-	case key.Matches(msg, m.keys.Sort):
-		m.cycleSort(false)
-	case key.Matches(msg, m.keys.Reverse):
-		m.cycleSort(true)
-	case key.Matches(msg, m.keys.Enter):
-		m.openDetail()
-	default:
-		m.navigate(msg)
-	}
-	return nil
 }
 
 // setFocus gives pane p the focus. The event log, left, follows its tail

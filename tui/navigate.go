@@ -45,35 +45,11 @@ func (m *Model) focusedTable() *table {
 
 func (m *Model) pageSize() int { return max(1, m.height/3) }
 
-// editFilter handles a key while the filter line has the keyboard: Enter
-// keeps the filter, Back clears it, other keys edit it.
-func (m *Model) editFilter(msg tea.KeyPressMsg) {
-	switch {
-	case key.Matches(msg, m.keys.Enter):
-		m.filtering = false
-	case key.Matches(msg, m.keys.Back):
-		m.filtering = false
-		m.filter = ""
-	case key.Matches(msg, m.keys.Erase):
-		if r := []rune(m.filter); len(r) > 0 {
-			m.filter = string(r[:len(r)-1])
-		}
-	case key.Matches(msg, m.keys.EraseAll):
-		m.filter = ""
-	default:
-		if msg.Text == "" {
-			return
-		}
-		m.filter += msg.Text
-	}
-	m.invalidate()
-}
-
 // selectedScope is the scope the actions and faults act on: the detail view's
 // scope, else the scope under the scopes cursor.
 func (m *Model) selectedScope() string {
-	if m.detail != "" {
-		return m.detail
+	if m.mode.view == viewScope {
+		return m.mode.subject
 	}
 	m.ensureRows()
 	return m.scopes.selected()

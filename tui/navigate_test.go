@@ -15,7 +15,7 @@ func TestFilter(t *testing.T) {
 	m, _ := setup(t, threeScopes())
 
 	keys(m, "/")
-	if !m.filtering {
+	if !filterOpen(m) {
 		t.Fatal("/ does not open the filter")
 	}
 	typed(m, "rep")
@@ -32,8 +32,8 @@ func TestFilter(t *testing.T) {
 	}
 	keys(m, "backspace")
 	keys(m, "enter")
-	if m.filtering || m.filter != "NODE-" {
-		t.Fatalf("enter keeps the filter: filtering=%v filter=%q", m.filtering, m.filter)
+	if filterOpen(m) || m.filter != "NODE-" {
+		t.Fatalf("enter keeps the filter: filtering=%v filter=%q", filterOpen(m), m.filter)
 	}
 	if !strings.Contains(screen(m), "filter “NODE-”") {
 		t.Error("the kept filter is not shown in the status line")
@@ -171,8 +171,8 @@ func TestPanes(t *testing.T) {
 	}
 	// Enter on a term opens its scope.
 	keys(m, "down", "down", "down", "enter")
-	if m.detail != "reports" {
-		t.Fatalf("enter on the 4th term opened %q", m.detail)
+	if scopeDetail(m) != "reports" {
+		t.Fatalf("enter on the 4th term opened %q", scopeDetail(m))
 	}
 }
 
@@ -207,20 +207,20 @@ func TestVimKeys(t *testing.T) {
 
 	m.focus = paneScopes
 	keys(m, "enter", "j")
-	if m.detail == "" || m.detailScroll != 1 {
-		t.Errorf("detail: j scrolls to %d (detail %q), want 1", m.detailScroll, m.detail)
+	if scopeDetail(m) == "" || m.mode.scroll != 1 {
+		t.Errorf("detail: j scrolls to %d (detail %q), want 1", m.mode.scroll, scopeDetail(m))
 	}
 	keys(m, "esc", "/", "j", "k")
 	if m.filter != "jk" {
 		t.Errorf("filter line: j k typed %q", m.filter)
 	}
 	keys(m, "esc", "?", "j")
-	if m.helpScroll != 1 {
-		t.Errorf("help: j scrolls to %d, want 1", m.helpScroll)
+	if m.mode.helpScroll != 1 {
+		t.Errorf("help: j scrolls to %d, want 1", m.mode.helpScroll)
 	}
 	keys(m, "/", "k")
-	if m.helpQuery != "k" {
-		t.Errorf("help search: k typed %q", m.helpQuery)
+	if m.mode.query != "k" {
+		t.Errorf("help search: k typed %q", m.mode.query)
 	}
 }
 

@@ -17,10 +17,10 @@ import (
 // processes — and the alerts about it.
 func (m *Model) nodeDetailLines(w, h int) []string {
 	st := m.bodyStyles()
-	n, ok := findNode(m.snap, m.nodeDetail)
-	name := m.detailName("NODE", m.nodeDetail)
+	n, ok := findNode(m.snap, m.mode.subject)
+	name := m.detailName("NODE", m.mode.subject)
 	if !ok {
-		return m.detailMissing(st, name, "node "+termsafe.String(keyLabel(m.nodeDetail))+" is not in the latest snapshot (its row was deleted)", w)
+		return m.detailMissing(st, name, "node "+termsafe.String(keyLabel(m.mode.subject))+" is not in the latest snapshot (its row was deleted)", w)
 	}
 	kv := func(k, v string) string { return fitLine("  "+st.render(toneMuted, padRight(k, 11))+" "+v, w) }
 

@@ -95,44 +95,6 @@ type replayMsg struct {
 	step int
 }
 
-// replayKey handles the replay keys, in either mode, and refuses what must
-// not happen while replaying. done: the key was handled.
-func (m *Model) replayKey(msg tea.KeyPressMsg) (cmd tea.Cmd, done bool) {
-	k := m.keys
-	switch {
-	case key.Matches(msg, k.ReplayPrev):
-		return m.stepReplay(-1), true
-	case key.Matches(msg, k.ReplayNext):
-		return m.stepReplay(+1), true
-	case key.Matches(msg, k.Live):
-		if m.replay == nil {
-			m.setStatus("already live", toneNone)
-		} else {
-			m.goLive()
-		}
-		return nil, true
-	}
-	if m.replay == nil {
-		return nil, false
-	}
-	live := k.Live.Help().Key
-	for _, f := range m.keys.Faults {
-		if key.Matches(msg, f) {
-			m.setStatus("replaying: fault keys act on the live cluster only ("+live+" goes live)", toneWarn)
-			return nil, true
-		}
-	}
-	switch {
-	case key.Matches(msg, k.Evict), key.Matches(msg, k.Resign), key.Matches(msg, k.Handover):
-		m.setStatus("replaying: no actions on a past moment ("+live+" goes live)", toneWarn)
-		return nil, true
-	case key.Matches(msg, k.Pause), key.Matches(msg, k.Refresh), key.Matches(msg, k.Slower), key.Matches(msg, k.Faster):
-		m.setStatus("replaying: the collector's updates wait until live ("+live+")", toneWarn)
-		return nil, true
-	}
-	return nil, false
-}
-
 // enterReplay shows the instant at of the windows dbs, keeping the live
 // view aside.
 func (m *Model) enterReplay(dbs []DatabaseHistory, at time.Time) {
@@ -140,7 +102,9 @@ func (m *Model) enterReplay(dbs []DatabaseHistory, at time.Time) {
 		m.replay = &replayState{live: m.events, liveEvents: m.pausedEvents}
 		m.paused, m.pausedEvents, m.pausedDropped = false, nil, 0
 	}
-	m.confirm = nil
+	if m.mode.overlay == overlayConfirm {
+		m.closeOverlay() // the question was about the live cluster
+	}
 	m.replay.dbs, m.replay.at, m.replay.loading = dbs, at, false
 	m.showReplay()
 }

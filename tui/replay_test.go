@@ -90,8 +90,8 @@ func TestReplay(t *testing.T) {
 		for _, k := range []string{"x", "R", "O", "K", "space", "r"} {
 			m, b := replayAt(t, t0.Add(-20*time.Minute))
 			keys(m, k)
-			if m.confirm != nil || len(b.actions.calls)+len(b.actions.resigns)+len(b.actions.handovers) != 0 || len(b.faults.calls) != 0 || m.paused {
-				t.Errorf("%s while replaying: confirm %v, actions %+v, faults %v, paused %v", k, m.confirm, b.actions, b.faults.calls, m.paused)
+			if m.mode.overlay == overlayConfirm || len(b.actions.calls)+len(b.actions.resigns)+len(b.actions.handovers) != 0 || len(b.faults.calls) != 0 || m.paused {
+				t.Errorf("%s while replaying: confirm %v, actions %+v, faults %v, paused %v", k, m.mode.confirm, b.actions, b.faults.calls, m.paused)
 			}
 			if !strings.Contains(m.status, "replaying") {
 				t.Errorf("%s while replaying: status %q, want it refused", k, m.status)
@@ -129,7 +129,7 @@ func TestReplay(t *testing.T) {
 			t.Errorf("after L the frame is not live:\n%s", s)
 		}
 		keys(m, "x")
-		if m.confirm == nil {
+		if m.mode.overlay != overlayConfirm {
 			t.Error("live again, x does not ask to evict")
 		}
 		_ = b

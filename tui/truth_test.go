@@ -190,7 +190,8 @@ func TestGapBefore(t *testing.T) {
 	if row := lineWith(s, `\b8\s+reports`); !regexp.MustCompile(`node-b\s+44s\s+03:11:00\s`).MatchString(row) {
 		t.Errorf("term 8: %q, want its 44s gap just before its start", row)
 	}
-	m.helpOpen, m.helpQuery = true, "gap before"
+	m.openOverlay(overlayHelp)
+	m.mode.query = "gap before"
 	help := strings.Join(strings.Fields(ansi.Strip(strings.Join(m.helpLines(120, 40), " "))), " ") // wrapped: its words
 	if !strings.Contains(help, "GAP BEFORE") || !strings.Contains(help, "predecessor's last sign of life to its start") {
 		t.Errorf("the help's legend does not explain GAP BEFORE:\n%s", help)

@@ -48,13 +48,13 @@ func (m *Model) render() string {
 		lines = append(lines, m.alertLines(w)...)
 		bodyH := h - len(lines) - len(footer)
 		switch {
-		case m.helpOpen:
+		case m.mode.overlay == overlayHelp, m.mode.overlay == overlaySearch:
 			body = m.helpLines(w, bodyH)
-		case m.detail != "":
+		case m.mode.view == viewScope:
 			body = m.detailLines(w, bodyH)
-		case m.nodeDetail != "":
+		case m.mode.view == viewNode:
 			body = m.nodeDetailLines(w, bodyH)
-		case m.eventDetail != nil:
+		case m.mode.view == viewEvent:
 			body = m.eventDetailLines(w, bodyH)
 		default:
 			body = m.mainLines(w, bodyH)
@@ -66,10 +66,10 @@ func (m *Model) render() string {
 	if len(lines) > h {
 		lines = lines[:h]
 	}
-	if m.confirm != nil {
+	switch m.mode.overlay {
+	case overlayConfirm:
 		lines = m.overlay(lines, m.confirmBox(w), w)
-	}
-	if m.fleet.picking {
+	case overlayPicker:
 		lines = m.overlay(lines, m.pickerBox(w), w)
 	}
 	return strings.Join(lines, "\n")
@@ -113,7 +113,7 @@ func (m *Model) footerLines(w int) []string {
 	st := m.look
 	var status, errLine string
 	switch {
-	case m.filtering:
+	case m.mode.overlay == overlayFilter:
 		status = st.key.Render(m.keys.Filter.Help().Key) + " filter: " + termsafe.String(m.filter) + "▏" +
 			st.render(toneMuted, "  "+m.keys.Enter.Help().Key+" keeps · "+m.keys.Back.Help().Key+" clears")
 	case m.snap != nil && m.stale():
@@ -142,7 +142,7 @@ func (m *Model) footerLines(w int) []string {
 		status = st.render(toneMuted, m.healthText())
 	}
 	var flags []string
-	if m.filter != "" && !m.filtering {
+	if m.filter != "" && m.mode.overlay != overlayFilter {
 		flags = append(flags, "filter “"+termsafe.String(m.filter)+"” ("+m.keys.Back.Help().Key+" clears)")
 	}
 	if m.problems {
@@ -163,27 +163,6 @@ func (m *Model) footerLines(w int) []string {
 		out = append(out, errLine)
 	}
 	return append(out, fitLine(hm.ShortHelpView(fitHelp(hm, m.footerKeys(), w)), w))
-}
-
-// footerKeys are the footer's keys for what is on screen now.
-func (m *Model) footerKeys() []key.Binding {
-	switch {
-	case m.filtering:
-		return m.keys.filterHelp()
-	case m.fleet.picking:
-		return m.keys.pickerHelp()
-	case m.helpOpen && m.helpTyping:
-		return m.keys.searchHelp()
-	case m.helpOpen:
-		return m.keys.helpScreenHelp()
-	case m.eventDetail != nil:
-		return m.keys.eventDetailHelp()
-	case m.replay != nil:
-		return m.keys.replayKeysHelp(m.detail != "" || m.nodeDetail != "")
-	case m.detail != "" || m.nodeDetail != "":
-		return m.keys.detailHelp()
-	}
-	return m.keys.ShortHelp()
 }
 
 // fitHelp keeps the bindings whose entries fit in w columns together, in

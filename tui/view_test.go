@@ -17,8 +17,8 @@ import (
 func TestDetailView(t *testing.T) {
 	m, _ := setup(t, troubleSnapshot())
 	keys(m, "enter")
-	if m.detail != "billing" {
-		t.Fatalf("enter opened %q", m.detail)
+	if scopeDetail(m) != "billing" {
+		t.Fatalf("enter opened %q", scopeDetail(m))
 	}
 	s := screen(m)
 	for _, want := range []string{"SCOPE billing", "holder pid 4242", "lock pids 4242, 6262 ✖ (≠ holder)", "split_brain", "terminate the backend", "TERMS 3", "hb history"} {
@@ -37,7 +37,7 @@ func TestDetailView(t *testing.T) {
 		t.Fatalf("heartbeat ring %v", got)
 	}
 	keys(m, "esc")
-	if m.detail != "" || !strings.Contains(screen(m), "SCOPES 2") {
+	if scopeDetail(m) != "" || !strings.Contains(screen(m), "SCOPES 2") {
 		t.Fatal("esc does not return to the main view")
 	}
 	// A bound scope names its roles (pgleader scope bind).
@@ -54,7 +54,7 @@ func TestDetailView(t *testing.T) {
 func TestHelpSearch(t *testing.T) {
 	m, _ := setup(t, healthySnapshot())
 	keys(m, "?")
-	if !m.helpOpen {
+	if !helpOpen(m) {
 		t.Fatal("? does not open help")
 	}
 	s := screen(m)
@@ -70,26 +70,26 @@ func TestHelpSearch(t *testing.T) {
 		t.Fatalf("help search 'interval':\n%s", s)
 	}
 	typed(m, "q") // typing goes to the search, it does not quit
-	if !m.helpOpen || !strings.Contains(screen(m), "nothing matches") {
+	if !helpOpen(m) || !strings.Contains(screen(m), "nothing matches") {
 		t.Fatal("q in help must search, not quit")
 	}
 	keys(m, "backspace", "enter") // the search kept, the keyboard back to reading
-	if !m.helpOpen || m.helpTyping || m.helpQuery != "interval" || !strings.Contains(screen(m), "“interval” (/ edits)") {
-		t.Fatalf("enter keeps the search: open %v, typing %v, query %q", m.helpOpen, m.helpTyping, m.helpQuery)
+	if !helpOpen(m) || searching(m) || m.mode.query != "interval" || !strings.Contains(screen(m), "“interval” (/ edits)") {
+		t.Fatalf("enter keeps the search: open %v, typing %v, query %q", helpOpen(m), searching(m), m.mode.query)
 	}
 	keys(m, "esc")
-	if !m.helpOpen || m.helpQuery != "" {
+	if !helpOpen(m) || m.mode.query != "" {
 		t.Fatal("esc clears the search first")
 	}
 	keys(m, "esc")
-	if m.helpOpen {
+	if helpOpen(m) {
 		t.Fatal("esc closes help")
 	}
 	// Two quick escapes can arrive as one alt+esc: search cleared and closed.
 	keys(m, "?", "/")
 	typed(m, "page")
 	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt})
-	if m.helpOpen {
+	if helpOpen(m) {
 		t.Fatal("alt+esc must act as esc twice")
 	}
 }
@@ -102,23 +102,23 @@ func TestHelpScrollsWithJK(t *testing.T) {
 		m, _ := setup(t, healthySnapshot(), func(o *Options) { o.Faults = &fakeFaults{keys: demoFaults} })
 		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
 		keys(m, "?", "j", "j")
-		scroll := m.helpScroll // a render clamps it to the last page
+		scroll := m.mode.helpScroll // a render clamps it to the last page
 		s := screen(m)
-		if m.helpQuery != "" || strings.Contains(s, "nothing matches") || scroll != 2 {
-			t.Fatalf("%dx%d: j j in help: query %q, scroll %d:\n%s", sz[0], sz[1], m.helpQuery, scroll, s)
+		if m.mode.query != "" || strings.Contains(s, "nothing matches") || scroll != 2 {
+			t.Fatalf("%dx%d: j j in help: query %q, scroll %d:\n%s", sz[0], sz[1], m.mode.query, scroll, s)
 		}
 		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 		if footer := lines[len(lines)-1]; !strings.Contains(footer, "↑↓/kj scroll") || !strings.Contains(footer, "/ search") {
 			t.Errorf("%dx%d: help footer %q", sz[0], sz[1], footer)
 		}
-		m.helpScroll = 2
+		m.mode.helpScroll = 2
 		keys(m, "k")
-		if m.helpScroll != 1 {
-			t.Errorf("%dx%d: k scrolls to %d, want 1", sz[0], sz[1], m.helpScroll)
+		if m.mode.helpScroll != 1 {
+			t.Errorf("%dx%d: k scrolls to %d, want 1", sz[0], sz[1], m.mode.helpScroll)
 		}
 		keys(m, "/", "j", "k")
-		if m.helpQuery != "jk" || !m.helpTyping {
-			t.Errorf("%dx%d: after /, j k typed %q", sz[0], sz[1], m.helpQuery)
+		if m.mode.query != "jk" || !searching(m) {
+			t.Errorf("%dx%d: after /, j k typed %q", sz[0], sz[1], m.mode.query)
 		}
 	}
 }
@@ -354,8 +354,8 @@ func TestNodeDetailSupervised(t *testing.T) {
 func TestNodeDetail(t *testing.T) {
 	m, _ := setup(t, troubleSnapshot())
 	keys(m, "tab", "j", "enter")
-	if m.nodeDetail != "node-b" || m.detail != "" {
-		t.Fatalf("enter on node-b: node detail %q, scope detail %q", m.nodeDetail, m.detail)
+	if nodeDetail(m) != "node-b" || scopeDetail(m) != "" {
+		t.Fatalf("enter on node-b: node detail %q, scope detail %q", nodeDetail(m), scopeDetail(m))
 	}
 	s := screen(m)
 	for _, want := range []string{"NODE node-b", "✖ down", "billing  not following", "reports  not following",
@@ -366,8 +366,8 @@ func TestNodeDetail(t *testing.T) {
 		}
 	}
 	keys(m, "esc")
-	if m.nodeDetail != "" || m.focus != paneNodes {
-		t.Fatalf("esc: node detail %q, focus %s", m.nodeDetail, m.focus)
+	if nodeDetail(m) != "" || m.focus != paneNodes {
+		t.Fatalf("esc: node detail %q, focus %s", nodeDetail(m), m.focus)
 	}
 
 	// A node that leaves the snapshot is said so, not shown stale.

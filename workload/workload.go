@@ -23,6 +23,9 @@
 //
 // The pool is separate from the engine's connections: the leadership session must
 // never run work (docs/design.md, "Things that are easy to get wrong").
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package workload
 
 import (
@@ -43,6 +46,7 @@ import (
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/eventlog"
 	"github.com/pgleader/pgleader/internal/pgsession"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Recorder receives the outcome of every attempted action; *eventlog.Writer is one.
@@ -266,5 +270,5 @@ func (a *actor) report(kind eventlog.ActionKind, tok election.Token, requestID, 
 func isFenced(err error) bool {
 	var pe *pgconn.PgError
 	return errors.Is(err, election.ErrFenced) ||
-		errors.As(err, &pe) && pe.Code == election.FencedSQLState
+		errors.As(err, &pe) && pe.Code == protocol.SQLStateFenced
 }

@@ -158,6 +158,7 @@ func (b *bundle) rows(t *testing.T) map[string]int64 {
 }
 
 func TestWorkload(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("WritesWhileLeading", func(t *testing.T) {
 		b := setup(t)
 		b.start(t)

@@ -48,6 +48,7 @@ func TestParseAt(t *testing.T) {
 // TestStatusAt: status --at, top --at --once and history --until against
 // real nodes, at an instant before the leader was killed.
 func TestStatusAt(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, c := startNodes(t, "billing", "n1", "n2")
 	var leader string
 	pgtest.WaitEvery(t, "a leader with a follower", 20*time.Second, 100*time.Millisecond, func() bool {

@@ -17,6 +17,7 @@ import (
 // binding; a node of another login is refused at start with the scope and role
 // named; key records an override only while nobody holds the scope.
 func TestScopeBindCommands(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, dsn)

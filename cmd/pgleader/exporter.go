@@ -13,12 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/exporter"
 )
 
@@ -95,7 +97,7 @@ pg_signal_backend role (or superuser, or the leader's own role).
 			}
 			if !targets.named() {
 				// A lone --dsn: an unreachable or unmigrated database is bad input, at once.
-				if err := election.CheckDatabase(ctx, ts[0].Config); err != nil {
+				if err := dbcheck.Database(ctx, ts[0].Config, migrations.Latest); err != nil {
 					return err
 				}
 			} else {

@@ -14,6 +14,7 @@ import (
 // TestExporterNodeLifecycle: --node-retention is checked (one line, exit 2),
 // and a node restarted under its id shows in pgleader_node_restarts.
 func TestExporterNodeLifecycle(t *testing.T) {
+	pgtest.Slow(t)
 	for _, bad := range []struct{ value, want string }{
 		{"1m", "--node-retention must be at least 5m0s"},
 		{"-1h", "--node-retention must be at least 5m0s"},

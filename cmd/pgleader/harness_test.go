@@ -12,6 +12,9 @@ import (
 // short runs keep both commands working.
 
 func TestDemoHeadlessFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	r := pgleader(t, nil, "demo", "--headless", "--faults", "--duration", "14s", "--seed", "3", "--listen", "off")
 	if r.code != 0 {
 		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -31,6 +34,9 @@ func TestDemoHeadlessFaults(t *testing.T) {
 }
 
 func TestBenchFailoverRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	var rep struct {
 		Limit *struct {
 			N     int     `json:"n"`
@@ -79,6 +85,9 @@ func TestBenchFailoverRuns(t *testing.T) {
 }
 
 func TestBenchScaleRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	var rep struct {
 		Led     int `json:"led"`
 		PerNode []struct {
@@ -104,6 +113,9 @@ func TestBenchScaleRuns(t *testing.T) {
 }
 
 func TestChaosRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	var rep struct {
 		Seed    int64 `json:"seed"`
 		Results []struct {

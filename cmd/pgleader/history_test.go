@@ -123,6 +123,7 @@ func TestHistoryTruth(t *testing.T) {
 // record with nobody left to close it: "holder silent since", never
 // "(leading)", in the table, silent with its last_sign in the JSON and TSV.
 func TestHistoryDeadHolders(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, c := startNodes(t, "billing", "n1", "n2")
 	leader := func() string {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")

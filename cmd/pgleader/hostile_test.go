@@ -230,6 +230,7 @@ func assertNoRawControl(t *testing.T, out string) {
 // validation on that path) come out inert through the real collector and every
 // command that prints them.
 func TestHostileRowsEndToEnd(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	conn := pgtest.Connect(t, dsn)
 	scope, node, host := evil("scope"), evil("node"), evil("host")

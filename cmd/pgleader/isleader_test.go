@@ -18,6 +18,7 @@ import (
 // answers), 2 for bad input — a scope the node does not run included, which
 // is a wrong flag, not "another node leads".
 func TestIsLeader(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	addr := freeAddr(t)
@@ -59,6 +60,7 @@ func TestIsLeader(t *testing.T) {
 // silent, and a watcher that treats more than 1 s of silence as "not leader"
 // stops acting; SIGCONT brings the lines back.
 func TestTransitionsFrozenNode(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	addr := freeAddr(t)
 	p := startBinary(t, "node", "--dsn", dsn, "--scope", "fz", "--id", "fz-a", "--listen", addr)

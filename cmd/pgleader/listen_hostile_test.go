@@ -102,6 +102,7 @@ func attackStream(addr string) (net.Conn, *bufio.Reader, streamOutcome, error) {
 // leading, and when its leadership session is terminated in the middle of the
 // attack it reconnects and leads again; afterwards the API answers.
 func TestListenHostile(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	addr := freeAddr(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")

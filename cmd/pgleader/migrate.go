@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
@@ -55,7 +58,7 @@ or holding another role's objects).`,
 				return err
 			}
 			// Reachable, PostgreSQL 14+; a missing or older schema is what we fix.
-			if err := election.CheckDatabase(ctx, t.Config); err != nil && !errors.Is(err, election.ErrSchemaMissing) {
+			if err := dbcheck.Database(ctx, t.Config, migrations.Latest); err != nil && !errors.Is(err, election.ErrSchemaMissing) {
 				return err
 			}
 			res, err := migrate.Up(ctx, t.Config, a.log, migrate.WithRoles(roles))

@@ -10,6 +10,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/internal/names"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
@@ -53,13 +57,13 @@ type nodeHooks struct {
 func (f *nodeFlags) config(dsn string) election.Config {
 	id := f.id
 	if !f.idSet {
-		id = election.DefaultNodeID()
+		id = names.DefaultNodeID()
 	}
 	return election.Config{
 		DSN: dsn, NodeID: id, Version: f.versionTag, Scopes: f.scopes,
 		HeartbeatInterval: f.interval, HeartbeatTimeout: f.timeout,
 		TrustWindow: f.trust, SessionLease: f.lease, DrainTimeout: f.drain,
-		Priority: election.Priority(f.priority), Mode: election.Mode(f.mode),
+		Priority: f.priority, NeverLead: f.priority == 0, Mode: election.Mode(f.mode),
 		FailbackAfter: f.preferred,
 	}
 }
@@ -194,7 +198,7 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 	// The checks wait out a database in the middle of a failover, and report
 	// anything else at once (exit 2; ErrTooManyScopes names the settings); Start
 	// repeats them, cheaply, before it campaigns.
-	if err := election.AwaitDatabase(ctx, lead.Config, len(cfg.Scopes), a.log); err != nil {
+	if err := dbcheck.Await(ctx, lead.Config, len(cfg.Scopes), migrations.Latest, a.log); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil // stopped before starting
 		}
@@ -214,7 +218,7 @@ func (a *app) setupNode(ctx context.Context, f *nodeFlags, t, lead cli.Target, c
 		if !f.eventHeartbeats {
 			ns.events.OmitHeartbeats()
 		}
-		e.ObserveSync(electionlog.Observer(ns.events)) // the file records an event before the engine acts on it
+		e.Observe(electionlog.Observer(ns.events), election.Synchronous()) // the file records an event before the engine acts on it
 	}
 	return ns, nil
 }

@@ -52,6 +52,7 @@ func TestHelp(t *testing.T) {
 const unreachable = "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"
 
 func TestBadInput(t *testing.T) {
+	pgtest.Slow(t)
 	fresh := pgtest.DSN(t) // a database without the pgleader schema
 	migrated := pgtest.MigratedDSN(t)
 	eventsPath := filepath.Join(t.TempDir(), "events.jsonl")
@@ -260,6 +261,7 @@ func TestNULScope(t *testing.T) {
 }
 
 func TestMigrate(t *testing.T) {
+	pgtest.Slow(t)
 	t.Run("Twice", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		r := pgleader(t, nil, "migrate", "--dsn", dsn)
@@ -326,6 +328,7 @@ func TestMigrate(t *testing.T) {
 }
 
 func TestNode(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	p := startBinary(t, "node", "--dsn", dsn, "--scope", "a", "--id", "n1",
@@ -460,6 +463,7 @@ func (b *syncBuffer) String() string {
 // — with one warning naming the file and chmod 600, printed once however many
 // targets share the file.
 func TestSecretFileWarnings(t *testing.T) {
+	pgtest.Slow(t)
 	dir := t.TempDir()
 	loose := func(name, text string) string {
 		p := filepath.Join(dir, name)

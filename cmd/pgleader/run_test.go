@@ -19,6 +19,7 @@ import (
 // TestNodeSIGHUP: SIGHUP reopens the events file (logrotate moved it away) and
 // never stops the node; --events-heartbeats=false leaves heartbeat_ok out.
 func TestNodeSIGHUP(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	dir := t.TempDir()
 	events := filepath.Join(dir, "events.jsonl")
@@ -102,6 +103,7 @@ func TestRunBadInputBeforeCampaigning(t *testing.T) {
 // TestRunSignalWhileWaiting: SIGTERM to a pgleader run that waits for
 // leadership (another node leads) exits 0 at once, its command never started.
 func TestRunSignalWhileWaiting(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	dir := t.TempDir()
 	holder := startBinary(t, "node", "--dsn", dsn, "--scope", "wait", "--id", "holder", "--events", filepath.Join(dir, "holder.jsonl"))
@@ -135,6 +137,7 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 // TestHistoryShowsRuns: a term in which pgleader run --once ran its command
 // says in history whether the run completed, and with which exit code.
 func TestHistoryShowsRuns(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	// A keyed run and a plain --once run: both recorded.
 	for flag, command := range map[string]string{"--once-key=day-1": "true", "--once": "false"} {
@@ -164,6 +167,7 @@ func TestHistoryShowsRuns(t *testing.T) {
 // did), and history says the command crashed and how, in the table, the TSV
 // and the JSON; a command that exits 0 reads as exited, not crashed.
 func TestHistoryShowsCrashedChild(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	for _, c := range []struct {
 		scope, script string

@@ -188,6 +188,7 @@ func runIn(ctx context.Context, args ...string) (code int, stdout, stderr string
 // top, exporter) and an operator (resign, handover, scope retire/bindings/key). No planted
 // object may run.
 func TestSearchPathHostile(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	dsn := pgtest.DSN(t) // not migrated yet: the traps are there before migrate runs
 	u, err := url.Parse(dsn)

@@ -17,6 +17,7 @@ import (
 // TestStatusAndHistory: status and history against real nodes, in every format,
 // and the exit codes scripts rely on.
 func TestStatusAndHistory(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, c := startNodes(t, "billing", "n1", "n2")
 	var leader string
 	pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
@@ -118,6 +119,7 @@ func TestStatusAndHistory(t *testing.T) {
 // as such, not listed as not OK, exit 0; retired, it leaves the table and is
 // counted in the JSON's retired.
 func TestStatusIdle(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, c := startNodes(t, "parked", "solo")
 	pgtest.WaitEvery(t, "a leader", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
@@ -169,6 +171,7 @@ func TestStatusIdle(t *testing.T) {
 // TestExporterServes: `pgleader exporter` serves metrics of a live scope and
 // reports ready.
 func TestExporterServes(t *testing.T) {
+	pgtest.Slow(t)
 	dsn, _ := startNodes(t, "jobs", "only")
 	addr := freeAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

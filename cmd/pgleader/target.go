@@ -9,18 +9,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/internal/names"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/operator"
 )
 
 // checkScopes validates --scope values.
 func checkScopes(scopes []string) error {
 	for _, s := range scopes {
-		if err := election.ValidateScopeName(s); err != nil {
+		if err := names.Scope(s); err != nil {
 			return cli.BadInput("--scope %q: %v", s, err)
 		}
 	}
@@ -29,7 +32,7 @@ func checkScopes(scopes []string) error {
 
 // checkNodeID validates a node id given with flag.
 func checkNodeID(flag, id string) error {
-	if err := election.ValidateNodeID(id); err != nil {
+	if err := names.NodeID(id); err != nil {
 		return cli.BadInput("%s: %v", flag, err)
 	}
 	return nil
@@ -42,7 +45,7 @@ func (a *app) checkedTarget(ctx context.Context) (cli.Target, error) {
 	if err != nil {
 		return t, err
 	}
-	return t, election.CheckDatabase(ctx, t.Config)
+	return t, dbcheck.Database(ctx, t.Config, migrations.Latest)
 }
 
 // withCheckedTarget runs fn on the invocation's database once checkedTarget has

@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/spf13/cobra"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
-	"github.com/pgleader/pgleader/election"
 )
 
 // targetFlags are --config, --target and --all-targets: the named databases of
@@ -113,7 +115,7 @@ func checkTargets(ctx context.Context, ts []cli.NamedTarget) []error {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, targetTimeout)
 			defer cancel()
-			errs[i] = election.CheckDatabase(cctx, t.Config)
+			errs[i] = dbcheck.Database(cctx, t.Config, migrations.Latest)
 		})
 	}
 	wg.Wait()

@@ -20,6 +20,7 @@ import (
 // config file — two led databases (one reached through env:VARIABLE) and one
 // that cannot be reached — and the one-line errors of a bad file or name.
 func TestTargets(t *testing.T) {
+	pgtest.Slow(t)
 	dsnA, _ := startNodes(t, "jobs", "a1")
 	dsnB, _ := startNodes(t, "jobs", "b1")
 	closed := freeAddr(t) // a closed loopback port: refused at once

@@ -112,6 +112,9 @@ func gone(t *testing.T, pids []int, dirs []string, d time.Duration) time.Duratio
 // TestDemoTeardown: SIGTERM ends the demo in order; kill -9 of the demo itself
 // leaves no orphan process or directory either (its reaper cleans up).
 func TestDemoTeardown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	t.Run("SIGTERM", func(t *testing.T) {
 		cmd, pids, dirs, out := startDemo(t)
 		start := time.Now()

@@ -7,12 +7,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pgleader/pgleader/internal/dbcheck"
+	"github.com/pgleader/pgleader/migrations"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/pgleader/pgleader/cmd/pgleader/internal/cli"
 	"github.com/pgleader/pgleader/collector"
-	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/operator"
 	"github.com/pgleader/pgleader/tui"
 )
@@ -217,7 +219,7 @@ func (a *app) topTarget(ctx context.Context, ts []cli.NamedTarget) (cli.Target, 
 	if ts == nil {
 		return a.checkedTarget(ctx)
 	}
-	return ts[0].Target, cli.ForTarget(ts[0].Name, election.CheckDatabase(ctx, ts[0].Config))
+	return ts[0].Target, cli.ForTarget(ts[0].Name, dbcheck.Database(ctx, ts[0].Config, migrations.Latest))
 }
 
 // topHandoverTimeout is how long a handover asked from the dashboard waits for

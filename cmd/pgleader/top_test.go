@@ -134,6 +134,7 @@ func waitLeader(t *testing.T, col *collector.Collector, scope string, after int6
 // TestTopSmokeTmux opens `pgleader top` in a real terminal (tmux), waits for the
 // leader to be on screen, quits with q and checks the terminal came back.
 func TestTopSmokeTmux(t *testing.T) {
+	pgtest.Slow(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if strings.EqualFold(getenv("CI"), "true") {
 			t.Fatal("tmux missing in CI: .ci/install-deps installs it")

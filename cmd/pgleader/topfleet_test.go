@@ -19,6 +19,7 @@ import (
 // reached — prints one merged view: the unreachable database as such, the
 // others' scopes with their database.
 func TestTopFleetOnce(t *testing.T) {
+	pgtest.Slow(t)
 	dsnA, _ := startNodes(t, "jobs", "n1")
 	dsnB, _ := startNodes(t, "jobs", "n1")
 	dir := t.TempDir()

@@ -34,6 +34,9 @@ const captureFile = "testdata/capture.hex"
 // message decodes again on its own. With -capture it stores the raw messages as
 // the seeds of FuzzDecode and the inputs of the truncation tests.
 func TestDecodeLiveMessages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	b := setup(t)
 	ctx := context.Background()
 	origin := "fuzz_origin_" + b.cfg.Database[len(b.cfg.Database)-8:]

@@ -81,4 +81,7 @@
 // return an error wrapping ErrDecode; the stream drops the rest of that transaction
 // and stays usable. Column values are the server's text representation (nil for SQL
 // NULL); converting them is the caller's business.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package logical

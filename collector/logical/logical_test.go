@@ -152,6 +152,7 @@ func (b bundle) confirmedFlush(t *testing.T, slot string) pglogrepl.LSN {
 }
 
 func TestTemporarySlot(t *testing.T) {
+	pgtest.Slow(t)
 	b := setup(t)
 	s := b.open(t, Config{})
 	if !strings.HasPrefix(s.Slot(), "pgleader_tmp_") {
@@ -310,6 +311,7 @@ func auditIDs(t *testing.T, s *Stream) []string {
 }
 
 func TestPermanentSlotResume(t *testing.T) {
+	pgtest.Slow(t)
 	for _, tc := range []struct {
 		name string
 		// end ends the first stream after 50 acked transactions.
@@ -389,6 +391,7 @@ func TestPermanentSlotResume(t *testing.T) {
 }
 
 func TestStatusUpdates(t *testing.T) {
+	pgtest.Slow(t)
 	b := setup(t)
 	const slot = "status_updates"
 	b.dropSlotAtEnd(t, slot)
@@ -423,6 +426,7 @@ func TestStatusUpdates(t *testing.T) {
 }
 
 func TestAvailable(t *testing.T) {
+	pgtest.Slow(t)
 	ctx := context.Background()
 	t.Run("Superuser", func(t *testing.T) {
 		b := setup(t)
@@ -505,6 +509,7 @@ func TestMigrationIdempotent(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	pgtest.Slow(t)
 	b := setup(t)
 	ctx := context.Background()
 	for _, tc := range []struct {

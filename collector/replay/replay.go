@@ -36,6 +36,9 @@
 //
 //	rows, err := collector.ReadHistory(ctx, conn, at, collector.ReplayWindow)
 //	snap := replay.New(rows).At(at)
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package replay
 
 import (

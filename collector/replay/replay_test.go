@@ -16,6 +16,7 @@ import (
 // transitions, and checks that a replay at each of those instants shows what
 // was true then.
 func TestReplay(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	admin := pgtest.Connect(t, dsn)
 	ctx := context.Background()

@@ -5,6 +5,9 @@
 // reach EOF without "done", kills the processes still alive and removes the
 // directories. Processes are identified by pid and start time, so a reused pid is
 // never killed.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package reaper
 
 import (

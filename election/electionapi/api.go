@@ -51,6 +51,9 @@
 // holds at most DefaultMaxConns connections and a Handler DefaultMaxStreams
 // streams; more are answered 503 at once, and slow or idle clients are cut off
 // (see Serve).
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package electionapi
 
 import (

@@ -68,6 +68,7 @@ func postResign(url string) (*http.Response, error) {
 }
 
 func TestHandler(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	a, stopA := start(t, fast(dsn, "api-a", "api-s"))
 	defer stopA()
@@ -252,6 +253,7 @@ func TestListenAbstractRefused(t *testing.T) {
 // wider than 0660, not for a moment: a watcher polls it while Listen runs,
 // many times over, and nothing Listen used is left beside it.
 func TestListenSocketNeverWider(t *testing.T) {
+	pgtest.Slow(t)
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := t.TempDir()
@@ -341,6 +343,7 @@ func do(t *testing.T, c *http.Client, method, url, host string, hdr map[string]s
 // listening address or a configured name, and changes state only for requests
 // that carry X-Pgleader and are not cross-site.
 func TestCrossSiteRefused(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	e, stop := start(t, fast(dsn, "xs-a", "xs"))
 	defer stop()
@@ -475,6 +478,7 @@ func rawGet(t *testing.T, addr, path string) (net.Conn, *bufio.Reader, int) {
 // streams beyond theirs too, and a connection that never finishes its request
 // is closed.
 func TestLimits(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	e, stop := start(t, fast(dsn, "lim-a", "lim"))
 	defer stop()
@@ -611,6 +615,7 @@ func (s *streamLines) next() map[string]any {
 // event per led scope with trust_remaining_ms computed when it is written;
 // when the gate closes, one more trust event says 0.
 func TestStreamTellsTrust(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	a, stopA := start(t, fast(dsn, "tr-a", "tr"))
 	defer stopA()
@@ -710,6 +715,7 @@ func TestStreamTellsTrust(t *testing.T) {
 // TestStreamOutlivesServerTimeouts: Serve bounds reading and writing a request
 // by 5 s each; a stream lifts them for itself and keeps going.
 func TestStreamOutlivesServerTimeouts(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	e, stop := start(t, fast(dsn, "long-a", "long"))
 	defer stop()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgleader/pgleader/election"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // Event is one line of /v1/transitions.
@@ -24,7 +25,7 @@ type Event struct {
 	// the line is written.
 	Role             election.Role `json:"role,omitempty"`
 	TrustRemainingMS *float64      `json:"trust_remaining_ms,omitempty"`
-	Missed           int           `json:"missed,omitempty"` // transitions dropped before this one (a slow reader)
+	Missed           int           `json:"missed,omitempty"` // engine events dropped before this one (a slow reader)
 }
 
 // Keepalive is the line /v1/transitions?format=ndjson sends every
@@ -42,34 +43,12 @@ const StreamInterval = 500 * time.Millisecond
 
 // released reasons end a term on request; every other reason is a loss.
 func released(r election.Reason) bool {
-	return r == election.ReasonResigned || r == election.ReasonShutdown || r == election.ReasonHandedOver
+	return r == protocol.ReasonResigned || r == protocol.ReasonShutdown || r == protocol.ReasonHandedOver
 }
 
 // streamWriteTimeout bounds each write of a stream: a client that stops
 // reading is dropped once the socket's buffers are full for that long.
 const streamWriteTimeout = 5 * time.Second
-
-// trustChanges reports, without blocking, that some term's trust changed: its
-// gate opened or closed, or a heartbeat extended or ended it.
-func trustChanges(e *election.Elector) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	remove := e.ObserveSync(election.ObserverFunc(func(ev election.Event) {
-		switch ev.Kind {
-		case election.EventHeartbeatOK, election.EventHeartbeatFailed:
-			if len(ev.Terms) == 0 {
-				return // a follower's heartbeat
-			}
-		case election.EventGateOpen, election.EventGateClosed, election.EventLost, election.EventResigned:
-		default:
-			return
-		}
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}))
-	return ch, remove
-}
 
 func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 	if n := h.streams.Add(1); n > int64(h.opt.MaxStreams) {
@@ -85,11 +64,41 @@ func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	ndjson := r.URL.Query().Get("format") == "ndjson" || strings.Contains(r.Header.Get("Accept"), "application/x-ndjson")
-	// Subscribe first, then send the current state: no transition falls between.
-	ch, cancel := h.e.Subscribe()
-	defer cancel()
-	changed, unobserve := trustChanges(h.e)
-	defer unobserve()
+	ctx := r.Context()
+	// Observe first, then send the current state: no transition falls between.
+	// The observer runs on a goroutine of its own (it cannot delay the engine)
+	// and hands the stream its transitions, and a wake-up when some term's trust
+	// changed (its gate opened or closed, a heartbeat extended or ended it); it
+	// waits for the stream, so a slow client makes the engine drop events for
+	// this stream alone, which the next transition reports (Missed).
+	transitions := make(chan election.Event)
+	changed := make(chan struct{}, 1)
+	quit := make(chan struct{}) // closed when the stream ends, before unobserve waits for the observer
+	var missed uint64           // the observer's goroutine alone
+	unobserve := h.e.Observe(func(ev election.Event) {
+		missed += ev.Dropped
+		switch ev.Kind {
+		case election.EventElected, election.EventRevoked, election.EventObserved:
+			ev.Dropped, missed = missed, 0
+			select {
+			case transitions <- ev:
+			case <-quit:
+			}
+			return
+		case election.EventHeartbeatOK, election.EventHeartbeatFailed:
+			if len(ev.Terms) == 0 {
+				return // a follower's heartbeat
+			}
+		case election.EventGateOpen, election.EventGateClosed, election.EventLost, election.EventResigned:
+		default:
+			return
+		}
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	defer func() { close(quit); unobserve() }()
 	if ndjson {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 	} else {
@@ -141,7 +150,6 @@ func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	draining := make(chan Event, 16)
-	ctx := r.Context()
 	tick := time.NewTicker(StreamInterval)
 	defer tick.Stop()
 	for {
@@ -149,6 +157,8 @@ func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-h.e.Done():
+			return // the Elector stopped
 		case <-tick.C:
 			if write("keepalive", Keepalive{Event: "keepalive", At: time.Now()}) != nil || sendTrust() != nil {
 				return
@@ -160,15 +170,12 @@ func (h *handler) transitions(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		case ev = <-draining:
-		case t, ok := <-ch:
-			if !ok {
-				return // the Elector stopped
-			}
-			ev = Event{Event: t.Kind.String(), Scope: t.Scope, Epoch: t.Epoch, Leader: t.Holder, At: t.At, Missed: t.Missed}
+		case t := <-transitions:
+			ev = Event{Event: string(t.Kind), Scope: t.Scope, Epoch: t.Epoch, Leader: t.Holder, At: t.Time, Missed: int(t.Dropped)}
 			switch t.Kind {
-			case election.Revoked:
+			case election.EventRevoked:
 				ev.Event, ev.Reason, ev.Lost = "ended", string(t.Reason), !released(t.Reason)
-			case election.Elected:
+			case election.EventElected:
 				// Draining is a moment within the term: watch the token for it.
 				go func(tok election.Token) {
 					select {

@@ -4,6 +4,9 @@
 // internal/eventlog, which knows nothing of the engine, so that whatever only
 // reads events files links no engine; this package is the one place where the
 // two meet.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package electionlog
 
 import (
@@ -14,17 +17,25 @@ import (
 )
 
 // Observer appends every event the Elector reports to w, as Records turns it into
-// lines. It is called synchronously from the engine's goroutines (register it
-// with ObserveSync, so the file records an event before the engine acts on it)
-// and costs one write(2) per event.
-func Observer(w *eventlog.Writer) election.Observer {
-	return election.ObserverFunc(func(ev election.Event) { w.Append(Records(ev)...) })
+// lines. Register it with election.Synchronous, so the file records an event
+// before the engine acts on it: e.Observe(electionlog.Observer(w),
+// election.Synchronous()). It costs one write(2) per event that has lines.
+func Observer(w *eventlog.Writer) func(election.Event) {
+	return func(ev election.Event) {
+		if rs := Records(ev); len(rs) > 0 {
+			w.Append(rs...)
+		}
+	}
 }
 
 // Records converts an engine event to its lines: one, or for a heartbeat one per
 // term of the round trip (a failed heartbeat of a node that led nothing: one line
-// without a scope; a successful one: none).
+// without a scope; a successful one: none). elected and revoked, a service's
+// view of gates and terms the file records already, have none.
 func Records(ev election.Event) []eventlog.Record {
+	if ev.Kind == election.EventElected || ev.Kind == election.EventRevoked {
+		return nil
+	}
 	r := eventlog.Record{
 		MonoNS:           ev.MonoNS,
 		Time:             ev.Time.UTC().Format(time.RFC3339Nano),

@@ -3,6 +3,7 @@ package electionlog_test
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // open opens an events file whose Observer the test feeds.
-func open(t *testing.T) (*eventlog.Writer, election.Observer, string) {
+func open(t *testing.T) (*eventlog.Writer, func(election.Event), string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	w, err := eventlog.Open(path, "n1")
@@ -37,18 +38,25 @@ func TestObserver(t *testing.T) {
 			{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 200, Time: at,
 				TrustUntilMonoNS: 1_500_000_200, Latency: 300 * time.Microsecond,
 				Terms: []election.TermRef{{Scope: "billing", Epoch: 7}}},
+			// A service's view of the term: no lines of the file.
+			{Kind: election.EventElected, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 250, Time: at, Holder: "n1"},
 			{Kind: election.EventGateClosed, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 300, Time: at, Reason: "shutdown"},
+			{Kind: election.EventRevoked, Scope: "billing", Node: "n1", Epoch: 7, MonoNS: 301, Time: at, Holder: "n1", Reason: "shutdown"},
 			{Kind: election.EventObserved, Scope: "billing", Node: "n1", Epoch: 8, MonoNS: 400, Time: at, Holder: "n2"},
 			{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 500, Time: at, Reason: "heartbeat_timeout",
 				Err: errors.New("heartbeat took 120ms, timeout is 100ms")}, // no scope led
 		}
 		for _, ev := range events {
-			obs.Observe(ev)
+			obs(ev)
 		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
 		got := pgtest.JSONLines(t, path)
+		// elected and revoked have no lines.
+		events = slices.DeleteFunc(events, func(ev election.Event) bool {
+			return ev.Kind == election.EventElected || ev.Kind == election.EventRevoked
+		})
 		if len(got) != len(events) {
 			t.Fatalf("got %d lines, want %d", len(got), len(events))
 		}
@@ -93,9 +101,9 @@ func TestObserver(t *testing.T) {
 	t.Run("HeartbeatPerTerm", func(t *testing.T) {
 		w, obs, path := open(t)
 		terms := []election.TermRef{{Scope: "a", Epoch: 3}, {Scope: "b", Epoch: 9}}
-		obs.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 10, TrustUntilMonoNS: 99, Terms: terms})
-		obs.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 11, TrustUntilMonoNS: 100})
-		obs.Observe(election.Event{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 12, Reason: "lost_connection", Terms: terms})
+		obs(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 10, TrustUntilMonoNS: 99, Terms: terms})
+		obs(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 11, TrustUntilMonoNS: 100})
+		obs(election.Event{Kind: election.EventHeartbeatFailed, Node: "n1", MonoNS: 12, Reason: "lost_connection", Terms: terms})
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -119,8 +127,8 @@ func TestObserver(t *testing.T) {
 		w, obs, path := open(t)
 		w.OmitHeartbeats()
 		terms := []election.TermRef{{Scope: "a", Epoch: 3}}
-		obs.Observe(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 10, TrustUntilMonoNS: 99, Terms: terms})
-		obs.Observe(election.Event{Kind: election.EventGateClosed, Scope: "a", Node: "n1", Epoch: 3, MonoNS: 11, Reason: "shutdown"})
+		obs(election.Event{Kind: election.EventHeartbeatOK, Node: "n1", MonoNS: 10, TrustUntilMonoNS: 99, Terms: terms})
+		obs(election.Event{Kind: election.EventGateClosed, Scope: "a", Node: "n1", Epoch: 3, MonoNS: 11, Reason: "shutdown"})
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}

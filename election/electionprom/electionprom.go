@@ -116,7 +116,7 @@ func Register(reg prometheus.Registerer, e *election.Elector) (*Metrics, error) 
 	// Synchronous: an update is a few atomic adds (no I/O, no lock held long),
 	// and the metrics then agree with the API: once Resign has returned, the
 	// loss is counted and is_leader is 0.
-	m.unwatch = e.ObserveSync(election.ObserverFunc(m.observe))
+	m.unwatch = e.Observe(m.observe, election.Synchronous())
 	return m, nil
 }
 

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // TestLive runs a real Elector against PostgreSQL: lead, resign,
 // lead again, shut down.
 func TestLive(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel()
 	dsn := pgtest.MigratedDSN(t)
 	reg := prometheus.NewPedanticRegistry()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/internal/termsafe"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 // sample returns the value of the sample of name whose labels include the given
@@ -64,7 +65,7 @@ func expect(t testing.TB, g prometheus.Gatherer, v float64, name string, labels 
 // hand.
 func standalone(t testing.TB, scopes ...string) *election.Elector {
 	t.Helper()
-	e, err := election.New(election.Config{Standalone: true, NodeID: "node-1", Scopes: scopes,
+	e, err := election.New(election.Config{Mode: election.ModeStandalone, NodeID: "node-1", Scopes: scopes,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -97,10 +98,10 @@ func TestObserve(t *testing.T) {
 		expect(t, reg, 0, "pgleader_is_leader", "scope", "billing") // acquired: gate still closed
 		ev(election.EventGateOpen, "billing", 5, "")
 		expect(t, reg, 1, "pgleader_is_leader", "scope", "billing")
-		ev(election.EventGateClosed, "billing", 5, election.ReasonTrustExpired)
+		ev(election.EventGateClosed, "billing", 5, protocol.ReasonTrustExpired)
 		expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
 		ev(election.EventGateOpen, "billing", 5, "")
-		ev(election.EventLost, "billing", 5, election.ReasonHeartbeatTimeout)
+		ev(election.EventLost, "billing", 5, protocol.ReasonHeartbeatTimeout)
 		expect(t, reg, 0, "pgleader_is_leader", "scope", "billing")
 		expect(t, reg, 1, "pgleader_losses_total", "scope", "billing", "reason", "heartbeat_timeout")
 		ev(election.EventObserved, "billing", 6, "")
@@ -108,9 +109,9 @@ func TestObserve(t *testing.T) {
 	})
 
 	t.Run("Reasons", func(t *testing.T) {
-		ev(election.EventResigned, "reports", 1, election.ReasonResigned)
-		ev(election.EventResigned, "reports", 2, election.ReasonShutdown)
-		ev(election.EventResigned, "reports", 3, election.ReasonHandedOver)
+		ev(election.EventResigned, "reports", 1, protocol.ReasonResigned)
+		ev(election.EventResigned, "reports", 2, protocol.ReasonShutdown)
+		ev(election.EventResigned, "reports", 3, protocol.ReasonHandedOver)
 		ev(election.EventLost, "reports", 4, "a reason no engine reports today")
 		ev(election.EventLost, "reports", 5, "")
 		expect(t, reg, 1, "pgleader_losses_total", "scope", "reports", "reason", "resigned")
@@ -134,10 +135,10 @@ func TestObserve(t *testing.T) {
 		// a node that led nothing counts it without a scope. The last successful
 		// heartbeat's time stays.
 		m.observe(election.Event{Kind: election.EventHeartbeatFailed, Time: at.Add(2 * time.Second), Latency: 120 * time.Millisecond,
-			Reason: election.ReasonHeartbeatTimeout, Err: errors.New("heartbeat took 120ms, timeout is 100ms"),
+			Reason: protocol.ReasonHeartbeatTimeout, Err: errors.New("heartbeat took 120ms, timeout is 100ms"),
 			Terms: []election.TermRef{{Scope: "billing", Epoch: 5}, {Scope: "reports", Epoch: 5}}})
 		m.observe(election.Event{Kind: election.EventHeartbeatFailed, Time: at.Add(3 * time.Second), Latency: time.Millisecond,
-			Reason: election.ReasonLostConnection})
+			Reason: protocol.ReasonLostConnection})
 		expect(t, reg, 4, "pgleader_heartbeat_duration_seconds")
 		expect(t, reg, 1, "pgleader_heartbeat_failures_total", "scope", "billing")
 		expect(t, reg, 1, "pgleader_heartbeat_failures_total", "scope", "reports")
@@ -200,7 +201,7 @@ func TestHostileLabels(t *testing.T) {
 	}
 	const payload = "\x1b[2J\x1b]0;owned\x07\u202e"
 	for _, k := range []election.EventKind{election.EventAcquired, election.EventGateOpen, election.EventLost} {
-		m.observe(election.Event{Kind: k, Scope: "billing" + payload, Epoch: 1, Reason: election.ReasonEvicted, Time: time.Now()})
+		m.observe(election.Event{Kind: k, Scope: "billing" + payload, Epoch: 1, Reason: protocol.ReasonEvicted, Time: time.Now()})
 	}
 	m.observe(election.Event{Kind: election.EventHeartbeatFailed, Time: time.Now(), Terms: []election.TermRef{{Scope: "billing" + payload}}})
 	var b strings.Builder

@@ -1,13 +1,13 @@
 // Package electiontest gives a service's own unit tests an Elector that leads
 // when the test says so: no PostgreSQL, no timing, no randomness. The code under
-// test gets a real *election.Elector (Scope, Require, Do, Lead, Await, Subscribe,
+// test gets a real *election.Elector (Scope, Require, Do, Lead, Await, Observe,
 // Fence, FencedTx, Health all work), and the test drives its terms with a
 // Controller:
 //
 //	e, ctl := electiontest.New(t, election.Config{Scopes: []string{"billing"}})
 //	go service.Run(ctx, e)                 // calls e.Start, Scope.Lead, …
 //	ctl.Lead("billing")                    // this node wins epoch 1: Lead's function runs
-//	ctl.Lose("billing", election.ReasonLostConnection) // its context is cancelled
+//	ctl.Lose("billing", protocol.ReasonLostConnection) // its context is cancelled
 //	ctl.Elsewhere("billing", "node-2")     // another node leads epoch 2: old tokens are fenced
 //
 // Fence and FencedTx check the token's epoch in memory (ErrFenced once another
@@ -21,7 +21,6 @@ package electiontest
 
 import (
 	"testing"
-	_ "unsafe" // go:linkname
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/election/internal/manual"
@@ -33,7 +32,7 @@ type Controller struct {
 	d manual.Driver
 }
 
-// New returns an Elector for cfg (DSN, ConnConfig and Standalone are ignored; no
+// New returns an Elector for cfg (DSN, ConnConfig and Mode are ignored; no
 // database is used) and its Controller. A Config that Validate refuses fails the
 // test. The Elector leads nothing until Lead is called, which needs it started
 // (Elector.Start).
@@ -46,16 +45,19 @@ func New(t testing.TB, cfg election.Config) (*election.Elector, *Controller) {
 	return e, &Controller{t: t, d: d}
 }
 
-// newManual is the engine's constructor of a manual Elector (election's
-// mode_manual.go, which marks it for this linkname). The signatures must match:
-// the linker does not compare them.
-//
-//go:linkname newManual github.com/pgleader/pgleader/election.newManual
-func newManual(cfg election.Config) (*election.Elector, manual.Driver, error)
+// newManual is the engine's constructor of a manual Elector, reached through
+// election/internal/manual (the engine sets manual.New when it is initialised).
+func newManual(cfg election.Config) (*election.Elector, manual.Driver, error) {
+	e, d, err := manual.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.(*election.Elector), d, nil
+}
 
 // Lead makes this node the scope's leader at the next epoch, with its gate open:
-// Await and Lead callers proceed, Require succeeds, an Elected transition is
-// published. It fails the test if the scope is unknown, this node leads it
+// Await and Lead callers proceed, Require succeeds, an elected event is
+// emitted. It fails the test if the scope is unknown, this node leads it
 // already, or the Elector was not started or has stopped.
 func (c *Controller) Lead(scope string) {
 	c.t.Helper()
@@ -67,7 +69,7 @@ func (c *Controller) Lead(scope string) {
 // Lose ends this node's term of the scope without a clean release, as a lost
 // connection or a missed heartbeat would: the gate closes at once, the contexts
 // of Do and Lead are cancelled with a *election.LostError carrying reason, and a
-// Revoked transition is published. It fails the test if this node does not lead
+// revoked event is emitted. It fails the test if this node does not lead
 // the scope.
 func (c *Controller) Lose(scope string, reason election.Reason) {
 	c.t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgleader/pgleader/election"
 	"github.com/pgleader/pgleader/election/electiontest"
+	"github.com/pgleader/pgleader/protocol"
 )
 
 func config(scopes ...string) election.Config {
@@ -61,16 +62,16 @@ func TestLead(t *testing.T) {
 		}
 		ctl.Lead("billing")
 		synctest.Wait()
-		ctl.Lose("billing", election.ReasonLostConnection)
+		ctl.Lose("billing", protocol.ReasonLostConnection)
 		c := <-calls
 		var lost *election.LostError
-		if c.epoch != 1 || !errors.As(c.cause, &lost) || lost.Reason != election.ReasonLostConnection || lost.Epoch != 1 {
+		if c.epoch != 1 || !errors.As(c.cause, &lost) || lost.Reason != protocol.ReasonLostConnection || lost.Epoch != 1 {
 			t.Fatalf("first call: epoch %d, cause %v; want epoch 1, a LostError for lost_connection", c.epoch, c.cause)
 		}
 		ctl.Elsewhere("billing", "node-2") // epoch 2 elsewhere
 		ctl.Lead("billing")                // epoch 3 here
 		synctest.Wait()
-		ctl.Lose("billing", election.ReasonEvicted)
+		ctl.Lose("billing", protocol.ReasonEvicted)
 		if c := <-calls; c.epoch != 3 || !errors.Is(c.cause, election.ErrLeadershipLost) {
 			t.Fatalf("second call: %+v, want epoch 3 ended by lost leadership", c)
 		}
@@ -115,10 +116,10 @@ func TestLeadReturns(t *testing.T) {
 			t.Fatalf("fn ran %d times in one term after returning nil, want 1", len(epochs))
 		}
 		mu.Unlock()
-		ctl.Lose("billing", election.ReasonHeartbeatTimeout)
+		ctl.Lose("billing", protocol.ReasonHeartbeatTimeout)
 		ctl.Lead("billing")
 		synctest.Wait()
-		ctl.Lose("billing", election.ReasonHeartbeatTimeout)
+		ctl.Lose("billing", protocol.ReasonHeartbeatTimeout)
 		synctest.Wait()
 		select {
 		case err := <-done:
@@ -259,7 +260,7 @@ func TestAwait(t *testing.T) {
 		if s.GateBlocked() != 0 {
 			t.Fatalf("Await counted %d refusals", s.GateBlocked())
 		}
-		ctl.Lose("billing", election.ReasonLostConnection)
+		ctl.Lose("billing", protocol.ReasonLostConnection)
 		cancelRun()
 		if err := e.Wait(); err != nil {
 			t.Fatal(err)
@@ -296,25 +297,30 @@ func TestFence(t *testing.T) {
 	})
 }
 
-// TestTransitionsAndResign: transitions carry the term's token; Resign releases
-// cleanly (resigned).
+// TestTransitionsAndResign: elected and revoked carry the term's token; Resign
+// releases cleanly (resigned).
 func TestTransitionsAndResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, ctl := electiontest.New(t, config("billing"))
-		trs, stop := e.Subscribe()
+		trs := make(chan election.Event, 8)
+		stop := e.Observe(func(ev election.Event) {
+			if ev.Kind == election.EventElected || ev.Kind == election.EventRevoked {
+				trs <- ev
+			}
+		})
 		defer stop()
 		start(t, e)
 		ctl.Lead("billing")
 		el := <-trs
-		if el.Kind != election.Elected || el.Token.Epoch != 1 || !el.Token.Valid() {
-			t.Fatalf("first transition %+v, want Elected with a valid token", el)
+		if el.Kind != election.EventElected || el.Token.Epoch != 1 || !el.Token.Valid() {
+			t.Fatalf("first event %+v, want elected with a valid token", el)
 		}
 		if err := e.Scope("billing").Resign(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		rv := <-trs
-		if rv.Kind != election.Revoked || rv.Reason != election.ReasonResigned || rv.Token.Valid() {
-			t.Fatalf("second transition %+v, want Revoked (resigned) with an ended token", rv)
+		if rv.Kind != election.EventRevoked || rv.Reason != protocol.ReasonResigned || rv.Token.Valid() {
+			t.Fatalf("second event %+v, want revoked (resigned) with an ended token", rv)
 		}
 		h := e.Health()
 		if !h.Healthy || len(h.Scopes) != 1 || h.Scopes[0].Role != election.RoleFollower {

@@ -145,6 +145,7 @@ func (h *hosts) runs(t *testing.T, scope string) []string {
 // TestNightly fires three hosts' cron for the nightly job at slightly different
 // times, as the README sets it up.
 func TestNightly(t *testing.T) {
+	pgtest.Slow(t)
 	h := setup(t)
 
 	// host1's cron fires first and its job runs long; host2's fires while it

@@ -33,6 +33,7 @@ type request struct {
 // on-marked-down shutdown-sessions bound it; the test asserts stallBound, and
 // that every submission was executed exactly once.
 func TestHAProxyDeadReplica(t *testing.T) {
+	pgtest.Slow(t)
 	x := start(t)
 	first, l1 := x.settle()
 

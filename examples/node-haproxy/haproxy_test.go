@@ -208,6 +208,7 @@ func (x *example) settle() (*replica, pgrun.Leader) {
 // asserts (b) within lease + inter×fall + inter×rise + 1 s, and that every
 // submission was executed exactly once.
 func TestHAProxyFollowsTheLeader(t *testing.T) {
+	pgtest.Slow(t)
 	x := start(t)
 	ctx := context.Background()
 	first, l1 := x.settle()

@@ -67,6 +67,7 @@ func readEffects(t *testing.T, path string) []effect {
 // lies inside an open gate of its own node under the same epoch, and that every
 // fenced write belongs to its writer's term.
 func TestOnlyTheLeaderActs(t *testing.T) {
+	pgtest.Slow(t)
 	python := pgrun.Python(t)
 	dsn := pgtest.MigratedDSN(t)
 	ctx := context.Background()

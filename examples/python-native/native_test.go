@@ -93,6 +93,7 @@ func check(t *testing.T, o conformance.Options) {
 // (docs/protocol.md §16: what a client may skip), the faults where those
 // matter: it stays safe and takes over in both directions, only later.
 func TestConformance(t *testing.T) {
+	pgtest.Slow(t)
 	client := needPython(t)
 	o := server(t)
 	t.Run("Full", func(t *testing.T) {
@@ -111,6 +112,7 @@ func TestConformance(t *testing.T) {
 // TestBadInput: one line naming the problem and the fix, exit 2, before
 // anything starts.
 func TestBadInput(t *testing.T) {
+	pgtest.Slow(t)
 	client := needPython(t)
 	dsn := pgtest.MigratedDSN(t)
 	for _, tc := range []struct {

@@ -39,6 +39,7 @@ type node struct {
 // that a write with the old epoch is refused (PLF01) and never committed after
 // the takeover.
 func TestTakeoverFencesTheOldEpoch(t *testing.T) {
+	pgtest.Slow(t)
 	pgrun.Need(t, "install Debian's python3 (.ci/install-deps)", python)
 	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
 		pgrun.Missing(t, "psycopg2 missing for "+python+": apt-get install -y python3-psycopg2 (.ci/install-deps): "+strings.TrimSpace(string(out)))

@@ -19,6 +19,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // it: kill -9 of the leader hands the work to the other; SIGTERM of a leader
 // exits 0 after handing over; every epoch's writes come from one process.
 func TestHandover(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	bin := replica.Build(t)
 	conn, err := pgx.Connect(context.Background(), dsn)

@@ -37,6 +37,7 @@ func submitThrough(r *replica.Replica, payload, delay string) error {
 // later), and checks that every submission ran exactly once, under the epoch
 // that marked it done.
 func TestExactlyOnceAcrossLeaderKill(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	bin := replica.Build(t)
 	conn, err := pgx.Connect(context.Background(), dsn)

@@ -29,6 +29,9 @@
 // highest (two exporters see a change in different windows). changes() and
 // increase() over $__rate_interval counted each event in every overlapping
 // window.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package dashboard
 
 //go:generate go run ./gen -o ../pgleader-dashboard.json

@@ -212,6 +212,7 @@ func runCollector(t *testing.T, c *collector.Collector) {
 // refused under the old epoch, a squatter on a scope's lock, a node stopped.
 // A second database whose collector cannot connect shows as down.
 func TestDashboardQueriesLive(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel()
 	promtest.Binary(t)
 	ctx := context.Background()

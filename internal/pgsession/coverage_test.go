@@ -45,7 +45,7 @@ var reviewed = map[string]struct {
 	"lab/pgserver/server.go":         {2, "the server's own start-up and admin"},
 	"lab/pgserver/standby.go":        {2, "the server's own start-up and admin"},
 	// Tests' own sessions, on the throwaway servers they start.
-	"lab/pgtest/testing.go": {1, "test helper (Connect), for a test's own statements"},
+	"lab/pgtest/testing.go": {2, "test helper (Connect), for a test's own statements; the admin session that drops a test database"},
 }
 
 // TestEveryConnectionReviewed: every connection the module opens outside tests

@@ -8,7 +8,7 @@
 // forge lines and rows, TAB forges TSV columns, and the Unicode bidirectional
 // controls reorder what the operator reads. Every view that renders such a string
 // passes it through [String] first; the engine refuses the same characters in the
-// names it accepts (election.ValidateScopeName), with [Unsafe] as the one
+// names it accepts (names.Scope), with [Unsafe] as the one
 // definition of them, and refuses the invisible format characters (Unicode Cf)
 // there too.
 //
@@ -36,7 +36,7 @@ import (
 // Other invisible characters (zero-width space and joiner) are left alone here:
 // they make two names look alike but cannot rewrite the screen or a row, and the
 // joiner is part of many scripts and emoji (names that pgleader accepts hold
-// none: election.ValidateScopeName refuses them).
+// none: names.Scope refuses them).
 func Unsafe(r rune) bool {
 	switch {
 	case r < 0x20, r >= 0x7f && r <= 0x9f:

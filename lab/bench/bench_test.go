@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +49,7 @@ func setup(t *testing.T) string {
 // are: figures belong in the benchmark's output, not in pass/fail.
 
 func TestFailoverLimit(t *testing.T) {
+	pgtest.Slow(t)
 	tests := []struct {
 		name      string
 		scenarios []string
@@ -117,6 +119,7 @@ func TestFailoverLimit(t *testing.T) {
 // (kill → the leader's locks freed, freed → the successor's gate open), and the
 // first part is set beside the limit like a failover figure.
 func TestFailoverSplit(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -157,6 +160,7 @@ func TestFailoverSplit(t *testing.T) {
 // are checked against the bounds the timing sets (not the lock's limit), the
 // terminate scenario is skipped saying why, and the idle load has its target.
 func TestFailoverLease(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -195,6 +199,7 @@ func TestFailoverLease(t *testing.T) {
 }
 
 func TestScale(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -253,6 +258,7 @@ func TestScale(t *testing.T) {
 // together, and that no child outlived its killed supervisor (that one is a
 // correctness check, not a timing).
 func TestRunSupervised(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := setup(t)
 	rep, err := bench.RunSupervised(context.Background(), bench.RunOptions{Bin: binary, DSN: dsn, Dir: t.TempDir(), N: 2})
 	if err != nil {
@@ -269,6 +275,33 @@ func TestRunSupervised(t *testing.T) {
 	for i := range rep.RunFailover.Samples {
 		if rep.RunFailover.Samples[i] < rep.RunGate.Samples[i] {
 			t.Errorf("sample %d: the child started (%.2f ms) before the gate opened (%.2f ms)", i, rep.RunFailover.Samples[i], rep.RunGate.Samples[i])
+		}
+	}
+}
+
+// TestDashboardLatency: `pgleader bench dashboard` drives pgleader top in tmux
+// with leadership changes made as a node's session makes them (registered on
+// that session, as the schema's caller proofs require), and each one reaches
+// the screen.
+func TestDashboardLatency(t *testing.T) {
+	pgtest.Slow(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is missing: .ci/install-deps installs it")
+		}
+		t.Skip("needs tmux")
+	}
+	dsn := setup(t)
+	res, err := bench.DashboardLatency(context.Background(), binary, dsn, 2, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.CommitToScreen) != 2 {
+		t.Fatalf("%d changes timed, want 2", len(res.CommitToScreen))
+	}
+	for i, d := range res.CommitToScreen {
+		if d <= 0 {
+			t.Errorf("change %d: %v from commit to screen", i+1, d)
 		}
 	}
 }

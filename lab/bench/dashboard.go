@@ -59,6 +59,11 @@ func DashboardLatency(ctx context.Context, bin, dsn string, n int, logf func(str
 	for i := range n {
 		node := fmt.Sprintf("screen-%03d", i+1)
 		row := regexp.MustCompile(`(?m)^\S?\s*` + scope + `\s.*\s` + node + `\s`)
+		// A claim is made only by the session that registered its node.
+		if _, err := conn.Exec(ctx, `SELECT pgleader.register_node($1, 'bench', 1, 'bench', ARRAY[$2::text], 500, 1500, 2000, 0, 0)`,
+			node, scope); err != nil {
+			return res, fmt.Errorf("register %s: %w", node, err)
+		}
 		var acquired bool
 		var epoch int64
 		err := conn.QueryRow(ctx, claimSQL,

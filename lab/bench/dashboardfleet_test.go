@@ -13,6 +13,7 @@ import (
 // databases of 20 scopes over 3 nodes, two refreshes 50 ms apart — and checks
 // that it measured one database, then both.
 func TestDashboardFleet(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

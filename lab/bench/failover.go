@@ -94,7 +94,7 @@ var scenarioFaults = map[string]fault.Fault{
 }
 
 // HandoverTarget bounds a targeted handover, `pgleader handover` started → the
-// target's gate open, at its p99 (issue's absolute target; the limit ratio is
+// target's gate open, at its p99 (an absolute target; the limit ratio is
 // reported beside it).
 const HandoverTarget = 50 * time.Millisecond
 

@@ -18,6 +18,7 @@ import (
 // databases has twice the series of one, the forged leaders are live, and Close
 // drops the databases it created.
 func TestFleetScrape(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.DSN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

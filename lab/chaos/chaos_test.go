@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 // few seconds each (`make chaos` runs all of them for longer). Every scenario must
 // pass H1–H5 with zero gate overlap and leave its footprint.
 func TestShortProfile(t *testing.T) {
+	pgtest.Slow(t)
 	srv := pgtest.NewServer(t)
 	ctx := context.Background()
 	if err := srv.CreateDatabase(ctx, "chaos"); err != nil {
@@ -100,6 +101,7 @@ func TestShortProfile(t *testing.T) {
 // zero overlap as in lock mode; a scenario without meaning in lease mode is
 // skipped, saying why.
 func TestLeaseProfile(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.MigratedDSN(t)
 	var progress strings.Builder
 	rs, err := chaos.Run(context.Background(), chaos.Options{Bin: binary, DSN: dsn, Dir: t.TempDir(), Seed: 1, Mode: "lease",
@@ -117,6 +119,7 @@ func TestLeaseProfile(t *testing.T) {
 // is `pgleader run` with a child doing the fenced writes; H1–H5, zero gate
 // overlap, and the children's checks (exits recorded, no two at once, no orphan).
 func TestSupervisedProfile(t *testing.T) {
+	pgtest.Slow(t)
 	srv := pgtest.NewServer(t)
 	ctx := context.Background()
 	if err := srv.CreateDatabase(ctx, "chaosrun"); err != nil {
@@ -197,6 +200,7 @@ func checkProfile(t *testing.T, rs []chaos.Result, progress *strings.Builder, n 
 // workload forgets to fence, under the pause-between-check-and-write fault, get
 // their stale writes accepted, and the run must fail with H3 violations.
 func TestCatchesUnfencedWrites(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.DSN(t)
 	cfg, _ := pgx.ParseConfig(dsn)
 	if _, err := migrate.Up(context.Background(), cfg, nil); err != nil {

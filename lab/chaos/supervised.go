@@ -12,7 +12,7 @@ import (
 )
 
 // supervisedScenarios run with Options.Supervised: the process and database
-// faults of issue 28 (kill -9, SIGTERM, resign, handover, SIGSTOP, terminate,
+// faults a supervised command must ride out (kill -9, SIGTERM, resign, handover, SIGSTOP, terminate,
 // PostgreSQL restart and failover).
 var supervisedScenarios = []string{"kill9", "sigterm", "resign", "handover", "stop-long", "terminate",
 	"pg-immediate", "pg-fast", "pg-failover-sync"}

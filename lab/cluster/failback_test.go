@@ -22,6 +22,9 @@ const failbackAfter = time.Second
 // again; an operator's handover away from it is not undone. The fenced workload runs throughout and the history is checked. In lock
 // mode, and in lease mode through PgBouncer.
 func TestPreferredFailsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	t.Run("lock", func(t *testing.T) { c, dsn := setup(t, 0); failsBack(t, c, dsn) })
 	t.Run("lease", func(t *testing.T) { c, dsn := setupLease(t, 0); failsBack(t, c, dsn) })
 }

@@ -195,6 +195,7 @@ func checkHistory(t *testing.T, c *cluster.Cluster, dsn string) {
 }
 
 func TestKillLeader(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	killRounds(t, c, 3, nil)
 	checkHistory(t, c, dsn)
@@ -226,6 +227,7 @@ func killRounds(t *testing.T, c *cluster.Cluster, rounds int, opened func(old *c
 }
 
 func TestFrozenLeader(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	freezeAndThaw(t, c, dsn)
 	checkHistory(t, c, dsn)
@@ -323,6 +325,7 @@ func TestSIGTERMHandsOver(t *testing.T) {
 }
 
 func TestTerminatedBackend(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	for round := range 3 {
 		old, epoch := leader(t, c)
@@ -349,6 +352,7 @@ func TestTerminatedBackend(t *testing.T) {
 // follower takes over, and after SIGCONT the old leader's write reaches the
 // database under its old epoch: the fence refuses it.
 func TestStaleWriteRejectedAfterThaw(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 0)
 	old, err := c.Start("n1", "--test-pause-before-write", "300ms")
 	if err != nil {

@@ -39,6 +39,7 @@ var newEpoch = regexp.MustCompile(`now leads s at epoch (\d+)`)
 // gate closes before the new one opens, and no write of an old epoch commits
 // after the new claim (checkHistory).
 func TestHandoverToEachFollower(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	handoverRounds(t, c, dsn, 4)
 	checkHistory(t, c, dsn)
@@ -120,6 +121,7 @@ func TestHandoverRefused(t *testing.T) {
 // killed: the handover fails (another node took over) and the scope is led again
 // within one ordinary failover of the kill, not after the handover's timeout.
 func TestHandoverTargetDies(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 3)
 	old, epoch := leader(t, c)
 	var target *cluster.Node
@@ -173,6 +175,7 @@ func TestHandoverTargetDies(t *testing.T) {
 // TestPriorityWinsUnderKill: with priorities 3, 2, 1, after every kill -9 of the
 // leader the live candidate of highest priority leads next, every time.
 func TestPriorityWinsUnderKill(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 0)
 	prio := map[string]int{"p1": 1, "p2": 2, "p3": 3}
 	for _, id := range []string{"p1", "p2", "p3"} { // the lowest first: it leads first
@@ -216,6 +219,7 @@ func TestPriorityWinsUnderKill(t *testing.T) {
 // TestPriorityZeroNeverLeads: an observer of priority 0 stays a follower even
 // when it is the last node; a candidate that joins leads at once.
 func TestPriorityZeroNeverLeads(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setup(t, 0)
 	if _, err := c.Start("observer", "--priority", "0"); err != nil {
 		t.Fatal(err)
@@ -297,6 +301,7 @@ func queryRow(t *testing.T, dsn, sql string, args []any, dst ...any) {
 // Measured from B's release, not the command: each command also waits for the
 // leader's drain of the fenced workload.
 func TestHandoverBackAtOnce(t *testing.T) {
+	pgtest.Slow(t)
 	args := []string{"--heartbeat-interval", "1s", "--heartbeat-timeout", "200ms",
 		"--trust-window", "1500ms", "--session-lease", "2s", "--drain-timeout", "1s", "--work-interval", "20ms"}
 	dsn := pgtest.DSN(t)

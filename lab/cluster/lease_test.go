@@ -31,6 +31,7 @@ func setupLease(t *testing.T, nodes int) (*cluster.Cluster, string) {
 // rule — never before its trust ran out: nothing tells a follower that the
 // process is dead, so it waits out the lease whether the holder died or froze.
 func TestLeaseKillLeader(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setupLease(t, 3)
 	killRounds(t, c, 3, func(old *cluster.Node, killed int64, next eventlog.Record) {
 		trust := lastTrust(c, old.ID, killed)
@@ -44,6 +45,7 @@ func TestLeaseKillLeader(t *testing.T) {
 }
 
 func TestLeaseFrozenLeader(t *testing.T) {
+	pgtest.Slow(t)
 	c, dsn := setupLease(t, 3)
 	freezeAndThaw(t, c, dsn)
 	checkHistory(t, c, dsn)
@@ -84,6 +86,7 @@ func TestLeaseHandover(t *testing.T) {
 // docs/poolers.md recommends: failover at lock-mode speed, every write fenced
 // through the pooler, the history clean.
 func TestSplitModeKillLeader(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.DSN(t)
 	via := pgtest.NewBouncer(t, dsn, "transaction")
 	c := startCluster(t, 3, dsn, via, append(slices.Clone(nodeArgs), "--leader-dsn", dsn))

@@ -43,6 +43,7 @@ func selfTemplate(t *testing.T, extra string) Template {
 // exercise each direction of takeover and the predecessor wait: it must pass.
 // (pgleader-lab conformance --self-check runs all of them.)
 func TestSelfCheck(t *testing.T) {
+	pgtest.Slow(t)
 	var progress strings.Builder
 	rep, err := Run(context.Background(), Options{Bin: binary, Node: selfTemplate(t, ""), DSN: pgtest.MigratedDSN(t),
 		Dir: t.TempDir(), Seed: 1, Rounds: 1, Faults: []string{"kill9", "handover-to", "frozen-to-foreign"}, Progress: &progress})
@@ -65,6 +66,7 @@ func TestSelfCheck(t *testing.T) {
 // hooks): frozen there past its lease, its write lands in its successor's
 // term. The kit must fail it, naming H3.
 func TestCatchesAnUnfencedNode(t *testing.T) {
+	pgtest.Slow(t)
 	rep, err := Run(context.Background(), Options{Bin: binary, DSN: pgtest.MigratedDSN(t), Dir: t.TempDir(), Seed: 2, Rounds: 1,
 		Node: selfTemplate(t, "--test-unsafe-skip-fence --test-pause-before-write 250ms"), Faults: []string{"stop"}})
 	if err != nil {

@@ -67,23 +67,23 @@ func Checks() []Check {
 			Search: Liveness, Want: "liveness",
 			About: "end_fenced as it was before §8.3's fix: writers that keep fencing with a dead term's epoch keep every claim busy"},
 
-		{Name: "finding/lease-fenced-off-term-renewed", Model: "lease.pml", Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS"},
+		{Name: "mutation/lease-renews-fenced-off", Model: "lease.pml", Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS", "MUT_RENEW_FENCED_OFF"},
 			Search: Liveness, Want: "liveness",
-			About: "lease mode: end_fenced fences off the term of a frozen holder, which resumes and renews it: it leads for good, and fence refuses every write"},
-		{Name: "finding/arm-threshold-spends-safety-gap", Model: "lock.pml",
-			Defines: []string{"MAXF=4", "NO_CRASH", "NO_RESTART", "NO_PROMOTE", "NO_HANDOVER"}, Search: FirstFound, Want: "S5",
+			About: "lease_heartbeat as it was before §8.4's fix: end_fenced fences off the term of a frozen holder, which resumes and renews it: it leads for good, and fence refuses every write"},
+		{Name: "mutation/arm-threshold-touches", Model: "lock.pml",
+			Defines: []string{"MAXF=4", "NO_CRASH", "NO_RESTART", "NO_PROMOTE", "NO_HANDOVER", "MUT_ARM_TOUCHES"}, Search: FirstFound, Want: "S5",
 			Slow:  true,
-			About: "armGuard leaves a lease armed by a statement up to L − W before the claim: the guard may end as the gate closes (they touch, as with W = L)"},
+			About: "armGuard as it was before §8.5's fix: a lease armed by a statement up to L − W before the claim; the guard may end as the gate closes (they touch, as with W = L)"},
 		{Name: "residual/both-sessions-terminated", Model: "lock.pml", Defines: []string{"RESIDUAL"},
 			Search: Shortest, Want: "S5",
 			About: "design.md §2's residual risk: both sessions of a live node terminated at once"},
 
-		{Name: "fix/lease-renewal-refuses-fenced-off", Model: "lease.pml",
-			Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS", "FIX_NO_RENEW_FENCED_OFF"}, Search: Liveness, Slow: true,
-			About: "lease mode with the proposed fix of §8.4 (lease_heartbeat does not renew a fenced-off term): some node eventually leads for good"},
+		{Name: "lease/fenced-off-not-renewed", Model: "lease.pml",
+			Defines: []string{"MAXF=1", "FMAX=7", "STALE_WRITERS"}, Search: Liveness, Slow: true,
+			About: "lease mode as it ships, writers that keep fencing with a dead term's epoch, its holder frozen and back: some node eventually leads for good (§8.4's fix)"},
 
 		{Name: "lock/safety-three-faults", Model: "lock.pml",
 			Defines: []string{"MAXF=3", "NO_CRASH", "NO_RESTART", "NO_PROMOTE"}, Search: Exhaustive, Slow: true,
-			About: "lock mode as it ships, every state with up to three freezes, terminations and handovers: S1, S3, S5 hold (§8.2's fix)"},
+			About: "lock mode as it ships, every state with up to three freezes, terminations and handovers: S1, S3, S5 hold (§8.2's and §8.5's fixes)"},
 	}
 }

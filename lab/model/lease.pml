@@ -132,12 +132,12 @@ inline lease_claim_scopes(n) {
 
 /* pgleader.lease_heartbeat, led row: renews if holder, epoch and token are the
  * caller's (lease_seq + 1, last_heartbeat = now(), synchronous_commit = off),
- * a fenced-off term too. FIX_NO_RENEW_FENCED_OFF (proposed, docs/model.md
- * §8.4): not a term end_fenced fenced off. */
-#ifdef FIX_NO_RENEW_FENCED_OFF
-#define RENEWABLE (!rfoff)
-#else
+ * not a term end_fenced fenced off (docs/model.md §8.4). MUT_RENEW_FENCED_OFF:
+ * a fenced-off term renewed too, as before that fix. */
+#ifdef MUT_RENEW_FENCED_OFF
 #define RENEWABLE (1)
+#else
+#define RENEWABLE (!rfoff)
 #endif
 inline lease_heartbeat_led(n) {
 	if

@@ -137,12 +137,14 @@ inline register_node(n) {
  * and lead's after a won claim (since = the claim's start) fall in the same
  * tick: the second has nothing left to do. MUT_ARM_NO_PING: nothing is sent
  * when the lease is armed (what shipped before, docs/model.md §8.2).
- * FIX_ARM_KEEPS_GAP (proposed, §8.5): no ping only for a statement of the
- * claim's own tick. */
-#ifdef FIX_ARM_KEEPS_GAP
-#define ARM_STALE(n) (gidle[n] >= L - W)   /* proposed (docs/model.md §8.5): keep the gap L − W */
-#else
+ * The code pings unless the statement started at or after since − (L − W)/2:
+ * at the model's resolution, a statement of the claim's own tick.
+ * MUT_ARM_TOUCHES: the threshold that shipped before §8.5's fix, since −
+ * (L − W), whose guard may end as the gate closes. */
+#ifdef MUT_ARM_TOUCHES
 #define ARM_STALE(n) (gidle[n] > L - W)
+#else
+#define ARM_STALE(n) (gidle[n] >= L - W)
 #endif
 inline arm_guard(n) {
 	if

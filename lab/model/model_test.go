@@ -41,6 +41,9 @@ func needSpin(t *testing.T) {
 // marked Slow run when PGLEADER_MODEL_SLOW is set. -update rewrites the
 // stories in docs/model.md; without it, the test fails when they differ.
 func TestModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 	needSpin(t)
 	var (
 		mu      sync.Mutex

@@ -31,6 +31,7 @@ func queryString(t *testing.T, conn *pgx.Conn, sql string) string {
 }
 
 func TestDSN(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel()
 	dsn1, dsn2 := pgtest.DSN(t), pgtest.DSN(t)
 	if dsn1 == dsn2 {
@@ -73,6 +74,7 @@ func TestDSNLongSubtestName(t *testing.T) {
 }
 
 func TestNewServer(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel()
 	s := pgtest.NewServer(t)
 	ctx := context.Background()
@@ -156,6 +158,7 @@ func TestNewServer(t *testing.T) {
 }
 
 func TestStartSettings(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel()
 	if os.Getenv("PGLEADER_TEST_DSN") != "" {
 		t.Skip("PGLEADER_TEST_DSN is set")
@@ -190,6 +193,7 @@ func TestStartSettings(t *testing.T) {
 // TestPdeathsig checks that the postmaster dies when the process that
 // started it is SIGKILLed, so no server outlives a killed test binary.
 func TestPdeathsig(t *testing.T) {
+	pgtest.Slow(t)
 	if os.Getenv("PGTEST_PDEATHSIG_CHILD") == "1" {
 		pdeathsigChild()
 		return

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -181,11 +182,42 @@ func DSN(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := pgserver.ExecAdmin(ctx, adminDSN, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+		if err := dropDatabase(ctx, adminDSN, name); err != nil {
 			t.Errorf("pgtest: dropping test database: %v", err)
 		}
 	})
 	return dsn
+}
+
+// dropDatabase drops the test database name. DROP DATABASE … WITH (FORCE)
+// ends the database's sessions but refuses while a logical replication slot of
+// it is active (55006): a walsender whose client hung up may not have exited
+// yet (seen in make test: the collector's temporary slot, a moment after its
+// stream closed). Such walsenders are terminated, and the drop is tried again
+// until it succeeds or ctx ends.
+func dropDatabase(ctx context.Context, adminDSN, name string) error {
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	drop := "DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)"
+	for {
+		_, err := conn.Exec(ctx, drop)
+		var pe *pgconn.PgError
+		if err == nil || !errors.As(err, &pe) || pe.Code != "55006" {
+			return err
+		}
+		if _, terr := conn.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+		                                WHERE database = $1 AND active_pid IS NOT NULL`, name); terr != nil {
+			return errors.Join(err, terr)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // NewServer starts a private server for a test that stops or restarts it (or
@@ -415,4 +447,14 @@ func NewBouncer(t testing.TB, dsn, mode string) string {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return via
+}
+
+// Slow skips t under -short: the test takes seconds (a cluster to elect, a
+// fault to ride out, a process to start), so make test runs it and make
+// test-short, the edit–test loop, does not.
+func Slow(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("slow: make test runs it, make test-short does not")
+	}
 }

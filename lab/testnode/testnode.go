@@ -40,12 +40,16 @@ type Node struct {
 }
 
 // Start creates an Elector from cfg and runs it until Stop or the end of the
-// test.
-func Start(t testing.TB, cfg election.Config) *Node {
+// test; each of observers sees every event from the first (added with
+// election.Synchronous before the Elector runs).
+func Start(t testing.TB, cfg election.Config, observers ...func(election.Event)) *Node {
 	t.Helper()
 	e, err := election.New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range observers {
+		e.Observe(o, election.Synchronous())
 	}
 	return Run(t, e)
 }

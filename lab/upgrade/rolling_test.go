@@ -38,6 +38,7 @@ var scopes = []string{"upgrade-a", "upgrade-b", "upgrade-c"}
 // crosses releases both ways, by crash as well as by handover and shutdown. The
 // whole history is judged by the chaos checker (H1–H5, no gate overlap).
 func TestRollingUpgrade(t *testing.T) {
+	pgtest.Slow(t)
 	dsn := pgtest.DSN(t)
 	from := migrate(t, previous, dsn)
 	c := cluster.New(cluster.Options{Bin: previous, DSN: dsn, Dir: t.TempDir(), Scopes: scopes,

@@ -20,6 +20,7 @@ import (
 // functions, views, owners and grants, as pg_dump --schema-only prints them.
 // Two databases of one server, so the roles they name are the same roles.
 func TestFreshInstallEqualsUpgrade(t *testing.T) {
+	pgtest.Slow(t)
 	fresh, upgraded := pgtest.DSN(t), pgtest.DSN(t)
 	if v := migrate(t, current, fresh); v != migrations.Latest {
 		t.Fatalf("fresh install at schema version %d, want %d", v, migrations.Latest)

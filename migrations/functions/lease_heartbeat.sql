@@ -4,6 +4,10 @@
 -- the node a handover reserves the free scope for (NULL otherwise), so that the
 -- target, which gets no notifications in lease mode, ends its resign cooldown at
 -- once.
+-- A term end_fenced fenced off (leader_state.fenced_off_epoch) is not renewed:
+-- its holder, frozen while its lease ran out and back since, loses it instead
+-- of leading on with an epoch fence refuses (found by the protocol's model:
+-- docs/model.md §8.4).
 -- Proof: every write is for the node registered with p_token (a secret) under
 -- this login; a led scope is renewed only when its term names p_node. Bounds:
 -- at most 10000 scopes led and 10000 followed (PLF11).
@@ -33,7 +37,7 @@ BEGIN
     UPDATE pgleader.leader_state s SET last_heartbeat = now(), lease_seq = s.lease_seq + 1
       FROM want
      WHERE coalesce(v_mine, false) AND s.scope = want.scope AND s.epoch = want.epoch AND s.holder = p_node
-       AND s.released_at IS NULL AND s.mode = 'lease'
+       AND s.released_at IS NULL AND s.mode = 'lease' AND s.fenced_off_epoch IS DISTINCT FROM s.epoch
     RETURNING s.scope, s.lease_seq,
               s.resign_requested_epoch = want.epoch
                 OR (s.handover_epoch = want.epoch AND s.handover_deadline > now()) AS resign,

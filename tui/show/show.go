@@ -6,6 +6,9 @@
 //
 // Every glyph is there to make a state readable without colour; a value this
 // build does not know shows as "?" and its word, never as a known state.
+//
+// Its Go API is not covered by pgleader's compatibility promise (README,
+// "Versioning"): it changes when pgleader needs it to.
 package show
 
 import (
