@@ -82,9 +82,11 @@
 // # The doorbell
 //
 // A wake-up is a signal with no content: pg_cancel_backend on the node's watch
-// session, sent by the transaction whose change the node should act on, which
-// makes the watch statement end (SQLSTATE 57014) so that the next one re-reads.
-// What the node acts on is always what the re-read returns, never the signal.
+// session, sent by the transaction whose change the node should act on. A
+// signal that finds the watch statement in its WAIT makes it READ at once, in
+// the same statement; anywhere else it ends the statement (SQLSTATE 57014) and
+// the next one re-reads. What the node acts on is always what the re-read
+// returns, never the signal.
 //
 //	doorbell_register   the watch session proves itself (the login of a live
 //	                    registered node, not that node's leadership session,
@@ -100,7 +102,11 @@
 //	                    back (a subtransaction rolled back). If the read holds
 //	                    anything the caller has not seen (p_seen): return it.
 //	                    WAIT: else wait on the peer's beacon or a guard (a
-//	                    sleep when alone) for at most the slice; return.
+//	                    sleep when alone) for at most the slice; return. A
+//	                    signal during the WAIT is a ring if the row has a new
+//	                    locker (its xmax changed since the WAIT began): then
+//	                    READ, and return what it holds; else (the caller's own
+//	                    cancel request) the statement ends with 57014.
 //	ringing             a function whose change concerns node N (a release: the
 //	                    scope's live candidates, or the handover's target; a lost
 //	                    node: the candidates of its scopes left free; a resign or
@@ -132,7 +138,7 @@
 //     signal to an idle backend, and that wait has no READ: a window of one
 //     round trip every 2 s), when the doorbell cannot ring (the owner may not
 //     signal the node's login: a superuser node, or pg_signal_backend or
-//     pg_read_all_stats not granted — logged once, shown by pgleader status),
+//     pg_read_all_stats not granted — logged once, and kept in pgleader.doorbells.why_not),
 //     or when a READ gave up waiting for a ringer that kept its transaction
 //     open (it waits at most min(I, 1 s), then reads anyway, so that no open
 //     transaction can stall the watch). A follower's heartbeat reports every

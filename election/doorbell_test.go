@@ -395,6 +395,107 @@ func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
 	}
 }
 
+// TestWatchReadsARingInItsStatement: a ring that finds the watch in its wait,
+// while the ringer's transaction is still open, is answered in the same
+// statement: the READ after the ringer's commit comes back as rows, not as a
+// cancelled statement the caller must follow with another call. The caller's own
+// cancel request still ends the statement (57014).
+func TestWatchReadsARingInItsStatement(t *testing.T) {
+	dsn := pgtest.MigratedDSN(t)
+	_, as := loginRoles(t, dsn)
+	held := testnode.Start(t, testnode.FastConfig(as("node"), "held", "rs"))
+	pgtest.WaitFor(t, "held leads", 10*time.Second, func() bool { return held.Leads("rs") })
+	ctx := context.Background()
+	lead, err := pgx.Connect(ctx, as("node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lead.Close(ctx)
+	if _, err := lead.Exec(ctx, `SELECT pgleader.session_lock($1)`, int64(0x5eed0005)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lead.Exec(ctx, `SELECT pgleader.register_node('cand', 'h', 1, 'v', '{rs}', 50, 300, 500, $1, 2)`, int64(0x5eed0005)); err != nil {
+		t.Fatal(err)
+	}
+	bell, err := pgx.Connect(ctx, as("node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bell.Close(ctx)
+	if _, err := bell.Exec(ctx, `SELECT * FROM pgleader.doorbell_register('cand')`); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		kind  string
+		scope *string
+	}
+	watch := func(seen []int32, timeoutMS int) ([]row, []int32, error) {
+		rows, err := bell.Query(ctx, `SELECT kind, scope, hash FROM pgleader.watch('cand', NULL, $1, $2, $3)`, timeoutMS, seen, seen == nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var out []row
+		var hashes []int32
+		var r row
+		var h *int32
+		_, err = pgx.ForEachRow(rows, []any{&r.kind, &r.scope, &h}, func() error {
+			out = append(out, r)
+			if h != nil {
+				hashes = append(hashes, *h)
+			}
+			return nil
+		})
+		return out, hashes, err
+	}
+	_, seen, err := watch(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(what string) {
+		pid := bell.PgConn().PID()
+		pgtest.WaitFor(t, what+": the watch waiting", 5*time.Second, func() bool {
+			return queryInt(t, dsn, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, pid) == 1
+		})
+	}
+	type answer struct {
+		rows []row
+		err  error
+		took time.Duration
+	}
+	got := make(chan answer, 1)
+	go func() {
+		t0 := time.Now()
+		rows, _, err := watch(seen, 10000)
+		got <- answer{rows, err, time.Since(t0)}
+	}()
+	waiting("a release")
+	if err := held.Scope("rs").Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("the rung watch ended with %v, want rows in the same statement", a.err)
+	}
+	claim := false
+	for _, r := range a.rows {
+		claim = claim || (r.kind == "claim" && r.scope != nil && *r.scope == "rs")
+	}
+	if !claim || a.took > 5*time.Second {
+		t.Fatalf("the rung watch returned %+v after %v, want a claim row for rs at once", a.rows, a.took)
+	}
+	go func() {
+		_, _, err := watch(seen, 10000)
+		got <- answer{err: err}
+	}()
+	waiting("the caller's cancel")
+	if err := bell.PgConn().CancelRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-got; sqlstate(a.err) != "57014" {
+		t.Fatalf("the watch cancelled by its caller ended with %v, want 57014", a.err)
+	}
+}
+
 // logCount counts the log records whose message starts with prefix.
 type logCount struct {
 	prefix string

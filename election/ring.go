@@ -370,6 +370,13 @@ func (r *ring) open(ctx context.Context) (*pgx.Conn, error) {
 	r.mu.Unlock()
 	switch {
 	case now == was:
+	case now != "" && c.PgConn().ParameterStatus("is_superuser") == "on":
+		// A superuser login is the operator's choice (docs/security.md advises
+		// against it); its cost here is latency, not safety, and a job run
+		// under it (pgleader run from cron) must stay quiet on success. The
+		// table says why (doorbells.why_not) for pgleader status.
+		e.log.Info("doorbell unavailable: wake-ups come from heartbeats (within one interval)",
+			"node", e.cfg.NodeID, "why", now, "interval", e.cfg.HeartbeatInterval)
 	case now != "":
 		e.log.Warn("doorbell unavailable: wake-ups come from heartbeats (within one interval)",
 			"node", e.cfg.NodeID, "why", now, "interval", e.cfg.HeartbeatInterval)

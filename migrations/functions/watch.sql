@@ -26,7 +26,10 @@
 --     beacon, a predecessor's guard) or p_timeout_ms passes — a sleep when
 --     p_key is NULL —, then one row: kind 'wait', key p_key, free. The shared
 --     lock is the transaction's, so no cancel can leave it behind.
--- A doorbell's signal (SQLSTATE 57014) ends the statement wherever it is; the
+-- A doorbell's signal (SQLSTATE 57014) that finds the statement in its WAIT is
+-- followed by a READ in the same statement (the ringer locked the node's row
+-- since the wait began: its xmax changed); anywhere else, or when the signal is
+-- the caller's own cancel request (no new locker), it ends the statement, the
 -- caller calls again, and that READ sees the ringer's commit. The caller skips
 -- the READ (p_read false) only to go on waiting after a wait that ran out with
 -- nothing new: the READ locks a row, so it costs a transaction ID and a commit
@@ -53,6 +56,10 @@ DECLARE
   v_key    bigint[];
   v_hash   int[];
   v_free   boolean := false;
+  v_read   boolean;
+  v_waited boolean := false;
+  v_rang   boolean := false;
+  v_xmax   text;
 BEGIN
   IF p_timeout_ms IS NULL OR p_timeout_ms < 1 OR p_timeout_ms > 60000 THEN
     RAISE EXCEPTION USING ERRCODE = 'PLF11',
@@ -76,37 +83,59 @@ BEGIN
   END IF;
   -- The row lock of the READ writes; nothing of it needs to survive a crash.
   PERFORM set_config('synchronous_commit', 'off', true);
-  IF p_read THEN
-    BEGIN
-      PERFORM set_config('lock_timeout', least(greatest(coalesce(v_me.heartbeat_interval_ms, 1000), 1), 1000)::text, true);
-      PERFORM 1 FROM pgleader.doorbells d WHERE d.node_id = p_node FOR UPDATE;
-      SELECT r.kinds, r.scopes, r.epochs, r.nodes, r.keys, r.hashes
-        INTO v_kind, v_scope, v_epoch, v_node, v_key, v_hash
-        FROM pgleader.watch_read(v_me) r;
-      RAISE EXCEPTION USING ERRCODE = 'PLR00'; -- roll the subtransaction back: the row lock goes
-    EXCEPTION
-      WHEN SQLSTATE 'PLR00' THEN NULL;
-      WHEN lock_not_available THEN
+  v_read := p_read;
+  LOOP
+    IF v_read THEN
+      BEGIN
+        PERFORM set_config('lock_timeout', least(greatest(coalesce(v_me.heartbeat_interval_ms, 1000), 1), 1000)::text, true);
+        PERFORM 1 FROM pgleader.doorbells d WHERE d.node_id = p_node FOR UPDATE;
         SELECT r.kinds, r.scopes, r.epochs, r.nodes, r.keys, r.hashes
           INTO v_kind, v_scope, v_epoch, v_node, v_key, v_hash
           FROM pgleader.watch_read(v_me) r;
-    END;
-    IF EXISTS (SELECT 1 FROM unnest(v_hash) h WHERE h <> ALL (coalesce(p_seen, '{}'))) THEN
-      RETURN QUERY SELECT u.k, u.s, u.e, u.n, u.y, NULL::boolean, u.h
-                     FROM unnest(v_kind, v_scope, v_epoch, v_node, v_key, v_hash) AS u(k, s, e, n, y, h);
-      RETURN;
+        RAISE EXCEPTION USING ERRCODE = 'PLR00'; -- roll the subtransaction back: the row lock goes
+      EXCEPTION
+        WHEN SQLSTATE 'PLR00' THEN NULL;
+        WHEN lock_not_available THEN
+          SELECT r.kinds, r.scopes, r.epochs, r.nodes, r.keys, r.hashes
+            INTO v_kind, v_scope, v_epoch, v_node, v_key, v_hash
+            FROM pgleader.watch_read(v_me) r;
+      END;
+      IF EXISTS (SELECT 1 FROM unnest(v_hash) h WHERE h <> ALL (coalesce(p_seen, '{}'))) THEN
+        RETURN QUERY SELECT u.k, u.s, u.e, u.n, u.y, NULL::boolean, u.h
+                       FROM unnest(v_kind, v_scope, v_epoch, v_node, v_key, v_hash) AS u(k, s, e, n, y, h);
+        RETURN;
+      END IF;
     END IF;
-  END IF;
-  IF p_key IS NULL THEN
-    PERFORM pg_sleep(p_timeout_ms / 1000.0);
-  ELSE
-    PERFORM set_config('lock_timeout', p_timeout_ms::text, true);
+    EXIT WHEN v_waited;
+    v_waited := true;
+    -- Who locked the row last (xmax): a ringer locks it, and nobody else but
+    -- this session's READ, which is over.
+    SELECT d.xmax::text INTO v_xmax FROM pgleader.doorbells d WHERE d.node_id = p_node;
     BEGIN
-      PERFORM pg_advisory_xact_lock_shared(p_key);
-      v_free := true;
-    EXCEPTION WHEN lock_not_available THEN
-      v_free := false;
+      IF p_key IS NULL THEN
+        PERFORM pg_sleep(p_timeout_ms / 1000.0);
+      ELSE
+        PERFORM set_config('lock_timeout', p_timeout_ms::text, true);
+        PERFORM pg_advisory_xact_lock_shared(p_key);
+        v_free := true;
+      END IF;
+    EXCEPTION
+      WHEN lock_not_available THEN
+        v_free := false;
+      WHEN query_canceled THEN
+        -- A doorbell, or the caller's own cancel request. A ringer locks this
+        -- node's row FOR KEY SHARE before it signals, so a ring since the wait
+        -- began shows as a new locker (xmax) of the row: the READ (which waits
+        -- for the ringer's commit) follows in this statement, a round trip
+        -- sooner than the caller's next call. With no new locker the cancel is
+        -- the caller's, and it ends the statement.
+        SELECT d.xmax::text IS DISTINCT FROM v_xmax INTO v_rang FROM pgleader.doorbells d WHERE d.node_id = p_node;
+        IF NOT coalesce(v_rang, false) THEN
+          RAISE EXCEPTION USING ERRCODE = 'query_canceled', MESSAGE = 'canceling statement due to user request';
+        END IF;
     END;
-  END IF;
+    EXIT WHEN NOT v_rang;
+    v_read := true;
+  END LOOP;
   RETURN QUERY SELECT 'wait'::text, NULL::text, NULL::bigint, NULL::text, p_key, v_free, NULL::int;
 END $function$;

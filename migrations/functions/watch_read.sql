@@ -1,12 +1,15 @@
 -- watch_read: what node n should act on, as one row of arrays (watch's READ;
 -- the kinds are described there). One read of pg_locks (lock_map) serves the
 -- liveness of holders, handover targets and the ring peer.
+-- PL/pgSQL so that its plan is kept for the session (lock_map).
 CREATE OR REPLACE FUNCTION pgleader.watch_read(n pgleader.nodes)
  RETURNS TABLE(kinds text[], scopes text[], epochs bigint[], nodes text[], keys bigint[], hashes integer[])
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'pgleader', 'pg_temp'
 AS $function$
+BEGIN
+  RETURN QUERY
   WITH locks AS MATERIALIZED (SELECT pgleader.lock_map() AS m),
   mine AS MATERIALIZED (
     SELECT s.scope, s.epoch, s.holder, s.last_holder, s.released_at, s.retired_at,
@@ -45,5 +48,5 @@ AS $function$
   SELECT coalesce(array_agg(r.kind), '{}'), coalesce(array_agg(r.scope), '{}'), coalesce(array_agg(r.epoch), '{}'),
          coalesce(array_agg(r.node), '{}'), coalesce(array_agg(r.key), '{}'),
          coalesce(array_agg(hashtext(concat_ws('|', r.kind, r.scope, r.epoch, r.node, r.key))), '{}')
-    FROM rows r
-$function$;
+    FROM rows r;
+END $function$;
