@@ -128,15 +128,14 @@
 //     snapshot; a READ whose lock was granted before t released it before t (R
 //     waited for it). So at t the watch session is in a WAIT (R's signal ends
 //     it; the next READ follows t), returning or idle between calls (the next
-//     call's READ, if it has one, follows t, signal or not), or waiting in a
+//     call's READ follows t, signal or not: a call without a READ, after a
+//     slice that ran out, compares the row's locker with the one its last wait
+//     began with, finds R's and READs first), or waiting in a
 //     READ's FOR UPDATE (granted after R ends). In every case the first READ
 //     after t sees R's commit.
 //   - A lost wake-up costs at most one heartbeat interval, I. A wake-up is lost
 //     only when the watch session is down or reconnecting (each new one
-//     registers and re-reads), when the ring finds the session between a slice
-//     that ran out and the bare wait that follows it (the server ignores a
-//     signal to an idle backend, and that wait has no READ: a window of one
-//     round trip every 2 s), when the doorbell cannot ring (the owner may not
+//     registers and re-reads), when the doorbell cannot ring (the owner may not
 //     signal the node's login: a superuser node, or pg_signal_backend or
 //     pg_read_all_stats not granted — logged once, and kept in pgleader.doorbells.why_not),
 //     or when a READ gave up waiting for a ringer that kept its transaction

@@ -251,9 +251,21 @@ func TestHostileWatch(t *testing.T) {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// A bare wait (no re-read) answers with its wait alone, though the
-		// peer row is unseen.
+		// A bare wait (no re-read) after a wait that ran out, with no ring in
+		// between, answers with its wait alone, though the peer row is unseen.
+		// The first bare wait of a session reads first (no wait of the session
+		// began before it), as does one after a ring (TestWatchReadsARingInItsStatement).
+		var hashes []int32
+		if err := c.QueryRow(ctx, `SELECT array_agg(hash) FROM pgleader.watch('own', NULL, 10, '{}', true)`).Scan(&hashes); err != nil {
+			return err
+		}
 		var kinds []string
+		if err := c.QueryRow(ctx, `SELECT array_agg(kind) FROM pgleader.watch('own', NULL, 10, $1, true)`, hashes).Scan(&kinds); err != nil {
+			return err
+		}
+		if len(kinds) != 1 || kinds[0] != "wait" {
+			t.Errorf("a re-read with nothing new returned %v, want [wait]", kinds)
+		}
 		if err := c.QueryRow(ctx, `SELECT array_agg(kind) FROM pgleader.watch('own', NULL, 10, '{}', false)`).Scan(&kinds); err != nil {
 			return err
 		}
@@ -459,14 +471,15 @@ func TestWatchReadsARingInItsStatement(t *testing.T) {
 	}
 	type answer struct {
 		rows []row
+		seen []int32
 		err  error
 		took time.Duration
 	}
 	got := make(chan answer, 1)
 	go func() {
 		t0 := time.Now()
-		rows, _, err := watch(seen, 10000)
-		got <- answer{rows, err, time.Since(t0)}
+		rows, seen, err := watch(seen, 10000)
+		got <- answer{rows, seen, err, time.Since(t0)}
 	}()
 	waiting("a release")
 	if err := held.Scope("rs").Resign(ctx); err != nil {
@@ -483,16 +496,39 @@ func TestWatchReadsARingInItsStatement(t *testing.T) {
 	if !claim || a.took > 5*time.Second {
 		t.Fatalf("the rung watch returned %+v after %v, want a claim row for rs at once", a.rows, a.took)
 	}
-	go func() {
+	go func(seen []int32) {
 		_, _, err := watch(seen, 10000)
 		got <- answer{err: err}
-	}()
+	}(a.seen)
 	waiting("the caller's cancel")
 	if err := bell.PgConn().CancelRequest(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if a := <-got; sqlstate(a.err) != "57014" {
 		t.Fatalf("the watch cancelled by its caller ended with %v, want 57014", a.err)
+	}
+
+	// A ring that finds the session idle between a slice that ran out and the
+	// bare wait after it is not signalled (the server would ignore it), but the
+	// bare wait finds the row's new locker and reads first.
+	pgtest.WaitFor(t, "held leads again", 10*time.Second, func() bool { return held.Leads("rs") })
+	if _, seen, err = watch(nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _, err := watch(seen, 1); err != nil || len(rows) != 1 || rows[0].kind != "wait" {
+		t.Fatalf("a bare wait of 1 ms: %+v, %v; want one wait row", rows, err)
+	}
+	if err := held.Scope("rs").Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	rows, _, err := watch(seen, 10000)
+	claim = false
+	for _, r := range rows {
+		claim = claim || (r.kind == "claim" && r.scope != nil && *r.scope == "rs")
+	}
+	if err != nil || !claim || time.Since(t0) > 5*time.Second {
+		t.Fatalf("the bare wait after a ring that found the session idle: %+v, %v after %v; want a claim row for rs at once", rows, err, time.Since(t0))
 	}
 }
 

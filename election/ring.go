@@ -204,8 +204,9 @@ func (r *ring) nextWait() *guardWait {
 // a live registered node), registers the doorbell, and then calls watch, again
 // after every outcome: a call that follows a cancel (a ring) re-reads after the
 // ringer's commit. A call that follows a wait that ran out with nothing new only
-// waits: a ring that finds the session between those two statements is ignored
-// by the server, and the node's next heartbeat reads what it carried (within I).
+// waits, unless the doorbell row has had a locker since that wait began: a ring
+// that found the session between the two statements, which the server ignored
+// (pgleader.watch reads first then).
 func (r *ring) loop(ctx context.Context) {
 	e := r.e
 	failures := 0
@@ -271,8 +272,8 @@ func (r *ring) loop(ctx context.Context) {
 		res, err := r.watch(ctx, conn, key, peerWaitSlice, seen, readFirst)
 		r.waiting.Store(nil)
 		// Only a wait that ran out with nothing to act on is followed by a bare
-		// wait: a lost ring is the heartbeat's to find (within I), and a re-read
-		// per slice cost a transaction ID and a commit record.
+		// wait (a re-read per slice cost a transaction ID and a commit record);
+		// the bare wait re-reads anyway if a ring came in between.
 		readFirst = err != nil || res.rows || (p != nil && res.free)
 		switch {
 		case err != nil && isCancel(err):

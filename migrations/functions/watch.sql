@@ -35,7 +35,9 @@
 -- nothing new: the READ locks a row, so it costs a transaction ID and a commit
 -- record, and a wait of nobody's concern then costs neither. A ring that falls
 -- between two such calls (the session idle, the signal ignored) is read by the
--- node's next heartbeat, within I.
+-- second: a wait keeps the row's locker as it began (xmax, in the session
+-- setting pgleader.watch_xmax), and a bare wait that finds a new one READs
+-- first.
 -- Proof: this backend is the watch session node p_node registered
 -- (doorbell_register: pid and login), and p_node has not stopped (PLF12).
 -- Bounds: 1 ≤ p_timeout_ms ≤ 60000; p_seen at most 10000 hashes; p_read not
@@ -107,10 +109,17 @@ BEGIN
       END IF;
     END IF;
     EXIT WHEN v_waited;
-    v_waited := true;
     -- Who locked the row last (xmax): a ringer locks it, and nobody else but
     -- this session's READ, which is over.
     SELECT d.xmax::text INTO v_xmax FROM pgleader.doorbells d WHERE d.node_id = p_node;
+    IF NOT v_read AND v_xmax IS DISTINCT FROM current_setting('pgleader.watch_xmax', true) THEN
+      -- A bare wait, but the row has had a locker since the last wait of this
+      -- session began: a ring that found the session between two statements
+      -- (the server ignores a signal to an idle backend). READ first.
+      v_read := true;
+      CONTINUE;
+    END IF;
+    v_waited := true;
     BEGIN
       IF p_key IS NULL THEN
         PERFORM pg_sleep(p_timeout_ms / 1000.0);
@@ -137,5 +146,7 @@ BEGIN
     EXIT WHEN NOT v_rang;
     v_read := true;
   END LOOP;
+  -- The row's locker as this wait began: the next bare wait compares it.
+  PERFORM set_config('pgleader.watch_xmax', v_xmax, false);
   RETURN QUERY SELECT 'wait'::text, NULL::text, NULL::bigint, NULL::text, p_key, v_free, NULL::int;
 END $function$;
