@@ -239,8 +239,8 @@ SELECT pg_catalog.to_regclass('pgleader.runs') IS NOT NULL,
 	sqlHistoryTerms = `
 SELECT t.id, t.scope, t.epoch, t.holder, coalesce(t.hostname, ''), coalesce(t.holder_pid, 0),
        t.acquired_at, t.released_at, coalesce(t.release_reason, ''),
-       coalesce(extract(epoch FROM t.handover_gap), 0)::float8,
-       extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at)::float8,
+       coalesce((extract(epoch FROM t.handover_gap) * 1000000)::bigint, 0),
+       (extract(epoch FROM coalesce(t.released_at, now()) - t.acquired_at) * 1000000)::bigint,
        coalesce(t.handed_to, ''), sign.at, %[2]s, %[4]s
   FROM pgleader.terms t
   LEFT JOIN LATERAL (
@@ -299,7 +299,7 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 		var (
 			t              collector.Term
 			released, sign *time.Time
-			gap, heldFor   float64
+			gap, heldFor   int64 // microseconds: exact (a float of seconds is not: 265.908 ms read back as 265.907999)
 			runKey         *string
 			runExit        *int32
 			childExits     int32
@@ -327,8 +327,8 @@ func scanTerms(rows pgx.Rows, err error) ([]collector.Term, error) {
 		if sign != nil {
 			t.LastSign = *sign
 		}
-		t.HandoverGap = time.Duration(gap * float64(time.Second))
-		t.HeldFor = max(0, time.Duration(heldFor*float64(time.Second))) // open: so far (settleOpen may end it)
+		t.HandoverGap = time.Duration(gap) * time.Microsecond
+		t.HeldFor = max(0, time.Duration(heldFor)*time.Microsecond) // open: so far (settleOpen may end it)
 		if !t.Open() {
 			end := t.ReleasedAt
 			if !t.LastSign.IsZero() && t.LastSign.Before(end) {
