@@ -52,6 +52,9 @@ type Collector struct {
 	// nodesSupervisor: watch_nodes_v1 has supervisor (schema 15), as the last
 	// reader connection found.
 	nodesSupervisor atomic.Bool
+	// nodesDoorbell: watch_nodes_v1 has doorbell_why_not (schema 17, the
+	// doorbell), as the last connection's catalog said.
+	nodesDoorbell atomic.Bool
 	// guards: the schema has the caller proofs' tables and read grants (schema
 	// 16: fence_waits, fenced_blockers, may_campaign), as the last connection
 	// found.

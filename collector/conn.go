@@ -68,13 +68,14 @@ func (c *Collector) connectReader(ctx context.Context) (*pgx.Conn, string, error
 		}
 		return nil, "", fmt.Errorf("database has pgleader schema version %d; this build reads version %d or newer (its watch_*_v1 read contract): run `pgleader migrate`", schema, readSchema)
 	}
-	var loginRole, supervisor bool
-	if err := conn.QueryRow(ctx, sqlNodesColumns).Scan(&loginRole, &supervisor); err != nil {
+	var loginRole, supervisor, doorbell bool
+	if err := conn.QueryRow(ctx, sqlNodesColumns).Scan(&loginRole, &supervisor, &doorbell); err != nil {
 		closeConn(conn)
 		return nil, "", fmt.Errorf("read the nodes view's columns: %w", err)
 	}
 	c.nodesLoginRole.Store(loginRole)
 	c.nodesSupervisor.Store(supervisor)
+	c.nodesDoorbell.Store(doorbell)
 	c.guards.Store(schema >= guardsSchema)
 	c.truth.Store(schema >= truthSchema)
 	version := conn.PgConn().ParameterStatus("server_version")

@@ -221,7 +221,7 @@ func (c *Collector) readAndApply(ctx context.Context, conn *pgx.Conn, start time
 	c.stateMu.Lock()
 	cur := c.st.cursor(plan, asked)
 	c.stateMu.Unlock()
-	r, err := read(ctx, conn, &c.cfg, cur, readShape{pooled: c.dial.Pooled(), loginRole: c.nodesLoginRole.Load(), supervisor: c.nodesSupervisor.Load(), guards: c.guards.Load(), truth: c.truth.Load()})
+	r, err := read(ctx, conn, &c.cfg, cur, readShape{pooled: c.dial.Pooled(), loginRole: c.nodesLoginRole.Load(), supervisor: c.nodesSupervisor.Load(), doorbell: c.nodesDoorbell.Load(), guards: c.guards.Load(), truth: c.truth.Load()})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("collector: read %s: %w", c.database, err)
 	}

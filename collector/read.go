@@ -258,24 +258,27 @@ SELECT s.scope, coalesce(n.login_role, '')
 	sqlSchemaVersion = `SELECT CASE WHEN pg_catalog.to_regprocedure('pgleader.schema_version()') IS NULL THEN 0
 	                        ELSE pgleader.schema_version() END`
 
-	// The nodes; the %s: login_role and supervisor, or NULL where the view has
-	// no such column (sqlNodesColumns).
+	// The nodes; the %s: login_role, supervisor, restarts and doorbell_why_not,
+	// or NULL (0) where the view has no such column (sqlNodesColumns).
 	sqlNodes = `
 SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, backend_pid,
        scopes, leads, heartbeat_interval_ms, trust_window_ms, session_lease_ms, priority, mode,
-       failback_after_ms, session_alive, %s, %s, %s
+       failback_after_ms, session_alive, %s, %s, %s, %s
   FROM pgleader.watch_nodes_v1 ORDER BY node_id`
 
-	// Whether watch_nodes_v1 has login_role, and supervisor: a repeatable view,
-	// it gains columns when a build that has them migrates, so the collector
-	// asks the catalog (per connection) rather than the version.
+	// Whether watch_nodes_v1 has login_role, supervisor and doorbell_why_not: a
+	// repeatable view, it gains columns when a build that has them migrates, so
+	// the collector asks the catalog (per connection) rather than the version.
 	sqlNodesColumns = `
 SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
                 WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
                   AND a.attname = 'login_role' AND NOT a.attisdropped),
        EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
                 WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
-                  AND a.attname = 'supervisor' AND NOT a.attisdropped)`
+                  AND a.attname = 'supervisor' AND NOT a.attisdropped),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
+                  AND a.attname = 'doorbell_why_not' AND NOT a.attisdropped)`
 
 	// $1: how many. %s: last_sign, or NULL before schema 17.
 	sqlTerms = `
@@ -367,6 +370,7 @@ type readShape struct {
 	pooled     bool
 	loginRole  bool
 	supervisor bool
+	doorbell   bool // watch_nodes_v1 has doorbell_why_not
 	guards     bool // schema 16 on
 	truth      bool // schema 17 on
 }
@@ -392,7 +396,11 @@ func (s readShape) nodesSQL() string {
 	if s.truth {
 		restarts = "restarts"
 	}
-	return fmt.Sprintf(sqlNodes, role, sup, restarts)
+	bell := "NULL::text"
+	if s.doorbell {
+		bell = "doorbell_why_not"
+	}
+	return fmt.Sprintf(sqlNodes, role, sup, restarts, bell)
 }
 
 // read runs one read: a single round trip (a pipelined batch from BEGIN to
@@ -606,12 +614,13 @@ func scanNode(row pgx.CollectableRow) (Node, error) {
 		failback           *int32
 		role               *string
 		supervisor         *string
+		bell               *string
 	)
 	if err := row.Scan(&n.ID, &n.Hostname, &n.OSPID, &n.Version, &n.StartedAt, &n.LastSeen, &stopped, &backend,
-		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role, &supervisor, &n.Restarts); err != nil {
+		&n.Scopes, &n.Leads, &ival, &trust, &lease, &n.Priority, &n.Mode, &failback, &n.SessionAlive, &role, &supervisor, &n.Restarts, &bell); err != nil {
 		return n, err
 	}
-	n.LoginRole = str(role)
+	n.LoginRole, n.DoorbellUnringable = str(role), str(bell)
 	if supervisor != nil {
 		var sv Supervised
 		if json.Unmarshal([]byte(*supervisor), &sv) == nil && sv.Command != "" {

@@ -1,8 +1,11 @@
 package collector
 
 import (
+	"context"
+	"strings"
 	"testing"
 
+	"github.com/pgleader/pgleader/lab/cluster"
 	"github.com/pgleader/pgleader/lab/pgtest"
 	"github.com/pgleader/pgleader/lab/testnode"
 )
@@ -33,5 +36,31 @@ func TestNodeSupervisor(t *testing.T) {
 			}
 		}
 		return true
+	})
+}
+
+// TestNodeDoorbell: a node whose doorbell cannot ring (a superuser login: the
+// owner role may not signal it) says why in the snapshot; a node that logs in
+// as a member of the node role has a doorbell that rings, and says nothing.
+func TestNodeDoorbell(t *testing.T) {
+	pgtest.Slow(t)
+	dsn := pgtest.MigratedDSN(t)
+	roleDSN, why := cluster.NodeLogin(context.Background(), dsn)
+	if why != "" {
+		t.Fatal(why)
+	}
+	testnode.Start(t, testnode.FastConfig(dsn, "node-super", "s"))
+	testnode.Start(t, testnode.FastConfig(roleDSN, "node-role", "s"))
+	c := newCollector(t, testConfig(t, dsn))
+	run(t, c)
+	waitSnap(t, c, "node-super's doorbell unringable, node-role's not", func(s *Snapshot) bool {
+		got := map[string]string{}
+		for _, n := range s.Nodes {
+			got[n.ID] = n.DoorbellUnringable
+		}
+		if _, ok := got["node-role"]; !ok || got["node-role"] != "" {
+			return false
+		}
+		return strings.Contains(got["node-super"], "superuser")
 	})
 }

@@ -338,6 +338,12 @@ type Node struct {
 	// --preferred): it takes its scopes back from a live leader of lower priority
 	// once it has been up this long. 0: no failback.
 	FailbackAfter time.Duration `json:"failback_after,omitzero"`
+	// DoorbellUnringable says why the node's doorbell cannot ring (schema 17:
+	// watch_nodes_v1.doorbell_why_not — a superuser login, a grant the owner
+	// role lacks): its wake-ups (a release, a handover, a resign request) then
+	// reach it at its heartbeats, within one interval. "" when it rings, or for
+	// a node with no doorbell (lease mode, or not registered yet).
+	DoorbellUnringable string `json:"doorbell_unringable,omitempty"`
 	// LoginRole is the role the node registered under (its session_user;
 	// watch_nodes_v1.login_role): "" when unknown (a row written by hand, or a
 	// schema whose view lacks the column). Not in JSON: status -o json keeps

@@ -137,7 +137,7 @@
 //     only when the watch session is down or reconnecting (each new one
 //     registers and re-reads), when the doorbell cannot ring (the owner may not
 //     signal the node's login: a superuser node, or pg_signal_backend or
-//     pg_read_all_stats not granted — logged once, and kept in pgleader.doorbells.why_not),
+//     pg_read_all_stats not granted — logged once, and shown by pgleader status),
 //     or when a READ gave up waiting for a ringer that kept its transaction
 //     open (it waits at most min(I, 1 s), then reads anyway, so that no open
 //     transaction can stall the watch). A follower's heartbeat reports every

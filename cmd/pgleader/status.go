@@ -472,6 +472,32 @@ func writeNodes(w io.Writer, nodes []collector.Node, shown []collector.Scope, ch
 		}
 		fmt.Fprintf(w, "%s stopped (not shown; -o json lists them)\n", plural(stopped, "node"))
 	}
+	writeDoorbells(w, nodes, names, chosen)
+}
+
+// writeDoorbells says which shown, running nodes have a doorbell that cannot
+// ring, one line per reason: their wake-ups (a release, a handover, a resign
+// request) wait for their heartbeats, up to one interval.
+func writeDoorbells(w io.Writer, nodes []collector.Node, names map[string]bool, chosen bool) {
+	var why []string
+	ids := map[string][]string{}
+	for _, n := range nodes {
+		if n.DoorbellUnringable == "" || !n.StoppedAt.IsZero() ||
+			(chosen && !slices.ContainsFunc(n.Scopes, func(s string) bool { return names[s] })) {
+			continue
+		}
+		if ids[n.DoorbellUnringable] == nil {
+			why = append(why, n.DoorbellUnringable)
+		}
+		ids[n.DoorbellUnringable] = append(ids[n.DoorbellUnringable], n.ID)
+	}
+	for _, y := range why {
+		who := nodeList(ids[y][:min(len(ids[y]), troubleNamed)])
+		if more := len(ids[y]) - troubleNamed; more > 0 {
+			who += fmt.Sprintf(" +%d more", more)
+		}
+		fmt.Fprintf(w, "doorbell cannot ring: %s (wake-ups come from heartbeats, within one interval): %s\n", who, termsafe.String(y))
+	}
 }
 
 // troubleNamed is the most scopes the table's summary names.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,30 @@ func TestStatusGolden(t *testing.T) {
 			}
 			golden.RequireEqual(t, b.Bytes())
 		})
+	}
+}
+
+// TestStatusDoorbells: status names the running nodes whose doorbell cannot
+// ring, one line per reason, and leaves out stopped nodes and nodes of scopes
+// not asked for.
+func TestStatusDoorbells(t *testing.T) {
+	const super = "the node's login postgres is a superuser"
+	nodes := []collector.Node{
+		{ID: "a", Scopes: []string{"s"}, DoorbellUnringable: super},
+		{ID: "b", Scopes: []string{"s"}},
+		{ID: "c", Scopes: []string{"s"}, DoorbellUnringable: super},
+		{ID: "d", Scopes: []string{"other"}, DoorbellUnringable: super},
+		{ID: "e", Scopes: []string{"s"}, DoorbellUnringable: "no grant", StoppedAt: time.Unix(1, 0)},
+	}
+	var b strings.Builder
+	writeDoorbells(&b, nodes, map[string]bool{"s": true}, true)
+	want := "doorbell cannot ring: a,c (wake-ups come from heartbeats, within one interval): " + super + "\n"
+	if b.String() != want {
+		t.Fatalf("got %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	writeDoorbells(&b, nodes, nil, false)
+	if !strings.Contains(b.String(), "a,c,d (") || strings.Contains(b.String(), "no grant") {
+		t.Fatalf("every scope: %q", b.String())
 	}
 }

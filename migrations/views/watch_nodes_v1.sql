@@ -11,7 +11,10 @@
 -- supervisor: what a `pgleader run` node supervises (schema 15,
 -- node_supervisor): {command, state, pid, epoch, restarts, last_exit}; NULL for
 -- a plain node. restarts (schema 17): how many times another process registered
--- this node id; started_at is the last one's start.
+-- this node id; started_at is the last one's start. doorbell_why_not (schema
+-- 17): why the node's doorbell cannot ring (pgleader.doorbells.why_not: a
+-- superuser login, a grant the owner lacks), so that its wake-ups come from its
+-- heartbeats; NULL when it rings or has not registered one (lease mode).
 CREATE OR REPLACE VIEW pgleader.watch_nodes_v1 AS
 SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.stopped_at,
        n.backend_pid, n.scopes, n.leads, n.heartbeat_interval_ms, n.trust_window_ms,
@@ -24,5 +27,6 @@ SELECT n.node_id, n.hostname, n.os_pid, n.version, n.started_at, n.last_seen, n.
        END AS session_alive,
        n.login_role,
        n.supervisor,
-       n.restarts
+       n.restarts,
+       (SELECT d.why_not FROM pgleader.doorbells d WHERE d.node_id = n.node_id AND NOT d.ringable) AS doorbell_why_not
   FROM pgleader.nodes n;
