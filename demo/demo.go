@@ -167,9 +167,19 @@ func Run(ctx context.Context, o Options) (err error) {
 	reap.Dir(dir)
 	defer os.RemoveAll(dir)
 
-	l := &lab{dsn: dsn, srv: srv, scopes: o.Scopes, work: o.Work, reap: reap.Process,
+	l := &lab{dsn: dsn, nodeDSN: dsn, srv: srv, scopes: o.Scopes, work: o.Work, reap: reap.Process,
 		notes: make(chan string, 256), proxies: map[string]*link{}, frozen: map[string]bool{},
 		hung: map[string]bool{}, removed: map[string]bool{}, dead: map[string]time.Time{}}
+	if srv != nil { // a role is the server's: only on the throwaway one
+		if nd, why := cluster.NodeLogin(ctx, dsn); why == "" {
+			l.nodeDSN = nd
+		} else {
+			select {
+			case l.notes <- why + " (their wake-ups come from heartbeats)":
+			default:
+			}
+		}
+	}
 	// Headless, the checker judges the whole history; on the dashboard no one reads
 	// it, and at many scopes the heartbeats alone would grow it by megabytes a minute.
 	l.c = cluster.New(cluster.Options{Bin: o.Bin, DSN: dsn, Dir: dir, Scopes: o.Scopes,

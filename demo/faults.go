@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,13 +35,17 @@ const (
 // lab is the running demo cluster: node processes, each behind its own proxy to
 // PostgreSQL, and the bookkeeping the fault keys and the summary need.
 type lab struct {
-	c      *cluster.Cluster
-	dsn    string
-	srv    *pgserver.Server // nil with --dsn: no restart key
-	scopes []string
-	work   time.Duration
-	reap   func(pid int)
-	notes  chan string // messages for the event log (failover times)
+	c   *cluster.Cluster
+	dsn string
+	// nodeDSN is the nodes' login: on the throwaway server a member of the node
+	// role (cluster.NodeLogin), as a service's nodes, so that their doorbells
+	// ring (the owner may not signal a superuser's sessions); with --dsn, dsn.
+	nodeDSN string
+	srv     *pgserver.Server // nil with --dsn: no restart key
+	scopes  []string
+	work    time.Duration
+	reap    func(pid int)
+	notes   chan string // messages for the event log (failover times)
 
 	mu       sync.Mutex
 	lead     cluster.Leadership // who leads each scope, from the records observe saw
@@ -111,7 +116,7 @@ func (l *lab) startNode(id string) (*cluster.Node, error) {
 		l.proxies[id] = p
 		l.mu.Unlock()
 	}
-	n, err := l.c.Start(id, "--dsn", withHost(l.dsn, p.Addr()))
+	n, err := l.c.Start(id, "--dsn", withHost(cmp.Or(l.nodeDSN, l.dsn), p.Addr()))
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,8 @@
 // Two actions end a leadership, each re-checked against the latest snapshot
 // (Config.Latest) so that it never hits a holder the operator did not see.
 // Resign asks the holder through the database (pgleader.request_resign) to hand
-// over gracefully at its next heartbeat: it drains in-flight work and releases
+// over gracefully (at once: the request rings its doorbell; else at its next
+// heartbeat): it drains in-flight work and releases
 // as resigned; it needs only the pgleader tables, and a live holder. Evict
 // terminates the holder's leadership backend: the lock is freed at once,
 // in-flight work is cut off, and it needs the right to signal that backend; it

@@ -25,9 +25,10 @@ SELECT s.epoch, coalesce(s.holder, ''), s.holder IS NOT NULL AND s.released_at I
   FROM pgleader.leader_state s WHERE s.scope = $1`
 
 // Resign asks the leader of scope to hand it over gracefully, through the
-// database: pgleader.request_resign marks the open term, and the holder's
-// engine sees the mark at its next heartbeat (within one heartbeat interval),
-// closes its gate to new work, drains in-flight work (up to its drain timeout),
+// database: pgleader.request_resign marks the open term and rings the holder's
+// doorbell, and the holder's engine sees the mark at once (at its next
+// heartbeat, within one heartbeat interval, in lease mode or when its doorbell
+// cannot ring), closes its gate to new work, drains in-flight work (up to its drain timeout),
 // releases the term with reason resigned, and a follower takes over under a
 // new epoch. The function writes an audit row of kind resign_requested (detail
 // by = "collector: " + reason), which the collector reports as

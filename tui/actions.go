@@ -168,7 +168,7 @@ func (m *Model) runAction(c confirmation) tea.Cmd {
 			ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 			defer cancel()
 			err := actions.Resign(ctx, scope, "operator resign from pgleader top")
-			detail := fmt.Sprintf("asked %s, leader of %s (epoch %d), to resign: it hands over at its next heartbeat", c.leader, c.scope, c.epoch)
+			detail := fmt.Sprintf("asked %s, leader of %s (epoch %d), to resign: it hands over now (at its next heartbeat if its doorbell cannot ring)", c.leader, c.scope, c.epoch)
 			if err != nil {
 				detail = fmt.Sprintf("resign %s of %s", c.leader, c.scope)
 			}

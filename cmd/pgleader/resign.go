@@ -18,7 +18,9 @@ func (a *app) resignCommand() *cobra.Command {
 		Use:   "resign SCOPE",
 		Short: "Ask the leader of a scope to hand it over gracefully, through the database",
 		Long: `resign marks the scope's open term in pgleader.leader_state (pgleader.request_resign).
-The leader sees the mark at its next heartbeat and resigns as if its service had
+The leader sees the mark at once (the request rings its doorbell; at its next
+heartbeat in lease mode, or when its doorbell cannot ring: pgleader status says
+so) and resigns as if its service had
 called Scope.Resign: its gate closes to new work, in-flight work drains (up to its
 drain timeout), the term is released as "resigned" and a follower takes over under
 a new epoch at once. The leader then sits out one resign cooldown before it
