@@ -53,11 +53,16 @@ func TestStatusAt(t *testing.T) {
 	var leader string
 	pgtest.WaitEvery(t, "a leader with a follower", 20*time.Second, 100*time.Millisecond, func() bool {
 		r := pgleader(t, nil, "status", "--dsn", dsn, "-o", "tsv")
-		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		// Not TrimSpace: a row whose last columns are empty (no follower yet,
+		// no alert) ends in tabs, and its fields must stay eight.
+		lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
 		if r.code != 0 || len(lines) != 2 {
 			return false
 		}
 		f := strings.Split(lines[1], "\t")
+		if len(f) != 8 {
+			t.Fatalf("status tsv: %d fields, want 8: %q", len(f), lines[1])
+		}
 		leader = f[2]
 		return f[1] == "OK" && f[6] != ""
 	})
