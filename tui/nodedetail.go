@@ -72,6 +72,18 @@ func (m *Model) nodeDetailLines(w, h int) []string {
 		mode += ": lease rows, no lock"
 	}
 	lines = append(lines, kv("mode", mode))
+	if n.DoorbellUnringable != "" {
+		// The reason is the useful part and long (it names the fix): wrapped
+		// under its label, never cut.
+		why := "cannot ring, its wake-ups wait for its heartbeats (within one interval): " + termsafe.String(n.DoorbellUnringable)
+		for i, l := range wrapText(why, w-2-11-1, "") {
+			label := ""
+			if i == 0 {
+				label = "doorbell"
+			}
+			lines = append(lines, "  "+st.render(toneMuted, padRight(label, 11))+" "+st.render(toneWarn, l))
+		}
+	}
 
 	proc := "os pid —"
 	if n.OSPID > 0 {

@@ -349,6 +349,28 @@ func TestNodeDetailSupervised(t *testing.T) {
 	}
 }
 
+// TestNodeDetailDoorbell: a node whose doorbell cannot ring says so, and why,
+// in its detail; one whose doorbell rings has no such line.
+func TestNodeDetailDoorbell(t *testing.T) {
+	snap := troubleSnapshot()
+	for i := range snap.Nodes {
+		if snap.Nodes[i].ID == "node-b" {
+			snap.Nodes[i].DoorbellUnringable = "a superuser login"
+		}
+	}
+	m, _ := setup(t, snap)
+	keys(m, "tab", "j", "enter")
+	want := "doorbell    cannot ring, its wake-ups wait for its heartbeats (within one interval): a superuser login"
+	if s := screen(m); !strings.Contains(s, want) {
+		t.Errorf("node detail lacks %q:\n%s", want, s)
+	}
+	m, _ = setup(t, troubleSnapshot())
+	keys(m, "tab", "j", "enter")
+	if s := screen(m); strings.Contains(s, "doorbell") {
+		t.Errorf("a node whose doorbell rings has a doorbell line:\n%s", s)
+	}
+}
+
 // TestNodeDetail: Enter on the nodes pane opens the node's detail, with its
 // scopes and role in each, its state and timing; Esc closes it.
 func TestNodeDetail(t *testing.T) {
