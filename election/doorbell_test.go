@@ -206,19 +206,7 @@ func TestHostileWatch(t *testing.T) {
 		refused(t, as(role), "42501", `SELECT * FROM pgleader.watch('victim', NULL, 10, '{}', true)`)
 	}
 	// Bounds, on a registered watch session of node2's own node.
-	ctx := context.Background()
-	lead, err := pgx.Connect(ctx, as("node2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lead.Close(ctx)
-	beacon := int64(0x5eed0002)
-	if _, err := lead.Exec(ctx, `SELECT pgleader.session_lock($1)`, beacon); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lead.Exec(ctx, `SELECT pgleader.register_node('own', 'h', 1, 'v', '{own}', 50, 300, 500, $1, 2)`, beacon); err != nil {
-		t.Fatal(err)
-	}
+	registerByHand(t, as("node2"), "own", "own", 0x5eed0002)
 	withConn(t, as("node2"), func(ctx context.Context, c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, `SELECT * FROM pgleader.doorbell_register('own')`); err != nil {
 			return err
@@ -342,22 +330,7 @@ func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
 	pgtest.WaitFor(t, "held leads", 10*time.Second, func() bool { return rung.Leads("ann") })
 
 	ctx := context.Background()
-	register := func(login, id string, beacon int64) *pgx.Conn {
-		t.Helper()
-		c, err := pgx.Connect(ctx, as(login))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		if _, err := c.Exec(ctx, `SELECT pgleader.session_lock($1)`, beacon); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', '{ann}', 50, 300, 500, $2, 2)`, id, beacon); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	register("node", "cand", 0x5eed0003)
+	registerByHand(t, as("node"), "cand", "ann", 0x5eed0003)
 	bell, err := pgx.Connect(ctx, as("node"))
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +360,7 @@ func TestHostileAnnounceRingsNoLiveNode(t *testing.T) {
 		return sqlstate(err) == "57014"
 	}
 
-	hostile := register("node2", "own", 0x5eed0004)
+	hostile := registerByHand(t, as("node2"), "own", "ann", 0x5eed0004)
 	if sleeps("a claim announcing held lost", func() {
 		if _, err := hostile.Exec(ctx, `SELECT * FROM pgleader.claim_scopes('own', 'h', 1, 50, 100, 300, 500, '{ann}', ARRAY[pgleader.lock_key('ann')], 'held')`); err != nil {
 			t.Errorf("the hostile claim: %v", err)
@@ -418,17 +391,7 @@ func TestWatchReadsARingInItsStatement(t *testing.T) {
 	held := testnode.Start(t, testnode.FastConfig(as("node"), "held", "rs"))
 	pgtest.WaitFor(t, "held leads", 10*time.Second, func() bool { return held.Leads("rs") })
 	ctx := context.Background()
-	lead, err := pgx.Connect(ctx, as("node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lead.Close(ctx)
-	if _, err := lead.Exec(ctx, `SELECT pgleader.session_lock($1)`, int64(0x5eed0005)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lead.Exec(ctx, `SELECT pgleader.register_node('cand', 'h', 1, 'v', '{rs}', 50, 300, 500, $1, 2)`, int64(0x5eed0005)); err != nil {
-		t.Fatal(err)
-	}
+	registerByHand(t, as("node"), "cand", "rs", 0x5eed0005)
 	bell, err := pgx.Connect(ctx, as("node"))
 	if err != nil {
 		t.Fatal(err)
@@ -530,6 +493,26 @@ func TestWatchReadsARingInItsStatement(t *testing.T) {
 	if err != nil || !claim || time.Since(t0) > 5*time.Second {
 		t.Fatalf("the bare wait after a ring that found the session idle: %+v, %v after %v; want a claim row for rs at once", rows, err, time.Since(t0))
 	}
+}
+
+// registerByHand registers node id, a candidate of scope, on a leadership
+// session of its own under dsn's login (its beacon held, as an engine's), and
+// returns that session, closed at the test's end.
+func registerByHand(t *testing.T, dsn, id, scope string, beacon int64) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if _, err := c.Exec(ctx, `SELECT pgleader.session_lock($1)`, beacon); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `SELECT pgleader.register_node($1, 'h', 1, 'v', ARRAY[$2], 50, 300, 500, $3, 2)`, id, scope, beacon); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // logCount counts the log records whose message starts with prefix.
