@@ -65,8 +65,9 @@ type Config struct {
 
 	// Priority ranks this node among the candidates of its scopes: when a scope is
 	// free, the live waiting candidate of highest priority wins it (others defer
-	// for at most three of its heartbeat intervals), so leadership goes where it
-	// is preferred, not to whoever claims first. 0 means the default, 1.
+	// to it for at most its trust window, and never less than three of its
+	// heartbeat intervals), so leadership goes where it is preferred, not to
+	// whoever claims first. 0 means the default, 1.
 	Priority int
 
 	// NeverLead makes an observer that never leads (it registers with priority

@@ -10,10 +10,11 @@
 --     before handover_deadline, the target alive) goes to its target only;
 --     otherwise a claim is deferred while a live candidate of higher priority,
 --     not cooling down after resigning the scope, campaigns for it, for at most
---     three of that candidate's heartbeat intervals from the first deferral
---     (deferred_since); a node of priority 0 never wins a claim. A deferred row
---     answers acquired = false, busy = false and names the node it waits for in
---     deferred_to (its lock given back);
+--     that candidate's trust window (never less than three of its heartbeat
+--     intervals) from the first deferral (deferred_since); a node of priority
+--     0 never wins a claim. A deferred row answers acquired = false, busy =
+--     false and names the node it waits for in deferred_to (its lock given
+--     back);
 --   * the guards of earlier holders are probed one by one (key_free), and the
 --     lock map and the deferral query are read only when a row needs them;
 --   * p_announce, when not NULL, names a node whose leadership session ended:
