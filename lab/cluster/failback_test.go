@@ -25,11 +25,17 @@ func TestPreferredFailsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: make test runs it, make test-short does not")
 	}
-	t.Run("lock", func(t *testing.T) { c, dsn := setup(t, 0); failsBack(t, c, dsn) })
-	t.Run("lease", func(t *testing.T) { c, dsn := setupLease(t, 0); failsBack(t, c, dsn) })
+	t.Run("lock", func(t *testing.T) {
+		conclusively(t, func(t *testing.T) { c, dsn := setup(t, 0); failsBack(t, c, dsn) })
+	})
+	t.Run("lease", func(t *testing.T) {
+		conclusively(t, func(t *testing.T) { c, dsn := setupLease(t, 0); failsBack(t, c, dsn) })
+	})
 }
 
 func failsBack(t *testing.T, c *cluster.Cluster, dsn string) {
+	from := monotime.Now()
+	astray := func(format string, args ...any) { t.Helper(); astray(t, c, dsn, from, format, args...) }
 	start := func(id string, args ...string) *cluster.Node {
 		t.Helper()
 		n, err := c.Start(id, args...)
@@ -43,10 +49,11 @@ func failsBack(t *testing.T, c *cluster.Cluster, dsn string) {
 	if old, _ := leader(t, c); old.ID != "low" {
 		t.Fatalf("%s leads, want low (the only node)", old.ID)
 	}
+	stays := func(node string, d time.Duration) { t.Helper(); stays(t, c, node, d, astray) }
 
 	// Higher priority without --preferred: no failback.
 	start("plain", "--priority", "3")
-	stays(t, c, "low", 2*failbackAfter)
+	stays("low", 2*failbackAfter)
 
 	// Preferred: a handover to it once it has been up for its delay.
 	preferred := []string{"--priority", "2", "--preferred=" + failbackAfter.String()}
@@ -55,17 +62,19 @@ func failsBack(t *testing.T, c *cluster.Cluster, dsn string) {
 		start("pref", preferred...)
 		next := wait(t, c, "the preferred node takes the scope back", gateOpenAfter(t0, ""))
 		if next.Node != "pref" {
-			t.Fatalf("round %d: %s took the scope, want pref", round, next.Node)
+			astray("round %d: %s took the scope, want pref", round, next.Node)
 		}
-		if waited := time.Duration(next.MonoNS - t0); waited < failbackAfter {
-			t.Errorf("round %d: pref led %v after it started, before its failback delay (%v)", round, waited, failbackAfter)
-		}
+		// The term before was handed over by a failback to pref (a machine stall
+		// can make it a failover instead: astray), and not before pref's delay.
 		var via, to string
-		queryRow(t, dsn, `SELECT detail->>'via', detail->>'to' FROM pgleader.audit
+		queryRow(t, dsn, `SELECT coalesce(max(detail->>'via'), ''), coalesce(max(detail->>'to'), '') FROM pgleader.audit
 		                   WHERE kind = 'handover_requested' AND scope = 's' AND epoch = $1`,
 			[]any{next.Epoch - 1}, &via, &to)
 		if via != "failback" || to != "pref" {
-			t.Errorf("round %d: the handover of epoch %d was requested via %q to %q, want failback to pref", round, next.Epoch-1, via, to)
+			astray("round %d: pref took the scope at epoch %d, but not by a failback (a handover requested via %q to %q)", round, next.Epoch, via, to)
+		}
+		if waited := time.Duration(next.MonoNS - t0); waited < failbackAfter {
+			t.Errorf("round %d: pref led %v after it started, before its failback delay (%v)", round, waited, failbackAfter)
 		}
 		if round == 0 { // what operators see: status marks the preferred node
 			code, out := pgleader(t, dsn, "status")
@@ -74,19 +83,19 @@ func failsBack(t *testing.T, c *cluster.Cluster, dsn string) {
 			}
 		}
 		// Nobody takes it back: low is below pref, plain is not preferred.
-		stays(t, c, "pref", 2*failbackAfter)
+		stays("pref", 2*failbackAfter)
 		if round == 1 {
 			// An operator's handover to a lower priority is not undone.
 			asked := monotime.Now()
 			if code, out := pgleader(t, dsn, "handover", "s", "--to", "low"); code != 0 {
-				t.Fatalf("handover to low: exit %d: %s", code, out)
+				astray("handover to low: exit %d: %s", code, out)
 			}
 			// The command returns once the database names low; low's gate opens a
 			// moment later, before the watch for a failback starts.
 			seenOrWait(t, c, "low's gate opens", func(r eventlog.Record) bool {
 				return r.Event == "gate_open" && r.Node == "low" && r.MonoNS > asked
 			})
-			stays(t, c, "low", 2*failbackAfter)
+			stays("low", 2*failbackAfter)
 			break
 		}
 		// Killed: an ordinary failover, to the highest live priority (plain).
@@ -95,19 +104,19 @@ func failsBack(t *testing.T, c *cluster.Cluster, dsn string) {
 			t.Fatal(err)
 		}
 		if n := wait(t, c, "failover after kill -9", gateOpenAfter(killed, "pref")); n.Node != "plain" {
-			t.Fatalf("%s took over from the killed pref, want plain (priority 3)", n.Node)
+			astray("%s took over from the killed pref, want plain (priority 3)", n.Node)
 		}
 		// plain outranks pref: pref, restarted, must not take the scope back.
 		start("pref", preferred...)
-		stays(t, c, "plain", 2*failbackAfter)
+		stays("plain", 2*failbackAfter)
 		// Both stopped (SIGTERM): the scope goes to pref, then back to low.
 		stopped := sigterm(t, c, "plain")
 		if n := wait(t, c, "takeover after plain stopped", gateOpenAfter(stopped, "plain")); n.Node != "pref" {
-			t.Fatalf("%s led after plain stopped, want pref (priority 2)", n.Node)
+			astray("%s led after plain stopped, want pref (priority 2)", n.Node)
 		}
 		stopped = sigterm(t, c, "pref")
 		if n := wait(t, c, "takeover after pref stopped", gateOpenAfter(stopped, "pref")); n.Node != "low" {
-			t.Fatalf("%s led after pref stopped, want low", n.Node)
+			astray("%s led after pref stopped, want low", n.Node)
 		}
 	}
 	checkHistory(t, c, dsn)
@@ -128,8 +137,9 @@ func sigterm(t *testing.T, c *cluster.Cluster, node string) int64 {
 	return t0
 }
 
-// stays asserts that node keeps leading scope s for d: no other node's gate opens.
-func stays(t *testing.T, c *cluster.Cluster, node string, d time.Duration) {
+// stays asserts that node keeps leading scope s for d: no other node's gate
+// opens. It reports a failure through astray.
+func stays(t *testing.T, c *cluster.Cluster, node string, d time.Duration, astray func(string, ...any)) {
 	t.Helper()
 	from := monotime.Now()
 	time.Sleep(d)
@@ -138,10 +148,10 @@ func stays(t *testing.T, c *cluster.Cluster, node string, d time.Duration) {
 	}
 	for _, r := range c.Events() {
 		if r.Event == "gate_open" && r.MonoNS > from {
-			t.Fatalf("%s's gate opened at epoch %d while %s was to keep the scope", r.Node, r.Epoch, node)
+			astray("%s's gate opened at epoch %d while %s was to keep the scope", r.Node, r.Epoch, node)
 		}
 	}
 	if id, _ := c.Leader("s"); id != node {
-		t.Fatalf("%q leads, want %s", id, node)
+		astray("%q leads, want %s", id, node)
 	}
 }

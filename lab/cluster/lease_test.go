@@ -76,9 +76,11 @@ func TestLeaseSIGTERMHandsOver(t *testing.T) {
 // TestLeaseHandover: pgleader handover reaches a lease holder through its
 // heartbeat, and the named follower, and only it, leads next.
 func TestLeaseHandover(t *testing.T) {
-	c, dsn := setupLease(t, 3)
-	handoverRounds(t, c, dsn, 2)
-	checkHistory(t, c, dsn)
+	conclusively(t, func(t *testing.T) {
+		c, dsn := setupLease(t, 3)
+		handoverRounds(t, c, dsn, 2)
+		checkHistory(t, c, dsn)
+	})
 }
 
 // TestSplitModeKillLeader: lock mode with the leadership direct (--leader-dsn)
