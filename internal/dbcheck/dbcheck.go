@@ -208,23 +208,39 @@ func Database(ctx context.Context, cfg *pgx.ConnConfig, schema int) error {
 }
 
 // Await runs the checks a node needs (Database for schema, NodeRole, then
-// LockTable for n scopes) and, while they fail only because the database is in the middle of a
-// restart or a failover, retries them with backoff (at most a second apart) until
-// they pass or ctx ends, logging each failure. In transition means: a server
-// answered that it is starting up, shutting down or in recovery (SQLSTATE 57P03);
-// a host of a multi-host DSN with target_session_attrs answered that it is
-// read-only (a standby, none promoted yet); with several hosts, one refused the
-// connection; or a server that accepted the connection dropped it. Anything else
-// (a wrong host, password, certificate or database, a missing schema) is returned
-// at once: it will not heal by itself. A node's Run calls it.
-func Await(ctx context.Context, cfg *pgx.ConnConfig, n, schema int, log *slog.Logger) error {
+// LockTable for n scopes, then each of more that is not nil, in order) and, while
+// they fail only because the database is in the middle of a restart or a
+// failover, runs them all again with backoff (at most a second apart) until they
+// pass or ctx ends, logging each failure. In transition means: a server answered
+// that it is starting up, shutting down or in recovery (SQLSTATE 57P03); a host
+// of a multi-host DSN with target_session_attrs answered that it is read-only (a
+// standby, none promoted yet); with several hosts, one refused the connection; or
+// a server that accepted the connection dropped it. Anything else (a wrong host,
+// password, certificate or database, a missing schema, what a check of more
+// refuses) is returned at once: it will not heal by itself. A node's Run calls
+// it, with its own start-up checks as more: a database that crashes or fails over
+// while a node starts must not end the node in any of them.
+func Await(ctx context.Context, cfg *pgx.ConnConfig, n, schema int, log *slog.Logger, more ...func(context.Context) error) error {
+	checks := append([]func(context.Context) error{
+		func(ctx context.Context) error { return Database(ctx, cfg, schema) },
+		func(ctx context.Context) error { return NodeRole(ctx, cfg) },
+		func(ctx context.Context) error { return LockTable(ctx, cfg, n) },
+	}, more...)
+	return await(ctx, cfg, log, checks)
+}
+
+// await runs checks in order (skipping nil ones) until one fails or all pass,
+// and all of them again after a failure that inTransition accepts (see Await).
+func await(ctx context.Context, cfg *pgx.ConnConfig, log *slog.Logger, checks []func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
-		err := Database(ctx, cfg, schema)
-		if err == nil {
-			err = NodeRole(ctx, cfg)
-		}
-		if err == nil {
-			err = LockTable(ctx, cfg, n)
+		var err error
+		for _, check := range checks {
+			if check == nil {
+				continue
+			}
+			if err = check(ctx); err != nil {
+				break
+			}
 		}
 		if err == nil || ctx.Err() != nil || !inTransition(err, cfg) {
 			return err

@@ -1,8 +1,10 @@
 package dbcheck
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -50,6 +52,7 @@ func TestInTransition(t *testing.T) {
 		{"EveryHostReadOnly", errors.Join(pgconn.ErrReadOnlyConnection, pgconn.ErrReadOnlyConnection), two, true},
 		{"RefusedOneOfSeveral", errors.Join(refused, pgconn.ErrReadOnlyConnection), two, true},
 		{"RefusedSingleHost", refused, one, false},
+		{"ShuttingDownAndStandby", errors.Join(&pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}, pgconn.ErrReadOnlyConnection), two, true},
 		{"ResetDuringCheck", fmt.Errorf("%w: read schema version: %w", ErrUnreachable, syscall.ECONNRESET), one, true},
 		{"BadPassword", &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}, two, false},
 		{"NoSuchDatabase", &pgconn.PgError{Code: "3D000", Message: "database does not exist"}, two, false},
@@ -82,5 +85,40 @@ func TestLockTableCapacity(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
+	}
+}
+
+// TestAwaitRunsEveryCheckAgain: a check that fails because the database is in
+// transition, whichever check it is, makes await run all of them again — the
+// first ones too, for the server may be another one now — until they pass; a
+// failure that will not heal ends it at once; nil checks are skipped.
+func TestAwaitRunsEveryCheckAgain(t *testing.T) {
+	cfg, _ := pgx.ParseConfig("postgres://u@127.0.0.1:5432/db")
+	ctx := t.Context()
+	var first, last int
+	dropped := 2 // the last check loses its connection twice (a crash), then passes
+	err := await(ctx, cfg, nil, []func(context.Context) error{
+		func(context.Context) error { first++; return nil },
+		nil,
+		func(context.Context) error {
+			last++
+			if dropped > 0 {
+				dropped--
+				return fmt.Errorf("%w: read the other nodes' modes: %w", ErrUnreachable, io.ErrUnexpectedEOF)
+			}
+			return nil
+		},
+	})
+	if err != nil || first != 3 || last != 3 {
+		t.Fatalf("await = %v after %d runs of the first check and %d of the last; want nil after 3 and 3", err, first, last)
+	}
+
+	refused := &pgconn.PgError{Code: "28P01", Message: "password authentication failed"}
+	runs := 0
+	err = await(ctx, cfg, nil, []func(context.Context) error{
+		func(context.Context) error { runs++; return fmt.Errorf("%w: %w", ErrUnreachable, refused) },
+	})
+	if !errors.Is(err, refused) || runs != 1 {
+		t.Fatalf("await = %v after %d runs; want the password error after 1", err, runs)
 	}
 }
