@@ -501,11 +501,7 @@ func TestWatchReadsARingInItsStatement(t *testing.T) {
 func registerByHand(t *testing.T, dsn, id, scope string, beacon int64) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
+	c := pgtest.Connect(t, dsn)
 	if _, err := c.Exec(ctx, `SELECT pgleader.session_lock($1)`, beacon); err != nil {
 		t.Fatal(err)
 	}

@@ -40,11 +40,7 @@ func alive(t *testing.T, dsn string, pid uint32) bool {
 func fencedTx(t *testing.T, dsn, scope string, epoch int64) *pgx.Conn {
 	t.Helper()
 	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
+	c := pgtest.Connect(t, dsn)
 	if _, err := c.Exec(ctx, "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
