@@ -270,15 +270,11 @@ SELECT node_id, hostname, os_pid, version, started_at, last_seen, stopped_at, ba
 	// repeatable view, it gains columns when a build that has them migrates, so
 	// the collector asks the catalog (per connection) rather than the version.
 	sqlNodesColumns = `
-SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
-                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
-                  AND a.attname = 'login_role' AND NOT a.attisdropped),
-       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
-                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
-                  AND a.attname = 'supervisor' AND NOT a.attisdropped),
-       EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
-                WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1')
-                  AND a.attname = 'doorbell_why_not' AND NOT a.attisdropped)`
+SELECT coalesce(bool_or(a.attname = 'login_role'), false),
+       coalesce(bool_or(a.attname = 'supervisor'), false),
+       coalesce(bool_or(a.attname = 'doorbell_why_not'), false)
+  FROM pg_catalog.pg_attribute a
+ WHERE a.attrelid = pg_catalog.to_regclass('pgleader.watch_nodes_v1') AND a.attnum > 0 AND NOT a.attisdropped`
 
 	// $1: how many. %s: last_sign, or NULL before schema 17.
 	sqlTerms = `
