@@ -99,8 +99,7 @@ func (d database) check(ctx context.Context) error { return d.e.checkDatabase(ct
 // path (the mode's check of the path to the server, if any), then that no live
 // node of the other mode campaigns for these scopes — all of them again while
 // the database is in transition: a server that crashes or fails over between
-// two of them must not end the node (chaos pg-failover-async caught a node
-// restarted just before the crash exiting in the bindings check).
+// two of them must not end the node.
 func (d database) startChecks(ctx context.Context, path func(context.Context) error) error {
 	e := d.e
 	return dbcheck.Await(ctx, e.base, len(e.cfg.Scopes), migrations.Latest, e.log,

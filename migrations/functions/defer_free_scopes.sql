@@ -8,7 +8,8 @@
 -- of its heartbeat intervals I, from the scope's first deferral (a candidate that
 -- does not claim in that time is passed over). The candidate learns of the free
 -- scope by its doorbell, or else by its next heartbeat (within I + T < W), and
--- then claims: 3·I alone passed over a live candidate whose heartbeats were slow. Returns scope → node; marks when each scope was first deferred to a
+-- then claims: 3·I alone would pass over a live candidate whose heartbeats are
+-- slow but within their timeout. Returns scope → node; marks when each scope was first deferred to a
 -- node (deferred_since). p_locks: lock_map(), for live_nodes.
 CREATE OR REPLACE FUNCTION pgleader.defer_free_scopes(p_node text, p_prio integer, p_scopes text[], p_locks jsonb)
  RETURNS jsonb

@@ -1,9 +1,8 @@
 -- live_nodes: the nodes that are running now. A lease-mode node is live while
 -- it heartbeats: seen within its trust window W, and never less than three of
 -- its intervals I. W > I + T (check_timing), so a node whose heartbeats each
--- keep within their timeout T stays live; a bound of 3·I alone declared a
--- healthy node dead whenever its heartbeats were slow and T > 2·I. A lock-mode
--- node is live while its beacon is held (p_locks: lock_map()).
+-- keep within their timeout T stays live (3·I alone would not, for T > 2·I).
+-- A lock-mode node is live while its beacon is held (p_locks: lock_map()).
 -- PL/pgSQL so that its plan is kept for the session (lock_map).
 CREATE OR REPLACE FUNCTION pgleader.live_nodes(p_locks jsonb)
  RETURNS TABLE(node_id text, priority integer, scopes text[], heartbeat_interval_ms integer, last_seen timestamp with time zone)
